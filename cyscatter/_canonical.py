@@ -1,0 +1,113 @@
+"""The canonical (outer, rows, inner) view every kernel works on, and the calls into the kernels.
+
+`outer` is the product of the batch dims before `axis`, `rows` the index entries (src side) or destination
+rows (dst side), `inner` the product of the feature dims. Reshaping is free for C-ordered inputs; other layouts
+are copied once, here and nowhere else.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from cyscatter import kernels
+
+
+def normalize_axis(axis, ndim: int, span: int, arg: str = "axis") -> int:
+    """`axis` such that dims [axis, axis + span) of an ndim-array hold the index; negative counts from the end."""
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{arg} must be an integer, got {axis!r}") from None
+    normalized = axis + ndim if axis < 0 else axis
+    if not 0 <= normalized <= ndim - span:
+        raise ValueError(f"{arg}={axis} does not fit: the array has {ndim} dims and the index needs {span} "
+                         f"of them starting at {arg} (valid: {-ndim} .. {ndim - span})")
+    return normalized
+
+
+def prod(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.ndarray:
+    """`arr` as a read-only-safe (outer, rows, inner) array of `dtype` with unit inner stride (copy if needed)."""
+    a = arr.astype(dtype, copy=False)
+    try:
+        a3 = np.reshape(a, (outer, rows, inner), copy=False)
+    except ValueError:
+        return np.ascontiguousarray(a).reshape(outer, rows, inner)
+    return _unit_inner_stride(a3)
+
+
+def _unit_inner_stride(a3: np.ndarray) -> np.ndarray | None:
+    if a3.strides[2] == a3.itemsize:
+        return a3
+    if a3.shape[2] <= 1:   # one element per row: any inner stride is as good as the unit one
+        return np.lib.stride_tricks.as_strided(a3, strides=a3.strides[:2] + (a3.itemsize,),
+                                               writeable=a3.flags.writeable)
+    return np.ascontiguousarray(a3)
+
+
+def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
+    """(work, direct): `dst` itself as (outer, rows, inner) when possible, else a converted copy to copy back."""
+    if dst.dtype == dtype:
+        try:
+            d3 = np.reshape(dst, (outer, rows, inner), copy=False)
+        except ValueError:
+            d3 = None
+        if d3 is not None and (d3.strides[2] == d3.itemsize or d3.shape[2] <= 1):
+            return _unit_inner_stride(d3), True
+    return np.ascontiguousarray(dst, dtype=dtype).reshape(outer, rows, inner), False
+
+
+def check_writable(dst, arg: str = "dst") -> np.ndarray:
+    """`dst` must be an ndarray we may write: writeable and without elements that alias one another."""
+    if not isinstance(dst, np.ndarray):
+        raise TypeError(f"{arg} must be a numpy.ndarray to be written in place, got {type(dst).__name__}")
+    if not dst.flags.writeable:
+        raise ValueError(f"{arg} is read-only (flags.writeable is False)")
+    if dst.size > 1 and _self_overlapping(dst):
+        raise ValueError(f"{arg} has overlapping elements (strides {dst.strides} for shape {dst.shape}); "
+                         "pass a copy")
+    return dst
+
+
+def _self_overlapping(a: np.ndarray) -> bool:
+    # Sufficient test for distinct elements: sorted by |stride|, each stride must step over all smaller dims.
+    extent = a.itemsize
+    for size, stride in sorted(((s, abs(t)) for s, t in zip(a.shape, a.strides) if s > 1), key=lambda p: p[1]):
+        if stride < extent:
+            return True
+        extent = stride * size
+    return False
+
+
+def run_scatter(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None) -> None:
+    status = kernels.scatter_reduce(opcode, src3, plan.flat, out3, counts, plan.kernel_mode)
+    if status >= 0:
+        raise plan.error(status)
+
+
+def precheck(plan) -> None:
+    """Under mode='raise', fail before an in-place write touches the destination."""
+    if plan.mode == "raise" and plan.n:
+        status = kernels.check_index(plan.flat, plan.size)
+        if status >= 0:
+            raise plan.error(status)
+
+
+def _items(a3: np.ndarray) -> np.ndarray:
+    """A same-bytes view of `a3` whose item type the gather kernel is compiled for."""
+    size = a3.itemsize
+    if size in (1, 2, 4, 8):
+        return a3.view(f"u{size}")
+    return a3.view("u8" if size % 8 == 0 else "u1")
+
+
+def run_gather(src3: np.ndarray, plan, out3: np.ndarray) -> None:
+    if src3.dtype.hasobject:
+        raise TypeError("gather does not support object arrays")
+    status = kernels.gather(_items(src3), plan.flat, _items(out3), plan.kernel_mode)
+    if status >= 0:
+        raise plan.error(status)

@@ -1,0 +1,48 @@
+"""Docstring fragments shared by the public functions (numpydoc), filled in with `fill_doc`."""
+
+FRAGMENTS = {
+    "index": """index : int array of shape I, or tuple of m int arrays all of shape I
+        Destination of each entry. An integer array addresses one axis of the destination; a tuple of m
+        arrays addresses m consecutive axes, as NumPy advanced indexing and NNlib's tuples/CartesianIndex
+        do. Any integer dtype (int8 ... uint64); int32/int64 reach the kernels without a copy. Boolean and
+        float indices raise TypeError.""",
+    "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
+        The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin".""",
+    "axis": """axis : int, default 0
+        Where the index dims start inside `src` (and the destination dims inside the output); the dims before
+        it are batch dims B, taken one to one. Negative values count from the end.""",
+    "mode": """mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        Out-of-range entries (negatives included): "raise" raises IndexError naming the position, value and
+        bound, before anything is written; "drop" skips them; "wrap" takes them modulo the size (NumPy's
+        ``take(mode="wrap")``, so -1 is the last row); "clip" moves them to the nearest end.""",
+    "raises": """TypeError
+        Unknown op type, a non-integer index, an unsupported dtype (bool, object; complex for max/min), or
+        a cast NumPy's ``same_kind`` rule refuses.
+    ValueError
+        Unknown op name or mode, mismatched shapes (both are named), a negative or wrongly sized `dim_size`,
+        an `axis` that does not fit, a read-only `dst` or one with overlapping elements.
+    IndexError
+        An out-of-range index entry under ``mode="raise"``; nothing has been written when it is raised.""",
+    "semantics": """Fresh outputs start at the op's identity, as in NNlib: 0 for add/sub/mean, 1 for mul/div, -inf (or the
+    integer minimum) for max, +inf (or the integer maximum) for min. Updates are applied in index order, so
+    float results are deterministic on the CPU. max/min let NaN win (NumPy's ``maximum.at`` rule) and order
+    -0.0 < +0.0 whatever the update order (``np.maximum.at`` keeps whichever zero comes last). Integer div
+    and mean follow NumPy true division and give float64; float16 accumulates in float32; small integer
+    dtypes accumulate in int64 and wrap back as NumPy's modular arithmetic does.""",
+}
+
+FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
+        The `src` the forward scatter was called with.
+    {index}
+    out : array_like, shape B + D + F
+        The forward result (for in-place forms: `dst` after the update).
+    dst : array_like, shape B + D + F, optional
+        The initial destination of an in-place ``scatter_into``; None for the allocating ``scatter``.
+    {axis}
+    {mode}""".format(**FRAGMENTS)
+
+
+def fill_doc(func):
+    """Replace ``{name}`` fields of `func.__doc__` by the shared fragments."""
+    func.__doc__ = func.__doc__.format(**FRAGMENTS)
+    return func

@@ -1,0 +1,116 @@
+"""gather and gather_into: the public gather functions (NNlib's `gather` and `gather!`)."""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter._canonical import check_writable, normalize_axis, precheck, prod, rows_view, run_gather, \
+    writable_rows
+from cyscatter._docs import fill_doc
+from cyscatter._index import parse_coords, plan_index
+
+
+def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
+    """(plan, batch shape B, feature shape F) for gathering from `src` at `axis` with an m-coordinate index."""
+    m = len(coords)
+    axis = normalize_axis(axis, src.ndim, m)
+    plan = plan_index(None, src.shape[axis:axis + m], mode, coords=coords, dims_arg="src.shape")
+    return plan, src.shape[:axis], src.shape[axis + m:]
+
+
+@fill_doc
+def gather(src, index, *, axis=0, mode="raise", fill_value=0):
+    """Gather rows of `src`: ``out[b, k, f] = src[b, index[k], f]`` (tuple index: ``src[b, i0[k], ..., f]``).
+
+    NNlib's ``gather(src, idx)``; for an integer index it equals ``np.take(src, index, axis)`` and for a
+    tuple index NumPy's ``src[(slice(None),) * axis + index]``.
+
+    Parameters
+    ----------
+    src : array_like, shape B + D + F
+        Any dtype but object; D are the m dims the index addresses, starting at `axis`.
+    {index}
+    {axis}
+    {mode}
+    fill_value : scalar, default 0
+        Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``).
+
+    Returns
+    -------
+    out : ndarray, shape B + I + F, dtype of `src`
+
+    Raises
+    ------
+    {raises}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.gather(np.array([1, 20, 300, 4000]), np.array([1, 3, 1]))
+    array([  20, 4000,   20])
+    >>> cs.gather(np.arange(15).reshape(3, 5), (np.array([0, 1]), np.array([1, 3])))
+    array([1, 8])
+    """
+    src = np.asarray(src)
+    coords = parse_coords(index)
+    plan, batch, feat = split_gather_src(src, coords, axis, mode)
+    outer, inner = prod(batch), prod(feat)
+    src3 = rows_view(src, src.dtype, outer, plan.size, inner)
+    if plan.mode == "drop":
+        out3 = np.full((outer, plan.n, inner), fill_value, src.dtype)
+    else:
+        out3 = np.empty((outer, plan.n, inner), src.dtype)
+    run_gather(src3, plan, out3)
+    return out3.reshape(batch + plan.shape + feat)
+
+
+@fill_doc
+def gather_into(dst, src, index, *, axis=0, mode="raise"):
+    """Gather rows of `src` into `dst` in place: ``dst[b, k, f] = src[b, index[k], f]`` (NNlib's ``gather!``).
+
+    Parameters
+    ----------
+    dst : ndarray, shape B + I + F
+        Written in place (any layout; writeable, no overlapping elements). Rows whose entry is dropped under
+        ``mode="drop"`` keep their values.
+    src : array_like, shape B + D + F
+        Cast to ``dst.dtype`` under NumPy's ``same_kind`` rule.
+    {index}
+    {axis}
+    {mode}
+
+    Returns
+    -------
+    dst : ndarray
+        The same object, updated.
+
+    Raises
+    ------
+    {raises}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.gather_into(np.zeros(2, int), np.array([5, 6, 7]), np.array([2, 0]))
+    array([7, 5])
+    """
+    check_writable(dst)
+    src = np.asarray(src)
+    if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
+        raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
+    coords = parse_coords(index)
+    plan, batch, feat = split_gather_src(src, coords, axis, mode)
+    if dst.shape != batch + plan.shape + feat:
+        raise ValueError(f"dst shape {dst.shape} != batch {batch} + index shape {plan.shape} + features {feat} "
+                         f"(src shape {src.shape})")
+    precheck(plan)
+    if np.may_share_memory(src, dst):   # plan.flat is already a private copy unless it is an int32/int64 index
+        src = src.copy()
+    if np.may_share_memory(plan.flat, dst):
+        plan = plan_index(None, plan.dims, plan.mode, coords=(plan.flat.copy().reshape(plan.shape),))
+    outer, inner = prod(batch), prod(feat)
+    src3 = rows_view(src, dst.dtype, outer, plan.size, inner)
+    work3, direct = writable_rows(dst, dst.dtype, outer, plan.n, inner)
+    run_gather(src3, plan, work3)
+    if not direct:
+        np.copyto(dst, work3.reshape(dst.shape))
+    return dst

@@ -1,0 +1,166 @@
+"""Index parsing: integer or tuple index -> one flat destination row per entry, with the chosen out-of-range mode.
+
+An integer index addresses one destination axis; a tuple of m integer arrays (NumPy advanced indexing, NNlib's
+tuples/CartesianIndex) addresses m axes, which are flattened here into one row number (C order), so the kernels
+only ever see a flat int32/int64 vector.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import numpy as np
+
+from cyscatter import kernels
+
+MODES = ("raise", "drop", "wrap", "clip")
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """A validated index in the kernels' terms.
+
+    flat : (n,) int32 or int64, the destination row of each entry in the flattened `dims` (C order); entries
+        outside ``[0, size)`` are skipped under ``mode='drop'`` and reported under ``mode='raise'``.
+    shape : the index shape I (the shape of each coordinate array).
+    dims : the destination shape D addressed by the index (m = len(dims) axes).
+    """
+
+    flat: np.ndarray
+    shape: tuple
+    dims: tuple
+    mode: str
+    coords: tuple
+
+    @property
+    def n(self) -> int:
+        return self.flat.shape[0]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.dims, dtype=np.int64))
+
+    @property
+    def kernel_mode(self) -> int:
+        return kernels.IndexMode.MODE_DROP if self.mode == "drop" else kernels.IndexMode.MODE_RAISE
+
+    def valid(self) -> np.ndarray:
+        """Boolean (n,) mask of the entries that take part (all of them unless mode='drop')."""
+        return (self.flat >= 0) & (self.flat < self.size)
+
+    def error(self, position: int) -> IndexError:
+        """The IndexError for the entry at flat position `position` of the index."""
+        where = np.unravel_index(position, self.shape) if self.shape else ()
+        for axis, coord in enumerate(self.coords):
+            value = int(coord[where])
+            if not 0 <= value < self.dims[axis]:
+                break
+        label = "index" if len(self.coords) == 1 else f"index[{axis}]"
+        pos = ", ".join(str(int(w)) for w in where)
+        return IndexError(
+            f"{label}[{pos}] = {value} is out of bounds for a destination axis of size {self.dims[axis]} "
+            f"(mode='raise'; use mode='drop', 'wrap' or 'clip' to accept it)")
+
+
+def parse_coords(index, arg: str = "index") -> tuple:
+    """Coordinate arrays of an integer index or of a tuple of integer arrays (all of one shape)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if len(parts) == 0:
+        raise ValueError(f"{arg} is an empty tuple: give at least one integer array")
+    coords = []
+    for i, part in enumerate(parts):
+        name = arg if len(parts) == 1 else f"{arg}[{i}]"
+        arr = np.asarray(part)
+        if arr.size == 0 and arr.dtype == np.float64 and not isinstance(part, np.ndarray):
+            arr = arr.astype(np.intp)   # an empty Python list, as NumPy's own a[[]]
+        if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} "
+                            "(boolean masks and float indices are not accepted)")
+        coords.append(arr)
+    shape = coords[0].shape
+    for i, arr in enumerate(coords):
+        if arr.shape != shape:
+            raise ValueError(f"{arg}[{i}] has shape {arr.shape} but {arg}[0] has shape {shape}: "
+                             "the arrays of a tuple index must all have one shape")
+    return tuple(coords)
+
+
+def _dims_from(dim_size, coords, arg: str) -> tuple:
+    m = len(coords)
+    if dim_size is None:
+        return tuple(max(int(c.max()) + 1, 0) if c.size else 0 for c in coords)
+    sizes = dim_size if isinstance(dim_size, (tuple, list)) else (dim_size,)
+    if len(sizes) != m:
+        raise ValueError(f"{arg}={dim_size!r} gives {len(sizes)} sizes but the index addresses {m} axes")
+    dims = []
+    for s in sizes:
+        try:
+            s = operator.index(s)
+        except TypeError:
+            raise TypeError(f"{arg}={dim_size!r} must be a non-negative integer (or a tuple of them)") from None
+        if s < 0:
+            raise ValueError(f"{arg}={dim_size!r} must be non-negative")
+        dims.append(s)
+    return tuple(dims)
+
+
+def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int) -> np.ndarray:
+    """One coordinate as a flat int32/int64 vector with wrap/clip applied and uint64 made safe."""
+    flat = coord.reshape(-1)
+    if flat.dtype == np.uint64 and flat.size and flat.max() > _INT64_MAX:
+        big = flat > _INT64_MAX
+        if mode == "raise" or (mode in ("wrap", "clip") and size == 0):
+            return None          # reported by the caller with the position
+        if mode == "drop":
+            flat = np.where(big, -1, flat.astype(np.int64))
+        elif mode == "wrap":
+            flat = (flat % np.uint64(size)).astype(np.int64)
+        else:
+            flat = np.minimum(flat, np.uint64(size - 1)).astype(np.int64)
+        return flat
+    if flat.dtype not in (np.int32, np.int64) or (m > 1 and flat.dtype != np.int64):
+        flat = flat.astype(np.int64)
+    if mode in ("wrap", "clip") and flat.size:
+        if size == 0:
+            raise IndexError(f"index along destination axis {axis} cannot be {mode}ped into an axis of size 0")
+        flat = np.mod(flat, size) if mode == "wrap" else np.clip(flat, 0, size - 1)
+    return np.ascontiguousarray(flat)
+
+
+def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
+               dims_arg: str = "dim_size", coords: tuple | None = None) -> IndexPlan:
+    """Validate `index` against destination sizes `dim_size` (None: inferred) and flatten it.
+
+    Raises TypeError (non-integer index), ValueError (shapes, sizes, mode) and IndexError (an out-of-range
+    entry under mode='raise' when it can be seen here; the kernels report the rest through `IndexPlan.error`).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is not one of {MODES}")
+    coords = parse_coords(index, arg) if coords is None else coords
+    dims = _dims_from(dim_size, coords, dims_arg)
+    m = len(coords)
+    flats = []
+    for axis, (coord, size) in enumerate(zip(coords, dims)):
+        flat = _coordinate(coord, size, mode, axis, m)
+        if flat is None:
+            bad = int(np.argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
+            plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords)
+            raise plan.error(bad)
+        flats.append(flat)
+    if m == 1:
+        return IndexPlan(flats[0], coords[0].shape, dims, mode, coords)
+    valid = np.ones(flats[0].shape, bool)
+    for flat, size in zip(flats, dims):
+        valid &= (flat >= 0) & (flat < size)
+    plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords)
+    if mode == "raise" and not valid.all():
+        raise plan.error(int(np.argmin(valid)))
+    if valid.all():
+        flat = np.ravel_multi_index(flats, dims) if valid.size else flats[0]
+    elif not valid.any():
+        flat = np.full(valid.shape, -1, np.int64)
+    else:
+        flat = np.ravel_multi_index(tuple(np.where(valid, f, 0) for f in flats), dims)
+        flat[~valid] = -1
+    return IndexPlan(np.ascontiguousarray(flat, dtype=np.int64), coords[0].shape, dims, mode, coords)

@@ -1,0 +1,111 @@
+"""The op registry: the single source of truth for every scatter reduction.
+
+Each `Op` says how the kernels compute it (op code, counts), what a fresh output starts from (identity), which
+dtypes it accepts and how integers are promoted, and which reverse rules differentiate it. The public API,
+the `grad` package, the GPU backend and the tests all read this table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from cyscatter import kernels
+
+# Value dtypes the compiled kernels take as they are; others are widened (see `Op.compute_dtype`).
+KERNEL_DTYPES = tuple(np.dtype(t) for t in
+                      (np.float32, np.float64, np.int32, np.int64, np.uint64, np.complex64, np.complex128))
+_FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
+
+
+@dataclass(frozen=True)
+class Op:
+    """One scatter reduction.
+
+    name, aliases : the names `scatter(..., op=...)` accepts.
+    opcode : kernel op code (`kernels.OpCode`); mean runs the add kernel and divides by the counts.
+    identity_kind : "zero", "one", "lowest" or "highest": the start of a fresh output, per dtype.
+    true_division : integer inputs give float64 results (NumPy true division), as div and mean.
+    ordered : needs an order (max/min): complex dtypes are rejected.
+    linear : out is linear in (dst, src) jointly, so the JVP is the op applied to the tangents.
+    counts : the kernel must count the entries of each group (mean).
+    """
+
+    name: str
+    aliases: tuple
+    opcode: int
+    identity_kind: str
+    true_division: bool = False
+    ordered: bool = False
+    linear: bool = False
+    counts: bool = False
+    rules: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def identity(self, dtype) -> np.generic:
+        """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
+        dtype = np.dtype(dtype)
+        if self.identity_kind in ("zero", "one"):
+            return dtype.type(0 if self.identity_kind == "zero" else 1)
+        if dtype.kind == "f":
+            return dtype.type(-np.inf if self.identity_kind == "lowest" else np.inf)
+        info = np.iinfo(dtype)
+        return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
+
+    def check_dtype(self, dtype, arg: str = "src") -> None:
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES:
+            raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
+                            "(supported: integers, float16/32/64, complex64/128)")
+        if self.ordered and dtype.kind == "c":
+            raise TypeError(f"op {self.name!r} needs ordered values; {arg} dtype {dtype} is complex")
+
+    def result_dtype(self, dtype) -> np.dtype:
+        """dtype of an allocating scatter's output for a `src` of `dtype`."""
+        dtype = np.dtype(dtype)
+        self.check_dtype(dtype)
+        return np.dtype(np.float64) if self.true_division and dtype.kind in "iu" else dtype
+
+    def compute_dtype(self, dtype) -> np.dtype:
+        """dtype the kernel accumulates in for an output of `dtype`.
+
+        float16 accumulates in float32 (3000 ones sum to 3000); small integers in int64, whose wrap-around
+        cast back gives NumPy's modular result for add/sub/mul and the exact one for max/min.
+        """
+        dtype = np.dtype(dtype)
+        if dtype == np.float16:
+            return np.dtype(np.float32)
+        if dtype.kind in "iu" and dtype not in KERNEL_DTYPES:
+            return np.dtype(np.int64)
+        return dtype
+
+
+OPS = (
+    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", linear=True),
+    Op("sub", (), kernels.OpCode.OP_SUB, "zero", linear=True),
+    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one"),
+    Op("div", (), kernels.OpCode.OP_DIV, "one", true_division=True),
+    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", ordered=True),
+    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", ordered=True),
+    Op("mean", (), kernels.OpCode.OP_ADD, "zero", true_division=True, linear=True, counts=True),
+)
+
+_BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
+OP_NAMES = tuple(op.name for op in OPS)
+
+
+def get_op(op) -> Op:
+    """The registry entry for an op name or alias; `TypeError`/`ValueError` naming the bad value otherwise."""
+    if isinstance(op, Op):
+        return op
+    if not isinstance(op, str):
+        raise TypeError(f"op must be a string naming a reduction, got {type(op).__name__} {op!r}")
+    try:
+        return _BY_NAME[op]
+    except KeyError:
+        raise ValueError(f"unknown op {op!r}; known ops: {', '.join(sorted(_BY_NAME))}") from None
+
+
+def register_rules(name: str, **rules: Callable) -> None:
+    """Attach reverse-mode rules (vjp_src, vjp_dst) to an op; called once by `cyscatter._rules`."""
+    _BY_NAME[name].rules.update(rules)

@@ -1,0 +1,132 @@
+"""Reverse-mode rules of every op, on the canonical (outer, rows, inner) view; registered into the op registry.
+
+Each rule gets a `Reverse` context and the cotangent of the output, and returns the cotangent of src
+(``vjp_src``: shape (outer, n, inner)) or of the initial destination (``vjp_dst``: (outer, size, inner)).
+The conventions, decided here once:
+- mean divides by the group size; empty groups pass nothing (never NaN);
+- mul uses the exact product of the *other* members of the group (prefix x suffix products), so zeros in a
+  group give the right gradient; no division by src;
+- max/min split the cotangent evenly among all tied winners, the initial dst value counting as a candidate
+  (central finite differences agree; autograd's own ``np.max`` does the same);
+- entries dropped under mode="drop" get zero; positions an allocating scatter filled pass nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cyscatter import kernels
+from cyscatter._canonical import run_gather, run_scatter
+from cyscatter._ops import register_rules
+
+
+@dataclass
+class Reverse:
+    """Inputs of a reverse rule: the index plan and the canonical src, output and initial dst (or None)."""
+
+    plan: object
+    src3: np.ndarray
+    out3: np.ndarray | None
+    dst3: np.ndarray | None
+
+    @property
+    def dtype(self):
+        return self.src3.dtype
+
+    def take(self, a3: np.ndarray) -> np.ndarray:
+        """a3[:, flat, :] as (outer, n, inner), zero where an entry was dropped."""
+        taken = np.zeros((a3.shape[0], self.plan.n, a3.shape[2]), a3.dtype)
+        run_gather(np.ascontiguousarray(a3), self.plan, taken)
+        return taken
+
+    def put(self, v3: np.ndarray, opcode: int = kernels.OpCode.OP_ADD, start=0) -> np.ndarray:
+        """Scatter v3 (outer, n, inner) into a fresh (outer, size, inner) array starting at `start`."""
+        out = np.full((v3.shape[0], self.plan.size, v3.shape[2]), start, v3.dtype)
+        run_scatter(opcode, np.ascontiguousarray(v3), self.plan, out)
+        return out
+
+    def counts(self) -> np.ndarray:
+        valid = self.plan.valid()
+        return np.bincount(self.plan.flat[valid], minlength=self.plan.size)
+
+    def valid3(self) -> np.ndarray:
+        return self.plan.valid()[None, :, None]
+
+
+def _winners(a: np.ndarray, best: np.ndarray) -> np.ndarray:
+    return (a == best) | (np.isnan(a) & np.isnan(best))
+
+
+def _win_counts(ctx: Reverse) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(src winner mask, winners per destination, dst winner mask or None) for max/min."""
+    src_win = _winners(ctx.src3, ctx.take(ctx.out3)) & ctx.valid3()
+    nwin = ctx.put(src_win.astype(ctx.dtype))
+    dst_win = None
+    if ctx.dst3 is not None:
+        dst_win = _winners(ctx.dst3, ctx.out3)
+        nwin += dst_win
+    return src_win, nwin, dst_win
+
+
+def _extreme_src(ctx, g3):
+    src_win, nwin, _ = _win_counts(ctx)
+    share = np.divide(g3, nwin, out=np.zeros_like(g3), where=nwin > 0)
+    return np.where(src_win, ctx.take(share), 0).astype(ctx.dtype, copy=False)
+
+
+def _extreme_dst(ctx, g3):
+    _, nwin, dst_win = _win_counts(ctx)
+    return np.where(dst_win, g3 / np.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)
+
+
+def _mean_src(ctx, g3):
+    per_group = g3 / np.maximum(ctx.counts(), 1)[None, :, None].astype(ctx.dtype)
+    return ctx.take(per_group.astype(ctx.dtype, copy=False))
+
+
+def _others_product(ctx) -> np.ndarray:
+    """Per entry: the initial value of its group times the product of the other src members of the group."""
+    plan = ctx.plan
+    valid = plan.valid()
+    key = np.where(valid, plan.flat, plan.size)
+    order = np.argsort(key, kind="stable")[: int(valid.sum())].astype(np.int64)
+    indptr = np.concatenate(([0], np.cumsum(ctx.counts()))).astype(np.int64)
+    partials = np.zeros_like(ctx.src3)
+    kernels.exclusive_products(ctx.src3, order, indptr, partials)
+    if ctx.dst3 is not None:
+        partials *= ctx.take(ctx.dst3)
+    return partials
+
+
+def _mul_src(ctx, g3):
+    return ctx.take(g3) * _others_product(ctx)
+
+
+def _mul_dst(ctx, g3):
+    return g3 * ctx.put(ctx.src3, kernels.OpCode.OP_MUL, start=1)
+
+
+def _div_src(ctx, g3):
+    # out = init / s1 / ... / sc, so d out / d s_k = -out / s_k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grad = -(ctx.take(g3) * ctx.take(ctx.out3)) / ctx.src3
+    return np.where(ctx.valid3(), grad, 0).astype(ctx.dtype, copy=False)
+
+
+def _div_dst(ctx, g3):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return g3 * ctx.put(ctx.src3, kernels.OpCode.OP_DIV, start=1)
+
+
+def _identity_dst(ctx, g3):
+    return g3
+
+
+register_rules("add", vjp_src=lambda ctx, g3: ctx.take(g3), vjp_dst=_identity_dst)
+register_rules("sub", vjp_src=lambda ctx, g3: -ctx.take(g3), vjp_dst=_identity_dst)
+register_rules("mean", vjp_src=_mean_src, vjp_dst=_identity_dst)
+register_rules("mul", vjp_src=_mul_src, vjp_dst=_mul_dst)
+register_rules("div", vjp_src=_div_src, vjp_dst=_div_dst)
+register_rules("max", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
+register_rules("min", vjp_src=_extreme_src, vjp_dst=_extreme_dst)

@@ -1,0 +1,101 @@
+# cython: language_level=3
+"""C-level surface of the cyscatter CPU kernels, for other Cython code to cimport.
+
+Every kernel works on the canonical view ``(outer, n, inner)`` (see ``cyscatter/_canonical.py``): ``outer`` is
+the product of the batch dims before ``axis``, ``n`` the number of index entries, ``inner`` the product of the
+feature dims. Destination rows are addressed by a flat int32/int64 index of length ``n``. Kernels never raise:
+they return ``-1`` on success or the first offending index position, and the caller raises.
+"""
+cimport cython
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+
+# Op tags: empty structs, so that `if op_t is OpMax` is decided when Cython specialises the fused kernel.
+cdef struct OpAdd:
+    char _tag
+cdef struct OpSub:
+    char _tag
+cdef struct OpMul:
+    char _tag
+cdef struct OpDiv:
+    char _tag
+cdef struct OpMax:
+    char _tag
+cdef struct OpMin:
+    char _tag
+
+ctypedef fused op_t:
+    OpAdd
+    OpSub
+    OpMul
+    OpDiv
+    OpMax
+    OpMin
+
+# Value types the reduction kernels are compiled for; other dtypes are widened by the Python layer.
+ctypedef fused value_t:
+    float
+    double
+    int32_t
+    int64_t
+    uint64_t
+    float complex
+    double complex
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+# Gather only moves bytes, so it is compiled per item size, not per dtype (wider items travel as several
+# uint64 words, odd sizes as bytes).
+ctypedef fused item_t:
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+
+# Op codes, in the order of the registry in _ops.py (the Python layer passes them to `scatter_reduce`).
+cpdef enum OpCode:
+    OP_ADD = 0
+    OP_SUB = 1
+    OP_MUL = 2
+    OP_DIV = 3
+    OP_MAX = 4
+    OP_MIN = 5
+
+# Index modes understood by the kernels: raise stops at the first bad entry, drop skips it.
+cpdef enum IndexMode:
+    MODE_RAISE = 0
+    MODE_DROP = 1
+
+cdef Py_ssize_t scatter_reduce_rows(op_t op, const value_t[:, :, ::1] src, const index_t[::1] index,
+                                    value_t[:, :, ::1] out, int64_t* counts, int mode) noexcept nogil
+
+cdef Py_ssize_t gather_rows(const item_t[:, :, ::1] src, const index_t[::1] index, item_t[:, :, ::1] out,
+                            int mode) noexcept nogil
+
+cdef Py_ssize_t first_out_of_range(const index_t[::1] index, Py_ssize_t size) noexcept nogil
+
+cdef void group_exclusive_products(const value_t[:, :, ::1] src, const int64_t[::1] order,
+                                   const int64_t[::1] indptr, value_t[:, :, ::1] partials) noexcept nogil
+
+
+# ---- simple per-op entry points for cimporting code ----------------------------------------------------------
+cdef inline Py_ssize_t scatter_add(const value_t[:, :, ::1] src, const index_t[::1] index,
+                                   value_t[:, :, ::1] out) noexcept nogil:
+    cdef OpAdd op
+    return scatter_reduce_rows(op, src, index, out, NULL, MODE_RAISE)
+
+cdef inline Py_ssize_t scatter_max(const value_t[:, :, ::1] src, const index_t[::1] index,
+                                   value_t[:, :, ::1] out) noexcept nogil:
+    cdef OpMax op
+    return scatter_reduce_rows(op, src, index, out, NULL, MODE_RAISE)
+
+cdef inline Py_ssize_t scatter_min(const value_t[:, :, ::1] src, const index_t[::1] index,
+                                   value_t[:, :, ::1] out) noexcept nogil:
+    cdef OpMin op
+    return scatter_reduce_rows(op, src, index, out, NULL, MODE_RAISE)
+
+cdef inline Py_ssize_t scatter_mul(const value_t[:, :, ::1] src, const index_t[::1] index,
+                                   value_t[:, :, ::1] out) noexcept nogil:
+    cdef OpMul op
+    return scatter_reduce_rows(op, src, index, out, NULL, MODE_RAISE)

@@ -1,0 +1,43 @@
+"""Build script: only cythonizes the kernels; all metadata lives in pyproject.toml.
+
+CYSCATTER_DEBUG=1 turns on Cython bounds and wraparound checks (a debug build for the test suite);
+CYSCATTER_SANITIZE=1 adds AddressSanitizer and UndefinedBehaviorSanitizer flags.
+"""
+import os
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("CYSCATTER_DEBUG", "0") == "1"
+SANITIZE = os.environ.get("CYSCATTER_SANITIZE", "0") == "1"
+
+compile_args = ["-O3", "-fwrapv", "-fno-strict-aliasing"]
+link_args = []
+if SANITIZE:
+    flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+    compile_args += flags
+    link_args += flags
+
+directives = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": True,
+    "embedsignature": True,
+}
+
+extensions = [
+    Extension(
+        "cyscatter.kernels",
+        ["cyscatter/kernels.pyx"],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+    )
+]
+
+setup(ext_modules=cythonize(extensions, compiler_directives=directives,
+                            build_dir="build/cython" if DEBUG else None))

@@ -32,7 +32,7 @@ extensions = [
     Extension(
         "cyscatter.kernels",
         ["cyscatter/kernels.pyx"],
-        include_dirs=[np.get_include()],
+        include_dirs=[np.get_include(), "cyscatter"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
         extra_compile_args=compile_args,
         extra_link_args=link_args,

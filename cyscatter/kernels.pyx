@@ -9,6 +9,10 @@ from libc.math cimport signbit
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
 
+cdef extern from "_cdiv.h" nogil:
+    double complex cyscatter_cdiv(double complex a, double complex b)
+    float complex cyscatter_cdivf(float complex a, float complex b)
+
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t, item_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP)
 
@@ -61,6 +65,12 @@ cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssiz
         # pruning it here keeps a C integer division by zero out of the binary altogether
         if value_t is int32_t or value_t is int64_t or value_t is uint64_t:
             pass
+        elif value_t is cython.doublecomplex:
+            for f in range(inner):
+                dst[f] = cyscatter_cdiv(dst[f], src[f])
+        elif value_t is cython.floatcomplex:
+            for f in range(inner):
+                dst[f] = cyscatter_cdivf(dst[f], src[f])
         else:
             for f in range(inner):
                 dst[f] = dst[f] / src[f]

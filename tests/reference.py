@@ -1,0 +1,149 @@
+"""Independent reference implementations: plain Python loops over NumPy rows, no cyscatter code.
+
+They follow the documented semantics (README "Semantics") and are deliberately slow and simple. Updates are
+applied in index order, as cyscatter does, so float results can be compared bitwise.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+IDENTITY = {"add": "zero", "sub": "zero", "mean": "zero", "mul": "one", "div": "one", "max": "lowest",
+            "min": "highest"}
+ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
+
+
+def identity(op, dtype):
+    kind = IDENTITY[op]
+    dtype = np.dtype(dtype)
+    if kind == "zero":
+        return dtype.type(0)
+    if kind == "one":
+        return dtype.type(1)
+    if dtype.kind in "fc":
+        return dtype.type(-np.inf if kind == "lowest" else np.inf)
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if kind == "lowest" else info.max)
+
+
+def _max(a, b):
+    """Elementwise max with NaN winning and -0.0 < +0.0 (order-independent)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind != "f":
+        return np.where(b > a, b, a)
+    pick_b = (b > a) | ((a == b) & (a == 0) & np.signbit(a) & ~np.signbit(b)) | (np.isnan(b) & ~np.isnan(a))
+    return np.where(pick_b, b, a)
+
+
+def _min(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind != "f":
+        return np.where(b < a, b, a)
+    pick_b = (b < a) | ((a == b) & (a == 0) & np.signbit(b) & ~np.signbit(a)) | (np.isnan(b) & ~np.isnan(a))
+    return np.where(pick_b, b, a)
+
+
+UPDATE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": _max, "min": _min,
+          "mean": np.add}
+
+
+def compute_dtype(op, result_dtype):
+    result_dtype = np.dtype(result_dtype)
+    if result_dtype == np.float16:
+        return np.dtype(np.float32)
+    if result_dtype.kind in "iu" and result_dtype.itemsize < 8 and result_dtype != np.int32:
+        return np.dtype(np.int64)
+    return result_dtype
+
+
+def result_dtype(op, src_dtype):
+    src_dtype = np.dtype(src_dtype)
+    if op in ("div", "mean") and src_dtype.kind in "iu":
+        return np.dtype(np.float64)
+    return src_dtype
+
+
+def _resolve(c, size, mode):
+    """Apply the out-of-range mode to one coordinate; None means skip."""
+    c = int(c)
+    if 0 <= c < size:
+        return c
+    if mode == "raise":
+        raise IndexError(f"index {c} out of bounds for size {size}")
+    if mode == "drop":
+        return None
+    if size == 0:
+        raise IndexError("empty axis")
+    return c % size if mode == "wrap" else min(max(c, 0), size - 1)
+
+
+def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", dst=None):
+    """Reference of cyscatter.scatter (dst None) and of scatter_into (returns the updated copy of dst)."""
+    op = ALIASES.get(op, op)
+    src = np.asarray(src)
+    coords = [np.asarray(c) for c in (index if isinstance(index, tuple) else (index,))]
+    ishape, m = coords[0].shape, len(coords)
+    if axis < 0:
+        axis += src.ndim
+    batch, feat = src.shape[:axis], src.shape[axis + len(ishape):]
+    if dst is not None:
+        dims = dst.shape[axis:axis + m]
+        rdtype = dst.dtype
+    elif dim_size is not None:
+        dims = tuple(dim_size) if isinstance(dim_size, (tuple, list)) else (dim_size,)
+        rdtype = result_dtype(op, src.dtype)
+    else:
+        dims = tuple(int(c.max()) + 1 if c.size else 0 for c in coords)
+        rdtype = result_dtype(op, src.dtype)
+    cdtype = compute_dtype(op, rdtype)
+    if dst is not None:
+        init = np.array(dst, dtype=cdtype)
+    else:
+        init = np.full(batch + dims + feat, identity(op, rdtype), dtype=cdtype)
+    acc = np.zeros_like(init) if op == "mean" else init.copy()
+    counts = np.zeros(dims, np.int64)
+    src_c = src.astype(rdtype).astype(cdtype) if dst is not None else src.astype(cdtype)
+    for k in np.ndindex(*ishape):
+        target = tuple(_resolve(c[k], s, mode) for c, s in zip(coords, dims))
+        if None in target:
+            continue
+        counts[target] += 1
+        for b in np.ndindex(*batch):
+            acc[b + target] = UPDATE[op](acc[b + target], src_c[b + k])
+    hit = (counts > 0).reshape((1,) * len(batch) + dims + (1,) * len(feat))
+    if op == "mean":
+        shaped = counts.reshape((1,) * len(batch) + dims + (1,) * len(feat))
+        means = acc / np.maximum(shaped, 1).astype(acc.real.dtype)
+        acc = np.where(hit, init + means if dst is not None else means, init)
+    if fill_value is not None and dst is None:
+        acc = np.where(hit, acc, np.asarray(fill_value).astype(rdtype))
+    return acc.astype(rdtype)
+
+
+def ref_gather(src, index, *, axis=0, mode="raise", fill_value=0, dst=None):
+    """Reference of cyscatter.gather (dst None) and gather_into (returns the updated copy of dst)."""
+    src = np.asarray(src)
+    coords = [np.asarray(c) for c in (index if isinstance(index, tuple) else (index,))]
+    ishape, m = coords[0].shape, len(coords)
+    if axis < 0:
+        axis += src.ndim
+    batch, dims, feat = src.shape[:axis], src.shape[axis:axis + m], src.shape[axis + m:]
+    out = np.full(batch + ishape + feat, fill_value, src.dtype) if dst is None else np.array(dst)
+    for k in np.ndindex(*ishape):
+        target = tuple(_resolve(c[k], s, mode) for c, s in zip(coords, dims))
+        if None in target:
+            continue
+        for b in np.ndindex(*batch):
+            out[b + k] = src[b + target]
+    return out
+
+
+def numeric_vjp(f, x, g, eps=1e-6):
+    """<g, df/dx> by central differences, for float64 x (a reference gradient)."""
+    x = np.array(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += eps
+        xm[i] -= eps
+        grad[i] = np.sum(g * (f(xp) - f(xm))) / (2 * eps)
+    return grad

@@ -1,0 +1,72 @@
+"""Shared parametrisation lists and backend helpers: every test module draws its ops, dtypes, index kinds and
+backends from here (the op list comes from cyscatter's own registry, so a new op is tested everywhere)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from cyscatter import OP_NAMES
+
+OPS = OP_NAMES
+VALUE_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8", "int16", "uint16", "uint32", "uint64",
+                "float16", "complex64", "complex128")
+KERNEL_VALUE_DTYPES = ("float32", "float64", "int32", "int64")
+INDEX_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "intp")
+INDEX_KINDS = ("int", "tuple")
+REQUIRE_GPU = os.environ.get("CYSCATTER_REQUIRE_GPU", "0") == "1"
+
+
+def op_supports(op: str, dtype) -> bool:
+    return not (op in ("max", "min") and np.dtype(dtype).kind == "c")
+
+
+def _cupy_or_none():
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+        cupy.zeros(1)
+        return cupy
+    except Exception:
+        return None
+
+
+def gpu_available() -> bool:
+    if not hasattr(gpu_available, "cached"):
+        gpu_available.cached = _cupy_or_none() is not None
+    return gpu_available.cached
+
+
+def require_gpu():
+    """Skip without a GPU, or fail when CYSCATTER_REQUIRE_GPU=1 (the GPU machine's check)."""
+    if not gpu_available():
+        if REQUIRE_GPU:
+            pytest.fail("CYSCATTER_REQUIRE_GPU=1 but no usable CuPy device was found")
+        pytest.skip("no CUDA device / CuPy")
+
+
+BACKENDS = ("numpy", pytest.param("cupy", marks=pytest.mark.gpu))
+
+
+class Backend:
+    """Moves arrays to and from one backend so a test body can run on NumPy and CuPy alike."""
+
+    def __init__(self, name: str):
+        self.name = name
+        if name == "cupy":
+            require_gpu()
+            import cupy
+            self.xp = cupy
+        else:
+            self.xp = np
+
+    def asarray(self, a):
+        if isinstance(a, tuple):
+            return tuple(self.asarray(x) for x in a)
+        return self.xp.asarray(a)
+
+    def to_numpy(self, a):
+        if self.name == "cupy" and not isinstance(a, np.ndarray):
+            return a.get()
+        return np.asarray(a)

@@ -1,6 +1,7 @@
 """cyscatter.dask against the plain-loop reference, on Dask's threaded scheduler and on a LocalCluster."""
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from testing import INDEX_KINDS, OPS, VALUE_DTYPES, op_supports  # noqa: E402
 import cyscatter.dask as csd  # noqa: E402
 from cyscatter import MODES  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]   # where `python -c "import cyscatter"` finds the package
 N = 24
 # Chunkings of the N index entries: one block, even, uneven with empty blocks, one entry per block (deep tree).
 CHUNKS = {"one": (N,), "even": (6,) * 4, "uneven_empty": (0, 7, 0, 1, 16), "singles": (1,) * N}
@@ -208,7 +210,14 @@ def test_argument_errors_at_graph_time(call, error, match):
 
 def test_import_cyscatter_does_not_import_dask():
     code = "import sys, cyscatter; assert not any(m.split('.')[0] == 'dask' for m in sys.modules), 'dask'"
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_without_dask_the_import_error_names_the_extra():
+    code = ("import sys; sys.modules['dask'] = None\n"
+            "try:\n    import cyscatter.dask\nexcept ImportError as e:\n    assert 'cyscatter[dask]' in str(e), e\n"
+            "else:\n    raise SystemExit('imported without dask')")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
 # ---- dask.distributed ---------------------------------------------------------------------------------------

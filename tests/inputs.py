@@ -23,6 +23,10 @@ def values(dtype, shape, rng, op: str = "add") -> np.ndarray:
     of a few of them fit every integer dtype.
     """
     dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "MV":   # only moved, never computed with: random bytes
+        return rng.integers(0, 256, tuple(shape) + (dtype.itemsize,), np.uint8).view(dtype)[..., 0]
     if dtype.kind in "iu":
         low, high = (1, 4) if op in ("mul", "div") else ((0 if dtype.kind == "u" else -9), 10)
         return rng.integers(low, high, size=shape).astype(dtype)
@@ -70,6 +74,13 @@ class Geometry:
 
     def out_shape(self, dims) -> tuple:
         return self.batch + tuple(dims) + self.feat
+
+    def gather_axis(self, m: int) -> int:
+        """`axis` for gathering from an array of shape B + D + F with m = len(D): a negative axis counts from
+        the end of that array, as it counts from the end of src (B + I + F) for a scatter."""
+        if self.axis >= 0:
+            return self.axis
+        return len(self.batch) - (len(self.batch) + m + len(self.feat))
 
     def __str__(self):
         return self.name

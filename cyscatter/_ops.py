@@ -30,6 +30,10 @@ class Op:
     ordered : needs an order (max/min): complex dtypes are rejected.
     linear : out is linear in (dst, src) jointly, so the JVP is the op applied to the tangents.
     counts : the kernel must count the entries of each group (mean).
+    gpu_update : the update the GPU kernels apply, ``cs_atomic_<gpu_update>`` (one thread per src element) or
+        ``cs_<gpu_update>`` (ordered kernel) of ``cuda_atomics.cuh``; see `cyscatter._cuda_kernels`.
+    gpu_cas : that atomic is a compare-and-swap loop on the element's bits, so elements wider than the widest
+        atomicCAS word (8 bytes: complex128) take the ordered kernel instead.
     """
 
     name: str
@@ -40,6 +44,8 @@ class Op:
     ordered: bool = False
     linear: bool = False
     counts: bool = False
+    gpu_update: str = ""
+    gpu_cas: bool = False
     rules: dict = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self, dtype) -> np.generic:
@@ -81,13 +87,14 @@ class Op:
 
 
 OPS = (
-    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", linear=True),
-    Op("sub", (), kernels.OpCode.OP_SUB, "zero", linear=True),
-    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one"),
-    Op("div", (), kernels.OpCode.OP_DIV, "one", true_division=True),
-    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", ordered=True),
-    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", ordered=True),
-    Op("mean", (), kernels.OpCode.OP_ADD, "zero", true_division=True, linear=True, counts=True),
+    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", linear=True, gpu_update="add"),
+    Op("sub", (), kernels.OpCode.OP_SUB, "zero", linear=True, gpu_update="sub"),
+    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", gpu_update="mul", gpu_cas=True),
+    Op("div", (), kernels.OpCode.OP_DIV, "one", true_division=True, gpu_update="div", gpu_cas=True),
+    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", ordered=True, gpu_update="max", gpu_cas=True),
+    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", ordered=True, gpu_update="min", gpu_cas=True),
+    Op("mean", (), kernels.OpCode.OP_ADD, "zero", true_division=True, linear=True, counts=True,
+       gpu_update="add"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._canonical import (check_writable, normalize_axis, precheck, prod, rows_view, run_scatter,
-                                  writable_rows)
+from cyscatter._backend import backend_of
+from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
@@ -19,22 +19,24 @@ def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[i
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
 
 
-def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool):
-    """Apply `op` from the canonical `src3` into `work3` (outer, size, inner); returns group counts or None.
+def _reduce_into(be, op, src3, plan, work3, *, fresh: bool, count: bool):
+    """Apply `op` from the canonical `src3` into `work3` (outer, size, inner) on backend `be`; returns group
+    counts or None.
 
     A fresh `work3` holds the identity, so mean can sum in place; into an existing one, mean adds the group
     means to the rows that have a group (NNlib's ``scatter!(mean)``).
     """
-    counts = np.zeros(plan.size, np.int64) if count or op.counts else None
+    xp = be.xp
+    counts = xp.zeros(plan.size, np.int64) if count or op.counts else None
     if op.counts and not fresh:
-        sums = np.zeros_like(work3)
-        run_scatter(op.opcode, src3, plan, sums, counts)
-        sums /= np.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
-        np.add(work3, sums, out=work3, where=(counts > 0)[None, :, None])
+        sums = xp.zeros_like(work3)
+        be.run_scatter(op.opcode, src3, plan, sums, counts)
+        sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
+        xp.copyto(work3, work3 + sums, where=(counts > 0)[None, :, None])
     else:
-        run_scatter(op.opcode, src3, plan, work3, counts)
+        be.run_scatter(op.opcode, src3, plan, work3, counts)
         if op.counts:
-            work3 /= np.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
+            work3 /= xp.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
     return counts
 
 
@@ -86,19 +88,20 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
            [1., 2.]])
     """
     op = get_op(op)
-    src = np.asarray(src)
+    be = backend_of(src=src, index=index)
+    src = be.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
-    coords = parse_coords(index)
+    coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
-    plan = plan_index(index, dim_size, mode, coords=coords)
+    plan = plan_index(None, dim_size, mode, coords=coords)
     compute = op.compute_dtype(result_dtype)
     outer, inner = prod(batch), prod(feat)
-    work3 = np.full((outer, plan.size, inner), op.identity(result_dtype), compute)
-    src3 = rows_view(src, compute, outer, plan.n, inner)
-    counts = _reduce_into(op, src3, plan, work3, fresh=True, count=fill_value is not None)
+    work3 = be.xp.full((outer, plan.size, inner), op.identity(result_dtype), compute)
+    src3 = be.rows_view(src, compute, outer, plan.n, inner)
+    counts = _reduce_into(be, op, src3, plan, work3, fresh=True, count=fill_value is not None)
     if fill_value is not None:
-        fill = np.asarray(fill_value).astype(result_dtype, casting="same_kind")
-        work3[:, counts == 0] = fill
+        fill = be.asarray(fill_value).astype(result_dtype, casting="same_kind")
+        work3[:, counts == 0] = fill[()]
     return work3.astype(result_dtype, copy=False).reshape(batch + plan.dims + feat)
 
 
@@ -145,33 +148,34 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     array([ 8., 20., 26.])
     """
     op = get_op(op)
-    check_writable(dst)
-    src = np.asarray(src)
+    be = backend_of(dst=dst, src=src, index=index)
+    be.check_writable(dst)
+    src = be.asarray(src)
     op.check_dtype(dst.dtype, "dst")
     op.check_dtype(src.dtype)
     if op.true_division and dst.dtype.kind in "iu":
         raise TypeError(f"op {op.name!r} gives non-integer results; dst dtype {dst.dtype} cannot hold them")
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
-    coords = parse_coords(index)
+    coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
     m = len(coords)
     if dst.ndim != len(batch) + m + len(feat) or dst.shape[:axis] != batch or dst.shape[axis + m:] != feat:
         raise ValueError(f"dst shape {dst.shape} does not match src shape {src.shape} with an index of "
                          f"shape {coords[0].shape} addressing {m} axis(es) at axis {axis}")
-    if np.may_share_memory(src, dst):
+    if be.xp.may_share_memory(src, dst):
         src = src.copy()
-    if any(np.may_share_memory(c, dst) for c in coords):
+    if any(be.xp.may_share_memory(c, dst) for c in coords):
         coords = tuple(c.copy() for c in coords)
-    plan = plan_index(index, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
-    precheck(plan)
+    plan = plan_index(None, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
+    be.precheck(plan)
     compute = op.compute_dtype(dst.dtype)
     if src.dtype != dst.dtype:   # NumPy's ufunc.at casts src to dst's dtype first
         src = src.astype(dst.dtype)
     outer, inner = prod(batch), prod(feat)
-    src3 = rows_view(src, compute, outer, plan.n, inner)
-    work3, direct = writable_rows(dst, compute, outer, plan.size, inner)
-    _reduce_into(op, src3, plan, work3, fresh=False, count=False)
+    src3 = be.rows_view(src, compute, outer, plan.n, inner)
+    work3, direct = be.writable_rows(dst, compute, outer, plan.size, inner)
+    _reduce_into(be, op, src3, plan, work3, fresh=False, count=False)
     if not direct:
-        np.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
+        be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
     return dst

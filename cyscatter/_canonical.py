@@ -39,8 +39,8 @@ def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.n
 
     The kernels' ``[:, :, ::1]`` memoryviews need the whole view C-contiguous, not just a unit inner stride.
     """
-    a3 = np.reshape(arr.astype(dtype, copy=False), (outer, rows, inner))
-    return a3 if a3.flags.c_contiguous else np.ascontiguousarray(a3)
+    a3 = arr.astype(dtype, copy=False).reshape(outer, rows, inner)   # methods: NumPy and CuPy arrays alike
+    return a3 if a3.flags.c_contiguous else a3.copy(order="C")
 
 
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:

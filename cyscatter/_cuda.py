@@ -22,14 +22,10 @@ from cyscatter._ops import OPS
 xp = cupy
 asarray = cupy.asarray
 check_writable = functools.partial(_canonical.check_writable, array_type=cupy.ndarray)
+rows_view = _canonical.rows_view   # C-contiguous canonical views: what the raw kernel arguments need too
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS
 _BY_OPCODE = {op.opcode: op for op in OPS}   # add and mean share an op code and a GPU update
-
-
-def rows_view(arr, dtype, outer: int, rows: int, inner: int):
-    """`arr` as a C-contiguous (outer, rows, inner) array of `dtype`: the layout the raw kernel arguments need."""
-    return cupy.ascontiguousarray(arr.astype(dtype, copy=False)).reshape(outer, rows, inner)
 
 
 def writable_rows(dst, dtype, outer: int, rows: int, inner: int):

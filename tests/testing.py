@@ -46,7 +46,8 @@ def require_gpu():
         pytest.skip("no CUDA device / CuPy")
 
 
-BACKENDS = ("numpy", pytest.param("cupy", marks=pytest.mark.gpu))
+# "cupy-emulated" runs the GPU backend's Python code on a host stand-in for CuPy (tests/emulated_cupy.py)
+BACKENDS = ("numpy", pytest.param("cupy", marks=pytest.mark.gpu), "cupy-emulated")
 
 
 class Backend:
@@ -58,6 +59,9 @@ class Backend:
             require_gpu()
             import cupy
             self.xp = cupy
+        elif name == "cupy-emulated":
+            import sys
+            self.xp = sys.modules["cupy"]   # installed by the `backend` fixture
         else:
             self.xp = np
 
@@ -67,6 +71,8 @@ class Backend:
         return self.xp.asarray(a)
 
     def to_numpy(self, a):
-        if self.name == "cupy" and not isinstance(a, np.ndarray):
+        if self.name != "numpy":
+            assert type(a) is self.xp.ndarray, f"{type(a)} from the {self.name} backend"
             return a.get()
-        return np.asarray(a)
+        assert isinstance(a, np.ndarray)
+        return a

@@ -42,6 +42,10 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     ------
     {raises}
 
+    Notes
+    -----
+    CuPy inputs run on the GPU and give CuPy arrays; gather moves values without arithmetic, so they are exact.
+
     Examples
     --------
     >>> import numpy as np, cyscatter as cs
@@ -87,6 +91,10 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
     Raises
     ------
     {raises}
+
+    Notes
+    -----
+    CuPy inputs run on the GPU and give CuPy arrays; gather moves values without arithmetic, so they are exact.
 
     Examples
     --------

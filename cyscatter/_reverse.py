@@ -81,6 +81,7 @@ def scatter_vjp_src(op, grad_out, src, index, out, *, dst=None, axis=0, mode="ra
     max/min: ``gather(g)`` split evenly among the tied winners (NaN winners when the result is NaN), the
     initial dst value counting as a candidate (NNlib gives every tied winner the full gradient).
     Entries dropped under ``mode="drop"`` get 0.
+    {gpu}
 
     Examples
     --------
@@ -125,6 +126,7 @@ def scatter_vjp_dst(op, grad_out, dst, src, index, out, *, axis=0, mode="raise")
     add/sub/mean: ``g`` (mean adds the group mean to dst); mul: ``g`` times the product of the group's src;
     div: ``g / prod(src)`` computed as the forward divisions; max/min: ``g`` where dst stays the winner,
     split with the tied src winners.
+    {gpu}
 
     Examples
     --------
@@ -161,6 +163,10 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     Raises
     ------
     {raises}
+
+    Notes
+    -----
+    {gpu}
 
     Examples
     --------
@@ -203,6 +209,7 @@ def scatter_jvp(op, src, index, out, src_dot, *, dst=None, dst_dot=None, axis=0,
     add, sub and mean are linear: the tangent is the same scatter of the tangents. For mul, div, max and min
     it is ``scatter_add(d out / d src * src_dot) + d out / d dst * dst_dot`` with the partial derivatives of
     `scatter_vjp_src` / `scatter_vjp_dst`, so ``<J v, w> == <v, J^T w>`` holds exactly.
+    {gpu}
 
     Examples
     --------

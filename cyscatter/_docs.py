@@ -36,8 +36,8 @@ FRAGMENTS = {
     CuPy flushes float32 subnormals to zero.""",
 }
 
-FRAGMENTS["gpu"] = """CuPy inputs run on the GPU and give CuPy arrays; the scatters there use float atomics, whose arrival
-    order makes the last bits of float sums and products run-dependent (see `scatter`)."""
+FRAGMENTS["gpu"] = """CuPy inputs run on the GPU and give CuPy arrays; the scatters there use float atomics,
+    whose arrival order makes the last bits of float sums and products run-dependent (see `scatter`)."""
 
 FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
         The `src` the forward scatter was called with.

@@ -144,7 +144,9 @@ __device__ __forceinline__ void cs_atomic_sub(float* p, float v) { cs_atomic_add
 __device__ __forceinline__ void cs_atomic_sub(double* p, double v) { cs_atomic_add(p, -v); }
 __device__ __forceinline__ void cs_atomic_sub(int* p, int v) { cs_atomic_add(p, cs_sub(0, v)); }
 __device__ __forceinline__ void cs_atomic_sub(long long* p, long long v) { cs_atomic_add(p, cs_sub(0LL, v)); }
-__device__ __forceinline__ void cs_atomic_sub(unsigned long long* p, unsigned long long v) { cs_atomic_add(p, 0ULL - v); }
+__device__ __forceinline__ void cs_atomic_sub(unsigned long long* p, unsigned long long v) {
+    cs_atomic_add(p, 0ULL - v);
+}
 template <template <class> class C, class R>
 __device__ __forceinline__ void cs_atomic_sub(C<R>* p, C<R> v) { cs_atomic_add(p, C<R>(-v.real(), -v.imag())); }
 

@@ -25,7 +25,8 @@ CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "lon
 ATOMIC_DTYPES = {  # the dtypes each GPU update meets through the atomic kernel
     "add": list(CTYPES), "sub": list(CTYPES),
     "mul": [d for d in CTYPES if d != "complex128"], "div": ["float32", "float64", "complex64"],
-    "max": ["float32", "float64", "int32", "int64", "uint64"], "min": ["float32", "float64", "int32", "int64", "uint64"],
+    "max": ["float32", "float64", "int32", "int64", "uint64"],
+    "min": ["float32", "float64", "int32", "int64", "uint64"],
 }
 
 

@@ -32,8 +32,8 @@ class Op:
     counts : the kernel must count the entries of each group (mean).
     gpu_update : the update the GPU kernels apply, ``cs_atomic_<gpu_update>`` (one thread per src element) or
         ``cs_<gpu_update>`` (ordered kernel) of ``cuda_atomics.cuh``; see `cyscatter._cuda_kernels`.
-    gpu_cas : that atomic is a compare-and-swap loop on the element's bits, so elements wider than the widest
-        atomicCAS word (8 bytes: complex128) take the ordered kernel instead.
+    gpu_cas : the atomic is (for floats at least) a compare-and-swap loop on the element's bits, so an element
+        wider than the widest atomicCAS word (8 bytes: complex128 mul/div) takes the ordered kernel instead.
     """
 
     name: str

@@ -33,6 +33,10 @@ class Op:
     combine : the op whose kernel merges two partial results of this op, each reduced from the identity over
         part of the entries (chunked scatter, `cyscatter.dask`): sub's partials are negated sums, so they add;
         div's are reciprocal products, so they multiply; mean's partial sums add (and its counts add).
+    gpu_update : the update the GPU kernels apply, ``cs_atomic_<gpu_update>`` (one thread per src element) or
+        ``cs_<gpu_update>`` (ordered kernel) of ``cuda_atomics.cuh``; see `cyscatter._cuda_kernels`.
+    gpu_cas : the atomic is (for floats at least) a compare-and-swap loop on the element's bits, so an element
+        wider than the widest atomicCAS word (8 bytes: complex128 mul/div) takes the ordered kernel instead.
     """
 
     name: str
@@ -44,6 +48,8 @@ class Op:
     ordered: bool = False
     linear: bool = False
     counts: bool = False
+    gpu_update: str = ""
+    gpu_cas: bool = False
     rules: dict = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self, dtype) -> np.generic:
@@ -56,9 +62,9 @@ class Op:
         info = np.iinfo(dtype)
         return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
 
-    def fresh(self, shape, result_dtype) -> np.ndarray:
+    def fresh(self, shape, result_dtype, xp=np):
         """A fresh accumulator of `shape` for an output of `result_dtype`: the identity, in the compute dtype."""
-        return np.full(shape, self.identity(result_dtype), self.compute_dtype(result_dtype))
+        return xp.full(shape, self.identity(result_dtype), self.compute_dtype(result_dtype))
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = np.dtype(dtype)
@@ -89,13 +95,16 @@ class Op:
 
 
 OPS = (
-    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", linear=True),
-    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", linear=True),
-    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul"),
-    Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", true_division=True),
-    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", ordered=True),
-    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", ordered=True),
-    Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True),
+    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", linear=True, gpu_update="add"),
+    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", linear=True, gpu_update="sub"),
+    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul", gpu_update="mul", gpu_cas=True),
+    Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", true_division=True, gpu_update="div", gpu_cas=True),
+    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", ordered=True, gpu_update="max",
+       gpu_cas=True),
+    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", ordered=True, gpu_update="min",
+       gpu_cas=True),
+    Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
+       gpu_update="add"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}

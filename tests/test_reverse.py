@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from inputs import DIMS, GEOMETRIES, index, rng_for, values
+from inputs import DIMS, GEOMETRIES, index, pick, rng_for, values
 from reference import numeric_vjp, ref_gather, ref_scatter
 from testing import INDEX_KINDS, OPS
 
@@ -88,7 +88,7 @@ class Problem:
 
 @every_scatter
 def test_scatter_vjp_src_matches_finite_differences(backend, geom, op, kind, form):
-    p = Problem.make(backend, op, kind, form, geom)
+    p = Problem.make(backend, op, kind, form, geom, mode=pick(cs.MODES, "vjp", geom, op, kind, form))
     g = p.cotangent()
     assert_grad(p.vjp_src(g), numeric_vjp(lambda s: p.forward(src=s), p.src, g, EPS))
 
@@ -97,7 +97,7 @@ def test_scatter_vjp_src_matches_finite_differences(backend, geom, op, kind, for
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("geom", AXIS_GEOMETRIES, ids=str)
 def test_scatter_vjp_dst_matches_finite_differences(backend, geom, op, kind):
-    p = Problem.make(backend, op, kind, "scatter_into", geom)
+    p = Problem.make(backend, op, kind, "scatter_into", geom, mode=pick(cs.MODES, "vjp_dst", geom, op, kind))
     g = p.cotangent()
     assert_grad(p.vjp_dst(g), numeric_vjp(lambda d: p.forward(dst=d), p.dst, g, EPS))
 
@@ -137,7 +137,7 @@ def test_gather_vjp_src_matches_finite_differences(backend, mode, geom, kind):
 @every_scatter
 def test_scatter_jvp_is_adjoint_of_vjps(backend, geom, op, kind, form):
     """<J v, w> == <v_src, J_src^T w> + <v_dst, J_dst^T w>: forward and reverse derivatives agree."""
-    p = Problem.make(backend, op, kind, form, geom)
+    p = Problem.make(backend, op, kind, form, geom, mode=pick(cs.MODES, "jvp", geom, op, kind, form))
     rng = rng_for("tangents", op, kind, form, geom)
     v_src = rng.standard_normal(p.src.shape)
     v_dst = None if p.dst is None else rng.standard_normal(p.dst.shape)

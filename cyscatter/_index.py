@@ -63,6 +63,12 @@ class IndexPlan:
             f"(mode='raise'; use mode='drop', 'wrap' or 'clip' to accept it)")
 
 
+def check_mode(mode) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is not one of {MODES}")
+    return mode
+
+
 def parse_coords(index, arg: str = "index") -> tuple:
     """Coordinate arrays of an integer index or of a tuple of integer arrays (all of one shape)."""
     parts = index if isinstance(index, tuple) else (index,)
@@ -135,8 +141,7 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     Raises TypeError (non-integer index), ValueError (shapes, sizes, mode) and IndexError (an out-of-range
     entry under mode='raise' when it can be seen here; the kernels report the rest through `IndexPlan.error`).
     """
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r} is not one of {MODES}")
+    check_mode(mode)
     coords = parse_coords(index, arg) if coords is None else coords
     dims = _dims_from(dim_size, coords, dims_arg)
     m = len(coords)

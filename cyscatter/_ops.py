@@ -35,12 +35,16 @@ class Op:
     ordered : needs an order (max/min): complex dtypes are rejected.
     linear : out is linear in (dst, src) jointly, so the JVP is the op applied to the tangents.
     counts : the kernel must count the entries of each group (mean).
+    combine : the op whose kernel merges two partial results of this op, each reduced from the identity over
+        part of the entries (chunked scatter, `cyscatter.dask`): sub's partials are negated sums, so they add;
+        div's are reciprocal products, so they multiply; mean's partial sums add (and its counts add).
     """
 
     name: str
     aliases: tuple
     opcode: int
     identity_kind: str
+    combine: str
     true_division: bool = False
     ordered: bool = False
     linear: bool = False
@@ -56,6 +60,10 @@ class Op:
             return dtype.type(-np.inf if self.identity_kind == "lowest" else np.inf)
         info = np.iinfo(dtype)
         return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
+
+    def fresh(self, shape, result_dtype) -> np.ndarray:
+        """A fresh accumulator of `shape` for an output of `result_dtype`: the identity, in the compute dtype."""
+        return np.full(shape, self.identity(result_dtype), self.compute_dtype(result_dtype))
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)
@@ -86,13 +94,13 @@ class Op:
 
 
 OPS = (
-    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", linear=True),
-    Op("sub", (), kernels.OpCode.OP_SUB, "zero", linear=True),
-    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one"),
-    Op("div", (), kernels.OpCode.OP_DIV, "one", true_division=True),
-    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", ordered=True),
-    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", ordered=True),
-    Op("mean", (), kernels.OpCode.OP_ADD, "zero", true_division=True, linear=True, counts=True),
+    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", linear=True),
+    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", linear=True),
+    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul"),
+    Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", true_division=True),
+    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", ordered=True),
+    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", ordered=True),
+    Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}

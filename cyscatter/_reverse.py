@@ -223,7 +223,7 @@ def scatter_jvp(op, src, index, out, src_dot, *, dst=None, dst_dot=None, axis=0,
 def _scatter_rows(base3, dot3, ctx, op):
     """Apply a linear op's scatter of the canonical tangent into the canonical base (in place)."""
     from cyscatter._scatter import _reduce_into
-    _reduce_into(op, dot3, ctx.plan, base3, fresh=False, count=False)
+    _reduce_into(op, dot3, ctx.plan, base3)
 
 
 def gather_jvp(src_dot, index, *, axis=0, mode="raise"):

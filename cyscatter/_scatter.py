@@ -19,23 +19,39 @@ def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[i
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
 
 
-def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool):
-    """Apply `op` from the canonical `src3` into `work3` (outer, size, inner); returns group counts or None.
+def _reduce_into(op, src3, plan, work3) -> None:
+    """Apply `op` from the canonical `src3` into an existing `work3` (outer, size, inner), in place.
 
-    A fresh `work3` holds the identity, so mean can sum in place; into an existing one, mean adds the group
-    means to the rows that have a group (NNlib's ``scatter!(mean)``).
+    For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``).
     """
-    counts = np.zeros(plan.size, np.int64) if count or op.counts else None
-    if op.counts and not fresh:
+    if op.counts:
+        counts = np.zeros(plan.size, np.int64)
         sums = np.zeros_like(work3)
         run_scatter(op.opcode, src3, plan, sums, counts)
         sums /= np.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
         np.add(work3, sums, out=work3, where=(counts > 0)[None, :, None])
     else:
-        run_scatter(op.opcode, src3, plan, work3, counts)
-        if op.counts:
-            work3 /= np.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
-    return counts
+        run_scatter(op.opcode, src3, plan, work3)
+
+
+def fill_for(fill_value, result_dtype):
+    """`fill_value` cast to the output dtype with NumPy's same_kind rule (None stays None)."""
+    if fill_value is None:
+        return None
+    return np.asarray(fill_value).astype(result_dtype, casting="same_kind")
+
+
+def finish_fresh(op, work3, counts, fill, result_dtype) -> np.ndarray:
+    """The result from an accumulator `work3` that started at the identity (mutated; may be returned).
+
+    Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0; then the
+    compute dtype is cast to `result_dtype`. `counts` may be None when neither needs it.
+    """
+    if op.counts:
+        work3 /= np.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
+    if fill is not None:
+        work3[:, counts == 0] = fill
+    return work3.astype(result_dtype, copy=False)
 
 
 @fill_doc
@@ -91,15 +107,13 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     coords = parse_coords(index)
     axis, batch, feat = split_src(src, coords, axis)
     plan = plan_index(index, dim_size, mode, coords=coords)
-    compute = op.compute_dtype(result_dtype)
+    fill = fill_for(fill_value, result_dtype)
     outer, inner = prod(batch), prod(feat)
-    work3 = np.full((outer, plan.size, inner), op.identity(result_dtype), compute)
-    src3 = rows_view(src, compute, outer, plan.n, inner)
-    counts = _reduce_into(op, src3, plan, work3, fresh=True, count=fill_value is not None)
-    if fill_value is not None:
-        fill = np.asarray(fill_value).astype(result_dtype, casting="same_kind")
-        work3[:, counts == 0] = fill
-    return work3.astype(result_dtype, copy=False).reshape(batch + plan.dims + feat)
+    work3 = op.fresh((outer, plan.size, inner), result_dtype)
+    src3 = rows_view(src, work3.dtype, outer, plan.n, inner)
+    counts = np.zeros(plan.size, np.int64) if op.counts or fill is not None else None
+    run_scatter(op.opcode, src3, plan, work3, counts)
+    return finish_fresh(op, work3, counts, fill, result_dtype).reshape(batch + plan.dims + feat)
 
 
 @fill_doc
@@ -171,7 +185,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     outer, inner = prod(batch), prod(feat)
     src3 = rows_view(src, compute, outer, plan.n, inner)
     work3, direct = writable_rows(dst, compute, outer, plan.size, inner)
-    _reduce_into(op, src3, plan, work3, fresh=False, count=False)
+    _reduce_into(op, src3, plan, work3)
     if not direct:
         np.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
     return dst

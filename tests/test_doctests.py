@@ -2,19 +2,18 @@
 from __future__ import annotations
 
 import doctest
-import importlib
 import pkgutil
 
 import pytest
 
 import cyscatter
 
-MODULES = ["cyscatter"] + [f"cyscatter.{m.name}" for m in pkgutil.iter_modules(cyscatter.__path__)]
+MODULES = ["cyscatter"] + [m.name for m in pkgutil.walk_packages(cyscatter.__path__, "cyscatter.")]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    module = importlib.import_module(name)
+    module = pytest.importorskip(name)   # subpackages of optional extras (dask) skip without them
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     assert result.failed == 0, f"{result.failed} of {result.attempted} doctest examples failed in {name}"
 

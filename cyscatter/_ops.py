@@ -19,6 +19,11 @@ KERNEL_DTYPES = tuple(np.dtype(t) for t in
 _FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
 
 
+def native(dtype) -> np.dtype:
+    """`dtype` in the machine's byte order: the kernels and the dtype tables know only native dtypes."""
+    return np.dtype(dtype).newbyteorder("=")
+
+
 @dataclass(frozen=True)
 class Op:
     """One scatter reduction.
@@ -54,7 +59,7 @@ class Op:
 
     def identity(self, dtype) -> np.generic:
         """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
-        dtype = np.dtype(dtype)
+        dtype = native(dtype)
         if self.identity_kind in ("zero", "one"):
             return dtype.type(0 if self.identity_kind == "zero" else 1)
         if dtype.kind == "f":
@@ -67,7 +72,7 @@ class Op:
         return xp.full(shape, self.identity(result_dtype), self.compute_dtype(result_dtype))
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
-        dtype = np.dtype(dtype)
+        dtype = native(dtype)
         if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES:
             raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
                             "(supported: integers, float16/32/64, complex64/128)")
@@ -75,8 +80,8 @@ class Op:
             raise TypeError(f"op {self.name!r} needs ordered values; {arg} dtype {dtype} is complex")
 
     def result_dtype(self, dtype) -> np.dtype:
-        """dtype of an allocating scatter's output for a `src` of `dtype`."""
-        dtype = np.dtype(dtype)
+        """dtype of an allocating scatter's output for a `src` of `dtype` (native byte order, as NumPy's ufuncs)."""
+        dtype = native(dtype)
         self.check_dtype(dtype)
         return np.dtype(np.float64) if self.true_division and dtype.kind in "iu" else dtype
 
@@ -86,7 +91,7 @@ class Op:
         float16 accumulates in float32 (3000 ones sum to 3000); small integers in int64, whose wrap-around
         cast back gives NumPy's modular result for add/sub/mul and the exact one for max/min.
         """
-        dtype = np.dtype(dtype)
+        dtype = native(dtype)
         if dtype == np.float16:
             return np.dtype(np.float32)
         if dtype.kind in "iu" and dtype not in KERNEL_DTYPES:

@@ -246,6 +246,16 @@ def gather_jvp(src_dot, index, *, axis=0, mode="raise"):
     Returns
     -------
     out_dot : ndarray, shape B + I + F
+
+    Raises
+    ------
+    As `gather`.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.gather_jvp(np.array([0.5, 1., 2.]), np.array([2, 2, 0]))
+    array([2. , 2. , 0.5])
     """
     return gather(src_dot, index, axis=axis, mode=mode)
 

@@ -155,3 +155,22 @@ def test_src_cast_to_dst_dtype_first(backend):
     out = backend.asarray(dst)
     cs.scatter_into(out, backend.asarray(src), backend.asarray(idx))
     assert_same(backend.to_numpy(out), expected)
+
+
+CAST_PAIRS = [("float64", "float16"), ("float64", "float32"), ("int64", "int8"), ("int8", "int64"),
+              ("int32", "float64"), ("float32", "complex64"), ("uint8", "int16"), ("uint64", "float64")]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("src_dtype,dst_dtype", CAST_PAIRS, ids=str)
+def test_scatter_into_other_dtype(backend, src_dtype, dst_dtype, op):
+    """src of another dtype (same_kind castable) is cast to dst's dtype first, then reduced in dst's rules."""
+    if not op_supports(op, dst_dtype) or (op in ("div", "mean") and np.dtype(dst_dtype).kind in "iu"):
+        pytest.skip("op refuses dst's dtype")
+    rng = rng_for("cast", src_dtype, dst_dtype, op)
+    src = values(src_dtype, (9, 2), rng, op) * (50 if np.dtype(src_dtype).kind in "iu" and op != "mul" else 1)
+    idx = index("int", "int64", (9,), (4,), rng)
+    dst = values(dst_dtype, (4, 2), rng, op)
+    expected = ref_scatter(src, idx, op, dst=dst)
+    out = backend.call(cs.scatter_into, dst.copy(), src, idx, op)
+    assert_same(out, expected, *tolerance(backend.name, op, dst_dtype, src, dst))

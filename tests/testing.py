@@ -81,3 +81,10 @@ class Backend:
             assert type(a) is self.xp.ndarray, f"{type(a)} from the {self.name} backend"
             return a.get()
         return np.asarray(a)
+
+    def call(self, func, *args, **kwargs):
+        """`func` with every NumPy array argument (or tuple of them) moved to this backend; result as NumPy."""
+        def move(a):
+            return self.asarray(a) if isinstance(a, np.ndarray) or (
+                isinstance(a, tuple) and a and all(isinstance(x, np.ndarray) for x in a)) else a
+        return self.to_numpy(func(*map(move, args), **{k: move(v) for k, v in kwargs.items()}))

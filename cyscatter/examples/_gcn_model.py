@@ -5,9 +5,11 @@ on cyscatter (through the ``grad`` package's autograd primitives) and on plain N
 """
 from __future__ import annotations
 
+import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import autograd.numpy as anp
 import numpy as np
@@ -31,7 +33,7 @@ def init_params(sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarra
     """Glorot-uniform weights and zero biases, one (W, b) per layer, from a seeded generator."""
     rng = np.random.default_rng(seed)
     params = []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
+    for fan_in, fan_out in itertools.pairwise(sizes):
         limit = np.sqrt(6.0 / (fan_in + fan_out))
         params.append((rng.uniform(-limit, limit, (fan_in, fan_out)), np.zeros(fan_out)))
     return params
@@ -89,25 +91,28 @@ def accuracy(logits: np.ndarray, labels: np.ndarray, nodes: np.ndarray) -> float
 @dataclass
 class History:
     """Per epoch, at the parameters that epoch starts from: the training loss and the accuracy on the unlabelled
-    nodes; then the accuracy of the trained parameters and the training time."""
+    nodes; then the accuracy of the trained parameters."""
 
     loss: list[float] = field(default_factory=list)
     test_accuracy: list[float] = field(default_factory=list)
     final_test_accuracy: float = float("nan")
-    seconds: float = 0.0
+
+
+def _recording_gradient(loss: Callable, record: list) -> Callable:
+    """gradient(params, step) of `loss` for autograd's optimizers; appends each loss value to `record`."""
+    loss_and_grad = value_and_grad(loss)
+
+    def gradient(params, step):
+        value, g = loss_and_grad(params, step)
+        record.append(float(value))
+        return g
+    return gradient
 
 
 def train(loss: Callable, logits_fn: Callable, params, *, epochs: int, lr: float, labels: np.ndarray,
           test_nodes: np.ndarray, desc: str, progress: bool = True):
     """Full-batch Adam (autograd's own) for `epochs` steps; returns (trained params, History)."""
     history = History()
-    loss_and_grad = value_and_grad(loss)
-
-    def gradient(p, step):
-        value, g = loss_and_grad(p, step)
-        history.loss.append(float(value))
-        return g
-
     with tqdm(total=epochs, desc=desc, unit="epoch", disable=not progress, leave=True) as bar:
         def log(p, step, _g):
             history.test_accuracy.append(accuracy(logits_fn(p), labels, test_nodes))
@@ -115,9 +120,8 @@ def train(loss: Callable, logits_fn: Callable, params, *, epochs: int, lr: float
                             refresh=False)
             bar.update()
 
-        start = time.perf_counter()
-        params = adam(gradient, params, callback=log, num_iters=epochs, step_size=lr)
-        history.seconds = time.perf_counter() - start
+        params = adam(_recording_gradient(loss, history.loss), params, callback=log, num_iters=epochs,
+                      step_size=lr)
     history.final_test_accuracy = accuracy(logits_fn(params), labels, test_nodes)
     return params, history
 
@@ -132,16 +136,9 @@ def seconds_per_epoch(losses: dict[str, Callable], params, *, lr: float, rounds:
     curves = {}
     for _ in range(rounds):
         for name, loss in losses.items():
-            loss_and_grad = value_and_grad(loss)
-            curve = []
-
-            def gradient(p, step):
-                value, g = loss_and_grad(p, step)
-                curve.append(float(value))
-                return g
-
+            curves[name] = []
+            gradient = _recording_gradient(loss, curves[name])
             start = time.perf_counter()
             adam(gradient, params, num_iters=epochs, step_size=lr)
             samples[name].append((time.perf_counter() - start) / epochs)
-            curves[name] = curve
     return {name: float(np.median(s)) for name, s in samples.items()}, curves

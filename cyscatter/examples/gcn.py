@@ -10,7 +10,7 @@ class-stratified fraction, and trains with HIPS autograd:
 
 then reports the accuracy of both on the unlabelled nodes, times the GCN's training epoch with cyscatter and
 with the same model on NumPy fancy indexing / ``ufunc.at``, and writes a plot of loss and accuracy per epoch.
-Everything random derives from ``--seed``, so a run is reproducible.
+The label split and the initial weights derive from ``--seed``, so a run is reproducible.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ EXTRA_HINT = 'this example needs the "examples" extra: pip install "cyscatter[ex
 
 
 def _bounded(kind, low, high=None, *, low_open=False):
-    """argparse type: a `kind` value in [low, high] ((low, ...] when `low_open`; no upper bound when `high` is None)."""
+    """argparse type: a `kind` value in [low, high], (low, high] when `low_open`; `high` None: no upper bound."""
     def parse(text):
         value = kind(text)
         if (value <= low if low_open else value < low) or (high is not None and value > high):
@@ -75,9 +75,9 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        import grad as csgrad
         from threadpoolctl import threadpool_limits
 
+        import grad as csgrad
         from cyscatter.examples import _digits_graph, _gcn_model, _numpy_scatter, _plot
     except ImportError as exc:
         raise SystemExit(f"{exc}\n{EXTRA_HINT}") from exc
@@ -96,15 +96,15 @@ def main(argv=None):
     init = _gcn_model.init_params([graph.features.shape[1], args.hidden, graph.n_classes], args.seed)
     # a plain sum grows with the degree (11 to 36 with k=10), which makes training unstable
     edge_weight = _digits_graph.symmetric_normalization(graph) if args.aggr == "add" else None
-    gcn_on = {mp.name: partial(_gcn_model.gcn_logits, graph=graph, mp=mp, aggr=args.aggr, edge_weight=edge_weight)
-              for mp in implementations}
+    gcn_on = {mp.name: partial(_gcn_model.gcn_logits, graph=graph, mp=mp, aggr=args.aggr,
+                               edge_weight=edge_weight) for mp in implementations}
     baseline = partial(_gcn_model.mlp_logits, graph=graph)
 
     def loss_of(logits_fn):
         return _gcn_model.make_loss(logits_fn, graph, labelled, args.weight_decay)
 
-    fit = dict(epochs=args.epochs, lr=args.lr, labels=graph.labels, test_nodes=unlabelled,
-               progress=not args.no_progress)
+    fit = {"epochs": args.epochs, "lr": args.lr, "labels": graph.labels, "test_nodes": unlabelled,
+           "progress": not args.no_progress}
     # the matrices are small: BLAS threads would only fight the kernels (and other processes) for the cores
     with threadpool_limits(limits=1, user_api="blas"):
         ours = gcn_on["cyscatter"]
@@ -129,8 +129,8 @@ def _report(results: dict, n_test: int) -> None:
         f"accuracy on the {n_test} unlabelled nodes after {args.epochs} epochs:",
         (f"GCN ({args.aggr} aggregation)", f"{results['gcn'].final_test_accuracy:.1%}"),
         ("graph-less baseline (no message passing)", f"{results['baseline'].final_test_accuracy:.1%}"),
-        f"GCN time per training epoch (forward, backward, Adam step; median of {args.timing_rounds} rounds of "
-        f"{args.timing_epochs} epochs each):",
+        (f"GCN time per training epoch (forward, backward, Adam step; median of {args.timing_rounds} rounds "
+         f"of {args.timing_epochs} epochs each):"),
         (ours, f"{ours_s * 1e3:.2f} ms"),
         (theirs, f"{theirs_s * 1e3:.2f} ms"),
         ("speed-up with cyscatter", f"{theirs_s / ours_s:.2f}x"),

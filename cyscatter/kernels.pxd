@@ -78,6 +78,10 @@ cdef Py_ssize_t first_out_of_range(const index_t[::1] index, Py_ssize_t size) no
 cdef void group_exclusive_products(const value_t[:, :, ::1] src, const int64_t[::1] order,
                                    const int64_t[::1] indptr, value_t[:, :, ::1] partials) noexcept nogil
 
+cdef void group_exclusive_products_jvp(const value_t[:, :, ::1] src, const value_t[:, :, ::1] tangent,
+                                       const int64_t[::1] order, const int64_t[::1] indptr,
+                                       value_t[:, :, ::1] partials, value_t[:, :, ::1] partials_dot) noexcept nogil
+
 
 # ---- simple per-op entry points for cimporting code ----------------------------------------------------------
 cdef inline Py_ssize_t scatter_add(const value_t[:, :, ::1] src, const index_t[::1] index,

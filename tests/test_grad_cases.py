@@ -1,6 +1,5 @@
 """grad: hand-computed gradients (ties, zeros, empty groups, dropped entries, fill rows), NNlib's gradient cases,
 dtypes, errors, and the import boundary."""
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +13,8 @@ import autograd.numpy as anp  # noqa: E402
 from autograd import grad, hessian, make_jvp, make_vjp  # noqa: E402
 
 import grad as csgrad  # noqa: E402
+from test_nnlib_cases import array, assert_matches, by_kind, index_of  # noqa: E402
 from testing import OPS  # noqa: E402
-
-CASES = Path(__file__).parent / "data" / "nnlib_cases.json"
 
 
 def vjp(f, args, g):
@@ -118,24 +116,12 @@ def test_gather_drop_and_fill():
 
 # ---- NNlib's gradient cases -------------------------------------------------------------------------------------
 
-def _decode(value):
-    return np.array(json.loads(json.dumps(value).replace('"inf"', "Infinity").replace('"-inf"', "-Infinity")
-                               .replace('"nan"', "NaN")), dtype=float)
-
-
-def _grad_cases():
-    return [c for c in json.loads(CASES.read_text())["cases"] if c["kind"].startswith("grad")]
-
-
-@pytest.mark.parametrize("case", _grad_cases(), ids=lambda c: c["name"])
+@by_kind("grad scatter! wrt dst and src")
 def test_nnlib_grad_case(case):
-    index = np.array(case["index"])
-    if case["index_kind"] == "tuple":
-        index = tuple(np.moveaxis(index, -1, 0))
-    g_dst, g_src = vjp(lambda d, s: csgrad.scatter_into(d, s, index, case["op"]),
-                       [_decode(case["dst_init"]), _decode(case["src"])], _decode(case["delta"]))
-    assert_allclose(g_dst, _decode(case["expected_grad_dst"]), rtol=1e-12)
-    assert_allclose(g_src, _decode(case["expected_grad_src"]), rtol=1e-12)
+    f = lambda d, s: csgrad.scatter_into(d, s, index_of(case), case["op"])
+    g_dst, g_src = vjp(f, [array(case, "dst_init"), array(case, "src")], array(case, "delta"))
+    assert_matches(g_dst, array(case, "expected_grad_dst"))
+    assert_matches(g_src, array(case, "expected_grad_src"))
 
 
 # ---- dtypes, errors, functional in-place forms ------------------------------------------------------------------

@@ -7,28 +7,21 @@ pytest.importorskip("autograd")
 from autograd.test_util import check_grads  # noqa: E402
 
 import grad as csgrad  # noqa: E402
+from inputs import DIMS, index as make_index, values  # noqa: E402
 from testing import INDEX_KINDS, OPS  # noqa: E402
 
 MODES = ["fwd", "rev"]
 
 
-def _values(rng, shape):
-    """Magnitudes in [0.5, 1.5] with random signs: div and mul stay well conditioned, max/min have no ties."""
-    return rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
-
-
-def _index(kind, rng, n):
-    """n entries into D = (4,) or (2, 3): more entries than rows, so some rows repeat."""
-    if kind == "int":
-        return rng.integers(0, 4, n), (4,)
-    return (rng.integers(0, 2, n), rng.integers(0, 3, n)), (2, 3)
-
-
-def _problem(kind, axis, features, seed=0, n=7):
+def _problem(kind, axis, features, seed=0):
+    """(index, src, dst, D): more entries than destination rows, so rows repeat; continuous values, so max/min
+    have no ties; magnitudes near 1 (the mul/div draw of `inputs.values`) keep div and mul well conditioned."""
     rng = np.random.default_rng(seed)
-    index, dims = _index(kind, rng, n)
+    dims = DIMS[kind]
+    n = int(np.prod(dims)) + 2
     batch, feat = ((2,) if axis else ()), ((3,) if features else ())
-    return index, _values(rng, batch + (n,) + feat), _values(rng, batch + dims + feat), dims
+    return (make_index(kind, np.int64, (n,), dims, rng), values(np.float64, batch + (n,) + feat, rng, "mul"),
+            values(np.float64, batch + dims + feat, rng, "mul"), dims)
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -57,16 +50,17 @@ def test_scatter_into_one_argument(op, argnum):
 @pytest.mark.parametrize("mode", ["drop", "wrap", "clip"])
 def test_scatter_modes(op, mode):
     rng = np.random.default_rng(2)
-    index = np.array([0, 5, 2, -1, 1, 0, 2, 3])
-    src, dst = _values(rng, (8, 2)), _values(rng, (3, 2))
-    check_grads(lambda s: csgrad.scatter(s, index, op, dim_size=3, mode=mode, fill_value=0.0),
+    entries = np.array([0, 5, 2, -1, 1, 0, 2, 3])
+    src, dst = values(np.float64, (8, 2), rng, "mul"), values(np.float64, (3, 2), rng, "mul")
+    check_grads(lambda s: csgrad.scatter(s, entries, op, dim_size=3, mode=mode, fill_value=0.0),
                 modes=MODES, order=2)(src)
-    check_grads(lambda d, s: csgrad.scatter_into(d, s, index, op, mode=mode), (0, 1), modes=MODES, order=2)(dst, src)
+    check_grads(lambda d, s: csgrad.scatter_into(d, s, entries, op, mode=mode), (0, 1), modes=MODES,
+                order=2)(dst, src)
 
 
 @pytest.mark.parametrize("op", [op for op in OPS if op != "mul"])   # mul: second order (test_grad_cases)
 def test_third_order(op):
-    index, src, dst, _ = _problem("int", 0, False, seed=5, n=5)
+    index, src, dst, _ = _problem("int", 0, False, seed=5)
     check_grads(lambda d, s: csgrad.scatter_into(d, s, index, op), (0, 1), modes=MODES, order=3)(dst, src)
 
 
@@ -82,15 +76,15 @@ def test_gather(kind, axis, features):
 @pytest.mark.parametrize("mode", ["drop", "wrap", "clip"])
 def test_gather_modes(mode):
     rng = np.random.default_rng(3)
-    index = np.array([0, 5, 2, -1, 1, 0])
-    table, entries = _values(rng, (3, 2)), _values(rng, (6, 2))
-    check_grads(lambda t: csgrad.gather(t, index, mode=mode, fill_value=7.0), modes=MODES, order=2)(table)
-    check_grads(lambda e, t: csgrad.gather_into(e, t, index, mode=mode), (0, 1), modes=MODES, order=2)(entries, table)
+    rows = np.array([0, 5, 2, -1, 1, 0])
+    table, entries = values(np.float64, (3, 2), rng), values(np.float64, (6, 2), rng)
+    check_grads(lambda t: csgrad.gather(t, rows, mode=mode, fill_value=7.0), modes=MODES, order=2)(table)
+    check_grads(lambda e, t: csgrad.gather_into(e, t, rows, mode=mode), (0, 1), modes=MODES, order=2)(entries, table)
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mean", "mul", "div"])
 def test_complex(op):
     rng = np.random.default_rng(4)
-    index = np.array([0, 2, 0, 1, 2, 2])
-    src, dst = (_values(rng, s) + 1j * _values(rng, s) for s in ((6, 2), (3, 2)))
-    check_grads(lambda d, s: csgrad.scatter_into(d, s, index, op), (0, 1), modes=MODES, order=2)(dst, src)
+    rows = np.array([0, 2, 0, 1, 2, 2])
+    src, dst = values(np.complex128, (6, 2), rng, "mul"), values(np.complex128, (3, 2), rng, "mul")
+    check_grads(lambda d, s: csgrad.scatter_into(d, s, rows, op), (0, 1), modes=MODES, order=2)(dst, src)

@@ -30,8 +30,11 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
 
 @primitive
 def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
-    """Differentiable `cyscatter.gather_vjp_src`: the scatter-add of `grad_out` into zeros of `src_shape`."""
-    return cs.gather_vjp_src(grad_out, index, src_shape, axis=axis, mode=mode)
+    """Differentiable `cyscatter.gather_vjp_src`: the scatter-add of `grad_out` into zeros of `src_shape`, in the
+    dtype of a floating `grad_out` (the core sums float16 in float64)."""
+    dtype = np.result_type(grad_out)
+    summed = cs.gather_vjp_src(grad_out, index, src_shape, axis=axis, mode=mode)
+    return summed.astype(dtype, copy=False) if dtype.kind in "fc" else summed
 
 
 @primitive

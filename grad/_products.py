@@ -5,6 +5,7 @@ kernel: exact with zeros, no division) is both its VJP and its JVP. That gives m
 """
 from __future__ import annotations
 
+import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
 from cyscatter._reverse import others_product as _others_product
@@ -13,13 +14,19 @@ from cyscatter._reverse import others_product as _others_product
 @primitive
 def others_product(src, index, dims, axis, mode):
     """Per entry of `src`: the product of the other entries of its group (`cyscatter._reverse.others_product`)."""
-    return _others_product(src, index, dims, axis=axis, mode=mode)
+    return _in_dtype_of(src, _others_product(src, index, dims, axis=axis, mode=mode))
 
 
 @primitive
 def others_product_hvp(src, vector, index, dims, axis, mode):
     """The Hessian of the group products applied to `vector`: the derivative of `others_product` along it."""
-    return _others_product(src, index, dims, axis=axis, mode=mode, src_dot=vector)[1]
+    return _in_dtype_of(src, _others_product(src, index, dims, axis=axis, mode=mode, src_dot=vector)[1])
+
+
+def _in_dtype_of(src, products):
+    """float16 `src` is computed in float64 by the core; give its derivatives back in its own dtype."""
+    dtype = np.result_type(src)
+    return products.astype(dtype, copy=False) if dtype.kind in "fc" else products
 
 
 def _third_derivative(*args, **kwargs):

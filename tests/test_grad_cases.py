@@ -127,14 +127,15 @@ def test_nnlib_grad_case(case):
 # ---- dtypes, errors, functional in-place forms ------------------------------------------------------------------
 
 @pytest.mark.parametrize("op", OPS)
-def test_float32_gives_float32(op):
-    src, dst = np.linspace(1, 2, 6, dtype=np.float32), np.full(3, 1.5, np.float32)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gradients_keep_the_input_dtype(op, dtype):
+    src, dst = np.linspace(1, 2, 6, dtype=dtype), np.full(3, 1.5, dtype)
     index = np.array([0, 2, 0, 1, 2, 2])
-    assert grad(lambda s: anp.sum(csgrad.scatter(s, index, op)))(src).dtype == np.float32
+    assert grad(lambda s: anp.sum(csgrad.scatter(s, index, op)))(src).dtype == dtype
     g_dst, g_src = grad(lambda d, s: anp.sum(csgrad.scatter_into(d, s, index, op)), (0, 1))(dst, src)
-    assert g_dst.dtype == g_src.dtype == np.float32
+    assert g_dst.dtype == g_src.dtype == dtype
     _, out_dot = make_jvp(lambda s: csgrad.scatter(s, index, op))(src)(np.ones_like(src))
-    assert out_dot.dtype == np.float32
+    assert out_dot.dtype == dtype
 
 
 def test_float32_gather():

@@ -39,7 +39,11 @@ def fill_for(fill_value, result_dtype, xp=np):
     """`fill_value` cast to the output dtype with NumPy's same_kind rule (None stays None)."""
     if fill_value is None:
         return None
-    return xp.asarray(fill_value).astype(result_dtype, casting="same_kind")
+    try:
+        return xp.asarray(fill_value).astype(result_dtype, casting="same_kind")
+    except TypeError:
+        raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {np.dtype(result_dtype)} "
+                        "under NumPy's same_kind rule") from None
 
 
 def finish_fresh(op, work3, counts, fill, result_dtype, xp=np):

@@ -7,6 +7,7 @@ from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
+from cyscatter._scatter import fill_for
 
 
 def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
@@ -18,7 +19,7 @@ def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
 
 
 @fill_doc
-def gather(src, index, *, axis=0, mode="raise", fill_value=0):
+def gather(src, index, *, axis=0, mode="raise", fill_value=None):
     """Gather rows of `src`: ``out[b, k, f] = src[b, index[k], f]`` (tuple index: ``src[b, i0[k], ..., f]``).
 
     NNlib's ``gather(src, idx)``; for an integer index it equals ``np.take(src, index, axis)`` and for a
@@ -31,8 +32,9 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     {index}
     {axis}
     {mode}
-    fill_value : scalar, default 0
-        Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``).
+    fill_value : scalar, optional
+        Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``); default
+        0. Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an integer array: TypeError).
 
     Returns
     -------
@@ -61,7 +63,8 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     outer, inner = prod(batch), prod(feat)
     src3 = be.rows_view(src, src.dtype, outer, plan.size, inner)
     if plan.mode == "drop":
-        out3 = be.xp.full((outer, plan.n, inner), fill_value, src.dtype)
+        fill = 0 if fill_value is None else fill_for(fill_value, src.dtype, be.xp)[()]
+        out3 = be.xp.full((outer, plan.n, inner), fill, src.dtype)
     else:
         out3 = be.xp.empty((outer, plan.n, inner), src.dtype)
     be.run_gather(src3, plan, out3)

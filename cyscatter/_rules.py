@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cyscatter import kernels
+from cyscatter import _canonical, kernels
 from cyscatter._ops import register_rules
 
 
@@ -92,10 +92,24 @@ def _mean_src(ctx, g3):
     return ctx.take(per_group.astype(ctx.dtype, copy=False))
 
 
+def exclusive_products(plan, src3: np.ndarray, tangent3: np.ndarray | None = None, be=_canonical):
+    """Per entry: the product of the other src members of its group (dropped entries: 0), without division.
+
+    With `tangent3` (CPU only), also its derivative along `tangent3`, returned as a pair (products, derivative).
+    """
+    order, indptr = plan.groups()
+    partials = be.xp.zeros_like(src3)
+    if tangent3 is None:
+        be.exclusive_products(src3, order, indptr, partials)
+        return partials
+    partials_dot = np.zeros_like(src3)
+    kernels.exclusive_products_jvp(src3, tangent3, order, indptr, partials, partials_dot)
+    return partials, partials_dot
+
+
 def _others_product(ctx) -> np.ndarray:
     """Per entry: the initial value of its group times the product of the other src members of the group."""
-    partials = ctx.xp.zeros_like(ctx.src3)
-    ctx.be.exclusive_products(ctx.src3, *ctx.plan.groups(), partials)
+    partials = exclusive_products(ctx.plan, ctx.src3, be=ctx.be)
     if ctx.dst3 is not None:
         partials *= ctx.take(ctx.dst3)
     return partials

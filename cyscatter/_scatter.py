@@ -35,11 +35,29 @@ def _reduce_into(be, op, src3, plan, work3) -> None:
         be.run_scatter(op.opcode, src3, plan, work3)
 
 
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
 def fill_for(fill_value, result_dtype, xp=np):
-    """`fill_value` cast to the output dtype with NumPy's same_kind rule (None stays None)."""
+    """`fill_value` as a 0-d array of the output dtype (None stays None).
+
+    NumPy's same_kind rule on the kind of the value (bool < integers < floats < complex), with Python scalars
+    taken by value as NumPy 2 does: 0 fills a uint8 output, -1 does not (ValueError), 2.5 never fills an integer
+    one (TypeError).
+    """
     if fill_value is None:
         return None
-    return xp.asarray(fill_value).astype(result_dtype, casting="same_kind")
+    dtype = np.dtype(result_dtype)
+    value = np.asarray(fill_value)
+    if value.ndim or _KIND_RANK.get(value.dtype.kind, 9) > _KIND_RANK.get(dtype.kind, -1):
+        raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
+                        "under NumPy's same_kind rule (it must be a scalar)")
+    try:
+        cast = np.array(fill_value, dtype=dtype) if isinstance(fill_value, (int, float, complex)) \
+            else value.astype(dtype)
+    except OverflowError:
+        raise ValueError(f"fill_value={fill_value!r} is out of range for the output dtype {dtype}") from None
+    return xp.asarray(cast)
 
 
 def finish_fresh(op, work3, counts, fill, result_dtype, xp=np):

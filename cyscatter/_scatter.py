@@ -41,22 +41,26 @@ _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 def fill_for(fill_value, result_dtype, xp=np):
     """`fill_value` as a 0-d array of the output dtype (None stays None).
 
-    NumPy's same_kind rule on the kind of the value (bool < integers < floats < complex), with Python scalars
-    taken by value as NumPy 2 does: 0 fills a uint8 output, -1 does not (ValueError), 2.5 never fills an integer
-    one (TypeError).
+    NumPy's same_kind rule on the kind of the value (bool < integers < floats < complex); a Python scalar of a
+    higher kind is also accepted when the output dtype holds it exactly, as NumPy 2 takes Python scalars by
+    value: 0 or 1 fill a bool output, 2.0 an integer one, -1 no unsigned one (ValueError), 2.5 no integer one
+    (TypeError).
     """
     if fill_value is None:
         return None
     dtype = np.dtype(result_dtype)
     value = np.asarray(fill_value)
-    if value.ndim or _KIND_RANK.get(value.dtype.kind, 9) > _KIND_RANK.get(dtype.kind, -1):
-        raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
-                        "under NumPy's same_kind rule (it must be a scalar)")
+    python_scalar = isinstance(fill_value, (bool, int, float, complex))
     try:
-        cast = np.array(fill_value, dtype=dtype) if isinstance(fill_value, (int, float, complex)) \
-            else value.astype(dtype)
+        cast = np.array(fill_value, dtype=dtype) if python_scalar else value.astype(dtype)
     except OverflowError:
         raise ValueError(f"fill_value={fill_value!r} is out of range for the output dtype {dtype}") from None
+    except (TypeError, ValueError):
+        cast = None
+    higher_kind = _KIND_RANK.get(value.dtype.kind, 9) > _KIND_RANK.get(dtype.kind, -1)
+    if value.ndim or cast is None or (higher_kind and not (python_scalar and cast == fill_value)):
+        raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
+                        "under NumPy's same_kind rule (it must be a scalar the dtype holds)")
     return xp.asarray(cast)
 
 

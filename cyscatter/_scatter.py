@@ -8,6 +8,7 @@ from cyscatter._canonical import (check_writable, normalize_axis, precheck, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
+from cyscatter._segment import run_scatter_runs
 
 
 def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[int, tuple, tuple]:
@@ -19,27 +20,29 @@ def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[i
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
 
 
-def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool):
+def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool, runs: bool = False):
     """Apply `op` from the canonical `src3` into `work3` (outer, size, inner); returns group counts or None.
 
     A fresh `work3` holds the identity, so mean can sum in place; into an existing one, mean adds the group
-    means to the rows that have a group (NNlib's ``scatter!(mean)``).
+    means to the rows that have a group (NNlib's ``scatter!(mean)``). `runs` picks the sorted-run kernel.
     """
+    run_scatter_kernel = run_scatter_runs if runs else run_scatter
     counts = np.zeros(plan.size, np.int64) if count or op.counts else None
     if op.counts and not fresh:
         sums = np.zeros_like(work3)
-        run_scatter(op.opcode, src3, plan, sums, counts)
+        run_scatter_kernel(op.opcode, src3, plan, sums, counts)
         sums /= np.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
         np.add(work3, sums, out=work3, where=(counts > 0)[None, :, None])
     else:
-        run_scatter(op.opcode, src3, plan, work3, counts)
+        run_scatter_kernel(op.opcode, src3, plan, work3, counts)
         if op.counts:
             work3 /= np.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
     return counts
 
 
 @fill_doc
-def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
+            indices_are_sorted=False):
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -59,6 +62,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
         Value of the destination positions that no index entry reaches (default: the op's identity; 0 for
         mean). Cast to the output dtype with NumPy's ``same_kind`` rule.
     {mode}
+    {indices_are_sorted}
 
     Returns
     -------
@@ -95,7 +99,8 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     outer, inner = prod(batch), prod(feat)
     work3 = np.full((outer, plan.size, inner), op.identity(result_dtype), compute)
     src3 = rows_view(src, compute, outer, plan.n, inner)
-    counts = _reduce_into(op, src3, plan, work3, fresh=True, count=fill_value is not None)
+    counts = _reduce_into(op, src3, plan, work3, fresh=True, count=fill_value is not None,
+                          runs=indices_are_sorted)
     if fill_value is not None:
         fill = np.asarray(fill_value).astype(result_dtype, casting="same_kind")
         work3[:, counts == 0] = fill
@@ -103,7 +108,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
 
 
 @fill_doc
-def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
+def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are_sorted=False):
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
@@ -120,6 +125,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     {op}
     {axis}
     {mode}
+    {indices_are_sorted}
 
     Returns
     -------
@@ -171,7 +177,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     outer, inner = prod(batch), prod(feat)
     src3 = rows_view(src, compute, outer, plan.n, inner)
     work3, direct = writable_rows(dst, compute, outer, plan.size, inner)
-    _reduce_into(op, src3, plan, work3, fresh=False, count=False)
+    _reduce_into(op, src3, plan, work3, fresh=False, count=False, runs=indices_are_sorted)
     if not direct:
         np.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
     return dst

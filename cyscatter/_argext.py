@@ -21,7 +21,7 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
     outer, inner = prod(batch), prod(feat)
     best = np.full((outer, plan.size, inner), op.identity(compute), compute)
     arg = np.full((outer, plan.size, inner), plan.n, np.int64)
-    src3 = np.ascontiguousarray(rows_view(src, compute, outer, plan.n, inner))   # the kernels take C order
+    src3 = rows_view(src, compute, outer, plan.n, inner)
     status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
     if status >= 0:
         raise plan.error(status)

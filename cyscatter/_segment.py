@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import group_kernels
-from cyscatter._canonical import normalize_axis, prod, rows_view, run_scatter
+from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._ops import get_op
 
@@ -111,7 +111,7 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     compute = op.compute_dtype(result_dtype)
     outer, inner = prod(batch), prod(feat)
     work3 = np.full((outer, nseg, inner), op.identity(result_dtype), compute)
-    src3 = np.ascontiguousarray(rows_view(src, compute, outer, rows, inner))   # the kernels take C order
+    src3 = rows_view(src, compute, outer, rows, inner)
     status = group_kernels.segment_reduce(op.opcode, src3, ptr, work3)
     if status >= 0:   # check_indptr lets nothing through that the kernel refuses
         raise AssertionError(f"segment kernel refused segment {status} of a validated indptr")
@@ -163,12 +163,7 @@ def gather_segment(src, indptr, *, axis=0):
 
 
 def run_scatter_runs(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None):
-    """`_canonical.run_scatter` for an index whose equal entries are adjacent (sorted): same result, faster.
-
-    Strided (not C-ordered) views go to the core kernel, which is exact too.
-    """
-    if not (src3.flags.c_contiguous and out3.flags.c_contiguous):
-        return run_scatter(opcode, src3, plan, out3, counts)
+    """`_canonical.run_scatter` for an index whose equal entries are adjacent (sorted): same result, faster."""
     status = group_kernels.scatter_runs(opcode, src3, plan.flat, out3, counts, plan.kernel_mode)
     if status >= 0:
         raise plan.error(status)

@@ -8,6 +8,8 @@ The element rules below are the core's: updates in order, NaN wins max/min, ``-0
 division.
 """
 cimport cython
+# rows may be strided, the elements of a row are adjacent (as the core kernels; see kernels.pxd)
+from cython.view cimport contiguous
 from libc.math cimport signbit
 from libc.stdint cimport int64_t, int32_t, uint64_t
 
@@ -79,11 +81,11 @@ cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
 
 # ---- kernels ---------------------------------------------------------------------------------------------------
 
-cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::1] src, const index_t[::1] indptr,
-                                    value_t[:, :, ::1] out) noexcept nogil
+cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
+                                    value_t[:, :, ::contiguous] out) noexcept nogil
 
-cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::1] src, const index_t[::1] index,
-                                  value_t[:, :, ::1] out, int64_t* counts, int mode) noexcept nogil
+cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                  value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil
 
-cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::1] src, const index_t[::1] index,
-                                 value_t[:, :, ::1] best, int64_t[:, :, ::1] arg, int mode) noexcept nogil
+cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                 value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg, int mode) noexcept nogil

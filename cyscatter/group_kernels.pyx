@@ -6,6 +6,7 @@ time; they run without the GIL and return a status. The `def` wrappers at the bo
 op codes into tags and are the only entry points the Python layer uses.
 """
 cimport cython
+from cython.view cimport contiguous
 from libc.stdint cimport int64_t, uint64_t
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t,
@@ -25,8 +26,8 @@ cdef Py_ssize_t first_bad_segment(const index_t[::1] indptr, Py_ssize_t n) noexc
     return -1
 
 
-cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::1] src, const index_t[::1] indptr,
-                                    value_t[:, :, ::1] out) noexcept nogil:
+cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
+                                    value_t[:, :, ::contiguous] out) noexcept nogil:
     """out[o, s, :] = op-reduction of src[o, indptr[s]:indptr[s + 1], :] onto the start value in out[o, s, :].
 
     Rows are combined in order, so the result equals the core scatter with the matching sorted index, bit for
@@ -57,8 +58,8 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::1] src, const
 
 # ---- scatter along runs of equal index entries -------------------------------------------------------------------
 
-cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::1] src, const index_t[::1] index,
-                                  value_t[:, :, ::1] out, int64_t* counts, int mode) noexcept nogil:
+cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                  value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil:
     """The core scatter-reduce (same arguments, result and status), faster when equal entries are adjacent.
 
     Each run of equal index entries is reduced in a register and stored once. The updates keep their order,
@@ -92,8 +93,8 @@ cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::1] src, const i
 
 # ---- arg-extremes ------------------------------------------------------------------------------------------------
 
-cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::1] src, const index_t[::1] index,
-                                 value_t[:, :, ::1] best, int64_t[:, :, ::1] arg, int mode) noexcept nogil:
+cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                 value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg, int mode) noexcept nogil:
     """arg[o, j, f] = the first position k (index[k] == j) whose src[o, k, f] wins max/min; best holds the winner.
 
     `arg` must start at n (no member yet): the first member always enters, later ones only when strictly
@@ -126,7 +127,7 @@ cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::1] src, con
 
 # ---- Python entry points ---------------------------------------------------------------------------------------
 
-def segment_reduce(int opcode, const value_t[:, :, ::1] src, const index_t[::1] indptr, value_t[:, :, ::1] out):
+def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr, value_t[:, :, ::contiguous] out):
     """Run the CSR segment kernel for `opcode` (an OpCode); returns -1 or the first invalid segment."""
     cdef Py_ssize_t status = -1
     cdef OpAdd add
@@ -151,7 +152,7 @@ def segment_reduce(int opcode, const value_t[:, :, ::1] src, const index_t[::1] 
     return status
 
 
-def scatter_runs(int opcode, const value_t[:, :, ::1] src, const index_t[::1] index, value_t[:, :, ::1] out,
+def scatter_runs(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index, value_t[:, :, ::contiguous] out,
                  int64_t[::1] counts=None, int mode=MODE_RAISE):
     """`kernels.scatter_reduce` with runs of equal entries reduced in a register; same result and status."""
     cdef int64_t* counts_ptr = NULL
@@ -180,8 +181,8 @@ def scatter_runs(int opcode, const value_t[:, :, ::1] src, const index_t[::1] in
     return status
 
 
-def scatter_arg(int opcode, const value_t[:, :, ::1] src, const index_t[::1] index, value_t[:, :, ::1] best,
-                int64_t[:, :, ::1] arg, int mode=MODE_RAISE):
+def scatter_arg(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index, value_t[:, :, ::contiguous] best,
+                int64_t[:, :, ::contiguous] arg, int mode=MODE_RAISE):
     """Run the arg-extreme kernel for OP_MAX or OP_MIN; returns -1 or the first bad index position."""
     cdef Py_ssize_t status = -1
     cdef OpMax mx

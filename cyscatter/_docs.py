@@ -44,6 +44,13 @@ FRAGMENTS["dim_size"] = """dim_size : int or tuple of m ints, optional
         Destination shape D (the number of groups per index axis). Default: the largest entry + 1 per
         coordinate (0 for an empty index)."""
 
+FRAGMENTS["group_args"] = """src : array_like, shape B + I + F
+        Integers (computed in float64) or floats; float16 is computed in float32.
+    {index}
+    {dim_size}
+    {axis}
+    {mode}""".format(**FRAGMENTS)
+
 FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
         The `src` the forward scatter was called with.
     {index}

@@ -79,23 +79,22 @@ def _moment_doc(title: str, name: str, result: str):
     return decorate
 
 
-def _real(dtype) -> np.dtype:
-    return np.finfo(dtype).dtype
+def _moment(name, src, index, ddof, dim_size, axis, mode, finish) -> np.ndarray:
+    """`finish` (identity for var, sqrt for std) of the group variances, in the real dtype of `src`."""
+    ddof = check_ddof(ddof)
+    result, compute = float_dtypes(np.asarray(src).dtype, name, complex_ok=True)
+    ctx, batch, feat = group_view(src, index, dim_size, axis, mode, compute)
+    real = np.finfo(result).dtype   # complex64 -> float32
+    return finish(var3(ctx, ddof)).astype(real, copy=False).reshape(dst_shape(ctx, batch, feat))
 
 
 @_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
              "var", "2.33333333,        nan,        nan")
 def scatter_var(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
-    ddof = check_ddof(ddof)
-    result, compute = float_dtypes(np.asarray(src).dtype, "scatter_var", complex_ok=True)
-    ctx, batch, feat = group_view(src, index, dim_size, axis, mode, compute)
-    return var3(ctx, ddof).astype(_real(result), copy=False).reshape(dst_shape(ctx, batch, feat))
+    return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, np.positive)
 
 
 @_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
              "std", "1.52752523,        nan,        nan")
 def scatter_std(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
-    ddof = check_ddof(ddof)
-    result, compute = float_dtypes(np.asarray(src).dtype, "scatter_std", complex_ok=True)
-    ctx, batch, feat = group_view(src, index, dim_size, axis, mode, compute)
-    return np.sqrt(var3(ctx, ddof)).astype(_real(result), copy=False).reshape(dst_shape(ctx, batch, feat))
+    return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, np.sqrt)

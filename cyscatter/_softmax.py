@@ -49,9 +49,9 @@ def mask_dropped(ctx, a3: np.ndarray, value) -> np.ndarray:
 
 # ---- public functions --------------------------------------------------------------------------------------------
 
-_NONFINITE = """A group whose maximum is +inf or NaN gives NaN for each member, and so does a group whose members are all
-    -inf (0/0), as ``scipy.special.softmax`` and ``torch.softmax`` do; a -inf member of a group with a finite
-    maximum gets exactly 0 (log-softmax: -inf). Entries dropped under ``mode="drop"`` belong to no group:
+_NONFINITE = """A group whose maximum is +inf or NaN gives NaN for each member, and so does a group whose members
+    are all -inf (0/0), as ``scipy.special.softmax`` and ``torch.softmax`` do; a -inf member of a group with a
+    finite maximum gets exactly 0 (log-softmax: -inf). Entries dropped under ``mode="drop"`` belong to no group:
     softmax 0, log-softmax -inf."""
 
 
@@ -70,12 +70,7 @@ def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise"):
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
-        Integers (computed in float64) or floats; float16 is computed in float32.
-    {index}
-    {dim_size}
-    {axis}
-    {mode}
+    {group_args}
 
     Returns
     -------
@@ -108,12 +103,7 @@ def scatter_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
-        Integers (computed in float64) or floats; float16 is computed in float32.
-    {index}
-    {dim_size}
-    {axis}
-    {mode}
+    {group_args}
 
     Returns
     -------
@@ -149,12 +139,7 @@ def scatter_log_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
-        Integers (computed in float64) or floats; float16 is computed in float32.
-    {index}
-    {dim_size}
-    {axis}
-    {mode}
+    {group_args}
 
     Returns
     -------

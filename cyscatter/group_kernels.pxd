@@ -88,4 +88,5 @@ cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::contiguous] src
                                   value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil
 
 cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
-                                 value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg, int mode) noexcept nogil
+                                 value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg,
+                                 int mode) noexcept nogil

@@ -94,7 +94,8 @@ cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::contiguous] src
 # ---- arg-extremes ------------------------------------------------------------------------------------------------
 
 cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
-                                 value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg, int mode) noexcept nogil:
+                                 value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg,
+                                 int mode) noexcept nogil:
     """arg[o, j, f] = the first position k (index[k] == j) whose src[o, k, f] wins max/min; best holds the winner.
 
     `arg` must start at n (no member yet): the first member always enters, later ones only when strictly
@@ -127,7 +128,8 @@ cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::contiguous]
 
 # ---- Python entry points ---------------------------------------------------------------------------------------
 
-def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr, value_t[:, :, ::contiguous] out):
+def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
+                   value_t[:, :, ::contiguous] out):
     """Run the CSR segment kernel for `opcode` (an OpCode); returns -1 or the first invalid segment."""
     cdef Py_ssize_t status = -1
     cdef OpAdd add
@@ -152,8 +154,8 @@ def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const inde
     return status
 
 
-def scatter_runs(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index, value_t[:, :, ::contiguous] out,
-                 int64_t[::1] counts=None, int mode=MODE_RAISE):
+def scatter_runs(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                 value_t[:, :, ::contiguous] out, int64_t[::1] counts=None, int mode=MODE_RAISE):
     """`kernels.scatter_reduce` with runs of equal entries reduced in a register; same result and status."""
     cdef int64_t* counts_ptr = NULL
     cdef Py_ssize_t status = -1
@@ -181,8 +183,8 @@ def scatter_runs(int opcode, const value_t[:, :, ::contiguous] src, const index_
     return status
 
 
-def scatter_arg(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index, value_t[:, :, ::contiguous] best,
-                int64_t[:, :, ::contiguous] arg, int mode=MODE_RAISE):
+def scatter_arg(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg, int mode=MODE_RAISE):
     """Run the arg-extreme kernel for OP_MAX or OP_MIN; returns -1 or the first bad index position."""
     cdef Py_ssize_t status = -1
     cdef OpMax mx

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import _rules
-from cyscatter._canonical import normalize_axis, prod, rows_view
+from cyscatter._canonical import normalize_axis, precheck, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import parse_coords, plan_index
@@ -242,4 +242,61 @@ def gather_jvp(src_dot, index, *, axis=0, mode="raise"):
     return gather(src_dot, index, axis=axis, mode=mode)
 
 
-__all__ = ["scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src", "scatter_jvp", "gather_jvp", "scatter"]
+@fill_doc
+def others_product(src, index, dim_size, *, axis=0, mode="raise", src_dot=None):
+    """Per entry, the product of the *other* `src` entries of its group: the partials of a scatter ``"mul"``.
+
+    ``d scatter(src, index, "mul")[b, j, f] / d src[b, k, f]`` for an entry k of group j, computed with prefix
+    and suffix products: exact with zeros, no division by `src` (pytorch_scatter divides).
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+    {index}
+    dim_size : int or tuple of m ints
+        Destination shape D the index addresses (it decides the groups under wrap/clip/drop).
+    {axis}
+    {mode}
+    src_dot : array_like, shape of `src`, optional
+        A tangent of `src`: also return the derivative of the products along it.
+
+    Returns
+    -------
+    products : ndarray, shape of `src`, floating dtype (float32 stays float32; integers give float64)
+        Entries dropped under ``mode="drop"`` get 0.
+    products_dot : ndarray, shape of `src`
+        Only with `src_dot`: ``sum over the other members m of src_dot[m] * product over the members but k and m``,
+        in dual-number arithmetic (exact with zeros). It is the Hessian of the group product applied to `src_dot`;
+        the Hessian is symmetric, so this is also the VJP of `products` for the cotangent `src_dot`.
+
+    Raises
+    ------
+    {raises}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> from cyscatter._reverse import others_product
+    >>> src, idx = np.array([2., 3., 0., 5.]), np.array([0, 0, 1, 1])
+    >>> others_product(src, idx, 2)
+    array([3., 2., 5., 0.])
+    >>> others_product(src, idx, 2, src_dot=np.array([1., 0., 0., 1.]))[1]
+    array([0., 1., 1., 0.])
+    """
+    src = np.asarray(src)
+    coords = parse_coords(index)
+    axis, batch, feat = split_src(src, coords, axis)
+    if src_dot is not None and np.shape(src_dot) != src.shape:
+        raise ValueError(f"src_dot shape {np.shape(src_dot)} != src shape {src.shape}")
+    plan = plan_index(None, dim_size, mode, coords=coords)
+    precheck(plan)
+    dtype = _float_dtype(src, src_dot)
+    shape3 = (prod(batch), plan.n, prod(feat))
+    src3 = rows_view(src, dtype, *shape3)
+    if src_dot is None:
+        return _rules.exclusive_products(plan, src3).reshape(src.shape)
+    products, products_dot = _rules.exclusive_products(plan, src3, rows_view(np.asarray(src_dot), dtype, *shape3))
+    return products.reshape(src.shape), products_dot.reshape(src.shape)
+
+
+__all__ = ["scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src", "scatter_jvp", "gather_jvp", "others_product", "scatter"]

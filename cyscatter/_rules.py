@@ -47,8 +47,7 @@ class Reverse:
         return out
 
     def counts(self) -> np.ndarray:
-        valid = self.plan.valid()
-        return np.bincount(self.plan.flat[valid], minlength=self.plan.size)
+        return group_sizes(self.plan)
 
     def valid3(self) -> np.ndarray:
         return self.plan.valid()[None, :, None]
@@ -85,15 +84,37 @@ def _mean_src(ctx, g3):
     return ctx.take(per_group.astype(ctx.dtype, copy=False))
 
 
-def _others_product(ctx) -> np.ndarray:
-    """Per entry: the initial value of its group times the product of the other src members of the group."""
-    plan = ctx.plan
+def group_sizes(plan) -> np.ndarray:
+    """Number of (valid) entries per destination row."""
+    return np.bincount(plan.flat[plan.valid()], minlength=plan.size)
+
+
+def _groups(plan) -> tuple[np.ndarray, np.ndarray]:
+    """(order, indptr): valid entries sorted stably by destination row; group g is order[indptr[g]:indptr[g + 1]]."""
     valid = plan.valid()
     key = np.where(valid, plan.flat, plan.size)
     order = np.argsort(key, kind="stable")[: int(valid.sum())].astype(np.int64)
-    indptr = np.concatenate(([0], np.cumsum(ctx.counts()))).astype(np.int64)
-    partials = np.zeros_like(ctx.src3)
-    kernels.exclusive_products(ctx.src3, order, indptr, partials)
+    return order, np.concatenate(([0], np.cumsum(group_sizes(plan)))).astype(np.int64)
+
+
+def exclusive_products(plan, src3: np.ndarray, tangent3: np.ndarray | None = None):
+    """Per entry: the product of the other src members of its group (dropped entries: 0), without division.
+
+    With `tangent3`, also its derivative along `tangent3`, returned as a pair (products, derivative).
+    """
+    order, indptr = _groups(plan)
+    partials = np.zeros_like(src3)
+    if tangent3 is None:
+        kernels.exclusive_products(src3, order, indptr, partials)
+        return partials
+    partials_dot = np.zeros_like(src3)
+    kernels.exclusive_products_jvp(src3, tangent3, order, indptr, partials, partials_dot)
+    return partials, partials_dot
+
+
+def _others_product(ctx) -> np.ndarray:
+    """Per entry: the initial value of its group times the product of the other src members of the group."""
+    partials = exclusive_products(ctx.plan, ctx.src3)
     if ctx.dst3 is not None:
         partials *= ctx.take(ctx.dst3)
     return partials

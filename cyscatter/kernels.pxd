@@ -81,6 +81,11 @@ cdef Py_ssize_t first_out_of_range(const index_t[::1] index, Py_ssize_t size) no
 cdef void group_exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1] order,
                                    const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials) noexcept nogil
 
+cdef void group_exclusive_products_jvp(const value_t[:, :, ::contiguous] src,
+                                       const value_t[:, :, ::contiguous] tangent, const int64_t[::1] order,
+                                       const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials,
+                                       value_t[:, :, ::contiguous] partials_dot) noexcept nogil
+
 
 # ---- simple per-op entry points for cimporting code ----------------------------------------------------------
 cdef inline Py_ssize_t scatter_add(const value_t[:, :, ::contiguous] src, const index_t[::1] index,

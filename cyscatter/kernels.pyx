@@ -182,6 +182,43 @@ cdef void group_exclusive_products(const value_t[:, :, ::contiguous] src, const 
                     acc = acc * src[o, pos, f]
 
 
+cdef void group_exclusive_products_jvp(const value_t[:, :, ::contiguous] src,
+                                       const value_t[:, :, ::contiguous] tangent, const int64_t[::1] order,
+                                       const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials,
+                                       value_t[:, :, ::contiguous] partials_dot) noexcept nogil:
+    """`group_exclusive_products` and its derivative along `tangent`, in dual-number arithmetic.
+
+    partials_dot[o, k, :] = sum over the other members m of k's group of tangent[m] times the product of the
+    members other than k and m: the second derivatives of a group product applied to `tangent`, exact with zeros.
+    """
+    cdef Py_ssize_t outer = src.shape[0], inner = src.shape[2], ngroups = indptr.shape[0] - 1
+    cdef Py_ssize_t o, g, p, f, pos
+    cdef value_t acc, acc_dot, s
+    if inner == 0:
+        return
+    for o in range(outer):
+        for g in range(ngroups):
+            for f in range(inner):
+                acc = 1
+                acc_dot = 0
+                for p in range(indptr[g + 1] - 1, indptr[g] - 1, -1):
+                    pos = order[p]
+                    partials[o, pos, f] = acc
+                    partials_dot[o, pos, f] = acc_dot
+                    s = src[o, pos, f]
+                    acc_dot = acc_dot * s + acc * tangent[o, pos, f]
+                    acc = acc * s
+                acc = 1
+                acc_dot = 0
+                for p in range(indptr[g], indptr[g + 1]):
+                    pos = order[p]
+                    partials_dot[o, pos, f] = partials_dot[o, pos, f] * acc + partials[o, pos, f] * acc_dot
+                    partials[o, pos, f] = partials[o, pos, f] * acc
+                    s = src[o, pos, f]
+                    acc_dot = acc_dot * s + acc * tangent[o, pos, f]
+                    acc = acc * s
+
+
 # ---- Python entry points ---------------------------------------------------------------------------------------
 
 def scatter_reduce(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
@@ -228,6 +265,14 @@ def check_index(const index_t[::1] index, Py_ssize_t size):
     with nogil:
         status = first_out_of_range(index, size)
     return status
+
+
+def exclusive_products_jvp(const value_t[:, :, ::contiguous] src, const value_t[:, :, ::contiguous] tangent,
+                           const int64_t[::1] order, const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials,
+                           value_t[:, :, ::contiguous] partials_dot):
+    """Fill `partials` as `exclusive_products` does and `partials_dot` with their derivative along `tangent`."""
+    with nogil:
+        group_exclusive_products_jvp(src, tangent, order, indptr, partials, partials_dot)
 
 
 def exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1] order, const int64_t[::1] indptr,

@@ -178,3 +178,19 @@ def test_strided_and_fortran_inputs():
                                       ref_scatter_arg(src, index, "min", axis=1))
         np.testing.assert_array_equal(cs.scatter(src[:, :, 1], index, "add", axis=1, indices_are_sorted=True),
                                       ref_scatter(src[:, :, 1], index, "add", axis=1))
+
+
+@pytest.mark.parametrize("op", ("max", "min"))
+@pytest.mark.parametrize("special", (np.nan, 0.0, -0.0, np.inf, -np.inf))
+def test_segment_extremes_in_long_segments(op, special):
+    # long segments (the kernel splits max/min over several chains): a special value at every position
+    rng = np.random.default_rng(9)
+    for dtype in ("float64", "float32"):
+        for pos in range(11):
+            src = np.where(rng.random(11) < 0.5, -0.0, 0.0).astype(dtype)
+            src[pos] = special
+            indptr = np.array([0, 0, 11, 11])
+            got = cs.segment(src, indptr, op)
+            want = ref_segment(src, indptr, op)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

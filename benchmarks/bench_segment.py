@@ -7,7 +7,8 @@ Contenders per op, on the same rows and the same CSR pointer (some segments empt
   numpy reduceat                    np.<ufunc>.reduceat(src, indptr[:-1]) (wrong on empty segments; timed anyway)
   torch.segment_reduce              PyTorch's own (offsets=indptr), if torch is installed
   torch_scatter.segment_csr         pytorch_scatter, if installed
-Times are the median of --repeat runs; ratios are each contender's time over cyscatter.segment's, in one run.
+Times are the best of --repeat runs (the run least disturbed by other processes, as timeit advises); ratios are
+each contender's time over cyscatter.segment's, in one run.
 
     python benchmarks/bench_segment.py                 # defaults: 1e6 rows, 1e4 segments, features 1 and 16
     python benchmarks/bench_segment.py --rows 200000 --features 1 --ops sum max --repeat 5
@@ -15,7 +16,6 @@ Times are the median of --repeat runs; ratios are each contender's time over cys
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
@@ -51,14 +51,14 @@ def contenders(op, src, indptr, torch, torch_scatter):
                 yield "torch_scatter.segment_csr", lambda: torch_scatter.segment_csr(data, offsets, reduce=reduce)
 
 
-def median_time(func, repeat: int) -> float:
+def best_time(func, repeat: int) -> float:
     func()   # warm up (and first-touch the output allocator)
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         func()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
 def main(argv=None):
@@ -68,7 +68,7 @@ def main(argv=None):
     parser.add_argument("--features", type=int, nargs="+", default=[1, 16])
     parser.add_argument("--ops", nargs="+", default=["sum", "max", "mean"], choices=sorted(TORCH_REDUCE))
     parser.add_argument("--dtype", default="float64", choices=["float32", "float64"])
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--torch-threads", type=int, default=1,
                         help="threads PyTorch may use (cyscatter's CPU kernels use one)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch contenders")
@@ -80,7 +80,7 @@ def main(argv=None):
         torch.set_num_threads(args.torch_threads)
     print(f"numpy {np.__version__}, cyscatter {cs.__version__}, torch {getattr(torch, '__version__', 'absent')}, "
           f"torch_scatter {getattr(torch_scatter, '__version__', 'absent')}; {args.dtype}, rows={args.rows}, "
-          f"segments={args.segments}, median of {args.repeat}")
+          f"segments={args.segments}, best of {args.repeat}")
     rng = np.random.default_rng(0)
     for features in args.features:
         shape = (args.rows,) if features == 1 else (args.rows, features)
@@ -92,7 +92,7 @@ def main(argv=None):
         for op in args.ops:
             base = None
             for name, func in contenders(op, src, indptr, torch, torch_scatter):
-                seconds = median_time(func, args.repeat)
+                seconds = best_time(func, args.repeat)
                 base = base or seconds
                 print(f"{op:6} {name:32} {seconds * 1e3:9.3f} {seconds / base:10.2f}")
 

@@ -55,6 +55,16 @@ cdef inline bint replaces_min(value_t cur, value_t new) noexcept nogil:
         return False
 
 
+cdef inline bint beats(op_t op, value_t cur, value_t new) noexcept nogil:
+    """Whether `new` replaces `cur` under max/min (False for the other ops)."""
+    if op_t is OpMax:
+        return replaces_max(cur, new)
+    elif op_t is OpMin:
+        return replaces_min(cur, new)
+    else:
+        return False
+
+
 cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
     """One update ``acc = op(acc, x)``, exactly as the core scatter kernel applies it."""
     if op_t is OpAdd:
@@ -73,10 +83,8 @@ cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
             return cyscatter_cdivf(acc, x)
         else:
             return acc / x
-    elif op_t is OpMax:
-        return x if replaces_max(acc, x) else acc
     else:
-        return x if replaces_min(acc, x) else acc
+        return x if beats(op, acc, x) else acc
 
 
 # ---- kernels ---------------------------------------------------------------------------------------------------

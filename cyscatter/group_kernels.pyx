@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t, uint64_t
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP,
                                 scatter_reduce_rows, first_out_of_range)
-from cyscatter.group_kernels cimport extreme_t, combine, replaces_max, replaces_min
+from cyscatter.group_kernels cimport extreme_t, beats, combine, replaces_max, replaces_min
 
 
 # ---- CSR segments ----------------------------------------------------------------------------------------------
@@ -35,8 +35,8 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
     """
     cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2]
     cdef Py_ssize_t nseg = indptr.shape[0] - 1
-    cdef Py_ssize_t o, s, p, f, bad, stop
-    cdef value_t acc, acc1, acc2, acc3
+    cdef Py_ssize_t o, s, p, f, bad
+    cdef value_t acc, x
     cdef value_t* d
     bad = first_bad_segment(indptr, n)
     if bad >= 0:
@@ -45,27 +45,26 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
         for s in range(nseg):
             if inner == 1:   # the common graph case: keep the running value in a register
                 acc = out[o, s, 0]
-                p, stop = indptr[s], indptr[s + 1]
-                if op_t is OpMax or op_t is OpMin:
-                    # max/min do not depend on the order (NaN wins, -0.0 < +0.0), so four independent chains
-                    # give the same value without waiting on one compare-and-select chain
-                    acc1 = acc2 = acc3 = acc
-                    while p + 4 <= stop:
-                        acc = combine(op, acc, src[o, p, 0])
-                        acc1 = combine(op, acc1, src[o, p + 1, 0])
-                        acc2 = combine(op, acc2, src[o, p + 2, 0])
-                        acc3 = combine(op, acc3, src[o, p + 3, 0])
-                        p += 4
-                    acc = combine(op, combine(op, acc, acc1), combine(op, acc2, acc3))
-                while p < stop:
-                    acc = combine(op, acc, src[o, p, 0])
-                    p += 1
+                for p in range(indptr[s], indptr[s + 1]):
+                    x = src[o, p, 0]
+                    if op_t is OpMax or op_t is OpMin:
+                        # a branch, not a select: the winner rarely changes, so the branch is predicted and
+                        # the compares do not form one long dependency chain
+                        if beats(op, acc, x):
+                            acc = x
+                    else:
+                        acc = combine(op, acc, x)
                 out[o, s, 0] = acc
             else:
                 d = &out[o, s, 0]
                 for p in range(indptr[s], indptr[s + 1]):
                     for f in range(inner):
-                        d[f] = combine(op, d[f], src[o, p, f])
+                        x = src[o, p, f]
+                        if op_t is OpMax or op_t is OpMin:
+                            if beats(op, d[f], x):
+                                d[f] = x
+                        else:
+                            d[f] = combine(op, d[f], x)
     return -1
 
 

@@ -6,12 +6,14 @@ import numpy as np
 from cyscatter import group_kernels
 from cyscatter._canonical import prod, rows_view
 from cyscatter._docs import fill_doc
+from cyscatter._groups import require_host
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
 from cyscatter._scatter import split_src
 
 
 def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
+    require_host(f"scatter_arg{name}", src=src, index=index)
     op = get_op(name)
     src = np.asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))

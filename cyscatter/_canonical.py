@@ -12,6 +12,10 @@ import numpy as np
 
 from cyscatter import kernels
 
+# The backend interface (see `cyscatter._backend`): `cyscatter._cuda` provides the same names for CuPy arrays.
+xp = np
+asarray = np.asarray
+
 
 def normalize_axis(axis, ndim: int, span: int, arg: str = "axis") -> int:
     """`axis` such that dims [axis, axis + span) of an ndim-array hold the index; negative counts from the end."""
@@ -31,7 +35,11 @@ def prod(shape) -> int:
 
 
 def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.ndarray:
-    """`arr` as a read-only-safe (outer, rows, inner) array of `dtype` with unit inner stride (copy if needed)."""
+    """`arr` as an (outer, rows, inner) array of `dtype` with unit inner stride, copied only when needed.
+
+    The kernels take ``[:, :, ::contiguous]`` views: rows may be strided (batch or index dims of any layout),
+    the elements of one row must be adjacent.
+    """
     a = arr.astype(dtype, copy=False)
     try:
         a3 = np.reshape(a, (outer, rows, inner), copy=False)
@@ -40,7 +48,7 @@ def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.n
     return _unit_inner_stride(a3)
 
 
-def _unit_inner_stride(a3: np.ndarray) -> np.ndarray | None:
+def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
     if a3.strides[2] == a3.itemsize:
         return a3
     if a3.shape[2] <= 1:   # one element per row: any inner stride is as good as the unit one
@@ -61,11 +69,12 @@ def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> 
     return np.ascontiguousarray(dst, dtype=dtype).reshape(outer, rows, inner), False
 
 
-def check_writable(dst, arg: str = "dst") -> np.ndarray:
-    """`dst` must be an ndarray we may write: writeable and without elements that alias one another."""
-    if not isinstance(dst, np.ndarray):
-        raise TypeError(f"{arg} must be a numpy.ndarray to be written in place, got {type(dst).__name__}")
-    if not dst.flags.writeable:
+def check_writable(dst, arg: str = "dst", array_type: type = np.ndarray) -> np.ndarray:
+    """`dst` must be an `array_type` we may write: writeable and without elements that alias one another."""
+    if not isinstance(dst, array_type):
+        raise TypeError(f"{arg} must be a {array_type.__module__.partition('.')[0]}.{array_type.__name__} to be "
+                        f"written in place, got {type(dst).__name__}")
+    if not getattr(dst.flags, "writeable", True):   # CuPy arrays have no read-only flag
         raise ValueError(f"{arg} is read-only (flags.writeable is False)")
     if dst.size > 1 and _self_overlapping(dst):
         raise ValueError(f"{arg} has overlapping elements (strides {dst.strides} for shape {dst.shape}); "
@@ -111,3 +120,6 @@ def run_gather(src3: np.ndarray, plan, out3: np.ndarray) -> None:
     status = kernels.gather(_items(src3), plan.flat, _items(out3), plan.kernel_mode)
     if status >= 0:
         raise plan.error(status)
+
+
+exclusive_products = kernels.exclusive_products

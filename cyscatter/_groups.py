@@ -1,10 +1,11 @@
-"""Plumbing shared by the group ops built from the core kernels (softmax family, moments, arg-extremes):
-float dtype rules and the validated index on the canonical (outer, rows, inner) view."""
+"""Plumbing shared by the group ops built from the core kernels (softmax family, moments): float dtype rules and
+the validated index on the canonical (outer, rows, inner) view, on the backend the arrays live on."""
 from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._canonical import prod, rows_view
+from cyscatter._backend import backend_of
+from cyscatter._canonical import prod
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._rules import Reverse
 from cyscatter._scatter import split_src
@@ -24,15 +25,27 @@ def float_dtypes(dtype, name: str, *, complex_ok: bool = False) -> tuple[np.dtyp
     raise TypeError(f"{name} does not support src dtype {dtype} (supported: {allowed})")
 
 
-def group_view(src, index, dim_size, axis, mode, compute) -> tuple[Reverse, tuple, tuple]:
-    """(context, batch shape B, feature shape F): the validated index plan and `src` as (outer, n, inner) in
-    `compute`, with the core's take (gather) and put (scatter) helpers."""
-    src = np.asarray(src)
-    coords = parse_coords(index)
+def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_ok=False):
+    """(context, result dtype, batch shape B, feature shape F) of a group op on `src` (NumPy or CuPy).
+
+    The context holds the validated index plan, `src` as (outer, n, inner) in the compute dtype (`compute`, or
+    the `float_dtypes` rule), and the core's take (gather) and put (scatter) helpers on the arrays' backend.
+    """
+    be = backend_of(src=src, index=index)
+    src = be.asarray(src)
+    result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok)
+    coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
-    plan = plan_index(index, dim_size, mode, coords=coords)
-    src3 = rows_view(src, compute, prod(batch), plan.n, prod(feat))
-    return Reverse(plan, src3, None, None), batch, feat
+    plan = plan_index(None, dim_size, mode, coords=coords)
+    src3 = be.rows_view(src, compute or rule_compute, prod(batch), plan.n, prod(feat))
+    return Reverse(be, plan, src3, None, None), result, batch, feat
+
+
+def require_host(fun: str, **arrays) -> None:
+    """TypeError for CUDA arrays: `fun` runs Cython kernels that have no GPU version yet."""
+    if backend_of(**arrays).xp is not np:
+        raise TypeError(f"{fun} runs on the CPU only (no GPU kernel yet): pass NumPy arrays (.get() copies CuPy "
+                        "arrays to the host)")
 
 
 def dst_shape(ctx: Reverse, batch: tuple, feat: tuple) -> tuple:

@@ -5,25 +5,25 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter._docs import fill_doc
-from cyscatter._groups import dst_shape, float_dtypes, group_view
+from cyscatter._groups import dst_shape, group_view
 
 
 # ---- canonical (outer, rows, inner) forms, shared with the reverse functions -------------------------------------
 
-def deviations3(ctx) -> tuple[np.ndarray, np.ndarray]:
+def deviations3(ctx):
     """(src - its group mean as (outer, n, inner), group counts as (size,)); dropped entries are not members."""
     counts = ctx.counts()
-    mean = ctx.put(ctx.src3) / np.maximum(counts, 1)[None, :, None].astype(ctx.src3.real.dtype)
+    mean = ctx.put(ctx.src3) / ctx.xp.maximum(counts, 1)[None, :, None].astype(ctx.src3.real.dtype)
     return ctx.src3 - ctx.take(mean), counts
 
 
-def var3(ctx, ddof) -> np.ndarray:
+def var3(ctx, ddof):
     """(outer, size, inner) variance: sum of |deviation|^2 / (count - ddof); NaN where count - ddof <= 0."""
     dev, counts = deviations3(ctx)
     squares = dev.real * dev.real + dev.imag * dev.imag if dev.dtype.kind == "c" else dev * dev
     dof = (counts - ddof)[None, :, None]
-    total = ctx.put(squares)
-    return np.divide(total, dof, out=np.full_like(total, np.nan), where=dof > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ctx.xp.where(dof > 0, ctx.put(squares) / dof.astype(squares.dtype), np.nan)
 
 
 def check_ddof(ddof) -> float:
@@ -79,22 +79,22 @@ def _moment_doc(title: str, name: str, result: str):
     return decorate
 
 
-def _moment(name, src, index, ddof, dim_size, axis, mode, finish) -> np.ndarray:
-    """`finish` (identity for var, sqrt for std) of the group variances, in the real dtype of `src`."""
+def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool):
+    """The group variances (or their square roots), in the real dtype of `src`."""
     ddof = check_ddof(ddof)
-    result, compute = float_dtypes(np.asarray(src).dtype, name, complex_ok=True)
-    ctx, batch, feat = group_view(src, index, dim_size, axis, mode, compute)
+    ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True)
     real = np.finfo(result).dtype   # complex64 -> float32
-    return finish(var3(ctx, ddof)).astype(real, copy=False).reshape(dst_shape(ctx, batch, feat))
+    var = var3(ctx, ddof)
+    return (ctx.xp.sqrt(var) if std else var).astype(real, copy=False).reshape(dst_shape(ctx, batch, feat))
 
 
 @_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
              "var", "2.33333333,        nan,        nan")
 def scatter_var(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
-    return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, np.positive)
+    return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, std=False)
 
 
 @_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
              "std", "1.52752523,        nan,        nan")
 def scatter_std(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
-    return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, np.sqrt)
+    return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, std=True)

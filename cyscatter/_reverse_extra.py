@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._canonical import normalize_axis, rows_view
-from cyscatter._groups import group_view
+from cyscatter._backend import backend_of
+from cyscatter._canonical import normalize_axis
+from cyscatter._groups import group_view, require_host
 from cyscatter._index import parse_coords
 from cyscatter._moments import check_ddof, deviations3
 from cyscatter._reverse import _float_dtype, scatter_jvp, scatter_vjp_src
@@ -29,35 +30,39 @@ def _grad_dtype(name: str, *arrays) -> np.dtype:
     return dtype
 
 
-def _check_shape(name: str, arr, shape: tuple) -> np.ndarray:
-    arr = np.asarray(arr)
+def _check_shape(name: str, arr, shape: tuple):
     if arr.shape != shape:
         raise ValueError(f"{name} shape {arr.shape} != {shape}")
     return arr
 
 
-def _dst_view(name, src, index, out, axis, mode, **same_as_out):
-    """Context for an op whose output has shape B + D + F (groups read off `out`), with its arrays as rows."""
-    src, out = np.asarray(src), np.asarray(out)
-    coords = parse_coords(index)
+def _dst_view(name, src, index, out, axis, mode, grad_out=None, src_dot=None):
+    """Context for an op whose output has shape B + D + F (groups read off `out`), on the arrays' backend, and
+    the canonical rows of `out`, `grad_out` (shaped like out) and `src_dot` (shaped like src) when given."""
+    be = backend_of(src=src, index=index, out=out, grad_out=grad_out, src_dot=src_dot)
+    src, out = be.asarray(src), be.asarray(out)
+    coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
     dims = out.shape[axis:axis + len(coords)]
     _check_shape("out", out, batch + dims + feat)
-    arrays = {k: _check_shape(k, v, out.shape) for k, v in same_as_out.items()}
-    dtype = _grad_dtype(name, src, out, *arrays.values())
-    ctx, _, _ = group_view(src, index, dims, axis, mode, dtype)
+    given = {k: _check_shape(k, be.asarray(v), out.shape if k != "src_dot" else src.shape)
+             for k, v in (("grad_out", grad_out), ("src_dot", src_dot)) if v is not None}
+    dtype = _grad_dtype(name, src, out, *given.values())
+    ctx = group_view(name, src, index, dims, axis, mode, compute=dtype)[0]
     outer, inner = ctx.src3.shape[0], ctx.src3.shape[2]
-    rows = {k: rows_view(v, dtype, outer, ctx.plan.size, inner) for k, v in (("out", out), *arrays.items())}
+    rows = {k: be.rows_view(v, dtype, outer, ctx.plan.n if k == "src_dot" else ctx.plan.size, inner)
+            for k, v in (("out", out), *given.items())}
     return ctx, rows
 
 
 def _src_view(name, out, index, dim_size, axis, mode, other_name, other):
     """Context for an op whose output has the shape of src (softmax): `out` as the rows, and `other` alike."""
-    out = np.asarray(out)
-    other = _check_shape(other_name, other, out.shape)
+    be = backend_of(out=out, index=index, **{other_name: other})
+    out = be.asarray(out)
+    other = _check_shape(other_name, be.asarray(other), out.shape)
     dtype = _grad_dtype(name, out, other)
-    ctx, _, _ = group_view(out, index, dim_size, axis, mode, dtype)
-    return ctx, rows_view(other, dtype, *ctx.src3.shape)
+    ctx = group_view(name, out, index, dim_size, axis, mode, compute=dtype)[0]
+    return ctx, be.rows_view(other, dtype, *ctx.src3.shape)
 
 
 # ---- logsumexp -------------------------------------------------------------------------------------------------
@@ -65,7 +70,7 @@ def _src_view(name, out, index, dim_size, axis, mode, other_name, other):
 def _lse_weights(ctx, out3):
     """d out_j / d src_k = exp(src_k - out_j): the softmax of k's group; 0 for dropped entries."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return mask_dropped(ctx, np.exp(ctx.src3 - ctx.take(out3)), 0)
+        return mask_dropped(ctx, ctx.xp.exp(ctx.src3 - ctx.take(out3)), 0)
 
 
 def scatter_logsumexp_vjp(grad_out, src, index, out, *, axis=0, mode="raise"):
@@ -98,9 +103,8 @@ def scatter_logsumexp_jvp(src, index, out, src_dot, *, axis=0, mode="raise"):
 
     Returns an ndarray of the shape of `out`; the arguments are those of `scatter_logsumexp_vjp`.
     """
-    ctx, rows = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode)
-    dot3 = rows_view(_check_shape("src_dot", src_dot, np.shape(src)), ctx.dtype, *ctx.src3.shape)
-    return ctx.put(_lse_weights(ctx, rows["out"]) * dot3).reshape(np.shape(out))
+    ctx, rows = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
+    return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(np.shape(out))
 
 
 # ---- softmax and log-softmax -----------------------------------------------------------------------------------
@@ -144,14 +148,14 @@ def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode
     (whose output is the constant -inf) get 0.
     """
     ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
-    grad = g3 - np.exp(ctx.src3) * ctx.take(ctx.put(g3))
+    grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
     return mask_dropped(ctx, grad, 0).reshape(np.shape(out))
 
 
 def scatter_log_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
     """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``."""
     ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
-    tangent = dot3 - ctx.take(ctx.put(np.exp(ctx.src3) * dot3))
+    tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
     return mask_dropped(ctx, tangent, 0).reshape(np.shape(out))
 
 
@@ -168,7 +172,8 @@ def _moment_factor(ctx, out3, ddof, std: bool):
         denom = dof * out3
     else:
         denom = dof / 2
-    return dev, np.divide(1, denom, out=np.zeros(out3.shape, ctx.dtype), where=ok)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return dev, ctx.xp.where(ok, 1 / denom, 0).astype(ctx.dtype, copy=False)
 
 
 def _moment_vjp(name, std, grad_out, src, index, out, ddof, axis, mode):
@@ -178,10 +183,9 @@ def _moment_vjp(name, std, grad_out, src, index, out, ddof, axis, mode):
 
 
 def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode):
-    ctx, rows = _dst_view(name, src, index, out, axis, mode)
-    dot3 = rows_view(_check_shape("src_dot", src_dot, np.shape(src)), ctx.dtype, *ctx.src3.shape)
+    ctx, rows = _dst_view(name, src, index, out, axis, mode, src_dot=src_dot)
     dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std)
-    return (ctx.put(dev * dot3) * factor).reshape(np.shape(out))
+    return (ctx.put(dev * rows["src_dot"]) * factor).reshape(np.shape(out))
 
 
 def scatter_var_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
@@ -246,11 +250,13 @@ def gather_segment_vjp_src(grad_out, indptr, *, axis=0):
 
     `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
     """
+    require_host("gather_segment_vjp_src", grad_out=grad_out)
     grad_out = np.asarray(grad_out)
     return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
 
 
 def _segment_index(src, indptr, axis):
+    require_host("segment's derivatives", src=src)
     src_shape = np.shape(src)
     check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)])
     return segment_ids(indptr)

@@ -11,7 +11,10 @@ import numpy as np
 from cyscatter import group_kernels
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
+from cyscatter._groups import require_host
 from cyscatter._ops import get_op
+from cyscatter._scatter import fill_for, finish_fresh
+
 
 def check_indptr(indptr, rows: int | None = None, arg: str = "indptr") -> np.ndarray:
     """`indptr` as a contiguous int32/int64 vector, validated; `rows` (if given) is what it must end at.
@@ -44,14 +47,6 @@ def segment_ids(indptr) -> np.ndarray:
     """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s (int64)."""
     ptr = check_indptr(indptr)
     return np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
-
-
-def finish(op, work3: np.ndarray, counts: np.ndarray, fill_value) -> None:
-    """Turn a sum into a mean (empty groups stay 0) and give empty groups `fill_value`, in place."""
-    if op.counts:
-        work3 /= np.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
-    if fill_value is not None:
-        work3[:, counts == 0] = fill_value
 
 
 @fill_doc
@@ -100,24 +95,22 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     array([[1, 5],
            [3, 6]])
     """
+    require_host("segment", src=src, indptr=indptr)
     op = get_op(op)
     src = np.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
     axis = normalize_axis(axis, src.ndim, 1)
     rows = src.shape[axis]
     ptr = check_indptr(indptr, rows)
+    fill = fill_for(fill_value, result_dtype)
     batch, feat = src.shape[:axis], src.shape[axis + 1:]
     nseg = ptr.size - 1
-    compute = op.compute_dtype(result_dtype)
     outer, inner = prod(batch), prod(feat)
-    work3 = np.full((outer, nseg, inner), op.identity(result_dtype), compute)
-    src3 = rows_view(src, compute, outer, rows, inner)
-    status = group_kernels.segment_reduce(op.opcode, src3, ptr, work3)
+    work3 = op.fresh((outer, nseg, inner), result_dtype)
+    status = group_kernels.segment_reduce(op.opcode, rows_view(src, work3.dtype, outer, rows, inner), ptr, work3)
     if status >= 0:   # check_indptr lets nothing through that the kernel refuses
         raise AssertionError(f"segment kernel refused segment {status} of a validated indptr")
-    fill = None if fill_value is None else np.asarray(fill_value).astype(result_dtype, casting="same_kind")
-    finish(op, work3, np.diff(ptr), fill)
-    return work3.astype(result_dtype, copy=False).reshape(batch + (nseg,) + feat)
+    return finish_fresh(op, work3, np.diff(ptr), fill, result_dtype).reshape(batch + (nseg,) + feat)
 
 
 @fill_doc
@@ -153,6 +146,7 @@ def gather_segment(src, indptr, *, axis=0):
     >>> cs.gather_segment(np.array([10, 20, 30]), np.array([0, 2, 2, 3]))
     array([10, 10, 30])
     """
+    require_host("gather_segment", src=src, indptr=indptr)
     src = np.asarray(src)
     axis = normalize_axis(axis, src.ndim, 1)
     ptr = check_indptr(indptr)
@@ -160,10 +154,3 @@ def gather_segment(src, indptr, *, axis=0):
         raise ValueError(f"indptr has {ptr.size} entries, so it describes {ptr.size - 1} segments, but src has "
                          f"{src.shape[axis]} rows along axis {axis}")
     return np.repeat(src, np.diff(ptr), axis=axis)
-
-
-def run_scatter_runs(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None):
-    """`_canonical.run_scatter` for an index whose equal entries are adjacent (sorted): same result, faster."""
-    status = group_kernels.scatter_runs(opcode, src3, plan.flat, out3, counts, plan.kernel_mode)
-    if status >= 0:
-        raise plan.error(status)

@@ -6,45 +6,46 @@ import numpy as np
 
 from cyscatter import kernels
 from cyscatter._docs import fill_doc
-from cyscatter._groups import dst_shape, float_dtypes, group_view, src_shape
+from cyscatter._groups import dst_shape, group_view, src_shape
 
 
 # ---- canonical (outer, rows, inner) forms, shared with the reverse functions -------------------------------------
 
-def group_max(ctx) -> np.ndarray:
+def group_max(ctx):
     return ctx.put(ctx.src3, kernels.OpCode.OP_MAX, start=-np.inf)
 
 
-def logsumexp3(ctx) -> np.ndarray:
+def logsumexp3(ctx):
     """(outer, size, inner) log-sum-exp of each group of ctx.src3; -inf for empty groups."""
-    peak = group_max(ctx)
-    shift = np.where(np.isfinite(peak), peak, 0)   # scipy's rule: a group without a finite max is not shifted
+    xp, peak = ctx.xp, group_max(ctx)
+    shift = xp.where(xp.isfinite(peak), peak, 0)   # scipy's rule: a group without a finite max is not shifted
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        sums = ctx.put(np.exp(ctx.src3 - ctx.take(shift)))
-        return np.log(sums) + shift
+        sums = ctx.put(xp.exp(ctx.src3 - ctx.take(shift)))
+        return xp.log(sums) + shift
 
 
-def softmax3(ctx) -> np.ndarray:
+def softmax3(ctx):
     """(outer, n, inner) softmax of ctx.src3 within its group; 0 for entries dropped by mode='drop'."""
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        shifted = np.exp(ctx.src3 - ctx.take(group_max(ctx)))
+        shifted = ctx.xp.exp(ctx.src3 - ctx.take(group_max(ctx)))
         probs = shifted / ctx.take(ctx.put(shifted))
     return mask_dropped(ctx, probs, 0)
 
 
-def log_softmax3(ctx) -> np.ndarray:
+def log_softmax3(ctx):
     """(outer, n, inner) log-softmax of ctx.src3 within its group; -inf for entries dropped by mode='drop'."""
+    xp = ctx.xp
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         shifted = ctx.src3 - ctx.take(group_max(ctx))
-        logp = shifted - ctx.take(np.log(ctx.put(np.exp(shifted))))
+        logp = shifted - ctx.take(xp.log(ctx.put(xp.exp(shifted))))
     return mask_dropped(ctx, logp, -np.inf)
 
 
-def mask_dropped(ctx, a3: np.ndarray, value) -> np.ndarray:
+def mask_dropped(ctx, a3, value):
     """`a3` (outer, n, inner) with `value` at the entries dropped under mode='drop' (the others belong to a group)."""
     if ctx.plan.mode != "drop":
         return a3
-    return np.where(ctx.valid3(), a3, a3.dtype.type(value))
+    return ctx.xp.where(ctx.valid3(), a3, a3.dtype.type(value))
 
 
 # ---- public functions --------------------------------------------------------------------------------------------
@@ -88,8 +89,7 @@ def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise"):
     >>> cs.scatter_logsumexp(np.array([0., 0., 1e4]), np.array([0, 0, 2]))
     array([6.93147181e-01,           -inf, 1.00000000e+04])
     """
-    result, compute = float_dtypes(np.asarray(src).dtype, "scatter_logsumexp")
-    ctx, batch, feat = group_view(src, index, dim_size, axis, mode, compute)
+    ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode)
     return logsumexp3(ctx).astype(result, copy=False).reshape(dst_shape(ctx, batch, feat))
 
 
@@ -124,8 +124,7 @@ def scatter_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
     >>> cs.scatter_softmax(np.array([1e4, 1e4, -1e4, 3.]), np.array([0, 0, 1, 1]))
     array([0.5, 0.5, 0. , 1. ])
     """
-    result, compute = float_dtypes(np.asarray(src).dtype, "scatter_softmax")
-    ctx, batch, feat = group_view(src, index, dim_size, axis, mode, compute)
+    ctx, result, batch, feat = group_view("scatter_softmax", src, index, dim_size, axis, mode)
     return softmax3(ctx).astype(result, copy=False).reshape(src_shape(ctx, batch, feat))
 
 
@@ -160,6 +159,5 @@ def scatter_log_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
     >>> cs.scatter_log_softmax(np.array([0., 0., -np.inf, 5.]), np.array([0, 0, 1, 1]))
     array([-0.69314718, -0.69314718,        -inf,  0.        ])
     """
-    result, compute = float_dtypes(np.asarray(src).dtype, "scatter_log_softmax")
-    ctx, batch, feat = group_view(src, index, dim_size, axis, mode, compute)
+    ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode)
     return log_softmax3(ctx).astype(result, copy=False).reshape(src_shape(ctx, batch, feat))

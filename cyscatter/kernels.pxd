@@ -88,6 +88,8 @@ cdef void group_exclusive_products_jvp(const value_t[:, :, ::contiguous] src,
 
 
 # ---- simple per-op entry points for cimporting code ----------------------------------------------------------
+# Fused: Cython picks the specialisation from views declared like these (last axis ``::contiguous``); to pass
+# C-contiguous ``::1`` views, name it: ``scatter_add[double, int64_t](src, index, out)``.
 cdef inline Py_ssize_t scatter_add(const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                                    value_t[:, :, ::contiguous] out) noexcept nogil:
     cdef OpAdd op

@@ -55,6 +55,8 @@ def index(kind: str, dtype, ishape, dims, rng, *, out_of_range: bool = False):
             bad = rng.integers(low, 2 * size + 1, size=ishape)
             bad = np.where((bad >= 0) & (bad < size), size, bad)
             c = np.where(rng.random(ishape) < 0.35, bad, c)
+            if len(coords) == 0:   # at least one bad entry in every such index
+                c.flat[0] = bad.flat[0]
         coords.append(c.astype(dtype))
     return coords[0] if kind == "int" else tuple(coords)
 

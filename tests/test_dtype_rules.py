@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from compare import assert_same
+from compare import assert_same, tolerance
 from inputs import index, rng_for, values
-from reference import ref_scatter
+from reference import ref_scatter, result_dtype
 from testing import INDEX_KINDS, OPS, VALUE_DTYPES, op_supports
 
 INTEGER_DTYPES = tuple(d for d in VALUE_DTYPES if np.dtype(d).kind in "iu")
@@ -126,3 +126,29 @@ def test_non_integer_index_raises_type_error(backend, func, bad):
     bad = backend.asarray(bad) if isinstance(bad, np.ndarray) else bad
     with pytest.raises(TypeError, match="index"):
         getattr(cs, func)(src, bad)
+
+
+@pytest.mark.parametrize("form", ["scatter", "scatter_into"])
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", [">f8", ">f4", ">u8", ">i4", ">c16", ">f2"])
+def test_non_native_byte_order(backend, dtype, op, form):
+    """Big-endian values (FITS files, network data) give the native-order result for the same numbers;
+    an allocating result comes back in native byte order, as NumPy's ufuncs return."""
+    if not op_supports(op, dtype):
+        pytest.skip("complex max/min")
+    rng = rng_for("byteorder", dtype, op, form)
+    native = np.dtype(dtype).newbyteorder("=")
+    src = values(native, (9, 2), rng, op)
+    if dtype == ">u8":   # values above 2**63 tell unsigned from signed arithmetic
+        src[::2] += np.uint64(2 ** 63)
+    idx = index("int", "int64", (9,), (4,), rng)
+    if form == "scatter":
+        expected = ref_scatter(src, idx, op, dim_size=4)
+        out = backend.call(cs.scatter, src.astype(dtype), idx, op, dim_size=4)
+    else:
+        dst = values(result_dtype(op, native), (4, 2), rng, op)
+        expected = ref_scatter(src, idx, op, dst=dst)
+        out = backend.call(cs.scatter_into, dst.astype(dst.dtype.newbyteorder(">")), src.astype(dtype), idx, op)
+        assert out.dtype.byteorder == ">"
+        out = out.astype(out.dtype.newbyteorder("="))
+    assert_same(out, expected, *tolerance(backend.name, op, native, src))

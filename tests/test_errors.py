@@ -11,19 +11,11 @@ from compare import assert_same
 from reference import ref_gather, ref_scatter
 
 
-def _call(backend, func, dst, src, index, **kw):
-    """Call scatter/scatter_into/gather/gather_into with NumPy inputs moved to `backend`."""
-    xp_src, xp_index = backend.asarray(src), backend.asarray(index)
-    if func in ("scatter", "gather"):
-        return getattr(cs, func)(xp_src, xp_index, **kw)
-    return getattr(cs, func)(dst, xp_src, xp_index, **kw)
-
-
 def check_raises(backend, exc, match, func, dst, src, index, **kw):
     """`func` raises `exc` whose message matches `match`, and the in-place `dst` keeps its values."""
     arr = backend.asarray(dst.copy()) if func.endswith("_into") else None
     with pytest.raises(exc, match=match):
-        _call(backend, func, arr, src, index, **kw)
+        backend.call(getattr(cs, func), *([] if arr is None else [arr]), src, index, **kw)
     if arr is not None:
         assert_same(backend.to_numpy(arr), dst)
 

@@ -118,7 +118,7 @@ def test_dim_size_inferred(backend, op, kind):
     idx = index(kind, "int64", (9,), DIMS[kind], rng)
     expected = ref_scatter(src, idx, op)
     assert expected.shape[:-1] == tuple(int(c.max()) + 1 for c in (idx if kind == "tuple" else (idx,)))
-    assert_same(backend.to_numpy(cs.scatter(backend.asarray(src), backend.asarray(idx), op)), expected)
+    backend.assert_result(cs.scatter(backend.asarray(src), backend.asarray(idx), op), expected, op, src)
 
 
 @pytest.mark.parametrize("kind", INDEX_KINDS)
@@ -133,7 +133,7 @@ def test_tuple_dim_size(backend):
     src = np.arange(1.0, 5.0)
     idx = (np.array([0, 1, 1, 0]), np.array([2, 0, 2, 2]))
     out = cs.scatter(backend.asarray(src), backend.asarray(idx), dim_size=(3, 4))
-    assert_same(backend.to_numpy(out), ref_scatter(src, idx, dim_size=(3, 4)))
+    backend.assert_result(out, ref_scatter(src, idx, dim_size=(3, 4)), "add", src)
     assert out.shape == (3, 4)
 
 
@@ -142,7 +142,7 @@ def test_op_aliases(backend, alias, op):
     rng = rng_for("alias", alias)
     src, idx = values("float64", (8, 2), rng, op), index("int", "int64", (8,), (5,), rng)
     out = cs.scatter(backend.asarray(src), backend.asarray(idx), alias, dim_size=5)
-    assert_same(backend.to_numpy(out), ref_scatter(src, idx, op, dim_size=5))
+    backend.assert_result(out, ref_scatter(src, idx, op, dim_size=5), op, src)
 
 
 def test_src_cast_to_dst_dtype_first(backend):
@@ -155,3 +155,22 @@ def test_src_cast_to_dst_dtype_first(backend):
     out = backend.asarray(dst)
     cs.scatter_into(out, backend.asarray(src), backend.asarray(idx))
     assert_same(backend.to_numpy(out), expected)
+
+
+CAST_PAIRS = [("float64", "float16"), ("float64", "float32"), ("int64", "int8"), ("int8", "int64"),
+              ("int32", "float64"), ("float32", "complex64"), ("uint8", "int16"), ("uint64", "float64")]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("src_dtype,dst_dtype", CAST_PAIRS, ids=str)
+def test_scatter_into_other_dtype(backend, src_dtype, dst_dtype, op):
+    """src of another dtype (same_kind castable) is cast to dst's dtype first, then reduced in dst's rules."""
+    if not op_supports(op, dst_dtype) or (op in ("div", "mean") and np.dtype(dst_dtype).kind in "iu"):
+        pytest.skip("op refuses dst's dtype")
+    rng = rng_for("cast", src_dtype, dst_dtype, op)
+    src = values(src_dtype, (9, 2), rng, op) * (50 if np.dtype(src_dtype).kind in "iu" and op != "mul" else 1)
+    idx = index("int", "int64", (9,), (4,), rng)
+    dst = values(dst_dtype, (4, 2), rng, op)
+    expected = ref_scatter(src, idx, op, dst=dst)
+    out = backend.call(cs.scatter_into, dst.copy(), src, idx, op)
+    assert_same(out, expected, *tolerance(backend.name, op, dst_dtype, src, dst))

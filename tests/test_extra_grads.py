@@ -133,3 +133,19 @@ def test_reverse_errors():
         cs.scatter_std_vjp(np.ones(2), src.astype(complex), index, out)
     with pytest.raises(ValueError, match="indptr"):
         cs.segment_vjp_src("add", np.ones(1), src, [0, 2], np.ones(1))
+
+
+@pytest.mark.parametrize("name", GROUP_OPS)
+def test_group_op_derivatives_on_backend(backend, name):
+    # the same VJP and JVP on the backend's arrays as on the host (the device sums in another order)
+    rng, src, index, dim_size, axis = _case(32, "tuple", "batch", "drop")
+    host = _ops(index, dim_size, axis, "drop")[name]
+    dev = _ops(backend.asarray(index), dim_size, axis, "drop")[name]
+    out = host[0](src)
+    g, dot = rng.standard_normal(out.shape), rng.standard_normal(src.shape)
+    d_src, d_out, d_g, d_dot = (backend.asarray(a) for a in (src, out, g, dot))
+    np.testing.assert_allclose(backend.to_numpy(dev[0](d_src)), out, rtol=1e-12)
+    np.testing.assert_allclose(backend.to_numpy(dev[1](d_g, d_src, d_out)), host[1](g, src, out), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(backend.to_numpy(dev[2](d_src, d_out, d_dot)), host[2](src, out, dot), rtol=1e-10,
+                               atol=1e-12)

@@ -36,6 +36,26 @@ FRAGMENTS = {
     CuPy flushes float32 subnormals to zero.""",
 }
 
+FRAGMENTS["indptr"] = """indptr : 1-D int array of length S + 1
+        CSR pointer: segment s holds rows ``indptr[s]:indptr[s + 1]`` along `axis`. Must start at 0, never
+        decrease and end at the number of rows; equal neighbours make empty segments."""
+
+FRAGMENTS["indices_are_sorted"] = """indices_are_sorted : bool, default False
+        A speed hint (JAX's name): equal index entries are mostly adjacent, as in a sorted index. Runs of
+        equal entries are then reduced in a register and stored once. The result is the same either way, bit
+        for bit, even when the hint is wrong (unlike JAX, where a wrong hint is undefined behaviour)."""
+
+FRAGMENTS["dim_size"] = """dim_size : int or tuple of m ints, optional
+        Destination shape D (the number of groups per index axis). Default: the largest entry + 1 per
+        coordinate (0 for an empty index)."""
+
+FRAGMENTS["group_args"] = """src : array_like, shape B + I + F
+        Integers (computed in float64) or floats; float16 is computed in float32.
+    {index}
+    {dim_size}
+    {axis}
+    {mode}""".format(**FRAGMENTS)
+
 FRAGMENTS["gpu"] = """CuPy inputs run on the GPU and give CuPy arrays; the scatters there use float atomics,
     whose arrival order makes the last bits of float sums and products run-dependent (see `scatter`)."""
 

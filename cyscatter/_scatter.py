@@ -8,6 +8,7 @@ from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
+from cyscatter._sorted import run_scatter_runs
 
 
 def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[int, tuple, tuple]:
@@ -19,20 +20,27 @@ def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[i
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
 
 
-def _reduce_into(be, op, src3, plan, work3) -> None:
+def _runner(be, indices_are_sorted: bool):
+    """The scatter kernel to run: the sorted-run one for a hinted host call (same result, faster), else the
+    backend's (the GPU's atomics gain nothing from the hint)."""
+    return run_scatter_runs if indices_are_sorted and be.xp is np else be.run_scatter
+
+
+def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False) -> None:
     """Apply `op` from the canonical `src3` into an existing `work3` (outer, size, inner) on backend `be`.
 
     For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``).
     """
     xp = be.xp
+    run_scatter = _runner(be, indices_are_sorted)
     if op.counts:
         counts = xp.zeros(plan.size, np.int64)
         sums = xp.zeros_like(work3)
-        be.run_scatter(op.opcode, src3, plan, sums, counts)
+        run_scatter(op.opcode, src3, plan, sums, counts)
         sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
         xp.copyto(work3, work3 + sums, where=(counts > 0)[None, :, None])
     else:
-        be.run_scatter(op.opcode, src3, plan, work3)
+        run_scatter(op.opcode, src3, plan, work3)
 
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -78,7 +86,8 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np):
 
 
 @fill_doc
-def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
+            indices_are_sorted=False):
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -98,6 +107,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
         Value of the destination positions that no index entry reaches (default: the op's identity; 0 for
         mean). Cast to the output dtype with NumPy's ``same_kind`` rule.
     {mode}
+    {indices_are_sorted}
 
     Returns
     -------
@@ -136,12 +146,12 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
     src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
     counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
-    be.run_scatter(op.opcode, src3, plan, work3, counts)
+    _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts)
     return finish_fresh(op, work3, counts, fill, result_dtype, be.xp).reshape(batch + plan.dims + feat)
 
 
 @fill_doc
-def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
+def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are_sorted=False):
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
@@ -158,6 +168,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     {op}
     {axis}
     {mode}
+    {indices_are_sorted}
 
     Returns
     -------
@@ -210,7 +221,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     outer, inner = prod(batch), prod(feat)
     src3 = be.rows_view(src, compute, outer, plan.n, inner)
     work3, direct = be.writable_rows(dst, compute, outer, plan.size, inner)
-    _reduce_into(be, op, src3, plan, work3)
+    _reduce_into(be, op, src3, plan, work3, indices_are_sorted)
     if not direct:
         be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
     return dst

@@ -12,6 +12,18 @@ from cyscatter._ops import get_op
 from cyscatter._scatter import split_src
 
 
+def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(best, arg), both (outer, size, inner): each destination row's winning value under max/min (`op`) and its
+    position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype."""
+    outer, _, inner = src3.shape
+    best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
+    arg = np.full((outer, size, inner), plan.n, np.int64)
+    status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
+    if status >= 0:
+        raise plan.error(status)
+    return best, arg
+
+
 def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
     require_host(f"scatter_arg{name}", src=src, index=index)
     op = get_op(name)
@@ -21,12 +33,7 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
     axis, batch, feat = split_src(src, coords, axis)
     plan = plan_index(index, dim_size, mode, coords=coords)
     outer, inner = prod(batch), prod(feat)
-    best = np.full((outer, plan.size, inner), op.identity(compute), compute)
-    arg = np.full((outer, plan.size, inner), plan.n, np.int64)
-    src3 = rows_view(src, compute, outer, plan.n, inner)
-    status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
-    if status >= 0:
-        raise plan.error(status)
+    _, arg = winners(op, rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
     return arg.reshape(batch + plan.dims + feat)
 
 
@@ -67,18 +74,19 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
     """
 
 
-def _arg_doc(which: str, zero: str, example: str, result: str):
+def arg_doc(which: str, zero: str, example: str, result: str, template: str = _DOC):
+    """Fill `template` for argmax or argmin (also used by cyscatter.dask)."""
     def decorate(func):
-        func.__doc__ = _DOC.format(which=which, zero=zero, example=example, result=result)
+        func.__doc__ = template.format(which=which, zero=zero, example=example, result=result)
         return fill_doc(func)
     return decorate
 
 
-@_arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2")
+@arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2")
 def scatter_argmax(src, index, *, dim_size=None, axis=0, mode="raise"):
     return _scatter_arg("max", src, index, dim_size, axis, mode)
 
 
-@_arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2")
+@arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2")
 def scatter_argmin(src, index, *, dim_size=None, axis=0, mode="raise"):
     return _scatter_arg("min", src, index, dim_size, axis, mode)

@@ -4,16 +4,19 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import group_kernels
+from cyscatter._backend import backend_of
 from cyscatter._canonical import prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._groups import require_host
+from cyscatter._gather import gather
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
-from cyscatter._scatter import split_src
+from cyscatter._scatter import scatter, split_src
 
 
-def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
-    require_host(f"scatter_arg{name}", src=src, index=index)
+def _scatter_arg(name: str, src, index, dim_size, axis, mode):
+    be = backend_of(src=src, index=index)
+    if be.xp is not np:
+        return _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
     op = get_op(name)
     src = np.asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))
@@ -28,6 +31,27 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
     if status >= 0:
         raise plan.error(status)
     return arg.reshape(batch + plan.dims + feat)
+
+
+def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):
+    """`_scatter_arg` from the core ops (the GPU's way): each group's extreme by scatter, its winners are the
+    members equal to it (NaN equal to NaN, and the sign of a zero must match, as -0.0 == +0.0 numerically), and
+    a scatter "min" of the winners' positions picks the smallest one whatever order the atomics run in."""
+    xp = be.xp
+    src = be.asarray(src)
+    coords = parse_coords(index, xp=xp)
+    axis, batch, feat = split_src(src, coords, axis)
+    extreme = scatter(src, index, name, dim_size=dim_size, axis=axis, mode=mode)
+    mine = gather(extreme, index, axis=axis, mode=mode)   # dropped entries get 0: the final scatter drops them
+    wins = mine == src
+    if src.dtype.kind == "f":
+        wins = (wins & (xp.signbit(mine) == xp.signbit(src))) | (xp.isnan(mine) & xp.isnan(src))
+    ishape = src.shape[len(batch):src.ndim - len(feat)]
+    n = prod(ishape)
+    positions = xp.arange(n, dtype=np.int64).reshape((1,) * len(batch) + ishape + (1,) * len(feat))
+    candidates = xp.where(wins, positions, np.int64(n))
+    dims = extreme.shape[len(batch):extreme.ndim - len(feat)]
+    return scatter(candidates, index, "min", dim_size=dims, axis=axis, mode=mode, fill_value=n)
 
 
 _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the winning ``src[b, k, f]`` with

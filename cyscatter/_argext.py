@@ -60,7 +60,10 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
     The second result of pytorch_scatter's ``scatter_{which}`` (whose empty-group sentinel is n too), but
     deterministic: the winner follows the rules of ``scatter(..., "{which}")`` (NaN wins, {zero}) and
     ties go to the *smallest* position whatever the order of the updates (pytorch_scatter leaves ties on
-    the GPU to timing).
+    the GPU to timing). CuPy arrays get the same integers: there the group {which} comes from
+    ``scatter(..., "{which}")``, its winners are the members equal to it (NaN to NaN, a zero of the same sign),
+    and a ``scatter(..., "min")`` of the winners' positions picks the smallest, whatever order the atomics
+    take.
 
     Parameters
     ----------
@@ -74,7 +77,7 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
 
     Returns
     -------
-    out : int64 ndarray, shape B + D + F
+    out : int64 ndarray (NumPy or CuPy, as `src`), shape B + D + F
         Positions k in ``range(n)``, ``n = prod(I)``: the flat (C-order) position of the winner in the index,
         i.e. along the index dims of `src` (``np.unravel_index(k, I)`` for an n-d index). Empty groups, and
         groups whose every entry was dropped, get the sentinel ``n``, which is never a valid position.

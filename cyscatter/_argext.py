@@ -4,14 +4,16 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import group_kernels
+from cyscatter._backend import backend_of
 from cyscatter._canonical import prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._groups import require_host
+from cyscatter._gather import gather
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
-from cyscatter._scatter import split_src
+from cyscatter._scatter import scatter, split_src
 
 
+<<<<<<< HEAD
 def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
     """(best, arg), both (outer, size, inner): each destination row's winning value under max/min (`op`) and its
     position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype."""
@@ -26,6 +28,12 @@ def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarr
 
 def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
     require_host(f"scatter_arg{name}", src=src, index=index)
+=======
+def _scatter_arg(name: str, src, index, dim_size, axis, mode):
+    be = backend_of(src=src, index=index)
+    if be.xp is not np:
+        return _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
+>>>>>>> parity-gpu
     op = get_op(name)
     src = np.asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))
@@ -37,13 +45,37 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
     return arg.reshape(batch + plan.dims + feat)
 
 
+def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):
+    """`_scatter_arg` from the core ops (the GPU's way): each group's extreme by scatter, its winners are the
+    members equal to it (NaN equal to NaN, and the sign of a zero must match, as -0.0 == +0.0 numerically), and
+    a scatter "min" of the winners' positions picks the smallest one whatever order the atomics run in."""
+    xp = be.xp
+    src = be.asarray(src)
+    coords = parse_coords(index, xp=xp)
+    axis, batch, feat = split_src(src, coords, axis)
+    extreme = scatter(src, index, name, dim_size=dim_size, axis=axis, mode=mode)
+    mine = gather(extreme, index, axis=axis, mode=mode)   # dropped entries get 0: the final scatter drops them
+    wins = mine == src
+    if src.dtype.kind == "f":
+        wins = (wins & (xp.signbit(mine) == xp.signbit(src))) | (xp.isnan(mine) & xp.isnan(src))
+    ishape = src.shape[len(batch):src.ndim - len(feat)]
+    n = prod(ishape)
+    positions = xp.arange(n, dtype=np.int64).reshape((1,) * len(batch) + ishape + (1,) * len(feat))
+    candidates = xp.where(wins, positions, np.int64(n))
+    dims = extreme.shape[len(batch):extreme.ndim - len(feat)]
+    return scatter(candidates, index, "min", dim_size=dims, axis=axis, mode=mode, fill_value=n)
+
+
 _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the winning ``src[b, k, f]`` with
     ``index[k] == j``.
 
     The second result of pytorch_scatter's ``scatter_{which}`` (whose empty-group sentinel is n too), but
     deterministic: the winner follows the rules of ``scatter(..., "{which}")`` (NaN wins, {zero}) and
     ties go to the *smallest* position whatever the order of the updates (pytorch_scatter leaves ties on
-    the GPU to timing).
+    the GPU to timing). CuPy arrays get the same integers: there the group {which} comes from
+    ``scatter(..., "{which}")``, its winners are the members equal to it (NaN to NaN, a zero of the same sign),
+    and a ``scatter(..., "min")`` of the winners' positions picks the smallest, whatever order the atomics
+    take.
 
     Parameters
     ----------
@@ -57,7 +89,7 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
 
     Returns
     -------
-    out : int64 ndarray, shape B + D + F
+    out : int64 ndarray (NumPy or CuPy, as `src`), shape B + D + F
         Positions k in ``range(n)``, ``n = prod(I)``: the flat (C-order) position of the winner in the index,
         i.e. along the index dims of `src` (``np.unravel_index(k, I)`` for an n-d index). Empty groups, and
         groups whose every entry was dropped, get the sentinel ``n``, which is never a valid position.

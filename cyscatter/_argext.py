@@ -13,7 +13,6 @@ from cyscatter._ops import get_op
 from cyscatter._scatter import scatter, split_src
 
 
-<<<<<<< HEAD
 def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
     """(best, arg), both (outer, size, inner): each destination row's winning value under max/min (`op`) and its
     position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype."""
@@ -26,14 +25,10 @@ def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarr
     return best, arg
 
 
-def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
-    require_host(f"scatter_arg{name}", src=src, index=index)
-=======
 def _scatter_arg(name: str, src, index, dim_size, axis, mode):
     be = backend_of(src=src, index=index)
     if be.xp is not np:
         return _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
->>>>>>> parity-gpu
     op = get_op(name)
     src = np.asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))

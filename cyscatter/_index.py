@@ -6,6 +6,7 @@ only ever see a flat int32/int64 vector.
 """
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 
@@ -89,7 +90,11 @@ def parse_coords(index, arg: str = "index") -> tuple:
 def _dims_from(dim_size, coords, arg: str) -> tuple:
     m = len(coords)
     if dim_size is None:
-        return tuple(max(int(c.max()) + 1, 0) if c.size else 0 for c in coords)
+        dims = tuple(max(int(c.max()) + 1, 0) if c.size else 0 for c in coords)
+        if any(d > _INT64_MAX for d in dims):
+            raise ValueError(f"index holds {max(dims) - 1}: the inferred dim_size {max(dims)} is larger than an "
+                             "array axis can be; pass dim_size (with mode='drop', 'wrap' or 'clip')")
+        return _checked_total(dims, dims, "the inferred dim_size")
     sizes = dim_size if isinstance(dim_size, (tuple, list)) else (dim_size,)
     if len(sizes) != m:
         raise ValueError(f"{arg}={dim_size!r} gives {len(sizes)} sizes but the index addresses {m} axes")
@@ -101,8 +106,18 @@ def _dims_from(dim_size, coords, arg: str) -> tuple:
             raise TypeError(f"{arg}={dim_size!r} must be a non-negative integer (or a tuple of them)") from None
         if s < 0:
             raise ValueError(f"{arg}={dim_size!r} must be non-negative")
+        if s > _INT64_MAX:
+            raise ValueError(f"{arg}={dim_size!r} is larger than an array axis can be (2**63 - 1)")
         dims.append(s)
-    return tuple(dims)
+    return _checked_total(tuple(dims), dim_size, arg)
+
+
+def _checked_total(dims: tuple, given, arg: str) -> tuple:
+    # the kernels address destination rows with int64: the flattened row count must fit, or it would wrap
+    total = math.prod(dims)
+    if total > _INT64_MAX:
+        raise ValueError(f"{arg}={given!r} addresses {total} rows, more than an int64 row number can reach")
+    return dims
 
 
 def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int) -> np.ndarray:

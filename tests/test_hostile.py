@@ -96,6 +96,12 @@ RAISES = [
            "gives 2 sizes but the index addresses 1 axes"),
     Raises("output too large to allocate (8 TiB)", "cs.scatter(src, idx, dim_size=2**40)", MemoryError, "allocate"),
     Raises("output larger than any array", "cs.scatter(src2, idx, dim_size=2**62)", ValueError, "too big"),
+    Raises("dim_size past int64", "cs.scatter(src, idx, dim_size=2**64)", ValueError,
+           "dim_size=18446744073709551616 is larger than"),
+    Raises("dim_size whose product overflows int64", 'cs.scatter(src, (idx, idx), dim_size=(2**32, 2**32))',
+           ValueError, r"dim_size=\(4294967296, 4294967296\) addresses 18446744073709551616 rows"),
+    Raises("inferred dim_size past int64 (uint64 index)", "cs.scatter(src, big)", ValueError,
+           "index holds 9223372036854775809: the inferred dim_size"),
     # shapes
     Raises("src and index shapes differ", "cs.scatter(src, idx[:3])", ValueError,
            r"src shape \(4,\) does not hold the index shape \(3,\)"),

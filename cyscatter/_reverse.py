@@ -11,7 +11,7 @@ from cyscatter import _rules
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
-from cyscatter._index import parse_coords, plan_index
+from cyscatter._index import check_sizes, parse_coords, plan_index
 from cyscatter._ops import get_op
 from cyscatter._scatter import scatter, scatter_into, split_src
 
@@ -140,7 +140,7 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     grad_out : array_like, shape B + I + F
         Cotangent of the gathered output.
     {index}
-    src_shape : tuple of int
+    src_shape : int or tuple of int
         Shape B + D + F of the `src` that was gathered from.
     {axis}
     {mode}
@@ -160,7 +160,7 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     array([3., 3., 0.])
     """
     grad_out = np.asarray(grad_out)
-    src_shape = tuple(int(s) for s in src_shape)
+    src_shape = check_sizes(src_shape, "src_shape")
     m = len(parse_coords(index))
     axis = normalize_axis(axis, len(src_shape), m)
     grad_src = np.zeros(src_shape, _float_dtype(grad_out))

@@ -24,6 +24,9 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     """Validated shapes, canonical arrays and the `Reverse` context shared by the VJPs and JVPs."""
     op = get_op(op)
     src, out = np.asarray(src), np.asarray(out)
+    op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
+    if dst is not None:
+        op.check_dtype(np.asarray(dst).dtype, "dst")
     coords = parse_coords(index)
     axis, batch, feat = split_src(src, coords, axis)
     m = len(coords)

@@ -53,7 +53,7 @@ class Op:
         return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
-        dtype = np.dtype(dtype)
+        dtype = np.dtype(dtype).newbyteorder("=")   # big-endian data is accepted; the kernels see native copies
         if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES:
             raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
                             "(supported: integers, float16/32/64, complex64/128)")
@@ -61,8 +61,8 @@ class Op:
             raise TypeError(f"op {self.name!r} needs ordered values; {arg} dtype {dtype} is complex")
 
     def result_dtype(self, dtype) -> np.dtype:
-        """dtype of an allocating scatter's output for a `src` of `dtype`."""
-        dtype = np.dtype(dtype)
+        """dtype of an allocating scatter's output for a `src` of `dtype` (native byte order, as NumPy's ufuncs)."""
+        dtype = np.dtype(dtype).newbyteorder("=")
         self.check_dtype(dtype)
         return np.dtype(np.float64) if self.true_division and dtype.kind in "iu" else dtype
 
@@ -72,7 +72,7 @@ class Op:
         float16 accumulates in float32 (3000 ones sum to 3000); small integers in int64, whose wrap-around
         cast back gives NumPy's modular result for add/sub/mul and the exact one for max/min.
         """
-        dtype = np.dtype(dtype)
+        dtype = np.dtype(dtype).newbyteorder("=")
         if dtype == np.float16:
             return np.dtype(np.float32)
         if dtype.kind in "iu" and dtype not in KERNEL_DTYPES:

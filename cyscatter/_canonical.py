@@ -31,22 +31,16 @@ def prod(shape) -> int:
 
 
 def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.ndarray:
-    """`arr` as a read-only-safe (outer, rows, inner) array of `dtype` with unit inner stride (copy if needed)."""
+    """`arr` as a C-contiguous (outer, rows, inner) array of `dtype` (a view when it already is one, else a copy).
+
+    The kernels' ``[:, :, ::1]`` memoryviews accept C-contiguous buffers only, not merely a unit inner stride.
+    """
     a = arr.astype(dtype, copy=False)
     try:
         a3 = np.reshape(a, (outer, rows, inner), copy=False)
     except ValueError:
         return np.ascontiguousarray(a).reshape(outer, rows, inner)
-    return _unit_inner_stride(a3)
-
-
-def _unit_inner_stride(a3: np.ndarray) -> np.ndarray | None:
-    if a3.strides[2] == a3.itemsize:
-        return a3
-    if a3.shape[2] <= 1:   # one element per row: any inner stride is as good as the unit one
-        return np.lib.stride_tricks.as_strided(a3, strides=a3.strides[:2] + (a3.itemsize,),
-                                               writeable=a3.flags.writeable)
-    return np.ascontiguousarray(a3)
+    return a3 if a3.flags.c_contiguous else np.ascontiguousarray(a3)
 
 
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
@@ -56,8 +50,8 @@ def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> 
             d3 = np.reshape(dst, (outer, rows, inner), copy=False)
         except ValueError:
             d3 = None
-        if d3 is not None and (d3.strides[2] == d3.itemsize or d3.shape[2] <= 1):
-            return _unit_inner_stride(d3), True
+        if d3 is not None and d3.flags.c_contiguous:
+            return d3, True
     return np.ascontiguousarray(dst, dtype=dtype).reshape(outer, rows, inner), False
 
 

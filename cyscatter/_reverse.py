@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import _rules
-from cyscatter._canonical import normalize_axis, prod, rows_view
+from cyscatter._canonical import normalize_axis, precheck, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import check_sizes, parse_coords, plan_index
@@ -37,6 +37,7 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
         if arr is not None and np.shape(arr) != out.shape:
             raise ValueError(f"{name} shape {np.shape(arr)} != out shape {out.shape}")
     plan = plan_index(None, out.shape[axis:axis + m], mode, coords=coords, dims_arg="out.shape")
+    precheck(plan)   # some rules (add's dst gradient) never reach a kernel that would report a bad entry
     dtype = _float_dtype(src, out, dst, *(a for _, a in extra))
     outer, inner = prod(batch), prod(feat)
     ctx = _rules.Reverse(plan, rows_view(src, dtype, outer, plan.n, inner),

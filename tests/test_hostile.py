@@ -122,6 +122,8 @@ RAISES = [
            r"grad_out shape \(3,\)"),
     Raises("out too small for the index (reverse)", "cs.scatter_vjp_dst('max', g[:1], dst[:1], src, idx, out[:1])",
            IndexError, r"index\[1\] = 1"),
+    Raises("index past the end (add's dst gradient, which needs no kernel)",
+           "cs.scatter_vjp_dst('add', g, dst, src, idx + 1, out)", IndexError, r"index\[1\] = 2 is out of bounds"),
     Raises("src_dot shape differs from src", "cs.scatter_jvp('mul', src, idx, out, g)", ValueError,
            r"src_dot shape \(2,\)"),
     Raises("dst missing for scatter_vjp_dst", "cs.scatter_vjp_dst('add', g, None, src, idx, out)", ValueError,

@@ -15,7 +15,7 @@ SANITIZE = os.environ.get("CYSCATTER_SANITIZE", "0") == "1"
 compile_args = ["-O3", "-fwrapv", "-fno-strict-aliasing"]
 link_args = []
 if SANITIZE:
-    flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
     compile_args += flags
     link_args += flags
 

@@ -31,7 +31,8 @@ RSS_BOUND = {2_000: 4 << 20, 100_000: 8 << 20}
 TRACED_BOUND = 16 << 10
 TRACED_CALLS = 500
 WARMUP = 1_000
-# AddressSanitizer (tools/sanitize.sh) holds freed memory in quarantine, so the resident set grows by design there
+# Under tools/sanitize.sh, ASan keeps freed memory in quarantine and PYTHONMALLOC=malloc changes how NumPy's caches
+# fill up: memory grows there by design, so the growth checks are for normal builds only
 UNDER_ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
 
 
@@ -70,6 +71,8 @@ FUNCTIONS = tuple(_calls())
 
 
 def _check_no_growth(name: str, n: int) -> None:
+    if UNDER_ASAN:
+        pytest.skip("memory growth is not measurable under AddressSanitizer")
     call = _calls()[name]
     for _ in range(WARMUP):
         call()
@@ -80,7 +83,7 @@ def _check_no_growth(name: str, n: int) -> None:
     gc.collect()
     blocks, rss = sys.getallocatedblocks() - blocks0, _rss() - rss0
     assert blocks < BLOCKS_BOUND, f"{name}: {n} calls left {blocks} more Python objects"
-    assert rss < RSS_BOUND[n] or UNDER_ASAN, f"{name}: {n} calls grew the resident set by {rss} bytes"
+    assert rss < RSS_BOUND[n], f"{name}: {n} calls grew the resident set by {rss} bytes"
     tracemalloc.start()
     try:
         traced0 = tracemalloc.get_traced_memory()[0]

@@ -33,7 +33,7 @@ extensions = [
         "cyscatter.kernels",
         ["cyscatter/kernels.pyx"],
         include_dirs=[np.get_include(), "cyscatter"],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"), ("CYSCATTER_DEBUG", "1" if DEBUG else "0")],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )

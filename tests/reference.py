@@ -127,6 +127,8 @@ def ref_gather(src, index, *, axis=0, mode="raise", fill_value=0, dst=None):
     if axis < 0:
         axis += src.ndim
     batch, dims, feat = src.shape[:axis], src.shape[axis:axis + m], src.shape[axis + m:]
+    if dst is not None:   # cast first, as documented (an int32 scalar 128 would not fit an int8 dst otherwise)
+        src = src.astype(np.asarray(dst).dtype)
     out = np.full(batch + ishape + feat, fill_value, src.dtype) if dst is None else np.array(dst)
     for k in np.ndindex(*ishape):
         target = tuple(_resolve(c[k], s, mode) for c, s in zip(coords, dims))

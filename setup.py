@@ -30,13 +30,14 @@ directives = {
 
 extensions = [
     Extension(
-        "cyscatter.kernels",
-        ["cyscatter/kernels.pyx"],
+        f"cyscatter.{module}",
+        [f"cyscatter/{module}.pyx"],
         include_dirs=[np.get_include(), "cyscatter"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"), ("CYSCATTER_DEBUG", "1" if DEBUG else "0")],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )
+    for module in ("kernels", "group_kernels")
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives,

@@ -7,11 +7,19 @@ from __future__ import annotations
 
 import os
 
+from cyscatter._argext import scatter_argmax, scatter_argmin
 from cyscatter._gather import gather, gather_into
 from cyscatter._index import MODES
 from cyscatter._ops import OP_NAMES, OPS, get_op
 from cyscatter._reverse import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
+from cyscatter._moments import scatter_std, scatter_var
+from cyscatter._reverse_extra import (gather_segment_vjp_src, scatter_log_softmax_jvp, scatter_log_softmax_vjp,
+                                      scatter_logsumexp_jvp, scatter_logsumexp_vjp, scatter_softmax_jvp,
+                                      scatter_softmax_vjp, scatter_std_jvp, scatter_std_vjp, scatter_var_jvp,
+                                      scatter_var_vjp, segment_jvp, segment_vjp_src)
 from cyscatter._scatter import scatter, scatter_into
+from cyscatter._segment import gather_segment, segment, segment_ids
+from cyscatter._softmax import scatter_log_softmax, scatter_logsumexp, scatter_softmax
 
 __version__ = "0.1.0"
 
@@ -19,6 +27,12 @@ __all__ = [
     "scatter", "scatter_into", "gather", "gather_into",
     "scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src", "scatter_jvp", "gather_jvp",
     "OPS", "OP_NAMES", "MODES", "get_op", "get_include",
+    # more reductions (issue 8)
+    "scatter_argmax", "scatter_argmin", "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax",
+    "scatter_var", "scatter_std", "segment", "gather_segment", "segment_ids",
+    "scatter_logsumexp_vjp", "scatter_logsumexp_jvp", "scatter_softmax_vjp", "scatter_softmax_jvp",
+    "scatter_log_softmax_vjp", "scatter_log_softmax_jvp", "scatter_var_vjp", "scatter_var_jvp",
+    "scatter_std_vjp", "scatter_std_jvp", "segment_vjp_src", "segment_jvp", "gather_segment_vjp_src",
 ]
 
 

@@ -12,6 +12,10 @@ import numpy as np
 
 from cyscatter import kernels
 
+# The backend interface (see `cyscatter._backend`): `cyscatter._cuda` provides the same names for CuPy arrays.
+xp = np
+asarray = np.asarray
+
 
 def normalize_axis(axis, ndim: int, span: int, arg: str = "axis") -> int:
     """`axis` such that dims [axis, axis + span) of an ndim-array hold the index; negative counts from the end."""
@@ -31,16 +35,26 @@ def prod(shape) -> int:
 
 
 def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.ndarray:
-    """`arr` as a C-contiguous (outer, rows, inner) array of `dtype` (a view when it already is one, else a copy).
+    """`arr` as an (outer, rows, inner) array of `dtype` with unit inner stride, copied only when needed.
 
-    The kernels' ``[:, :, ::1]`` memoryviews accept C-contiguous buffers only, not merely a unit inner stride.
+    The kernels take ``[:, :, ::contiguous]`` views: rows may be strided (batch or index dims of any layout),
+    the elements of one row must be adjacent.
     """
     a = arr.astype(dtype, copy=False)
     try:
         a3 = np.reshape(a, (outer, rows, inner), copy=False)
     except ValueError:
         return np.ascontiguousarray(a).reshape(outer, rows, inner)
-    return a3 if a3.flags.c_contiguous else np.ascontiguousarray(a3)
+    return _unit_inner_stride(a3)
+
+
+def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
+    if a3.strides[2] == a3.itemsize:
+        return a3
+    if a3.shape[2] <= 1:   # one element per row: any inner stride is as good as the unit one
+        return np.lib.stride_tricks.as_strided(a3, strides=a3.strides[:2] + (a3.itemsize,),
+                                               writeable=a3.flags.writeable)
+    return np.ascontiguousarray(a3)
 
 
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
@@ -50,16 +64,17 @@ def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> 
             d3 = np.reshape(dst, (outer, rows, inner), copy=False)
         except ValueError:
             d3 = None
-        if d3 is not None and d3.flags.c_contiguous:
-            return d3, True
+        if d3 is not None and (d3.strides[2] == d3.itemsize or d3.shape[2] <= 1):
+            return _unit_inner_stride(d3), True
     return np.ascontiguousarray(dst, dtype=dtype).reshape(outer, rows, inner), False
 
 
-def check_writable(dst, arg: str = "dst") -> np.ndarray:
-    """`dst` must be an ndarray we may write: writeable and without elements that alias one another."""
-    if not isinstance(dst, np.ndarray):
-        raise TypeError(f"{arg} must be a numpy.ndarray to be written in place, got {type(dst).__name__}")
-    if not dst.flags.writeable:
+def check_writable(dst, arg: str = "dst", array_type: type = np.ndarray) -> np.ndarray:
+    """`dst` must be an `array_type` we may write: writeable and without elements that alias one another."""
+    if not isinstance(dst, array_type):
+        raise TypeError(f"{arg} must be a {array_type.__module__.partition('.')[0]}.{array_type.__name__} to be "
+                        f"written in place, got {type(dst).__name__}")
+    if not getattr(dst.flags, "writeable", True):   # CuPy arrays have no read-only flag
         raise ValueError(f"{arg} is read-only (flags.writeable is False)")
     if dst.size > 1 and _self_overlapping(dst):
         raise ValueError(f"{arg} has overlapping elements (strides {dst.strides} for shape {dst.shape}); "
@@ -105,3 +120,6 @@ def run_gather(src3: np.ndarray, plan, out3: np.ndarray) -> None:
     status = kernels.gather(_items(src3), plan.flat, _items(out3), plan.kernel_mode)
     if status >= 0:
         raise plan.error(status)
+
+
+exclusive_products = kernels.exclusive_products

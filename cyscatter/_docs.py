@@ -16,8 +16,8 @@ FRAGMENTS = {
         bound, before anything is written; "drop" skips them; "wrap" takes them modulo the size (NumPy's
         ``take(mode="wrap")``, so -1 is the last row); "clip" moves them to the nearest end.""",
     "raises": """TypeError
-        Unknown op type, a non-integer index, an unsupported dtype (bool, object; complex for max/min), or
-        a cast NumPy's ``same_kind`` rule refuses.
+        Unknown op type, a non-integer index, an unsupported dtype (bool, object; complex for max/min), a
+        cast NumPy's ``same_kind`` rule refuses, or NumPy and CuPy arrays mixed in one call (both named).
     ValueError
         Unknown op name or mode, mismatched shapes (both are named), a negative or wrongly sized `dim_size`,
         an `axis` that does not fit, a read-only `dst` or one with overlapping elements.
@@ -28,8 +28,36 @@ FRAGMENTS = {
     float results are deterministic on the CPU. max/min let NaN win (NumPy's ``maximum.at`` rule) and order
     -0.0 < +0.0 whatever the update order (``np.maximum.at`` keeps whichever zero comes last). Integer div
     and mean follow NumPy true division and give float64; float16 accumulates in float32; small integer
-    dtypes accumulate in int64 and wrap back as NumPy's modular arithmetic does.""",
+    dtypes accumulate in int64 and wrap back as NumPy's modular arithmetic does.
+
+    CuPy arrays run on the GPU (the current CuPy device) and give CuPy arrays, with the same rules, except
+    that float atomics apply the updates of a destination in arrival order: float add, sub, mean, mul and div
+    results (not max/min, integers or gather) can differ in the last bits from run to run and from the CPU.
+    CuPy flushes float32 subnormals to zero.""",
 }
+
+FRAGMENTS["indptr"] = """indptr : 1-D int array of length S + 1
+        CSR pointer: segment s holds rows ``indptr[s]:indptr[s + 1]`` along `axis`. Must start at 0, never
+        decrease and end at the number of rows; equal neighbours make empty segments."""
+
+FRAGMENTS["indices_are_sorted"] = """indices_are_sorted : bool, default False
+        A speed hint (JAX's name): equal index entries are mostly adjacent, as in a sorted index. Runs of
+        equal entries are then reduced in a register and stored once. The result is the same either way, bit
+        for bit, even when the hint is wrong (unlike JAX, where a wrong hint is undefined behaviour)."""
+
+FRAGMENTS["dim_size"] = """dim_size : int or tuple of m ints, optional
+        Destination shape D (the number of groups per index axis). Default: the largest entry + 1 per
+        coordinate (0 for an empty index)."""
+
+FRAGMENTS["group_args"] = """src : array_like, shape B + I + F
+        Integers (computed in float64) or floats; float16 is computed in float32.
+    {index}
+    {dim_size}
+    {axis}
+    {mode}""".format(**FRAGMENTS)
+
+FRAGMENTS["gpu"] = """CuPy inputs run on the GPU and give CuPy arrays; the scatters there use float atomics,
+    whose arrival order makes the last bits of float sums and products run-dependent (see `scatter`)."""
 
 FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
         The `src` the forward scatter was called with.

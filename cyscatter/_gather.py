@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._canonical import check_writable, normalize_axis, precheck, prod, rows_view, run_gather, \
-    writable_rows
+from cyscatter._backend import backend_of
+from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
+from cyscatter._scatter import fill_for
 
 
 def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
@@ -18,7 +19,7 @@ def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
 
 
 @fill_doc
-def gather(src, index, *, axis=0, mode="raise", fill_value=0):
+def gather(src, index, *, axis=0, mode="raise", fill_value=None):
     """Gather rows of `src`: ``out[b, k, f] = src[b, index[k], f]`` (tuple index: ``src[b, i0[k], ..., f]``).
 
     NNlib's ``gather(src, idx)``; for an integer index it equals ``np.take(src, index, axis)`` and for a
@@ -31,8 +32,9 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     {index}
     {axis}
     {mode}
-    fill_value : scalar, default 0
-        Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``).
+    fill_value : scalar, optional
+        Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``); default
+        0. Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an integer array: TypeError).
 
     Returns
     -------
@@ -42,6 +44,10 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     ------
     {raises}
 
+    Notes
+    -----
+    CuPy inputs run on the GPU and give CuPy arrays; gather moves values without arithmetic, so they are exact.
+
     Examples
     --------
     >>> import numpy as np, cyscatter as cs
@@ -50,16 +56,18 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     >>> cs.gather(np.arange(15).reshape(3, 5), (np.array([0, 1]), np.array([1, 3])))
     array([1, 8])
     """
-    src = np.asarray(src)
-    coords = parse_coords(index)
+    be = backend_of(src=src, index=index)
+    src = be.asarray(src)
+    coords = parse_coords(index, xp=be.xp)
     plan, batch, feat = split_gather_src(src, coords, axis, mode)
     outer, inner = prod(batch), prod(feat)
-    src3 = rows_view(src, src.dtype, outer, plan.size, inner)
+    src3 = be.rows_view(src, src.dtype, outer, plan.size, inner)
     if plan.mode == "drop":
-        out3 = np.full((outer, plan.n, inner), fill_value, src.dtype)
+        fill = 0 if fill_value is None else fill_for(fill_value, src.dtype, be.xp)[()]
+        out3 = be.xp.full((outer, plan.n, inner), fill, src.dtype)
     else:
-        out3 = np.empty((outer, plan.n, inner), src.dtype)
-    run_gather(src3, plan, out3)
+        out3 = be.xp.empty((outer, plan.n, inner), src.dtype)
+    be.run_gather(src3, plan, out3)
     return out3.reshape(batch + plan.shape + feat)
 
 
@@ -87,30 +95,35 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
     ------
     {raises}
 
+    Notes
+    -----
+    CuPy inputs run on the GPU and give CuPy arrays; gather moves values without arithmetic, so they are exact.
+
     Examples
     --------
     >>> import numpy as np, cyscatter as cs
     >>> cs.gather_into(np.zeros(2, int), np.array([5, 6, 7]), np.array([2, 0]))
     array([7, 5])
     """
-    check_writable(dst)
-    src = np.asarray(src)
+    be = backend_of(dst=dst, src=src, index=index)
+    be.check_writable(dst)
+    src = be.asarray(src)
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
-    coords = parse_coords(index)
+    coords = parse_coords(index, xp=be.xp)
     plan, batch, feat = split_gather_src(src, coords, axis, mode)
     if dst.shape != batch + plan.shape + feat:
         raise ValueError(f"dst shape {dst.shape} != batch {batch} + index shape {plan.shape} + features {feat} "
                          f"(src shape {src.shape})")
-    precheck(plan)
-    if np.may_share_memory(src, dst):   # plan.flat is already a private copy unless it is an int32/int64 index
+    be.precheck(plan)
+    if be.xp.may_share_memory(src, dst):   # plan.flat is already a private copy unless it is an int32/int64 index
         src = src.copy()
-    if np.may_share_memory(plan.flat, dst):
+    if be.xp.may_share_memory(plan.flat, dst):
         plan = plan_index(None, plan.dims, plan.mode, coords=(plan.flat.copy().reshape(plan.shape),))
     outer, inner = prod(batch), prod(feat)
-    src3 = rows_view(src, dst.dtype, outer, plan.size, inner)
-    work3, direct = writable_rows(dst, dst.dtype, outer, plan.n, inner)
-    run_gather(src3, plan, work3)
+    src3 = be.rows_view(src, dst.dtype, outer, plan.size, inner)
+    work3, direct = be.writable_rows(dst, dst.dtype, outer, plan.n, inner)
+    be.run_gather(src3, plan, work3)
     if not direct:
-        np.copyto(dst, work3.reshape(dst.shape))
+        be.xp.copyto(dst, work3.reshape(dst.shape))
     return dst

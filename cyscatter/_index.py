@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._backend import array_module
 
 MODES = ("raise", "drop", "wrap", "clip")
 _INT64_MAX = np.iinfo(np.int64).max
@@ -50,6 +51,17 @@ class IndexPlan:
         """Boolean (n,) mask of the entries that take part (all of them unless mode='drop')."""
         return (self.flat >= 0) & (self.flat < self.size)
 
+    def groups(self) -> tuple:
+        """(order, indptr), both int64: the positions of the valid entries sorted by destination row, stably,
+        and where each row's run starts, so row j's entries are ``order[indptr[j]:indptr[j + 1]]`` in index
+        order (the layout of a CSR matrix)."""
+        xp = array_module(self.flat)
+        valid = self.valid()
+        order = xp.argsort(xp.where(valid, self.flat, self.size), kind="stable")[: int(valid.sum())]
+        indptr = xp.zeros(self.size + 1, np.int64)
+        xp.cumsum(xp.bincount(self.flat[valid], minlength=self.size), out=indptr[1:])
+        return order.astype(np.int64, copy=False), indptr
+
     def error(self, position: int) -> IndexError:
         """The IndexError for the entry at flat position `position` of the index."""
         where = np.unravel_index(position, self.shape) if self.shape else ()
@@ -64,16 +76,22 @@ class IndexPlan:
             f"(mode='raise'; use mode='drop', 'wrap' or 'clip' to accept it)")
 
 
-def parse_coords(index, arg: str = "index") -> tuple:
-    """Coordinate arrays of an integer index or of a tuple of integer arrays (all of one shape)."""
+def check_mode(mode) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is not one of {MODES}")
+    return mode
+
+
+def parse_coords(index, arg: str = "index", xp=np) -> tuple:
+    """Coordinate arrays (of array module `xp`) of an integer index or of a tuple of integer arrays, one shape."""
     parts = index if isinstance(index, tuple) else (index,)
     if len(parts) == 0:
         raise ValueError(f"{arg} is an empty tuple: give at least one integer array")
     coords = []
     for i, part in enumerate(parts):
         name = arg if len(parts) == 1 else f"{arg}[{i}]"
-        arr = np.asarray(part)
-        if arr.size == 0 and arr.dtype == np.float64 and not isinstance(part, np.ndarray):
+        arr = xp.asarray(part)
+        if arr.size == 0 and arr.dtype == np.float64 and not hasattr(part, "dtype"):
             arr = arr.astype(np.intp)   # an empty Python list, as NumPy's own a[[]]
         if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
             raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} "
@@ -128,25 +146,26 @@ def _checked_total(dims: tuple, given, arg: str) -> tuple:
 
 def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int) -> np.ndarray:
     """One coordinate as a flat int32/int64 vector with wrap/clip applied and uint64 made safe."""
+    xp = array_module(coord)
     flat = coord.reshape(-1)
     if flat.dtype == np.uint64 and flat.size and flat.max() > _INT64_MAX:
         big = flat > _INT64_MAX
         if mode == "raise" or (mode in ("wrap", "clip") and size == 0):
             return None          # reported by the caller with the position
         if mode == "drop":
-            flat = np.where(big, -1, flat.astype(np.int64))
+            flat = xp.where(big, -1, flat.astype(np.int64))
         elif mode == "wrap":
             flat = (flat % np.uint64(size)).astype(np.int64)
         else:
-            flat = np.minimum(flat, np.uint64(size - 1)).astype(np.int64)
+            flat = xp.minimum(flat, np.uint64(size - 1)).astype(np.int64)
         return flat
     if flat.dtype not in (np.int32, np.int64) or (m > 1 and flat.dtype != np.int64):
         flat = flat.astype(np.int64)
     if mode in ("wrap", "clip") and flat.size:
         if size == 0:
             raise IndexError(f"index along destination axis {axis} cannot be {mode}ped into an axis of size 0")
-        flat = np.mod(flat, size) if mode == "wrap" else np.clip(flat, 0, size - 1)
-    return np.ascontiguousarray(flat)
+        flat = xp.mod(flat, size) if mode == "wrap" else xp.clip(flat, 0, size - 1)
+    return xp.ascontiguousarray(flat)
 
 
 def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
@@ -156,8 +175,7 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     Raises TypeError (non-integer index), ValueError (shapes, sizes, mode) and IndexError (an out-of-range
     entry under mode='raise' when it can be seen here; the kernels report the rest through `IndexPlan.error`).
     """
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r} is not one of {MODES}")
+    check_mode(mode)
     coords = parse_coords(index, arg) if coords is None else coords
     dims = _dims_from(dim_size, coords, dims_arg)
     m = len(coords)
@@ -165,23 +183,30 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     for axis, (coord, size) in enumerate(zip(coords, dims)):
         flat = _coordinate(coord, size, mode, axis, m)
         if flat is None:
-            bad = int(np.argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
+            bad = int(array_module(coord).argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
             plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords)
             raise plan.error(bad)
         flats.append(flat)
+    xp = array_module(flats[0])
     if m == 1:
-        return IndexPlan(flats[0], coords[0].shape, dims, mode, coords)
-    valid = np.ones(flats[0].shape, bool)
+        plan = IndexPlan(flats[0], coords[0].shape, dims, mode, coords)
+        if mode == "raise" and xp is not np:
+            # GPU kernels cannot raise: under mode='raise' every entry is checked here, before any write
+            bad = ~plan.valid()
+            if bool(bad.any()):
+                raise plan.error(int(bad.argmax()))
+        return plan
+    valid = xp.ones(flats[0].shape, bool)
     for flat, size in zip(flats, dims):
         valid &= (flat >= 0) & (flat < size)
     plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords)
     if mode == "raise" and not valid.all():
-        raise plan.error(int(np.argmin(valid)))
+        raise plan.error(int(valid.argmin()))
     if valid.all():
-        flat = np.ravel_multi_index(flats, dims) if valid.size else flats[0]
+        flat = xp.ravel_multi_index(flats, dims) if valid.size else flats[0]
     elif not valid.any():
-        flat = np.full(valid.shape, -1, np.int64)
+        flat = xp.full(valid.shape, -1, np.int64)
     else:
-        flat = np.ravel_multi_index(tuple(np.where(valid, f, 0) for f in flats), dims)
+        flat = xp.ravel_multi_index(tuple(xp.where(valid, f, 0) for f in flats), dims)
         flat[~valid] = -1
-    return IndexPlan(np.ascontiguousarray(flat, dtype=np.int64), coords[0].shape, dims, mode, coords)
+    return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64), coords[0].shape, dims, mode, coords)

@@ -19,6 +19,11 @@ KERNEL_DTYPES = tuple(np.dtype(t) for t in
 _FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
 
 
+def native(dtype) -> np.dtype:
+    """`dtype` in the machine's byte order: the kernels and the dtype tables know only native dtypes."""
+    return np.dtype(dtype).newbyteorder("=")
+
+
 @dataclass(frozen=True)
 class Op:
     """One scatter reduction.
@@ -30,21 +35,31 @@ class Op:
     ordered : needs an order (max/min): complex dtypes are rejected.
     linear : out is linear in (dst, src) jointly, so the JVP is the op applied to the tangents.
     counts : the kernel must count the entries of each group (mean).
+    combine : the op whose kernel merges two partial results of this op, each reduced from the identity over
+        part of the entries (chunked scatter, `cyscatter.dask`): sub's partials are negated sums, so they add;
+        div's are reciprocal products, so they multiply; mean's partial sums add (and its counts add).
+    gpu_update : the update the GPU kernels apply, ``cs_atomic_<gpu_update>`` (one thread per src element) or
+        ``cs_<gpu_update>`` (ordered kernel) of ``cuda_atomics.cuh``; see `cyscatter._cuda_kernels`.
+    gpu_cas : the atomic is (for floats at least) a compare-and-swap loop on the element's bits, so an element
+        wider than the widest atomicCAS word (8 bytes: complex128 mul/div) takes the ordered kernel instead.
     """
 
     name: str
     aliases: tuple
     opcode: int
     identity_kind: str
+    combine: str
     true_division: bool = False
     ordered: bool = False
     linear: bool = False
     counts: bool = False
+    gpu_update: str = ""
+    gpu_cas: bool = False
     rules: dict = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self, dtype) -> np.generic:
         """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
-        dtype = np.dtype(dtype)
+        dtype = native(dtype)
         if self.identity_kind in ("zero", "one"):
             return dtype.type(0 if self.identity_kind == "zero" else 1)
         if dtype.kind == "f":
@@ -52,8 +67,12 @@ class Op:
         info = np.iinfo(dtype)
         return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
 
+    def fresh(self, shape, result_dtype, xp=np):
+        """A fresh accumulator of `shape` for an output of `result_dtype`: the identity, in the compute dtype."""
+        return xp.full(shape, self.identity(result_dtype), self.compute_dtype(result_dtype))
+
     def check_dtype(self, dtype, arg: str = "src") -> None:
-        dtype = np.dtype(dtype).newbyteorder("=")   # big-endian data is accepted; the kernels see native copies
+        dtype = native(dtype)
         if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES:
             raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
                             "(supported: integers, float16/32/64, complex64/128)")
@@ -62,7 +81,7 @@ class Op:
 
     def result_dtype(self, dtype) -> np.dtype:
         """dtype of an allocating scatter's output for a `src` of `dtype` (native byte order, as NumPy's ufuncs)."""
-        dtype = np.dtype(dtype).newbyteorder("=")
+        dtype = native(dtype)
         self.check_dtype(dtype)
         return np.dtype(np.float64) if self.true_division and dtype.kind in "iu" else dtype
 
@@ -72,7 +91,7 @@ class Op:
         float16 accumulates in float32 (3000 ones sum to 3000); small integers in int64, whose wrap-around
         cast back gives NumPy's modular result for add/sub/mul and the exact one for max/min.
         """
-        dtype = np.dtype(dtype).newbyteorder("=")
+        dtype = native(dtype)
         if dtype == np.float16:
             return np.dtype(np.float32)
         if dtype.kind in "iu" and dtype not in KERNEL_DTYPES:
@@ -81,13 +100,16 @@ class Op:
 
 
 OPS = (
-    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", linear=True),
-    Op("sub", (), kernels.OpCode.OP_SUB, "zero", linear=True),
-    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one"),
-    Op("div", (), kernels.OpCode.OP_DIV, "one", true_division=True),
-    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", ordered=True),
-    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", ordered=True),
-    Op("mean", (), kernels.OpCode.OP_ADD, "zero", true_division=True, linear=True, counts=True),
+    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", linear=True, gpu_update="add"),
+    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", linear=True, gpu_update="sub"),
+    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul", gpu_update="mul", gpu_cas=True),
+    Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", true_division=True, gpu_update="div", gpu_cas=True),
+    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", ordered=True, gpu_update="max",
+       gpu_cas=True),
+    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", ordered=True, gpu_update="min",
+       gpu_cas=True),
+    Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
+       gpu_update="add"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}

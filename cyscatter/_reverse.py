@@ -8,42 +8,53 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import _rules
+from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, precheck, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import check_sizes, parse_coords, plan_index
 from cyscatter._ops import get_op
-from cyscatter._scatter import scatter, scatter_into, split_src
+from cyscatter._scatter import _reduce_into, scatter, scatter_into, split_src
 
 def _float_dtype(*arrays) -> np.dtype:
-    dtype = np.result_type(*[np.asarray(a).dtype for a in arrays if a is not None])
+    dtype = np.result_type(*[a.dtype for a in arrays if a is not None])
     return dtype if dtype.kind in "fc" and dtype != np.float16 else np.dtype(np.float64)
 
 
 def _context(op, src, index, out, dst, axis, mode, *extra):
-    """Validated shapes, canonical arrays and the `Reverse` context shared by the VJPs and JVPs."""
+    """Validated shapes, the `Reverse` context shared by the VJPs and JVPs, and canonical views of the others.
+
+    `extra` holds (name, array or None, "out" or "src") triples: further arrays shaped like `out` or `src`.
+    Returns (op, ctx, views, src shape, out shape); `views` maps the name of each given extra array to its
+    canonical view in the context's floating dtype.
+    """
     op = get_op(op)
-    src, out = np.asarray(src), np.asarray(out)
+    extra = (("dst", dst, "out"), *extra)
+    be = backend_of(src=src, index=index, out=out, **{name: a for name, a, _ in extra})
+    arrays = {"src": be.asarray(src), "out": be.asarray(out)}
+    others = {name: (be.asarray(a), like) for name, a, like in extra if a is not None}
+    src, out = arrays["src"], arrays["out"]
     op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
-    if dst is not None:
-        op.check_dtype(np.asarray(dst).dtype, "dst")
-    coords = parse_coords(index)
+    if "dst" in others:
+        op.check_dtype(others["dst"][0].dtype, "dst")
+    coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
     m = len(coords)
     if out.shape[:axis] != batch or out.shape[axis + m:] != feat or out.ndim != len(batch) + m + len(feat):
         raise ValueError(f"out shape {out.shape} does not match src shape {src.shape} and an index of "
                          f"shape {coords[0].shape} addressing {m} axis(es) at axis {axis}")
-    for name, arr in (("dst", dst), *extra):
-        if arr is not None and np.shape(arr) != out.shape:
-            raise ValueError(f"{name} shape {np.shape(arr)} != out shape {out.shape}")
+    for name, (arr, like) in others.items():
+        if arr.shape != arrays[like].shape:
+            raise ValueError(f"{name} shape {arr.shape} != {like} shape {arrays[like].shape}")
     plan = plan_index(None, out.shape[axis:axis + m], mode, coords=coords, dims_arg="out.shape")
-    precheck(plan)   # some rules (add's dst gradient) never reach a kernel that would report a bad entry
-    dtype = _float_dtype(src, out, dst, *(a for _, a in extra))
+    be.precheck(plan)   # some rules (add's dst gradient) never reach a kernel that would report a bad entry
+    dtype = _float_dtype(src, out, *(arr for arr, _ in others.values()))
     outer, inner = prod(batch), prod(feat)
-    ctx = _rules.Reverse(plan, rows_view(src, dtype, outer, plan.n, inner),
-                         rows_view(out, dtype, outer, plan.size, inner),
-                         None if dst is None else rows_view(np.asarray(dst), dtype, outer, plan.size, inner))
-    return op, ctx, axis, src.shape, out.shape
+    rows = {"src": plan.n, "out": plan.size}
+    views = {name: be.rows_view(arr, dtype, outer, rows[like], inner) for name, (arr, like) in others.items()}
+    ctx = _rules.Reverse(be, plan, be.rows_view(src, dtype, outer, plan.n, inner),
+                         be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"))
+    return op, ctx, views, src.shape, out.shape
 
 
 @fill_doc
@@ -74,6 +85,7 @@ def scatter_vjp_src(op, grad_out, src, index, out, *, dst=None, axis=0, mode="ra
     max/min: ``gather(g)`` split evenly among the tied winners (NaN winners when the result is NaN), the
     initial dst value counting as a candidate (NNlib gives every tied winner the full gradient).
     Entries dropped under ``mode="drop"`` get 0.
+    {gpu}
 
     Examples
     --------
@@ -83,9 +95,8 @@ def scatter_vjp_src(op, grad_out, src, index, out, *, dst=None, axis=0, mode="ra
     >>> cs.scatter_vjp_src("mul", np.ones(2), src, idx, out)
     array([3., 2., 1.])
     """
-    op, ctx, _, src_shape, out_shape = _context(op, src, index, out, dst, axis, mode, ("grad_out", grad_out))
-    g3 = rows_view(np.asarray(grad_out), ctx.dtype, *ctx.out3.shape)
-    return op.rules["vjp_src"](ctx, g3).reshape(src_shape)
+    op, ctx, views, src_shape, _ = _context(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
+    return op.rules["vjp_src"](ctx, views["grad_out"]).reshape(src_shape)
 
 
 @fill_doc
@@ -119,6 +130,7 @@ def scatter_vjp_dst(op, grad_out, dst, src, index, out, *, axis=0, mode="raise")
     add/sub/mean: ``g`` (mean adds the group mean to dst); mul: ``g`` times the product of the group's src;
     div: ``g / prod(src)`` computed as the forward divisions; max/min: ``g`` where dst stays the winner,
     split with the tied src winners.
+    {gpu}
 
     Examples
     --------
@@ -130,9 +142,8 @@ def scatter_vjp_dst(op, grad_out, dst, src, index, out, *, axis=0, mode="raise")
     """
     if dst is None:
         raise ValueError("dst is required: it is the initial destination of scatter_into")
-    op, ctx, _, _, out_shape = _context(op, src, index, out, dst, axis, mode, ("grad_out", grad_out))
-    g3 = rows_view(np.asarray(grad_out), ctx.dtype, *ctx.out3.shape)
-    return op.rules["vjp_dst"](ctx, g3).reshape(out_shape)
+    op, ctx, views, _, out_shape = _context(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
+    return op.rules["vjp_dst"](ctx, views["grad_out"]).reshape(out_shape)
 
 
 @fill_doc
@@ -157,17 +168,22 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     ------
     {raises}
 
+    Notes
+    -----
+    {gpu}
+
     Examples
     --------
     >>> import numpy as np, cyscatter as cs
     >>> cs.gather_vjp_src(np.array([1., 2., 3.]), np.array([1, 1, 0]), (3,))
     array([3., 3., 0.])
     """
-    grad_out = np.asarray(grad_out)
+    be = backend_of(grad_out=grad_out, index=index)
+    grad_out = be.asarray(grad_out)
     src_shape = check_sizes(src_shape, "src_shape")
-    m = len(parse_coords(index))
+    m = len(parse_coords(index, xp=be.xp))
     axis = normalize_axis(axis, len(src_shape), m)
-    grad_src = np.zeros(src_shape, _float_dtype(grad_out))
+    grad_src = be.xp.zeros(src_shape, _float_dtype(grad_out))
     return scatter_into(grad_src, grad_out, index, "add", axis=axis, mode=mode)
 
 
@@ -197,6 +213,7 @@ def scatter_jvp(op, src, index, out, src_dot, *, dst=None, dst_dot=None, axis=0,
     add, sub and mean are linear: the tangent is the same scatter of the tangents. For mul, div, max and min
     it is ``scatter_add(d out / d src * src_dot) + d out / d dst * dst_dot`` with the partial derivatives of
     `scatter_vjp_src` / `scatter_vjp_dst`, so ``<J v, w> == <v, J^T w>`` holds exactly.
+    {gpu}
 
     Examples
     --------
@@ -205,29 +222,20 @@ def scatter_jvp(op, src, index, out, src_dot, *, dst=None, dst_dot=None, axis=0,
     >>> cs.scatter_jvp("mul", src, idx, cs.scatter(src, idx, "mul"), np.array([1., 0.]))
     array([3.])
     """
-    op, ctx, axis, src_shape, out_shape = _context(op, src, index, out, dst, axis, mode,
-                                                   ("dst_dot", dst_dot))
-    if np.shape(src_dot) != src_shape:
-        raise ValueError(f"src_dot shape {np.shape(src_dot)} != src shape {src_shape}")
-    dot3 = rows_view(np.asarray(src_dot), ctx.dtype, *ctx.src3.shape)
+    op, ctx, views, _, out_shape = _context(op, src, index, out, dst, axis, mode, ("src_dot", src_dot, "src"),
+                                            ("dst_dot", dst_dot, "out"))
+    dot3, dst_dot3 = views["src_dot"], views.get("dst_dot")
     if op.linear:
-        base = np.zeros(ctx.out3.shape, ctx.dtype) if dst_dot is None else \
-            np.array(rows_view(np.asarray(dst_dot), ctx.dtype, *ctx.out3.shape))
+        base = ctx.xp.zeros(ctx.out3.shape, ctx.dtype) if dst_dot3 is None else dst_dot3.copy()
         if dst is None and op.counts:   # allocating mean: rows without entries stay 0 in value and tangent
             base[...] = 0
-        _scatter_rows(base, dot3, ctx, op)
+        _reduce_into(ctx.be, op, dot3, ctx.plan, base)
         return base.reshape(out_shape)
-    ones = np.ones(ctx.out3.shape, ctx.dtype)
+    ones = ctx.xp.ones(ctx.out3.shape, ctx.dtype)
     out_dot = ctx.put(op.rules["vjp_src"](ctx, ones) * dot3)
-    if dst is not None and dst_dot is not None:
-        out_dot += op.rules["vjp_dst"](ctx, ones) * rows_view(np.asarray(dst_dot), ctx.dtype, *ctx.out3.shape)
+    if dst is not None and dst_dot3 is not None:
+        out_dot += op.rules["vjp_dst"](ctx, ones) * dst_dot3
     return out_dot.reshape(out_shape)
-
-
-def _scatter_rows(base3, dot3, ctx, op):
-    """Apply a linear op's scatter of the canonical tangent into the canonical base (in place)."""
-    from cyscatter._scatter import _reduce_into
-    _reduce_into(op, dot3, ctx.plan, base3, fresh=False, count=False)
 
 
 def gather_jvp(src_dot, index, *, axis=0, mode="raise"):
@@ -242,8 +250,75 @@ def gather_jvp(src_dot, index, *, axis=0, mode="raise"):
     Returns
     -------
     out_dot : ndarray, shape B + I + F
+
+    Raises
+    ------
+    As `gather`.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.gather_jvp(np.array([0.5, 1., 2.]), np.array([2, 2, 0]))
+    array([2. , 2. , 0.5])
     """
     return gather(src_dot, index, axis=axis, mode=mode)
 
 
-__all__ = ["scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src", "scatter_jvp", "gather_jvp", "scatter"]
+@fill_doc
+def others_product(src, index, dim_size, *, axis=0, mode="raise", src_dot=None):
+    """Per entry, the product of the *other* `src` entries of its group: the partials of a scatter ``"mul"``.
+
+    ``d scatter(src, index, "mul")[b, j, f] / d src[b, k, f]`` for an entry k of group j, computed with prefix
+    and suffix products: exact with zeros, no division by `src` (pytorch_scatter divides).
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+    {index}
+    dim_size : int or tuple of m ints
+        Destination shape D the index addresses (it decides the groups under wrap/clip/drop).
+    {axis}
+    {mode}
+    src_dot : array_like, shape of `src`, optional
+        A tangent of `src`: also return the derivative of the products along it.
+
+    Returns
+    -------
+    products : ndarray, shape of `src`, floating dtype (float32 stays float32; integers give float64)
+        Entries dropped under ``mode="drop"`` get 0.
+    products_dot : ndarray, shape of `src`
+        Only with `src_dot`: ``sum over the other members m of src_dot[m] * product over the members but k and m``,
+        in dual-number arithmetic (exact with zeros). It is the Hessian of the group product applied to `src_dot`;
+        the Hessian is symmetric, so this is also the VJP of `products` for the cotangent `src_dot`.
+
+    Raises
+    ------
+    {raises}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> from cyscatter._reverse import others_product
+    >>> src, idx = np.array([2., 3., 0., 5.]), np.array([0, 0, 1, 1])
+    >>> others_product(src, idx, 2)
+    array([3., 2., 5., 0.])
+    >>> others_product(src, idx, 2, src_dot=np.array([1., 0., 0., 1.]))[1]
+    array([0., 1., 1., 0.])
+    """
+    src = np.asarray(src)
+    coords = parse_coords(index)
+    axis, batch, feat = split_src(src, coords, axis)
+    if src_dot is not None and np.shape(src_dot) != src.shape:
+        raise ValueError(f"src_dot shape {np.shape(src_dot)} != src shape {src.shape}")
+    plan = plan_index(None, dim_size, mode, coords=coords)
+    precheck(plan)
+    dtype = _float_dtype(src, src_dot)
+    shape3 = (prod(batch), plan.n, prod(feat))
+    src3 = rows_view(src, dtype, *shape3)
+    if src_dot is None:
+        return _rules.exclusive_products(plan, src3).reshape(src.shape)
+    products, products_dot = _rules.exclusive_products(plan, src3, rows_view(np.asarray(src_dot), dtype, *shape3))
+    return products.reshape(src.shape), products_dot.reshape(src.shape)
+
+
+__all__ = ["scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src", "scatter_jvp", "gather_jvp", "others_product", "scatter"]

@@ -16,15 +16,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cyscatter import kernels
-from cyscatter._canonical import run_gather, run_scatter
+from cyscatter import _canonical, kernels
 from cyscatter._ops import register_rules
 
 
 @dataclass
 class Reverse:
-    """Inputs of a reverse rule: the index plan and the canonical src, output and initial dst (or None)."""
+    """Inputs of a reverse rule: the backend (`cyscatter._backend`), the index plan and the canonical src,
+    output and initial dst (or None)."""
 
+    be: object
     plan: object
     src3: np.ndarray
     out3: np.ndarray | None
@@ -34,66 +35,81 @@ class Reverse:
     def dtype(self):
         return self.src3.dtype
 
+    @property
+    def xp(self):
+        return self.be.xp
+
     def take(self, a3: np.ndarray) -> np.ndarray:
         """a3[:, flat, :] as (outer, n, inner), zero where an entry was dropped."""
-        taken = np.zeros((a3.shape[0], self.plan.n, a3.shape[2]), a3.dtype)
-        run_gather(np.ascontiguousarray(a3), self.plan, taken)
+        taken = self.xp.zeros((a3.shape[0], self.plan.n, a3.shape[2]), a3.dtype)
+        self.be.run_gather(self.xp.ascontiguousarray(a3), self.plan, taken)
         return taken
 
     def put(self, v3: np.ndarray, opcode: int = kernels.OpCode.OP_ADD, start=0) -> np.ndarray:
         """Scatter v3 (outer, n, inner) into a fresh (outer, size, inner) array starting at `start`."""
-        out = np.full((v3.shape[0], self.plan.size, v3.shape[2]), start, v3.dtype)
-        run_scatter(opcode, np.ascontiguousarray(v3), self.plan, out)
+        out = self.xp.full((v3.shape[0], self.plan.size, v3.shape[2]), start, v3.dtype)
+        self.be.run_scatter(opcode, self.xp.ascontiguousarray(v3), self.plan, out)
         return out
 
     def counts(self) -> np.ndarray:
         valid = self.plan.valid()
-        return np.bincount(self.plan.flat[valid], minlength=self.plan.size)
+        return self.xp.bincount(self.plan.flat[valid], minlength=self.plan.size)
 
     def valid3(self) -> np.ndarray:
         return self.plan.valid()[None, :, None]
 
 
-def _winners(a: np.ndarray, best: np.ndarray) -> np.ndarray:
-    return (a == best) | (np.isnan(a) & np.isnan(best))
+def _winners(xp, a: np.ndarray, best: np.ndarray) -> np.ndarray:
+    return (a == best) | (xp.isnan(a) & xp.isnan(best))
 
 
 def _win_counts(ctx: Reverse) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(src winner mask, winners per destination, dst winner mask or None) for max/min."""
-    src_win = _winners(ctx.src3, ctx.take(ctx.out3)) & ctx.valid3()
+    src_win = _winners(ctx.xp, ctx.src3, ctx.take(ctx.out3)) & ctx.valid3()
     nwin = ctx.put(src_win.astype(ctx.dtype))
     dst_win = None
     if ctx.dst3 is not None:
-        dst_win = _winners(ctx.dst3, ctx.out3)
+        dst_win = _winners(ctx.xp, ctx.dst3, ctx.out3)
         nwin += dst_win
     return src_win, nwin, dst_win
 
 
 def _extreme_src(ctx, g3):
+    xp = ctx.xp
     src_win, nwin, _ = _win_counts(ctx)
-    share = np.divide(g3, nwin, out=np.zeros_like(g3), where=nwin > 0)
-    return np.where(src_win, ctx.take(share), 0).astype(ctx.dtype, copy=False)
+    share = xp.where(nwin > 0, g3 / xp.maximum(nwin, 1), 0)   # nwin is 0 only where no entry landed
+    return xp.where(src_win, ctx.take(share.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
 
 
 def _extreme_dst(ctx, g3):
+    xp = ctx.xp
     _, nwin, dst_win = _win_counts(ctx)
-    return np.where(dst_win, g3 / np.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)
+    return xp.where(dst_win, g3 / xp.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)
 
 
 def _mean_src(ctx, g3):
-    per_group = g3 / np.maximum(ctx.counts(), 1)[None, :, None].astype(ctx.dtype)
+    per_group = g3 / ctx.xp.maximum(ctx.counts(), 1)[None, :, None].astype(ctx.dtype)
     return ctx.take(per_group.astype(ctx.dtype, copy=False))
+
+
+def exclusive_products(plan, src3: np.ndarray, tangent3: np.ndarray | None = None, be=_canonical):
+    """Per entry: the product of the other src members of its group (dropped entries: 0), without division.
+
+    With `tangent3` (CPU only), also its derivative along `tangent3`, returned as a pair (products, derivative).
+    """
+    order, indptr = plan.groups()
+    partials = be.xp.zeros_like(src3)
+    if tangent3 is None:
+        be.exclusive_products(src3, order, indptr, partials)
+        return partials
+    partials_dot = np.zeros_like(src3)
+    kernels.exclusive_products_jvp(src3, tangent3, order, indptr, partials, partials_dot)
+    return partials, partials_dot
 
 
 def _others_product(ctx) -> np.ndarray:
     """Per entry: the initial value of its group times the product of the other src members of the group."""
-    plan = ctx.plan
-    valid = plan.valid()
-    key = np.where(valid, plan.flat, plan.size)
-    order = np.argsort(key, kind="stable")[: int(valid.sum())].astype(np.int64)
-    indptr = np.concatenate(([0], np.cumsum(ctx.counts()))).astype(np.int64)
-    partials = np.zeros_like(ctx.src3)
-    kernels.exclusive_products(ctx.src3, order, indptr, partials)
+    partials = exclusive_products(ctx.plan, ctx.src3, be=ctx.be)
     if ctx.dst3 is not None:
         partials *= ctx.take(ctx.dst3)
     return partials
@@ -111,7 +127,7 @@ def _div_src(ctx, g3):
     # out = init / s1 / ... / sc, so d out / d s_k = -out / s_k
     with np.errstate(divide="ignore", invalid="ignore"):
         grad = -(ctx.take(g3) * ctx.take(ctx.out3)) / ctx.src3
-    return np.where(ctx.valid3(), grad, 0).astype(ctx.dtype, copy=False)
+    return ctx.xp.where(ctx.valid3(), grad, 0).astype(ctx.dtype, copy=False)
 
 
 def _div_dst(ctx, g3):

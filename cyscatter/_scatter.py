@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._canonical import (check_writable, normalize_axis, precheck, prod, rows_view, run_scatter,
-                                  writable_rows)
+from cyscatter._backend import backend_of
+from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
+from cyscatter._sorted import run_scatter_runs
 
 
 def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[int, tuple, tuple]:
@@ -19,27 +20,74 @@ def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[i
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
 
 
-def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool):
-    """Apply `op` from the canonical `src3` into `work3` (outer, size, inner); returns group counts or None.
+def _runner(be, indices_are_sorted: bool):
+    """The scatter kernel to run: the sorted-run one for a hinted host call (same result, faster), else the
+    backend's (the GPU's atomics gain nothing from the hint)."""
+    return run_scatter_runs if indices_are_sorted and be.xp is np else be.run_scatter
 
-    A fresh `work3` holds the identity, so mean can sum in place; into an existing one, mean adds the group
-    means to the rows that have a group (NNlib's ``scatter!(mean)``).
+
+def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False) -> None:
+    """Apply `op` from the canonical `src3` into an existing `work3` (outer, size, inner) on backend `be`.
+
+    For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``).
     """
-    counts = np.zeros(plan.size, np.int64) if count or op.counts else None
-    if op.counts and not fresh:
-        sums = np.zeros_like(work3)
+    xp = be.xp
+    run_scatter = _runner(be, indices_are_sorted)
+    if op.counts:
+        counts = xp.zeros(plan.size, np.int64)
+        sums = xp.zeros_like(work3)
         run_scatter(op.opcode, src3, plan, sums, counts)
-        sums /= np.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
-        np.add(work3, sums, out=work3, where=(counts > 0)[None, :, None])
+        sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
+        xp.copyto(work3, work3 + sums, where=(counts > 0)[None, :, None])
     else:
-        run_scatter(op.opcode, src3, plan, work3, counts)
-        if op.counts:
-            work3 /= np.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
-    return counts
+        run_scatter(op.opcode, src3, plan, work3)
+
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def fill_for(fill_value, result_dtype, xp=np):
+    """`fill_value` as a 0-d array of the output dtype (None stays None).
+
+    NumPy's same_kind rule on the kind of the value (bool < integers < floats < complex); a Python scalar of a
+    higher kind is also accepted when the output dtype holds it exactly, as NumPy 2 takes Python scalars by
+    value: 0 or 1 fill a bool output, 2.0 an integer one, -1 no unsigned one (ValueError), 2.5 no integer one
+    (TypeError).
+    """
+    if fill_value is None:
+        return None
+    dtype = np.dtype(result_dtype)
+    value = np.asarray(fill_value)
+    python_scalar = isinstance(fill_value, (bool, int, float, complex))
+    try:
+        cast = np.array(fill_value, dtype=dtype) if python_scalar else value.astype(dtype)
+    except OverflowError:
+        raise ValueError(f"fill_value={fill_value!r} is out of range for the output dtype {dtype}") from None
+    except (TypeError, ValueError):
+        cast = None
+    higher_kind = _KIND_RANK.get(value.dtype.kind, 9) > _KIND_RANK.get(dtype.kind, -1)
+    if value.ndim or cast is None or (higher_kind and not (python_scalar and cast == fill_value)):
+        raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
+                        "under NumPy's same_kind rule (it must be a scalar the dtype holds)")
+    return xp.asarray(cast)
+
+
+def finish_fresh(op, work3, counts, fill, result_dtype, xp=np):
+    """The result from an accumulator `work3` that started at the identity (mutated; may be returned).
+
+    Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0; then the
+    compute dtype is cast to `result_dtype`. `counts` may be None when neither needs it.
+    """
+    if op.counts:
+        work3 /= xp.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
+    if fill is not None:
+        work3[:, counts == 0] = fill[()]
+    return work3.astype(result_dtype, copy=False)
 
 
 @fill_doc
-def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
+            indices_are_sorted=False):
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -59,6 +107,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
         Value of the destination positions that no index entry reaches (default: the op's identity; 0 for
         mean). Cast to the output dtype with NumPy's ``same_kind`` rule.
     {mode}
+    {indices_are_sorted}
 
     Returns
     -------
@@ -86,24 +135,23 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
            [1., 2.]])
     """
     op = get_op(op)
-    src = np.asarray(src)
+    be = backend_of(src=src, index=index)
+    src = be.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
-    coords = parse_coords(index)
+    coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
-    plan = plan_index(index, dim_size, mode, coords=coords)
-    compute = op.compute_dtype(result_dtype)
+    plan = plan_index(None, dim_size, mode, coords=coords)
+    fill = fill_for(fill_value, result_dtype, be.xp)
     outer, inner = prod(batch), prod(feat)
-    work3 = np.full((outer, plan.size, inner), op.identity(result_dtype), compute)
-    src3 = rows_view(src, compute, outer, plan.n, inner)
-    counts = _reduce_into(op, src3, plan, work3, fresh=True, count=fill_value is not None)
-    if fill_value is not None:
-        fill = np.asarray(fill_value).astype(result_dtype, casting="same_kind")
-        work3[:, counts == 0] = fill
-    return work3.astype(result_dtype, copy=False).reshape(batch + plan.dims + feat)
+    work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
+    src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
+    counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
+    _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts)
+    return finish_fresh(op, work3, counts, fill, result_dtype, be.xp).reshape(batch + plan.dims + feat)
 
 
 @fill_doc
-def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
+def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are_sorted=False):
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
@@ -120,6 +168,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     {op}
     {axis}
     {mode}
+    {indices_are_sorted}
 
     Returns
     -------
@@ -145,33 +194,34 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     array([ 8., 20., 26.])
     """
     op = get_op(op)
-    check_writable(dst)
-    src = np.asarray(src)
+    be = backend_of(dst=dst, src=src, index=index)
+    be.check_writable(dst)
+    src = be.asarray(src)
     op.check_dtype(dst.dtype, "dst")
     op.check_dtype(src.dtype)
     if op.true_division and dst.dtype.kind in "iu":
         raise TypeError(f"op {op.name!r} gives non-integer results; dst dtype {dst.dtype} cannot hold them")
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
-    coords = parse_coords(index)
+    coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
     m = len(coords)
     if dst.ndim != len(batch) + m + len(feat) or dst.shape[:axis] != batch or dst.shape[axis + m:] != feat:
         raise ValueError(f"dst shape {dst.shape} does not match src shape {src.shape} with an index of "
                          f"shape {coords[0].shape} addressing {m} axis(es) at axis {axis}")
-    if np.may_share_memory(src, dst):
+    if be.xp.may_share_memory(src, dst):
         src = src.copy()
-    if any(np.may_share_memory(c, dst) for c in coords):
+    if any(be.xp.may_share_memory(c, dst) for c in coords):
         coords = tuple(c.copy() for c in coords)
-    plan = plan_index(index, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
-    precheck(plan)
+    plan = plan_index(None, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
+    be.precheck(plan)
     compute = op.compute_dtype(dst.dtype)
     if src.dtype != dst.dtype:   # NumPy's ufunc.at casts src to dst's dtype first
         src = src.astype(dst.dtype)
     outer, inner = prod(batch), prod(feat)
-    src3 = rows_view(src, compute, outer, plan.n, inner)
-    work3, direct = writable_rows(dst, compute, outer, plan.size, inner)
-    _reduce_into(op, src3, plan, work3, fresh=False, count=False)
+    src3 = be.rows_view(src, compute, outer, plan.n, inner)
+    work3, direct = be.writable_rows(dst, compute, outer, plan.size, inner)
+    _reduce_into(be, op, src3, plan, work3, indices_are_sorted)
     if not direct:
-        np.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
+        be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
     return dst

@@ -7,6 +7,9 @@ feature dims. Destination rows are addressed by a flat int32/int64 index of leng
 they return ``-1`` on success or the first offending index position, and the caller raises.
 """
 cimport cython
+# `::contiguous` on the last axis only: rows may be strided (views of batch or index dims), elements of one row
+# are adjacent. (`::1` would demand a C-contiguous array and reject the views the Python layer passes.)
+from cython.view cimport contiguous
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 # Op tags: empty structs, so that `if op_t is OpMax` is decided when Cython specialises the fused kernel.
@@ -67,35 +70,42 @@ cpdef enum IndexMode:
     MODE_RAISE = 0
     MODE_DROP = 1
 
-cdef Py_ssize_t scatter_reduce_rows(op_t op, const value_t[:, :, ::1] src, const index_t[::1] index,
-                                    value_t[:, :, ::1] out, int64_t* counts, int mode) noexcept nogil
+cdef Py_ssize_t scatter_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                    value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil
 
-cdef Py_ssize_t gather_rows(const item_t[:, :, ::1] src, const index_t[::1] index, item_t[:, :, ::1] out,
-                            int mode) noexcept nogil
+cdef Py_ssize_t gather_rows(const item_t[:, :, ::contiguous] src, const index_t[::1] index,
+                            item_t[:, :, ::contiguous] out, int mode) noexcept nogil
 
 cdef Py_ssize_t first_out_of_range(const index_t[::1] index, Py_ssize_t size) noexcept nogil
 
-cdef void group_exclusive_products(const value_t[:, :, ::1] src, const int64_t[::1] order,
-                                   const int64_t[::1] indptr, value_t[:, :, ::1] partials) noexcept nogil
+cdef void group_exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1] order,
+                                   const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials) noexcept nogil
+
+cdef void group_exclusive_products_jvp(const value_t[:, :, ::contiguous] src,
+                                       const value_t[:, :, ::contiguous] tangent, const int64_t[::1] order,
+                                       const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials,
+                                       value_t[:, :, ::contiguous] partials_dot) noexcept nogil
 
 
 # ---- simple per-op entry points for cimporting code ----------------------------------------------------------
-cdef inline Py_ssize_t scatter_add(const value_t[:, :, ::1] src, const index_t[::1] index,
-                                   value_t[:, :, ::1] out) noexcept nogil:
+# Fused: Cython picks the specialisation from views declared like these (last axis ``::contiguous``); to pass
+# C-contiguous ``::1`` views, name it: ``scatter_add[double, int64_t](src, index, out)``.
+cdef inline Py_ssize_t scatter_add(const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                   value_t[:, :, ::contiguous] out) noexcept nogil:
     cdef OpAdd op
     return scatter_reduce_rows(op, src, index, out, NULL, MODE_RAISE)
 
-cdef inline Py_ssize_t scatter_max(const value_t[:, :, ::1] src, const index_t[::1] index,
-                                   value_t[:, :, ::1] out) noexcept nogil:
+cdef inline Py_ssize_t scatter_max(const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                   value_t[:, :, ::contiguous] out) noexcept nogil:
     cdef OpMax op
     return scatter_reduce_rows(op, src, index, out, NULL, MODE_RAISE)
 
-cdef inline Py_ssize_t scatter_min(const value_t[:, :, ::1] src, const index_t[::1] index,
-                                   value_t[:, :, ::1] out) noexcept nogil:
+cdef inline Py_ssize_t scatter_min(const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                   value_t[:, :, ::contiguous] out) noexcept nogil:
     cdef OpMin op
     return scatter_reduce_rows(op, src, index, out, NULL, MODE_RAISE)
 
-cdef inline Py_ssize_t scatter_mul(const value_t[:, :, ::1] src, const index_t[::1] index,
-                                   value_t[:, :, ::1] out) noexcept nogil:
+cdef inline Py_ssize_t scatter_mul(const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                   value_t[:, :, ::contiguous] out) noexcept nogil:
     cdef OpMul op
     return scatter_reduce_rows(op, src, index, out, NULL, MODE_RAISE)

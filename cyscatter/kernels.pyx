@@ -5,6 +5,7 @@ The kernels run without the GIL and never raise; the `def` wrappers at the botto
 Python layer uses, and they translate op codes into the compile-time op tags.
 """
 cimport cython
+from cython.view cimport contiguous
 from libc.math cimport signbit
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.string cimport memcpy
@@ -96,8 +97,8 @@ cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssiz
                 dst[f] = src[f]
 
 
-cdef Py_ssize_t scatter_reduce_rows(op_t op, const value_t[:, :, ::1] src, const index_t[::1] index,
-                                    value_t[:, :, ::1] out, int64_t* counts, int mode) noexcept nogil:
+cdef Py_ssize_t scatter_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                    value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil:
     """out[o, index[k], :] = op(out[o, index[k], :], src[o, k, :]); counts[index[k]] += 1 when counts != NULL.
 
     Returns -1, or (mode MODE_RAISE) the first position k whose index is outside [0, out.shape[1]).
@@ -137,8 +138,8 @@ cdef Py_ssize_t first_out_of_range(const index_t[::1] index, Py_ssize_t size) no
 
 # ---- gather ----------------------------------------------------------------------------------------------------
 
-cdef Py_ssize_t gather_rows(const item_t[:, :, ::1] src, const index_t[::1] index, item_t[:, :, ::1] out,
-                            int mode) noexcept nogil:
+cdef Py_ssize_t gather_rows(const item_t[:, :, ::contiguous] src, const index_t[::1] index,
+                            item_t[:, :, ::contiguous] out, int mode) noexcept nogil:
     """out[o, k, :] = src[o, index[k], :]. Returns -1 or (MODE_RAISE) the first bad position, before writing."""
     cdef Py_ssize_t outer = src.shape[0], size = src.shape[1], inner = src.shape[2], n = index.shape[0]
     cdef Py_ssize_t o, k, f
@@ -167,8 +168,8 @@ cdef Py_ssize_t gather_rows(const item_t[:, :, ::1] src, const index_t[::1] inde
 
 # ---- reverse-mode helpers --------------------------------------------------------------------------------------
 
-cdef void group_exclusive_products(const value_t[:, :, ::1] src, const int64_t[::1] order,
-                                   const int64_t[::1] indptr, value_t[:, :, ::1] partials) noexcept nogil:
+cdef void group_exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1] order,
+                                   const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials) noexcept nogil:
     """partials[o, k, :] = product of src[o, k', :] over the other members k' of k's group, in group order.
 
     Groups are order[indptr[g]:indptr[g + 1]]. Prefix times suffix products: exact with zeros, no division.
@@ -193,10 +194,47 @@ cdef void group_exclusive_products(const value_t[:, :, ::1] src, const int64_t[:
                     acc = acc * src[o, pos, f]
 
 
+cdef void group_exclusive_products_jvp(const value_t[:, :, ::contiguous] src,
+                                       const value_t[:, :, ::contiguous] tangent, const int64_t[::1] order,
+                                       const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials,
+                                       value_t[:, :, ::contiguous] partials_dot) noexcept nogil:
+    """`group_exclusive_products` and its derivative along `tangent`, in dual-number arithmetic.
+
+    partials_dot[o, k, :] = sum over the other members m of k's group of tangent[m] times the product of the
+    members other than k and m: the second derivatives of a group product applied to `tangent`, exact with zeros.
+    """
+    cdef Py_ssize_t outer = src.shape[0], inner = src.shape[2], ngroups = indptr.shape[0] - 1
+    cdef Py_ssize_t o, g, p, f, pos
+    cdef value_t acc, acc_dot, s
+    if inner == 0:
+        return
+    for o in range(outer):
+        for g in range(ngroups):
+            for f in range(inner):
+                acc = 1
+                acc_dot = 0
+                for p in range(indptr[g + 1] - 1, indptr[g] - 1, -1):
+                    pos = order[p]
+                    partials[o, pos, f] = acc
+                    partials_dot[o, pos, f] = acc_dot
+                    s = src[o, pos, f]
+                    acc_dot = acc_dot * s + acc * tangent[o, pos, f]
+                    acc = acc * s
+                acc = 1
+                acc_dot = 0
+                for p in range(indptr[g], indptr[g + 1]):
+                    pos = order[p]
+                    partials_dot[o, pos, f] = partials_dot[o, pos, f] * acc + partials[o, pos, f] * acc_dot
+                    partials[o, pos, f] = partials[o, pos, f] * acc
+                    s = src[o, pos, f]
+                    acc_dot = acc_dot * s + acc * tangent[o, pos, f]
+                    acc = acc * s
+
+
 # ---- Python entry points ---------------------------------------------------------------------------------------
 
-def scatter_reduce(int opcode, const value_t[:, :, ::1] src, const index_t[::1] index, value_t[:, :, ::1] out,
-                   int64_t[::1] counts=None, int mode=MODE_RAISE):
+def scatter_reduce(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                   value_t[:, :, ::contiguous] out, int64_t[::1] counts=None, int mode=MODE_RAISE):
     """Run the scatter-reduce kernel for `opcode` (an OpCode); returns -1 or the first bad index position."""
     cdef int64_t* counts_ptr = NULL
     cdef Py_ssize_t status = -1
@@ -224,7 +262,8 @@ def scatter_reduce(int opcode, const value_t[:, :, ::1] src, const index_t[::1] 
     return status
 
 
-def gather(const item_t[:, :, ::1] src, const index_t[::1] index, item_t[:, :, ::1] out, int mode=MODE_RAISE):
+def gather(const item_t[:, :, ::contiguous] src, const index_t[::1] index, item_t[:, :, ::contiguous] out,
+           int mode=MODE_RAISE):
     """Run the gather kernel on same-size items; returns -1 or the first bad index position (nothing written)."""
     cdef Py_ssize_t status
     with nogil:
@@ -240,8 +279,16 @@ def check_index(const index_t[::1] index, Py_ssize_t size):
     return status
 
 
-def exclusive_products(const value_t[:, :, ::1] src, const int64_t[::1] order, const int64_t[::1] indptr,
-                       value_t[:, :, ::1] partials):
+def exclusive_products_jvp(const value_t[:, :, ::contiguous] src, const value_t[:, :, ::contiguous] tangent,
+                           const int64_t[::1] order, const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials,
+                           value_t[:, :, ::contiguous] partials_dot):
+    """Fill `partials` as `exclusive_products` does and `partials_dot` with their derivative along `tangent`."""
+    with nogil:
+        group_exclusive_products_jvp(src, tangent, order, indptr, partials, partials_dot)
+
+
+def exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1] order, const int64_t[::1] indptr,
+                       value_t[:, :, ::contiguous] partials):
     """Fill `partials` with each element's product of the other members of its group (see the cdef kernel)."""
     with nogil:
         group_exclusive_products(src, order, indptr, partials)

@@ -13,8 +13,13 @@ SHARED_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "nnlib
 
 @pytest.fixture(params=BACKENDS)
 def backend(request):
-    """Each test that takes `backend` runs on NumPy and (marked gpu) on CuPy."""
-    return Backend(request.param)
+    """Each test that takes `backend` runs on NumPy, on CuPy (marked gpu) and on the CuPy emulation."""
+    if request.param == "cupy-emulated":
+        from emulated_cupy import installed
+        with installed():
+            yield Backend(request.param)
+    else:
+        yield Backend(request.param)
 
 
 # Hypothesis: CI (CI=true) replays one fixed, derandomized set of examples with no example database, so a run

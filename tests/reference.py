@@ -154,3 +154,29 @@ def numeric_vjp(f, x, g, eps=1e-6):
         with np.errstate(invalid="ignore"):
             grad[i] = np.sum(g * np.where(fp == fm, 0.0, fp - fm)) / (2 * eps)
     return grad
+
+
+def ref_others_product(src, index, dims, *, axis=0, src_dot=None, mode="raise"):
+    """Per entry: the product of the other entries of its group, and (src_dot given) its derivative along src_dot:
+    sum over the other members m of src_dot[m] times the product of the members other than k and m."""
+    src = np.asarray(src, dtype=np.float64)
+    coords = [np.asarray(c) for c in (index if isinstance(index, tuple) else (index,))]
+    ishape = coords[0].shape
+    batch = src.shape[:axis]
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    groups = {}
+    for k in np.ndindex(*ishape):
+        target = tuple(_resolve(c[k], s, mode) for c, s in zip(coords, dims))
+        if None not in target:
+            groups.setdefault(target, []).append(k)
+    products, products_dot = np.zeros_like(src), np.zeros_like(src)
+    for members in groups.values():
+        for b in np.ndindex(*batch):
+            for k in members:
+                others = [m for m in members if m != k]
+                products[b + k] = np.prod([src[b + m] for m in others], axis=0) if others else 1.0
+                if src_dot is not None:
+                    for m in others:
+                        rest = [src[b + i] for i in others if i != m]
+                        products_dot[b + k] += src_dot[b + m] * (np.prod(rest, axis=0) if rest else 1.0)
+    return products if src_dot is None else (products, products_dot)

@@ -46,7 +46,8 @@ def require_gpu():
         pytest.skip("no CUDA device / CuPy")
 
 
-BACKENDS = ("numpy", pytest.param("cupy", marks=pytest.mark.gpu))
+# "cupy-emulated" runs the GPU backend's Python code on a host stand-in for CuPy (tests/emulated_cupy.py)
+BACKENDS = ("numpy", pytest.param("cupy", marks=pytest.mark.gpu), "cupy-emulated")
 
 
 class Backend:
@@ -58,6 +59,9 @@ class Backend:
             require_gpu()
             import cupy
             self.xp = cupy
+        elif name == "cupy-emulated":
+            import sys
+            self.xp = sys.modules["cupy"]   # installed by the `backend` fixture
         else:
             self.xp = np
 
@@ -66,7 +70,21 @@ class Backend:
             return tuple(self.asarray(x) for x in a)
         return self.xp.asarray(a)
 
+    def assert_result(self, actual, expected, op: str, src, dst=None) -> None:
+        """`actual` (of this backend) equals the reference `expected`, within the backend's tolerance for `op`."""
+        from compare import assert_same, tolerance
+        assert_same(self.to_numpy(actual), expected, *tolerance(self.name, op, expected.dtype, src, dst))
+
     def to_numpy(self, a):
-        if self.name == "cupy" and not isinstance(a, np.ndarray):
+        """`a` on the host; results of a GPU backend must be its arrays (never host arrays)."""
+        if self.name != "numpy":
+            assert type(a) is self.xp.ndarray, f"{type(a)} from the {self.name} backend"
             return a.get()
         return np.asarray(a)
+
+    def call(self, func, *args, **kwargs):
+        """`func` with every NumPy array argument (or tuple of them) moved to this backend; result as NumPy."""
+        def move(a):
+            return self.asarray(a) if isinstance(a, np.ndarray) or (
+                isinstance(a, tuple) and a and all(isinstance(x, np.ndarray) for x in a)) else a
+        return self.to_numpy(func(*map(move, args), **{k: move(v) for k, v in kwargs.items()}))

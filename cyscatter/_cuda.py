@@ -1,0 +1,81 @@
+"""The GPU backend: `cyscatter._canonical`'s helpers for CuPy arrays, running the kernels of `_cuda_kernels`.
+
+`cyscatter._backend.backend_of` imports this module the first time a CUDA array reaches a public function;
+`import cyscatter` never does. Work runs on the current CuPy device and stream, as CuPy's own functions do.
+
+Differences from the CPU kernels, all in the order of floating-point updates: atomics apply the updates of a
+destination in whatever order the threads arrive, so float sums, products and quotients (add, sub, mean, mul,
+div) can differ in the last bits from run to run and from the CPU. max/min, integer ops, gather and complex128
+mul/div (the ordered kernel) do not depend on that order. CuPy compiles kernels with ``-ftz=true``: float32
+subnormals are flushed to zero.
+"""
+from __future__ import annotations
+
+import functools
+
+import cupy
+
+from cyscatter import _canonical
+from cyscatter._cuda_kernels import COUNT_ROWS, EXCLUSIVE_PRODUCTS, GATHER, build, ordered_spec, scatter_spec
+from cyscatter._ops import OPS
+
+xp = cupy
+asarray = cupy.asarray
+check_writable = functools.partial(_canonical.check_writable, array_type=cupy.ndarray)
+
+_ATOMIC_WORD = 8   # bytes of the widest atomicCAS
+_BY_OPCODE = {op.opcode: op for op in OPS}   # add and mean share an op code and a GPU update
+
+
+def rows_view(arr, dtype, outer: int, rows: int, inner: int):
+    """`arr` as a C-contiguous (outer, rows, inner) array of `dtype`: the raw kernels index flat memory."""
+    a3 = arr.astype(dtype, copy=False).reshape(outer, rows, inner)
+    return a3 if a3.flags.c_contiguous else cupy.ascontiguousarray(a3)
+
+
+def writable_rows(dst, dtype, outer: int, rows: int, inner: int):
+    """(work, direct): `dst` itself as (outer, rows, inner) when it is C-contiguous, of `dtype` and aligned for
+    the atomics, else a C-contiguous converted copy for the caller to copy back."""
+    if dst.dtype == dtype and dst.flags.c_contiguous and dst.data.ptr % min(dst.itemsize, _ATOMIC_WORD) == 0:
+        return dst.reshape(outer, rows, inner), True
+    return cupy.array(dst, dtype=dtype, order="C").reshape(outer, rows, inner), False
+
+
+def precheck(plan) -> None:
+    """Nothing left to check: `plan_index` checks device indexes under mode='raise' when it makes the plan."""
+
+
+def run_scatter(opcode: int, src3, plan, out3, counts=None) -> None:
+    """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given.
+
+    Entries outside [0, plan.size) are skipped (a mode='raise' plan has none).
+    """
+    op = _BY_OPCODE[opcode]
+    if counts is not None and plan.n:
+        build(COUNT_ROWS)(plan.flat, plan.size, counts)
+    if src3.size == 0:
+        return
+    _, n, inner = src3.shape
+    if op.gpu_cas and src3.dtype.itemsize > _ATOMIC_WORD:
+        order, indptr = plan.groups()
+        build(ordered_spec(op.gpu_update))(src3.reshape(-1), order, indptr, n, inner, plan.size, out3)
+    else:
+        build(scatter_spec(op.gpu_update))(src3, plan.flat, n, inner, plan.size, out3.reshape(-1))
+
+
+def run_gather(src3, plan, out3) -> None:
+    """out3[o, k, f] = src3[o, flat[k], f]; rows of skipped entries keep their values."""
+    if out3.size == 0:
+        return
+    items3 = _canonical._items(out3)   # gather moves bytes: one kernel per item size serves every dtype
+    _, n, inner = items3.shape
+    build(GATHER)(_canonical._items(src3).reshape(-1), plan.flat, n, inner, src3.shape[1], items3)
+
+
+def exclusive_products(src3, order, indptr, partials) -> None:
+    """GPU twin of `kernels.exclusive_products`: each entry's product of the other members of its group."""
+    outer, n, inner = src3.shape
+    groups = indptr.shape[0] - 1
+    if outer * groups * inner:
+        build(EXCLUSIVE_PRODUCTS)(src3.reshape(-1), order, indptr, n, inner, groups, partials.reshape(-1),
+                                  size=outer * groups * inner)

@@ -1,0 +1,56 @@
+"""Plumbing shared by the group ops built from the core kernels (softmax family, moments): float dtype rules and
+the validated index on the canonical (outer, rows, inner) view, on the backend the arrays live on."""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter._backend import backend_of
+from cyscatter._canonical import prod
+from cyscatter._index import parse_coords, plan_index
+from cyscatter._rules import Reverse
+from cyscatter._scatter import split_src
+
+
+def float_dtypes(dtype, name: str, *, complex_ok: bool = False) -> tuple[np.dtype, np.dtype]:
+    """(result dtype, compute dtype) of a float-valued group op: integers give float64, float16 computes in
+    float32; complex only where `complex_ok`; TypeError naming the op and dtype otherwise."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return np.dtype(np.float64), np.dtype(np.float64)
+    if dtype.kind == "f":
+        return dtype, np.dtype(np.float32) if dtype == np.float16 else dtype
+    if dtype.kind == "c" and complex_ok:
+        return dtype, dtype
+    allowed = "integers, float16/32/64" + (", complex64/128" if complex_ok else "")
+    raise TypeError(f"{name} does not support src dtype {dtype} (supported: {allowed})")
+
+
+def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_ok=False):
+    """(context, result dtype, batch shape B, feature shape F) of a group op on `src` (NumPy or CuPy).
+
+    The context holds the validated index plan, `src` as (outer, n, inner) in the compute dtype (`compute`, or
+    the `float_dtypes` rule), and the core's take (gather) and put (scatter) helpers on the arrays' backend.
+    """
+    be = backend_of(src=src, index=index)
+    src = be.asarray(src)
+    result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok)
+    coords = parse_coords(index, xp=be.xp)
+    axis, batch, feat = split_src(src, coords, axis)
+    plan = plan_index(None, dim_size, mode, coords=coords)
+    src3 = be.rows_view(src, compute or rule_compute, prod(batch), plan.n, prod(feat))
+    return Reverse(be, plan, src3, None, None), result, batch, feat
+
+
+def require_host(fun: str, **arrays) -> None:
+    """TypeError for CUDA arrays: `fun` runs Cython kernels that have no GPU version yet."""
+    if backend_of(**arrays).xp is not np:
+        raise TypeError(f"{fun} runs on the CPU only (no GPU kernel yet): pass NumPy arrays (.get() copies CuPy "
+                        "arrays to the host)")
+
+
+def dst_shape(ctx: Reverse, batch: tuple, feat: tuple) -> tuple:
+    return batch + ctx.plan.dims + feat
+
+
+def src_shape(ctx: Reverse, batch: tuple, feat: tuple) -> tuple:
+    return batch + ctx.plan.shape + feat

@@ -1,0 +1,100 @@
+"""scatter_var and scatter_std: per-group variance and standard deviation with `ddof`, in two passes (group mean,
+then the sum of squared deviations), from the core add and gather kernels."""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter._docs import fill_doc
+from cyscatter._groups import dst_shape, group_view
+
+
+# ---- canonical (outer, rows, inner) forms, shared with the reverse functions -------------------------------------
+
+def deviations3(ctx):
+    """(src - its group mean as (outer, n, inner), group counts as (size,)); dropped entries are not members."""
+    counts = ctx.counts()
+    mean = ctx.put(ctx.src3) / ctx.xp.maximum(counts, 1)[None, :, None].astype(ctx.src3.real.dtype)
+    return ctx.src3 - ctx.take(mean), counts
+
+
+def var3(ctx, ddof):
+    """(outer, size, inner) variance: sum of |deviation|^2 / (count - ddof); NaN where count - ddof <= 0."""
+    dev, counts = deviations3(ctx)
+    squares = dev.real * dev.real + dev.imag * dev.imag if dev.dtype.kind == "c" else dev * dev
+    dof = (counts - ddof)[None, :, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ctx.xp.where(dof > 0, ctx.put(squares) / dof.astype(squares.dtype), np.nan)
+
+
+def check_ddof(ddof) -> float:
+    if isinstance(ddof, (bool, np.bool_)) or not np.isscalar(ddof) or not np.isreal(ddof):
+        raise TypeError(f"ddof must be a real number, got {ddof!r}")
+    return float(ddof)
+
+
+# ---- public functions --------------------------------------------------------------------------------------------
+
+_DOC = """{title}
+
+    pytorch_scatter's ``scatter_std`` (``unbiased=True`` is ``ddof=1``) and, per group, NumPy's
+    ``np.{name}(group, ddof=ddof)``: the mean is taken first, then the squared deviations are summed (two
+    passes, no cancellation of the one-pass formula).
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Integers (computed in float64), floats (float16 is computed in float32) or complex (the variance of
+        a complex group is the mean of ``|x - mean|**2``, real, as in NumPy).
+    {{index}}
+    ddof : int or float, default 0
+        Delta degrees of freedom: the divisor is ``count - ddof``.
+    {{dim_size}}
+    {{axis}}
+    {{mode}}
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        Real float dtype of `src` (float64 for integers). Groups with ``count <= ddof`` (so every empty group)
+        give NaN, as NumPy does (without its warning); pytorch_scatter gives 0 there.
+
+    Raises
+    ------
+    {{raises}}
+    TypeError
+        Also for a `ddof` that is not a real number.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_{name}(np.array([1., 3., 7., 4.]), np.array([0, 0, 2, 0]), ddof=1)
+    array([{result}])
+    """
+
+
+def _moment_doc(title: str, name: str, result: str):
+    def decorate(func):
+        func.__doc__ = _DOC.format(title=title, name=name, result=result)
+        return fill_doc(func)
+    return decorate
+
+
+def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool):
+    """The group variances (or their square roots), in the real dtype of `src`."""
+    ddof = check_ddof(ddof)
+    ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True)
+    real = np.finfo(result).dtype   # complex64 -> float32
+    var = var3(ctx, ddof)
+    return (ctx.xp.sqrt(var) if std else var).astype(real, copy=False).reshape(dst_shape(ctx, batch, feat))
+
+
+@_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
+             "var", "2.33333333,        nan,        nan")
+def scatter_var(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+    return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, std=False)
+
+
+@_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
+             "std", "1.52752523,        nan,        nan")
+def scatter_std(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+    return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, std=True)

@@ -1,0 +1,262 @@
+"""VJPs and JVPs of the group ops beyond the core (softmax family, moments, CSR segments), free of any autodiff
+framework, in the style of `cyscatter._reverse`. Each is built from scatter-add and gather, so an AD system that
+registers those as primitives gets every higher derivative too.
+
+The Jacobians, per group with softmax y (p for logsumexp) and deviations d = x - mean:
+logsumexp ``p^T``; softmax ``diag(y) - y y^T`` (symmetric: the VJP and JVP are one map); log-softmax
+``I - 1 y^T``; var ``2 d^T / (count - ddof)``; std ``d^T / ((count - ddof) std)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter._backend import backend_of
+from cyscatter._canonical import normalize_axis
+from cyscatter._groups import group_view, require_host
+from cyscatter._index import parse_coords
+from cyscatter._moments import check_ddof, deviations3
+from cyscatter._reverse import _float_dtype, scatter_jvp, scatter_vjp_src
+from cyscatter._scatter import split_src
+from cyscatter._segment import check_indptr, segment, segment_ids
+from cyscatter._softmax import mask_dropped
+
+
+# ---- shared plumbing -----------------------------------------------------------------------------------------
+
+def _grad_dtype(name: str, *arrays) -> np.dtype:
+    dtype = _float_dtype(*arrays)
+    if dtype.kind == "c":
+        raise TypeError(f"{name} differentiates real inputs only, got dtype {dtype}")
+    return dtype
+
+
+def _check_shape(name: str, arr, shape: tuple):
+    if arr.shape != shape:
+        raise ValueError(f"{name} shape {arr.shape} != {shape}")
+    return arr
+
+
+def _dst_view(name, src, index, out, axis, mode, grad_out=None, src_dot=None):
+    """Context for an op whose output has shape B + D + F (groups read off `out`), on the arrays' backend, and
+    the canonical rows of `out`, `grad_out` (shaped like out) and `src_dot` (shaped like src) when given."""
+    be = backend_of(src=src, index=index, out=out, grad_out=grad_out, src_dot=src_dot)
+    src, out = be.asarray(src), be.asarray(out)
+    coords = parse_coords(index, xp=be.xp)
+    axis, batch, feat = split_src(src, coords, axis)
+    dims = out.shape[axis:axis + len(coords)]
+    _check_shape("out", out, batch + dims + feat)
+    given = {k: _check_shape(k, be.asarray(v), out.shape if k != "src_dot" else src.shape)
+             for k, v in (("grad_out", grad_out), ("src_dot", src_dot)) if v is not None}
+    dtype = _grad_dtype(name, src, out, *given.values())
+    ctx = group_view(name, src, index, dims, axis, mode, compute=dtype)[0]
+    outer, inner = ctx.src3.shape[0], ctx.src3.shape[2]
+    rows = {k: be.rows_view(v, dtype, outer, ctx.plan.n if k == "src_dot" else ctx.plan.size, inner)
+            for k, v in (("out", out), *given.items())}
+    return ctx, rows
+
+
+def _src_view(name, out, index, dim_size, axis, mode, other_name, other):
+    """Context for an op whose output has the shape of src (softmax): `out` as the rows, and `other` alike."""
+    be = backend_of(out=out, index=index, **{other_name: other})
+    out = be.asarray(out)
+    other = _check_shape(other_name, be.asarray(other), out.shape)
+    dtype = _grad_dtype(name, out, other)
+    ctx = group_view(name, out, index, dim_size, axis, mode, compute=dtype)[0]
+    return ctx, be.rows_view(other, dtype, *ctx.src3.shape)
+
+
+# ---- logsumexp -------------------------------------------------------------------------------------------------
+
+def _lse_weights(ctx, out3):
+    """d out_j / d src_k = exp(src_k - out_j): the softmax of k's group; 0 for dropped entries."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return mask_dropped(ctx, ctx.xp.exp(ctx.src3 - ctx.take(out3)), 0)
+
+
+def scatter_logsumexp_vjp(grad_out, src, index, out, *, axis=0, mode="raise"):
+    """Gradient of `scatter_logsumexp` with respect to `src`: ``grad_out[index[k]] * softmax(src)[k]``.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + D + F
+        Cotangent of the output.
+    src, index, axis, mode
+        As given to `scatter_logsumexp`.
+    out : array_like, shape B + D + F
+        Its result.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`, float dtype (float64 for integer or float16 inputs)
+
+    Notes
+    -----
+    Members of a group whose result is not finite (all -inf, a +inf or a NaN member) get NaN, as the
+    softmax there is NaN; dropped entries get 0.
+    """
+    ctx, rows = _dst_view("scatter_logsumexp_vjp", src, index, out, axis, mode, grad_out=grad_out)
+    return (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(np.shape(src))
+
+
+def scatter_logsumexp_jvp(src, index, out, src_dot, *, axis=0, mode="raise"):
+    """Forward derivative of `scatter_logsumexp`: ``out_dot[j] = sum(softmax(src)[k] * src_dot[k])`` over j's group.
+
+    Returns an ndarray of the shape of `out`; the arguments are those of `scatter_logsumexp_vjp`.
+    """
+    ctx, rows = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
+    return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(np.shape(out))
+
+
+# ---- softmax and log-softmax -----------------------------------------------------------------------------------
+
+def _softmax_map(ctx, v3):
+    """y * (v - sum over the group of y * v), y = ctx.src3: the softmax Jacobian (symmetric) applied to v."""
+    y3 = ctx.src3
+    return y3 * (v3 - ctx.take(ctx.put(y3 * v3)))
+
+
+def scatter_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="raise"):
+    """Gradient of `scatter_softmax` with respect to `src`: ``y * (g - sum(g * y over the group))``, y = `out`.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + I + F
+        Cotangent of the output.
+    out : array_like, shape B + I + F
+        The result of `scatter_softmax` (the gradient needs only it, not `src`).
+    index, dim_size, axis, mode
+        As given to `scatter_softmax` (`dim_size` matters for ``mode="wrap"``/``"clip"``).
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `out`, float dtype
+    """
+    ctx, g3 = _src_view("scatter_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
+    return _softmax_map(ctx, g3).reshape(np.shape(out))
+
+
+def scatter_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
+    """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`."""
+    ctx, dot3 = _src_view("scatter_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
+    return _softmax_map(ctx, dot3).reshape(np.shape(out))
+
+
+def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="raise"):
+    """Gradient of `scatter_log_softmax` w.r.t. `src`: ``g - exp(out) * sum(g over the group)``.
+
+    Arguments as for `scatter_softmax_vjp`, with `out` the result of `scatter_log_softmax`; dropped entries
+    (whose output is the constant -inf) get 0.
+    """
+    ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
+    grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
+    return mask_dropped(ctx, grad, 0).reshape(np.shape(out))
+
+
+def scatter_log_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
+    """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``."""
+    ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
+    tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
+    return mask_dropped(ctx, tangent, 0).reshape(np.shape(out))
+
+
+# ---- variance and standard deviation ---------------------------------------------------------------------------
+
+def _moment_factor(ctx, out3, ddof, std: bool):
+    """(deviations (outer, n, inner), per-group factor (outer, size, inner)) with d out_j / d src_k =
+    factor_j * dev_k; the factor is 0 where the result is NaN by count <= ddof, or a std is 0 (a kink)."""
+    dev, counts = deviations3(ctx)
+    dof = (counts - ddof)[None, :, None].astype(ctx.dtype)
+    ok = dof > 0
+    if std:
+        ok = ok & (out3 > 0)
+        denom = dof * out3
+    else:
+        denom = dof / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return dev, ctx.xp.where(ok, 1 / denom, 0).astype(ctx.dtype, copy=False)
+
+
+def _moment_vjp(name, std, grad_out, src, index, out, ddof, axis, mode):
+    ctx, rows = _dst_view(name, src, index, out, axis, mode, grad_out=grad_out)
+    dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std)
+    return (ctx.take(rows["grad_out"] * factor) * dev).reshape(np.shape(src))
+
+
+def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode):
+    ctx, rows = _dst_view(name, src, index, out, axis, mode, src_dot=src_dot)
+    dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std)
+    return (ctx.put(dev * rows["src_dot"]) * factor).reshape(np.shape(out))
+
+
+def scatter_var_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
+    """Gradient of `scatter_var` w.r.t. `src`: ``grad_out[j] * 2 (src_k - mean_j) / (count_j - ddof)``.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + D + F
+    src, index, ddof, axis, mode
+        As given to `scatter_var` (real dtypes only).
+    out : array_like, shape B + D + F
+        Its result.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`, float dtype. Members of groups with ``count <= ddof`` (NaN result)
+        get 0.
+    """
+    return _moment_vjp("scatter_var_vjp", False, grad_out, src, index, out, ddof, axis, mode)
+
+
+def scatter_var_jvp(src, index, out, src_dot, *, ddof=0, axis=0, mode="raise"):
+    """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``."""
+    return _moment_jvp("scatter_var_jvp", False, src, index, out, src_dot, ddof, axis, mode)
+
+
+def scatter_std_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
+    """Gradient of `scatter_std` w.r.t. `src`: ``grad_out[j] (src_k - mean_j) / ((count_j - ddof) std_j)``.
+
+    Arguments as for `scatter_var_vjp`, with `out` the result of `scatter_std`. Where a group's std is 0
+    (all members equal) the gradient is taken as 0, the symmetric (central-difference) derivative of the
+    kink; groups with ``count <= ddof`` pass 0.
+    """
+    return _moment_vjp("scatter_std_vjp", True, grad_out, src, index, out, ddof, axis, mode)
+
+
+def scatter_std_jvp(src, index, out, src_dot, *, ddof=0, axis=0, mode="raise"):
+    """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0)."""
+    return _moment_jvp("scatter_std_jvp", True, src, index, out, src_dot, ddof, axis, mode)
+
+
+# ---- CSR segments ----------------------------------------------------------------------------------------------
+
+def segment_vjp_src(op, grad_out, src, indptr, out, *, axis=0):
+    """Gradient of `segment` w.r.t. `src`: `scatter_vjp_src` with the index ``segment_ids(indptr)``.
+
+    The same rules as scatter's (mean by count, mul by the exact product of the others, max/min split among
+    tied winners); `out` is the result of `segment`, `grad_out` its cotangent (shape B + (S,) + F).
+    """
+    ids = _segment_index(src, indptr, axis)
+    return scatter_vjp_src(op, grad_out, src, ids, out, axis=axis)
+
+
+def segment_jvp(op, src, indptr, out, src_dot, *, axis=0):
+    """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``."""
+    ids = _segment_index(src, indptr, axis)
+    return scatter_jvp(op, src, ids, out, src_dot, axis=axis)
+
+
+def gather_segment_vjp_src(grad_out, indptr, *, axis=0):
+    """Gradient of `gather_segment` w.r.t. its `src`: the segment sums of `grad_out` (``segment(g, indptr)``).
+
+    `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
+    """
+    require_host("gather_segment_vjp_src", grad_out=grad_out)
+    grad_out = np.asarray(grad_out)
+    return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
+
+
+def _segment_index(src, indptr, axis):
+    require_host("segment's derivatives", src=src)
+    src_shape = np.shape(src)
+    check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)])
+    return segment_ids(indptr)

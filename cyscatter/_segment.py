@@ -1,0 +1,156 @@
+"""Sorted-segment (CSR) reductions, their gather counterpart, and the sorted-run path of scatter.
+
+A CSR pointer ``indptr`` of length S + 1 cuts the rows of `src` along `axis` into S consecutive segments:
+segment s holds rows ``indptr[s]:indptr[s + 1]``. `segment` equals `scatter` with the index
+``segment_ids(indptr)`` (the same op, dtypes, identity and update order, so the same bits) without an index.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter import group_kernels
+from cyscatter._canonical import normalize_axis, prod, rows_view
+from cyscatter._docs import fill_doc
+from cyscatter._groups import require_host
+from cyscatter._ops import get_op
+from cyscatter._scatter import fill_for, finish_fresh
+
+
+def check_indptr(indptr, rows: int | None = None, arg: str = "indptr") -> np.ndarray:
+    """`indptr` as a contiguous int32/int64 vector, validated; `rows` (if given) is what it must end at.
+
+    Raises TypeError for a non-integer pointer and ValueError for a wrong shape, a first entry other than 0,
+    a last entry other than `rows`, or a decreasing step (naming the segment and its bounds).
+    """
+    ptr = np.asarray(indptr)
+    if ptr.dtype == np.bool_ or ptr.dtype.kind not in "iu":
+        raise TypeError(f"{arg} must hold integers, got dtype {ptr.dtype}")
+    if ptr.ndim != 1 or ptr.size == 0:
+        raise ValueError(f"{arg} must be 1-D with at least one entry (S + 1 for S segments), got shape "
+                         f"{ptr.shape}")
+    if ptr[0] != 0:
+        raise ValueError(f"{arg}[0] = {ptr[0]} must be 0")
+    if rows is not None and ptr[-1] != rows:
+        raise ValueError(f"{arg}[-1] = {ptr[-1]} must equal the number of rows of src along axis, {rows}")
+    if ptr.dtype not in (np.int32, np.int64):
+        if ptr.dtype == np.uint64 and ptr.max() > np.iinfo(np.int64).max:
+            raise ValueError(f"{arg} holds {ptr.max()}, larger than any row count")
+        ptr = ptr.astype(np.int64)
+    steps = np.diff(ptr)
+    if steps.size and steps.min() < 0:
+        s = int(np.argmax(steps < 0))
+        raise ValueError(f"{arg} must not decrease, but {arg}[{s}] = {ptr[s]} > {arg}[{s + 1}] = {ptr[s + 1]}")
+    return np.ascontiguousarray(ptr)
+
+
+def segment_ids(indptr) -> np.ndarray:
+    """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s (int64)."""
+    ptr = check_indptr(indptr)
+    return np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
+
+
+@fill_doc
+def segment(src, indptr, op="add", *, axis=0, fill_value=None):
+    """Reduce consecutive segments of rows: ``out[b, s, f] = op-reduction of src[b, indptr[s]:indptr[s+1], f]``.
+
+    pytorch_scatter's ``segment_csr`` and NumPy's ``op.reduceat(src, indptr[:-1])``, but an empty segment gets
+    the op's identity (or `fill_value`) as `scatter` does, where ``reduceat`` copies the next row. The result
+    equals ``scatter(src, segment_ids(indptr), op, dim_size=S, axis=axis)`` bit for bit (rows are combined in
+    order; ``np.add.reduceat`` sums pairwise, so its float sums can differ in the last bits).
+
+    Parameters
+    ----------
+    src : array_like, shape B + (n,) + F
+        Values; the n rows along `axis` are cut into segments.
+    {indptr}
+    {op}
+    axis : int, default 0
+        The axis of `src` holding the rows; the dims before it are batch dims B. Negative counts from the end.
+    fill_value : scalar, optional
+        Value of the empty segments (default: the op's identity, 0 for mean).
+
+    Returns
+    -------
+    out : ndarray, shape B + (S,) + F
+        dtype of `src`, except float64 for integer `src` with div and mean.
+
+    Raises
+    ------
+    TypeError
+        Unknown op type, non-integer `indptr`, an unsupported dtype (bool, object; complex for max/min).
+    ValueError
+        Unknown op name, an `axis` that does not fit, an `indptr` that is not 1-D, does not start at 0, does
+        not end at n, or decreases (the message names the segment).
+
+    Notes
+    -----
+    {semantics}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.segment(np.array([1., 2., 3., 4.]), np.array([0, 2, 2, 4]), "add")
+    array([3., 0., 7.])
+    >>> cs.segment(np.array([[1, 5], [3, 4], [2, 6]]), np.array([0, 1, 3]), "max")
+    array([[1, 5],
+           [3, 6]])
+    """
+    require_host("segment", src=src, indptr=indptr)
+    op = get_op(op)
+    src = np.asarray(src)
+    result_dtype = op.result_dtype(src.dtype)
+    axis = normalize_axis(axis, src.ndim, 1)
+    rows = src.shape[axis]
+    ptr = check_indptr(indptr, rows)
+    fill = fill_for(fill_value, result_dtype)
+    batch, feat = src.shape[:axis], src.shape[axis + 1:]
+    nseg = ptr.size - 1
+    outer, inner = prod(batch), prod(feat)
+    work3 = op.fresh((outer, nseg, inner), result_dtype)
+    status = group_kernels.segment_reduce(op.opcode, rows_view(src, work3.dtype, outer, rows, inner), ptr, work3)
+    if status >= 0:   # check_indptr lets nothing through that the kernel refuses
+        raise AssertionError(f"segment kernel refused segment {status} of a validated indptr")
+    return finish_fresh(op, work3, np.diff(ptr), fill, result_dtype).reshape(batch + (nseg,) + feat)
+
+
+@fill_doc
+def gather_segment(src, indptr, *, axis=0):
+    """Broadcast each segment's row back to its members: ``out[b, k, f] = src[b, s, f]`` for k in segment s.
+
+    The gather counterpart (and adjoint) of `segment`: pytorch_scatter's ``gather_csr``, NumPy's
+    ``np.repeat(src, np.diff(indptr), axis)``.
+
+    Parameters
+    ----------
+    src : array_like, shape B + (S,) + F
+        One row per segment (any dtype).
+    {indptr}
+    axis : int, default 0
+        The axis of `src` holding the S segment rows.
+
+    Returns
+    -------
+    out : ndarray, shape B + (indptr[-1],) + F, dtype of `src`
+
+    Raises
+    ------
+    TypeError
+        Non-integer `indptr`.
+    ValueError
+        An `axis` that does not fit, an `indptr` that is not 1-D, does not start at 0, decreases, or has a
+        length other than S + 1.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.gather_segment(np.array([10, 20, 30]), np.array([0, 2, 2, 3]))
+    array([10, 10, 30])
+    """
+    require_host("gather_segment", src=src, indptr=indptr)
+    src = np.asarray(src)
+    axis = normalize_axis(axis, src.ndim, 1)
+    ptr = check_indptr(indptr)
+    if ptr.size - 1 != src.shape[axis]:
+        raise ValueError(f"indptr has {ptr.size} entries, so it describes {ptr.size - 1} segments, but src has "
+                         f"{src.shape[axis]} rows along axis {axis}")
+    return np.repeat(src, np.diff(ptr), axis=axis)

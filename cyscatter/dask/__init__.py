@@ -1,0 +1,20 @@
+"""cyscatter on Dask arrays: lazy, chunked scatter and gather for data larger than memory or than one machine.
+
+``cyscatter.dask.scatter`` reduces each (src block, index block) pair with the core Cython kernel into a partial
+output and merges the partials with a tree reduction using each op's combine rule (``cyscatter._ops.Op.combine``);
+``cyscatter.dask.gather`` gathers each index block from the src blocks it needs. Both build Dask graphs and
+compute nothing; they run on any Dask scheduler (threads, processes, ``dask.distributed``).
+
+Needs the optional extra ``dask`` (``pip install "cyscatter[dask]"``); ``import cyscatter`` does not import Dask.
+"""
+from __future__ import annotations
+
+try:
+    import dask.array  # noqa: F401
+except ImportError as err:   # pragma: no cover - depends on the environment
+    raise ImportError('cyscatter.dask needs Dask: pip install "cyscatter[dask]"') from err
+
+from cyscatter.dask._gather import gather
+from cyscatter.dask._scatter import scatter
+
+__all__ = ["scatter", "gather"]

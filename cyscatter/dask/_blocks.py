@@ -1,0 +1,114 @@
+"""What one Dask task does to NumPy blocks: the per-chunk work of `cyscatter.dask`, through the core's canonical
+helpers. Nothing here imports Dask; worker processes unpickle references to these functions.
+
+A block of `src` has shape B_b + I_i + F_f (batch, index, feature dims of one chunk); `nb` is len(B), `span` the
+number of dims between the batch and feature dims. Destination rows are numbered in the flattened destination
+(C order), as `IndexPlan.flat` numbers them; a destination partition holds the rows [lo, hi).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter._canonical import precheck, prod, rows_view, run_gather, run_scatter
+from cyscatter._index import IndexPlan, parse_coords, plan_index
+from cyscatter._ops import get_op
+from cyscatter._scatter import finish_fresh
+
+
+def _sizes(shape, nb: int, span: int) -> tuple[int, int, int]:
+    """(outer, middle, inner) element counts of a block around its `span` index or destination dims."""
+    return prod(shape[:nb]), prod(shape[nb:nb + span]), prod(shape[nb + span:])
+
+
+def _rows_plan(flat: np.ndarray, size: int) -> IndexPlan:
+    """Already-validated rows as a plan over `size` rows; rows outside [0, size) are skipped (mode='drop')."""
+    return IndexPlan(flat, flat.shape, (size,), "drop", (flat,))
+
+
+def flat_rows(*coords, dims, mode, block_info=None):
+    """Destination rows of one index block (shape of the block); IndexError when mode='raise' meets a bad one."""
+    try:
+        plan = plan_index(None, dims, mode, coords=parse_coords(coords if len(coords) > 1 else coords[0]))
+        precheck(plan)
+    except IndexError as err:
+        where = ", ".join(f"{lo}:{hi}" for lo, hi in block_info[0]["array-location"]) if block_info else "?"
+        raise IndexError(f"{err} [the position counts from the index chunk [{where}]]") from None
+    return plan.flat.reshape(plan.shape)
+
+
+# ---- scatter: partials, their combination, the finished block ----------------------------------------------
+
+def scatter_partial(src, flat, *, op, result_dtype, nb, rows, count):
+    """(work3, counts): one src block reduced from the op's identity into destination rows `rows` = (lo, hi).
+
+    `work3` is (outer, hi - lo, inner) in the compute dtype; counts (entries per row, int64) only if `count`.
+    """
+    op = get_op(op)
+    lo, hi = rows
+    outer, n, inner = _sizes(src.shape, nb, flat.ndim)
+    work3 = op.fresh((outer, hi - lo, inner), result_dtype)
+    src3 = rows_view(src, work3.dtype, outer, n, inner)
+    counts = np.zeros(hi - lo, np.int64) if count else None
+    # Shifted by lo, the rows of other partitions and dropped entries (all outside [0, size) and size >= hi)
+    # fall outside [0, hi - lo), and the kernel skips them: no need to select this partition's entries first.
+    flat = flat.reshape(-1) - np.int64(lo) if lo else flat.reshape(-1)
+    run_scatter(op.opcode, src3, _rows_plan(flat, hi - lo), work3, counts)
+    return work3, counts
+
+
+def combine_partials(parts, *, op):
+    """One partial from several of the same rows, merged in order with the op's combine rule (`Op.combine`)."""
+    merge = get_op(get_op(op).combine)
+    work3, counts = parts[0]
+    work3 = work3.copy()            # a task must not change its inputs (Dask may hand them to a retry)
+    counts = None if counts is None else counts.copy()
+    every_row = _rows_plan(np.arange(work3.shape[1]), work3.shape[1])
+    for other3, other_counts in parts[1:]:
+        run_scatter(merge.opcode, other3, every_row, work3)
+        if counts is not None:
+            counts += other_counts
+    return work3, counts
+
+
+def finish_partial(part, *, op, result_dtype, fill, shape):
+    """The output block of `shape` from the partial that combines every src block (`finish_fresh`)."""
+    op = get_op(op)
+    work3, counts = part
+    if op.counts or fill is not None:
+        work3 = work3.copy()
+    return finish_fresh(op, work3, counts, fill, result_dtype).reshape(shape)
+
+
+# ---- gather: whole blocks, or one destination partition's share of the entries -----------------------------
+
+def gather_block(src, flat, *, nb, m, fill):
+    """Output block for one index block from a src block holding every destination row.
+
+    Rows outside the destination (dropped entries) get `fill`; with `fill` None every entry is in range.
+    """
+    outer, size, inner = _sizes(src.shape, nb, m)
+    src3 = rows_view(src, src.dtype, outer, size, inner)
+    shape = (outer, flat.size, inner)
+    out3 = np.empty(shape, src.dtype) if fill is None else np.full(shape, fill, src.dtype)
+    run_gather(src3, _rows_plan(flat.reshape(-1), size), out3)
+    return out3.reshape(src.shape[:nb] + flat.shape + src.shape[nb + m:])
+
+
+def gather_partial(src, flat, *, nb, m, lo):
+    """(positions, values3): the entries of an index block whose rows a src block holds, from row `lo` on."""
+    outer, size, inner = _sizes(src.shape, nb, m)
+    src3 = rows_view(src, src.dtype, outer, size, inner)
+    flat = flat.reshape(-1)
+    keep = np.flatnonzero((flat >= lo) & (flat < lo + size))
+    values3 = np.empty((outer, keep.size, inner), src.dtype)
+    run_gather(src3, _rows_plan(flat[keep] - np.int64(lo), size), values3)
+    return keep, values3
+
+
+def gather_assemble(parts, *, shape, nb, ni, dtype, fill):
+    """Output block of `shape` (B_b + I_i + F_f) from the (positions, values3) of every destination partition."""
+    outer, n, inner = _sizes(shape, nb, ni)
+    out3 = np.empty((outer, n, inner), dtype) if fill is None else np.full((outer, n, inner), fill, dtype)
+    for keep, values3 in parts:
+        out3[:, keep] = values3
+    return out3.reshape(shape)

@@ -1,0 +1,97 @@
+"""gather on Dask arrays: output blocks follow the index blocks; src may be cut along its first gathered axis."""
+from __future__ import annotations
+
+from functools import partial
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+
+from cyscatter._canonical import normalize_axis, prod
+from cyscatter._docs import fill_doc
+from cyscatter._index import check_mode
+from cyscatter.dask import _blocks
+from cyscatter.dask._graph import as_coords, block_shape, flat_rows, known_shape, new_array, partitions, positions
+
+
+@fill_doc
+def gather(src, index, *, axis=0, mode="raise", fill_value=0):
+    """Lazy gather of Dask arrays: ``cyscatter.gather`` computed block by block.
+
+    Parameters
+    ----------
+    src : dask.array.Array or array_like, shape B + D + F
+        Values, chunked in any way along B, F and the first gathered axis (the other gathered axes of a tuple
+        index are put in one chunk).
+    index : Dask or NumPy int array of shape I, or tuple of m of them
+        As for ``cyscatter.gather``: any integer dtype; known chunk sizes.
+    {axis}
+    {mode}
+    fill_value : scalar, default 0
+        Value of the output rows whose entry is dropped under ``mode="drop"``.
+
+    Returns
+    -------
+    out : dask.array.Array, shape B + I + F, dtype of `src`
+        Chunked as `src` along B and F and as `index` along I.
+
+    Raises
+    ------
+    TypeError
+        A non-integer index or an object `src`.
+    ValueError
+        Unknown mode, mismatched shapes, unknown chunk sizes, an `axis` that does not fit.
+    IndexError
+        When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
+        its index chunk and that chunk's location.
+
+    Notes
+    -----
+    With `src` in one chunk along the gathered axis, each output block is one task holding one src block
+    and one index block. With `src` cut into k blocks along it, every index block is matched against each
+    of them (k times the index work): a task holds one src block, one index block and the entries that
+    src block serves, and a final task per output block puts those together.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, cyscatter.dask as csd
+    >>> src = da.from_array(np.array([1, 20, 300, 4000]), chunks=2)
+    >>> csd.gather(src, da.from_array(np.array([1, 3, 1, 0]), chunks=3)).compute()
+    array([  20, 4000,   20,    1])
+    """
+    coords = as_coords(index)
+    m, ni = len(coords), coords[0].ndim
+    src = known_shape(da.asarray(src), "src")
+    axis = normalize_axis(axis, src.ndim, m)
+    if src.dtype.hasobject:
+        raise TypeError("gather does not support object arrays")
+    check_mode(mode)
+    fill = np.full((), fill_value, src.dtype)[()] if mode == "drop" else None
+    dims = src.shape[axis:axis + m]
+    if m > 1:
+        src = src.rechunk({axis + k: -1 for k in range(1, m)})
+    flat = flat_rows(coords, coords[0].chunks, dims, mode)
+
+    nb, nf = axis, src.ndim - axis - m
+    name = "cyscatter-gather-" + tokenize(src, flat, fill, nb)
+    out_chunks = src.chunks[:nb] + flat.chunks + src.chunks[nb + m:]
+    spans = partitions(src.chunks[nb], prod(dims[1:]))
+    whole = partial(_blocks.gather_block, nb=nb, m=m, fill=fill)
+    layer = {}
+    for b in positions(src.numblocks[:nb]):
+        for i in positions(flat.numblocks):
+            for f in positions(src.numblocks[nb + m:]):
+                out_where = b + i + f
+                src_keys = [(src.name, *b, r, *(0,) * (m - 1), *f) for r in range(len(spans))]
+                if len(spans) == 1:
+                    layer[(name, *out_where)] = (whole, src_keys[0], (flat.name, *i))
+                    continue
+                parts = []
+                for r, (lo, _) in enumerate(spans):
+                    key = (name + "-partial", *out_where, r)
+                    layer[key] = (partial(_blocks.gather_partial, nb=nb, m=m, lo=lo), src_keys[r], (flat.name, *i))
+                    parts.append(key)
+                layer[(name, *out_where)] = (
+                    partial(_blocks.gather_assemble, shape=block_shape(out_chunks, out_where), nb=nb, ni=ni,
+                            dtype=src.dtype, fill=fill), parts)
+    return new_array(name, layer, [src, flat], out_chunks, src.dtype)

@@ -1,0 +1,136 @@
+"""scatter on Dask arrays: one partial per (src block, index block, destination partition), merged by a tree."""
+from __future__ import annotations
+
+from functools import partial
+
+import dask.array as da
+import numpy as np
+from dask.array.core import normalize_chunks
+from dask.base import tokenize
+
+from cyscatter._canonical import prod
+from cyscatter._docs import fill_doc
+from cyscatter._index import _dims_from, check_mode
+from cyscatter._ops import get_op
+from cyscatter._scatter import fill_for, split_src
+from cyscatter.dask import _blocks
+from cyscatter.dask._graph import (as_coords, block_shape, flat_rows, known_shape, new_array, partitions,
+                                   positions, stand_in, tree_reduce)
+
+
+def _as_dask_src(src, coords, nb: int, nf: int) -> da.Array:
+    """`src` as a Dask array; a NumPy `src` is cut along the index dims as the index is."""
+    if isinstance(src, da.Array):
+        return src
+    return da.from_array(src, chunks=(-1,) * nb + coords[0].chunks + (-1,) * nf)
+
+
+@fill_doc
+def scatter(src, index, op="add", *, dim_size, axis=0, fill_value=None, mode="raise", dim_chunks=None,
+            split_every=4):
+    """Lazy scatter-reduce of Dask arrays: ``cyscatter.scatter`` computed block by block.
+
+    Each pair (src block, index block) is reduced by the core kernel into a partial output that starts at the
+    op's identity; the partials of each output block are merged in index order by a tree of at most
+    `split_every` inputs per task, with the op's combine rule (``Op.combine``: sums add, and so do sub's
+    negated sums; products multiply, and so do div's reciprocal products; max/min; mean merges sums and
+    counts and divides at the end).
+
+    Parameters
+    ----------
+    src : dask.array.Array or array_like, shape B + I + F
+        Values, chunked in any way; the index is rechunked to match src along I. A NumPy `src` is cut like
+        the index.
+    index : Dask or NumPy int array of shape I, or tuple of m of them
+        As for ``cyscatter.scatter``: any integer dtype; known chunk sizes.
+    {op}
+    dim_size : int or tuple of m ints
+        Destination shape D. Required: inferring it would compute the whole index.
+    {axis}
+    fill_value : scalar, optional
+        Value of destination positions no entry reaches (default: the op's identity; 0 for mean).
+    {mode}
+    dim_chunks : int or tuple of ints, optional
+        Chunks of the output along the first destination axis (default: one chunk). Each src block is then
+        reduced once per destination block, into a partial of that block's size only.
+    split_every : int, default 4
+        Partials merged per task of the tree reduction.
+
+    Returns
+    -------
+    out : dask.array.Array, shape B + D + F
+        Chunked as `src` along B and F, as `dim_chunks` along the first destination axis and in one chunk
+        along the others. Its dtype is that of ``cyscatter.scatter``.
+
+    Raises
+    ------
+    TypeError
+        Missing `dim_size`, a non-integer index, an op/dtype pair the core refuses.
+    ValueError
+        Unknown op or mode, mismatched shapes, unknown chunk sizes, `dim_chunks` that do not add up.
+    IndexError
+        When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
+        its index chunk and that chunk's location.
+
+    Notes
+    -----
+    Memory: a partial task holds one src block, its index block and one partial of
+    ``outer_block * rows * inner_block`` elements in the compute dtype, where `rows` is the size of the
+    destination block (all of D with one chunk); a merge task holds `split_every` partials and their merge.
+    When ``prod(D) * features`` is itself large, give `dim_chunks`: every src block is then read once per
+    destination block (work grows with their number), but no task holds more than one destination block.
+
+    Results equal ``cyscatter.scatter``'s exactly for integers and max/min (NaN wins, -0.0 < +0.0) and to
+    rounding for float sums, products and quotients, which are merged in a different grouping. div's
+    partials are ``1 / prod``, merged by multiplying, so a partial may overflow or underflow where the
+    in-memory sequence of divisions does not.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, cyscatter.dask as csd
+    >>> src = da.from_array(np.arange(6.), chunks=2)
+    >>> index = da.from_array(np.array([0, 2, 0, 2, 1, 1]), chunks=3)
+    >>> csd.scatter(src, index, "add", dim_size=4).compute()
+    array([2., 9., 4., 0.])
+    """
+    op = get_op(op)
+    if dim_size is None:
+        raise TypeError("dim_size is required for Dask inputs (inferring it would compute the whole index)")
+    check_mode(mode)
+    coords = as_coords(index)
+    src = known_shape(src, "src") if isinstance(src, da.Array) else np.asarray(src)
+    axis, batch, feat = split_src(stand_in(src), tuple(stand_in(c) for c in coords), axis)
+    nb, ni, nf = len(batch), coords[0].ndim, len(feat)
+    src = _as_dask_src(src, coords, nb, nf)
+    result_dtype = op.result_dtype(src.dtype)
+    dims = _dims_from(dim_size, coords, "dim_size")
+    fill = fill_for(fill_value, result_dtype)
+    if not (isinstance(split_every, int) and split_every >= 2):
+        raise ValueError(f"split_every={split_every!r} must be an integer >= 2")
+    d0_chunks = normalize_chunks((dim_chunks,), shape=dims[:1])[0]
+    flat = flat_rows(coords, src.chunks[nb:nb + ni], dims, mode)
+
+    name = f"cyscatter-scatter-{op.name}-" + tokenize(src, flat, op.name, dims, fill, d0_chunks, split_every, nb)
+    out_chunks = src.chunks[:nb] + (d0_chunks,) + tuple((d,) for d in dims[1:]) + src.chunks[nb + ni:]
+    combine = partial(_blocks.combine_partials, op=op.name)
+    count = op.counts or fill is not None
+    layer = {}
+    grid = src.numblocks
+    for r, rows in enumerate(partitions(d0_chunks, prod(dims[1:]))):
+        reduce_block = partial(_blocks.scatter_partial, op=op.name, result_dtype=result_dtype, nb=nb,
+                               rows=rows, count=count)
+        for b in positions(grid[:nb]):
+            for f in positions(grid[nb + ni:]):
+                where = b + (r,) + f
+                keys = []
+                for i in positions(grid[nb:nb + ni]):
+                    key = (name + "-partial", *where, *i)
+                    layer[key] = (reduce_block, (src.name, *b, *i, *f), (flat.name, *i))
+                    keys.append(key)
+                top = tree_reduce(layer, name + "-merge", where, keys, combine, split_every)
+                out_where = b + (r,) + (0,) * (len(dims) - 1) + f
+                layer[(name, *out_where)] = (
+                    partial(_blocks.finish_partial, op=op.name, result_dtype=result_dtype, fill=fill,
+                            shape=block_shape(out_chunks, out_where)), top)
+    return new_array(name, layer, [src, flat], out_chunks, result_dtype)
+

@@ -1,0 +1,9 @@
+# Type stubs of the compiled cyscatter.group_kernels module (see group_kernels.pyx for the loops).
+import numpy as np
+import numpy.typing as npt
+
+def segment_reduce(opcode: int, src: npt.NDArray, indptr: npt.NDArray[np.integer], out: npt.NDArray) -> int: ...
+def scatter_runs(opcode: int, src: npt.NDArray, index: npt.NDArray[np.integer], out: npt.NDArray,
+                 counts: npt.NDArray[np.int64] | None = ..., mode: int = ...) -> int: ...
+def scatter_arg(opcode: int, src: npt.NDArray, index: npt.NDArray[np.integer], best: npt.NDArray,
+                arg: npt.NDArray[np.int64], mode: int = ...) -> int: ...

@@ -1,0 +1,211 @@
+# cython: language_level=3
+"""CPU kernels for group reductions beyond the core scatter: CSR segments, sorted runs and arg-extremes.
+
+Typed-memoryview loops on the canonical (outer, rows, inner) view, fused over dtypes, the op fixed at compile
+time; they run without the GIL and return a status. The `def` wrappers at the bottom translate the registry's
+op codes into tags and are the only entry points the Python layer uses.
+"""
+cimport cython
+from cython.view cimport contiguous
+from libc.stdint cimport int64_t, uint64_t
+
+from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t,
+                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP,
+                                scatter_reduce_rows, first_out_of_range)
+from cyscatter.group_kernels cimport extreme_t, beats, combine, replaces_max, replaces_min
+
+
+# ---- CSR segments ----------------------------------------------------------------------------------------------
+
+cdef Py_ssize_t first_bad_segment(const index_t[::1] indptr, Py_ssize_t n) noexcept nogil:
+    """First segment s with indptr[s] > indptr[s + 1], or whose bounds leave [0, n]; -1 if all are valid."""
+    cdef Py_ssize_t s
+    for s in range(indptr.shape[0] - 1):
+        if indptr[s] < 0 or indptr[s] > indptr[s + 1] or indptr[s + 1] > n:
+            return s
+    return -1
+
+
+cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
+                                    value_t[:, :, ::contiguous] out) noexcept nogil:
+    """out[o, s, :] = op-reduction of src[o, indptr[s]:indptr[s + 1], :] onto the start value in out[o, s, :].
+
+    Rows are combined in order, so the result equals the core scatter with the matching sorted index, bit for
+    bit. Returns -1, or the first invalid segment (checked before anything is written).
+    """
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2]
+    cdef Py_ssize_t nseg = indptr.shape[0] - 1
+    cdef Py_ssize_t o, s, p, f, bad
+    cdef value_t acc, x
+    cdef value_t* d
+    bad = first_bad_segment(indptr, n)
+    if bad >= 0:
+        return bad
+    for o in range(outer):
+        for s in range(nseg):
+            if inner == 1:   # the common graph case: keep the running value in a register
+                acc = out[o, s, 0]
+                for p in range(indptr[s], indptr[s + 1]):
+                    x = src[o, p, 0]
+                    if op_t is OpMax or op_t is OpMin:
+                        # a branch, not a select: the winner rarely changes, so the branch is predicted and
+                        # the compares do not form one long dependency chain
+                        if beats(op, acc, x):
+                            acc = x
+                    else:
+                        acc = combine(op, acc, x)
+                out[o, s, 0] = acc
+            else:
+                d = &out[o, s, 0]
+                for p in range(indptr[s], indptr[s + 1]):
+                    for f in range(inner):
+                        x = src[o, p, f]
+                        if op_t is OpMax or op_t is OpMin:
+                            if beats(op, d[f], x):
+                                d[f] = x
+                        else:
+                            d[f] = combine(op, d[f], x)
+    return -1
+
+
+# ---- scatter along runs of equal index entries -------------------------------------------------------------------
+
+cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                  value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil:
+    """The core scatter-reduce (same arguments, result and status), faster when equal entries are adjacent.
+
+    Each run of equal index entries is reduced in a register and stored once. The updates keep their order,
+    so the result is exact for ANY index; a sorted one only makes the runs long.
+    """
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = out.shape[1]
+    cdef Py_ssize_t o, k, start
+    cdef index_t j
+    cdef value_t acc
+    if inner != 1 or outer == 0:   # rows wider than one element gain nothing from a register
+        return scatter_reduce_rows(op, src, index, out, counts, mode)
+    for o in range(outer):
+        k = 0
+        while k < n:
+            j = index[k]
+            if <uint64_t>j >= <uint64_t>size:   # a negative j wraps to a huge unsigned value
+                if mode == MODE_DROP:
+                    k += 1
+                    continue
+                return k
+            start = k
+            acc = out[o, j, 0]
+            while k < n and index[k] == j:
+                acc = combine(op, acc, src[o, k, 0])
+                k += 1
+            out[o, j, 0] = acc
+            if counts != NULL and o == 0:
+                counts[j] += k - start
+    return -1
+
+
+# ---- arg-extremes ------------------------------------------------------------------------------------------------
+
+cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                                 value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg,
+                                 int mode) noexcept nogil:
+    """arg[o, j, f] = the first position k (index[k] == j) whose src[o, k, f] wins max/min; best holds the winner.
+
+    `arg` must start at n (no member yet): the first member always enters, later ones only when strictly
+    better, so ties keep the smallest position. Returns -1 or (MODE_RAISE) the first bad index position,
+    found before anything is written.
+    """
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = best.shape[1]
+    cdef Py_ssize_t o, k, f
+    cdef index_t j
+    cdef bint better
+    if mode == MODE_RAISE:
+        k = first_out_of_range(index, size)
+        if k >= 0:
+            return k
+    for o in range(outer):
+        for k in range(n):
+            j = index[k]
+            if <uint64_t>j >= <uint64_t>size:
+                continue
+            for f in range(inner):
+                if extreme_t is OpMax:
+                    better = replaces_max(best[o, j, f], src[o, k, f])
+                else:
+                    better = replaces_min(best[o, j, f], src[o, k, f])
+                if better or arg[o, j, f] == n:
+                    best[o, j, f] = src[o, k, f]
+                    arg[o, j, f] = k
+    return -1
+
+
+# ---- Python entry points ---------------------------------------------------------------------------------------
+
+def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
+                   value_t[:, :, ::contiguous] out):
+    """Run the CSR segment kernel for `opcode` (an OpCode); returns -1 or the first invalid segment."""
+    cdef Py_ssize_t status = -1
+    cdef OpAdd add
+    cdef OpSub sub
+    cdef OpMul mul
+    cdef OpDiv div
+    cdef OpMax mx
+    cdef OpMin mn
+    with nogil:
+        if opcode == OP_ADD:
+            status = segment_reduce_rows(add, src, indptr, out)
+        elif opcode == OP_SUB:
+            status = segment_reduce_rows(sub, src, indptr, out)
+        elif opcode == OP_MUL:
+            status = segment_reduce_rows(mul, src, indptr, out)
+        elif opcode == OP_DIV:
+            status = segment_reduce_rows(div, src, indptr, out)
+        elif opcode == OP_MAX:
+            status = segment_reduce_rows(mx, src, indptr, out)
+        elif opcode == OP_MIN:
+            status = segment_reduce_rows(mn, src, indptr, out)
+    return status
+
+
+def scatter_runs(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                 value_t[:, :, ::contiguous] out, int64_t[::1] counts=None, int mode=MODE_RAISE):
+    """`kernels.scatter_reduce` with runs of equal entries reduced in a register; same result and status."""
+    cdef int64_t* counts_ptr = NULL
+    cdef Py_ssize_t status = -1
+    cdef OpAdd add
+    cdef OpSub sub
+    cdef OpMul mul
+    cdef OpDiv div
+    cdef OpMax mx
+    cdef OpMin mn
+    if counts is not None and counts.shape[0] > 0:
+        counts_ptr = &counts[0]
+    with nogil:
+        if opcode == OP_ADD:
+            status = scatter_runs_rows(add, src, index, out, counts_ptr, mode)
+        elif opcode == OP_SUB:
+            status = scatter_runs_rows(sub, src, index, out, counts_ptr, mode)
+        elif opcode == OP_MUL:
+            status = scatter_runs_rows(mul, src, index, out, counts_ptr, mode)
+        elif opcode == OP_DIV:
+            status = scatter_runs_rows(div, src, index, out, counts_ptr, mode)
+        elif opcode == OP_MAX:
+            status = scatter_runs_rows(mx, src, index, out, counts_ptr, mode)
+        elif opcode == OP_MIN:
+            status = scatter_runs_rows(mn, src, index, out, counts_ptr, mode)
+    return status
+
+
+def scatter_arg(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                value_t[:, :, ::contiguous] best, int64_t[:, :, ::contiguous] arg, int mode=MODE_RAISE):
+    """Run the arg-extreme kernel for OP_MAX or OP_MIN; returns -1 or the first bad index position."""
+    cdef Py_ssize_t status = -1
+    cdef OpMax mx
+    cdef OpMin mn
+    if opcode not in (OP_MAX, OP_MIN):
+        raise ValueError(f"scatter_arg takes OP_MAX or OP_MIN, got op code {opcode}")
+    with nogil:
+        if opcode == OP_MAX:
+            status = scatter_arg_rows(mx, src, index, best, arg, mode)
+        else:
+            status = scatter_arg_rows(mn, src, index, best, arg, mode)
+    return status

@@ -1,0 +1,45 @@
+"""Argument checks and index layout shared by the primitives: which dims of an array the index spans."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from autograd.tracer import getval
+
+import cyscatter as cs
+from cyscatter._canonical import normalize_axis
+
+
+def require_inexact(x, arg: str, fun: str) -> None:
+    """Refuse to differentiate with respect to an integer (or boolean) argument."""
+    dtype = np.result_type(getval(x))
+    if dtype.kind not in "fc":
+        raise TypeError(f"grad.{fun} cannot differentiate with respect to {arg} of dtype {dtype}: only floating "
+                        f"and complex arrays have gradients (cast {arg} to float first)")
+
+
+class Layout(NamedTuple):
+    """Where an index sits in an array of shape B + X + F: X is the index shape I (src side) or D (dst side)."""
+
+    axis: int                # = len(B)
+    feature_ndim: int        # = len(F)
+    index_shape: tuple       # I
+    dims: tuple | None       # D, the m destination sizes (dst side only)
+
+    def broadcastable(self, a: np.ndarray) -> np.ndarray:
+        """`a` of shape I or D, reshaped to broadcast against B + I + F or B + D + F."""
+        return np.reshape(a, (1,) * self.axis + np.shape(a) + (1,) * self.feature_ndim)
+
+
+def layout(index, shape, axis, *, dst_side: bool) -> Layout:
+    """The layout of `index` in an array of `shape`: a dst (B + D + F) or a src (B + I + F)."""
+    index_shape = np.shape(index[0] if isinstance(index, tuple) else index)
+    m = len(index) if isinstance(index, tuple) else 1
+    span = m if dst_side else len(index_shape)
+    axis = normalize_axis(axis, len(shape), span)
+    return Layout(axis, len(shape) - axis - span, index_shape, tuple(shape[axis:axis + m]) if dst_side else None)
+
+
+def valid_entries(index, dims, mode) -> np.ndarray:
+    """Boolean mask of shape I: the entries that take part (all but those dropped under mode="drop")."""
+    return cs.gather(np.ones(dims, bool), index, mode=mode, fill_value=False)

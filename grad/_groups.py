@@ -1,0 +1,203 @@
+"""The group ops beyond the seven scatter reductions, as autograd primitives (reverse and forward mode, any order).
+
+Each derivative is written with differentiable pieces only: the gather / scatter-add pair of `grad._gather`, the
+op's own result (`ans`, itself a primitive) and autograd.numpy, so derivatives of derivatives follow. Per group,
+with y the softmax (for logsumexp: exp(src - out)) and d = src - mean:
+
+    logsumexp    vjp  gather(g) * y                      jvp  scatter_add(y * src_dot)
+    softmax      vjp  y * (g - gather(scatter_add(g y)))  jvp  the same map (the Jacobian is symmetric)
+    log_softmax  vjp  g - y * gather(scatter_add(g))      jvp  src_dot - gather(scatter_add(y * src_dot))
+    var / std    vjp  gather(g * c) * d                   jvp  c * scatter_add(d * src_dot)
+
+with c = 2 / (count - ddof) for var and 1 / ((count - ddof) std) for std (0 where the result is NaN by
+count <= ddof, or std is 0). `segment` and `gather_segment` are `scatter` and `gather` with the index
+`cyscatter.segment_ids(indptr)`, so they inherit those primitives' derivatives.
+"""
+from __future__ import annotations
+
+import autograd.numpy as anp
+import numpy as np
+from autograd.extend import defjvp, defvjp, notrace_primitive, primitive
+
+import cyscatter as cs
+from cyscatter._canonical import normalize_axis
+from cyscatter._index import plan_index
+from cyscatter._segment import check_indptr
+from grad._args import layout, require_inexact, valid_entries
+from grad._gather import gather, gather_vjp_src
+from grad._scatter import scatter
+
+
+class Groups:
+    """Where the groups of one call sit: the index, its mode, the normalized axis and the group-array shape."""
+
+    def __init__(self, src, index, dim_size, axis, mode, fun):
+        require_inexact(src, "src", fun)
+        shape = np.shape(src)
+        self.index, self.mode = index, mode
+        self.src = layout(index, shape, axis, dst_side=False)
+        self.axis = self.src.axis
+        self.dims = plan_index(index, dim_size, mode).dims
+        span = len(self.src.index_shape)
+        self.group_shape = shape[:self.axis] + self.dims + shape[self.axis + span:]
+        self.valid = self.src.broadcastable(valid_entries(index, self.dims, mode))
+        self.counts = cs.scatter(np.ones(self.src.index_shape), index, "add", dim_size=self.dims, mode=mode)
+
+    def take(self, a):
+        """Per entry: the value of its group (0 for dropped entries)."""
+        return gather(a, self.index, axis=self.axis, mode=self.mode)
+
+    def put(self, v):
+        """Per group: the sum of its entries."""
+        return gather_vjp_src(v, self.index, self.group_shape, axis=self.axis, mode=self.mode)
+
+    def members_only(self, v):
+        return anp.where(self.valid, v, 0.0)
+
+    def dof_factor(self, ddof, std_ans=None):
+        """c of the module docstring, shaped to broadcast against the group array."""
+        dof = self.group_dims(self.counts - ddof)
+        ok = dof > 0
+        if std_ans is None:
+            return np.where(ok, 2.0 / np.where(ok, dof, 1.0), 0.0)
+        ok = ok & (std_ans > 0)
+        return anp.where(ok, 1.0 / (np.where(ok, dof, 1.0) * anp.where(ok, std_ans, 1.0)), 0.0)
+
+    def group_dims(self, a):
+        """`a` of shape D, reshaped to broadcast against B + D + F."""
+        feature_ndim = len(self.group_shape) - self.axis - len(self.dims)
+        return np.reshape(a, (1,) * self.axis + np.shape(a) + (1,) * feature_ndim)
+
+
+# ---- logsumexp ---------------------------------------------------------------------------------------------------
+
+@primitive
+def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise"):
+    """Differentiable `cyscatter.scatter_logsumexp` (same parameters, result and errors), any order."""
+    return cs.scatter_logsumexp(src, index, dim_size=dim_size, axis=axis, mode=mode)
+
+
+def _lse_weights(ans, src, groups):
+    return groups.members_only(anp.exp(src - groups.take(ans)))
+
+
+def _lse_vjp(ans, src, index, dim_size=None, axis=0, mode="raise"):
+    groups = Groups(src, index, dim_size, axis, mode, "scatter_logsumexp")
+    return lambda g: groups.take(g) * _lse_weights(ans, src, groups)
+
+
+def _lse_jvp(src_dot, ans, src, index, dim_size=None, axis=0, mode="raise"):
+    groups = Groups(src, index, dim_size, axis, mode, "scatter_logsumexp")
+    return groups.put(_lse_weights(ans, src, groups) * src_dot)
+
+
+# ---- softmax and log-softmax ---------------------------------------------------------------------------------------
+
+@primitive
+def scatter_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+    """Differentiable `cyscatter.scatter_softmax` (same parameters, result and errors), any order."""
+    return cs.scatter_softmax(src, index, dim_size=dim_size, axis=axis, mode=mode)
+
+
+@primitive
+def scatter_log_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+    """Differentiable `cyscatter.scatter_log_softmax` (same parameters, result and errors), any order."""
+    return cs.scatter_log_softmax(src, index, dim_size=dim_size, axis=axis, mode=mode)
+
+
+def _softmax_map(ans, groups, v):
+    return ans * (v - groups.take(groups.put(v * ans)))
+
+
+def _softmax_vjp(ans, src, index, dim_size=None, axis=0, mode="raise"):
+    groups = Groups(src, index, dim_size, axis, mode, "scatter_softmax")
+    return lambda g: _softmax_map(ans, groups, g)
+
+
+def _softmax_jvp(src_dot, ans, src, index, dim_size=None, axis=0, mode="raise"):
+    return _softmax_map(ans, Groups(src, index, dim_size, axis, mode, "scatter_softmax"), src_dot)
+
+
+def _log_softmax_vjp(ans, src, index, dim_size=None, axis=0, mode="raise"):
+    groups = Groups(src, index, dim_size, axis, mode, "scatter_log_softmax")
+    return lambda g: groups.members_only(g - anp.exp(ans) * groups.take(groups.put(g)))
+
+
+def _log_softmax_jvp(src_dot, ans, src, index, dim_size=None, axis=0, mode="raise"):
+    groups = Groups(src, index, dim_size, axis, mode, "scatter_log_softmax")
+    return groups.members_only(src_dot - groups.take(groups.put(anp.exp(ans) * src_dot)))
+
+
+# ---- variance and standard deviation ---------------------------------------------------------------------------
+
+@primitive
+def scatter_var(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+    """Differentiable `cyscatter.scatter_var` for real `src` (same parameters, result and errors), any order."""
+    return cs.scatter_var(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
+
+
+@primitive
+def scatter_std(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+    """Differentiable `cyscatter.scatter_std` for real `src` (same parameters, result and errors), any order.
+
+    Where a group's std is 0 its members get gradient 0 (the central-difference derivative of the kink).
+    """
+    return cs.scatter_std(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
+
+
+def _moment_parts(std, ans, src, index, ddof, dim_size, axis, mode):
+    """(groups, deviations from the group mean (differentiable), factor c)."""
+    groups = Groups(src, index, dim_size, axis, mode, "scatter_std" if std else "scatter_var")
+    mean = scatter(src, index, "mean", dim_size=groups.dims, axis=groups.axis, mode=mode)
+    return groups, src - groups.take(mean), groups.dof_factor(ddof, ans if std else None)
+
+
+def _moment_vjp(std):
+    def make(ans, src, index, ddof=0, dim_size=None, axis=0, mode="raise"):
+        groups, dev, factor = _moment_parts(std, ans, src, index, ddof, dim_size, axis, mode)
+        return lambda g: groups.take(g * factor) * dev
+    return make
+
+
+def _moment_jvp(std):
+    def tangent(src_dot, ans, src, index, ddof=0, dim_size=None, axis=0, mode="raise"):
+        groups, dev, factor = _moment_parts(std, ans, src, index, ddof, dim_size, axis, mode)
+        return groups.put(dev * src_dot) * factor
+    return tangent
+
+
+# ---- CSR segments and arg-extremes ---------------------------------------------------------------------------------
+
+def _rows_along(src, axis) -> int:
+    return np.shape(src)[normalize_axis(axis, np.ndim(src), 1)]
+
+
+def segment(src, indptr, op="add", *, axis=0, fill_value=None):
+    """Differentiable `cyscatter.segment`: `grad.scatter` with the index ``segment_ids(indptr)`` (the same values,
+    bit for bit, and the same derivatives to any order; it runs the scatter kernel, not the CSR one)."""
+    ptr = check_indptr(indptr, _rows_along(src, axis))
+    return scatter(src, cs.segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
+
+
+def gather_segment(src, indptr, *, axis=0):
+    """Differentiable `cyscatter.gather_segment`: `grad.gather` with the index ``segment_ids(indptr)``."""
+    ptr = check_indptr(indptr)
+    if ptr.size - 1 != _rows_along(src, axis):
+        raise ValueError(f"indptr describes {ptr.size - 1} segments, but src has {_rows_along(src, axis)} rows "
+                         f"along axis {axis}")
+    return gather(src, cs.segment_ids(ptr), axis=axis)
+
+
+scatter_argmax = notrace_primitive(cs.scatter_argmax)   # integer results: no derivative, boxes are unwrapped
+scatter_argmin = notrace_primitive(cs.scatter_argmin)
+
+defvjp(scatter_logsumexp, _lse_vjp)
+defjvp(scatter_logsumexp, _lse_jvp)
+defvjp(scatter_softmax, _softmax_vjp)
+defjvp(scatter_softmax, _softmax_jvp)
+defvjp(scatter_log_softmax, _log_softmax_vjp)
+defjvp(scatter_log_softmax, _log_softmax_jvp)
+defvjp(scatter_var, _moment_vjp(std=False))
+defjvp(scatter_var, _moment_jvp(std=False))
+defvjp(scatter_std, _moment_vjp(std=True))
+defjvp(scatter_std, _moment_jvp(std=True))

@@ -1,0 +1,197 @@
+"""scatter and scatter_into as autograd primitives, differentiated through their partial derivatives.
+
+Every op's derivative has one form: out[j] depends only on its initial value dst[j] and on the entries k of its
+group, so with the partials ``d_src[k] = d out[j] / d src[k]`` (shape of src) and
+``d_dst[j] = d out[j] / d dst[j]`` (shape of out)
+
+    grad_src = d_src * gather(g),  grad_dst = d_dst * g,  out_dot = scatter_add(d_src * src_dot) + d_dst * dst_dot.
+
+The partials are the core's VJPs (`cyscatter.scatter_vjp_src` / `scatter_vjp_dst`) of a unit cotangent. For add,
+sub, mean, max and min they are constant wherever the derivative exists (signs, 1 / count, tie shares), so they
+are computed once from plain values and the second derivative is the gather / scatter-add pair's. The partials of
+mul and div depend on the values: they are built from differentiable primitives (`others_product`, gather, the
+scatter itself), so their own derivatives, the second derivatives of mul and div, follow.
+"""
+from __future__ import annotations
+
+import autograd.numpy as anp
+import numpy as np
+from autograd.extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
+from autograd.tracer import getval, isbox
+
+import cyscatter as cs
+from grad._args import layout, require_inexact, valid_entries
+from grad._gather import gather, gather_vjp_src
+from grad._products import others_product
+
+
+@primitive
+def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+    """Differentiable `cyscatter.scatter`: same parameters, result and errors.
+
+    Differentiable with respect to `src` in reverse and forward mode, to any order (mul: to second order).
+    `index`, `dim_size` and `fill_value` are not differentiable; positions filled with `fill_value` pass no
+    gradient, nor do entries dropped under ``mode="drop"``.
+
+    Notes
+    -----
+    Gradient rules (the core's, see `cyscatter.scatter_vjp_src`): mean divides by the group size (empty groups:
+    0); mul uses the exact product of the other group members (right with zeros); div ``-out / src``; max/min
+    split the gradient evenly among tied winners. Integer `src` cannot be differentiated (TypeError).
+
+    Examples
+    --------
+    >>> import numpy as np, autograd.numpy as anp, grad as csgrad
+    >>> from autograd import grad
+    >>> src, index = np.array([1., 5., 5., 2.]), np.array([0, 0, 0, 1])
+    >>> grad(lambda s: anp.sum(csgrad.scatter(s, index, "max")))(src)   # the tie at 5 shares the gradient
+    array([0. , 0.5, 0.5, 1. ])
+    """
+    return cs.scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, mode=mode)
+
+
+@primitive
+def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
+    """Functional, differentiable `cyscatter.scatter_into`: returns an updated copy of `dst`, which is unchanged.
+
+    Same parameters and errors as `cyscatter.scatter_into` (in-place mean adds the group mean to `dst`).
+    Differentiable with respect to `dst` and `src` in reverse and forward mode, to any order (mul: to second
+    order); for max/min the initial `dst` value counts as a candidate when the gradient is split among tied winners.
+
+    Examples
+    --------
+    >>> import numpy as np, autograd.numpy as anp, grad as csgrad
+    >>> from autograd import grad
+    >>> dst, src, index = np.array([2., 3.]), np.array([0., 4.]), np.array([0, 0])
+    >>> grad(lambda d: anp.sum(csgrad.scatter_into(d, src, index, "mul")))(dst)   # d out / d dst = 0 * 4
+    array([0., 1.])
+    """
+    return cs.scatter_into(np.array(dst, copy=True), src, index, op, axis=axis, mode=mode)
+
+
+class Linearization:
+    """The derivative of one scatter call at its inputs, held as its partials (and the index to apply them)."""
+
+    def __init__(self, op, ans, dst, src, index, axis, mode, *, wrt_src=True, wrt_dst=False):
+        op = cs.get_op(op)
+        self.index, self.mode = index, mode
+        self.out = layout(index, np.shape(ans), axis, dst_side=True)
+        self.out_shape, self.out_dtype = np.shape(ans), np.result_type(getval(ans))
+        if dst is not None:   # scatter_into casts src to dst's dtype first
+            src = _as_dtype(src, np.result_type(getval(dst)))
+        self.d_src, self.d_dst = _partials_rule(op)(op, ans, dst, src, self, wrt_src, wrt_dst)
+
+    def vjp_src(self, g):
+        return self.d_src * gather(g, self.index, axis=self.out.axis, mode=self.mode)
+
+    def vjp_dst(self, g):
+        return self.d_dst * g
+
+    def jvp(self, src_dot=None, dst_dot=None):
+        out_dot = np.zeros(self.out_shape, self.out_dtype) if src_dot is None else \
+            gather_vjp_src(self.d_src * src_dot, self.index, self.out_shape, axis=self.out.axis, mode=self.mode)
+        return out_dot if dst_dot is None else out_dot + self.d_dst * dst_dot
+
+
+def _as_dtype(x, dtype):
+    if isbox(x):
+        return x if x.dtype == dtype else x.astype(dtype)
+    return np.asarray(x, dtype=dtype)
+
+
+# ---- partials ---------------------------------------------------------------------------------------------------
+
+def _constant_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
+    """Partials that are locally constant (add, sub, mean, max, min), read off the core's VJPs of a unit cotangent."""
+    out, index, mode = lin.out, lin.index, lin.mode
+    src_v, ans_v, dst_v = (None if a is None else np.asarray(getval(a)) for a in (src, ans, dst))
+    dtype = np.result_type(*(a for a in (src_v, dst_v) if a is not None and a.dtype.kind in "fc"))
+    axis = out.axis
+    if op.linear:   # the partials depend on the index alone: compute them per entry and per row, then broadcast
+        src_v, ans_v = np.zeros(out.index_shape, dtype), np.zeros(out.dims, dtype)
+        dst_v, axis = None if dst is None else ans_v, 0
+    ones = np.ones(ans_v.shape, dtype)
+    d_src = d_dst = None
+    if wrt_src:
+        d_src = cs.scatter_vjp_src(op, ones, src_v, index, ans_v, dst=dst_v, axis=axis, mode=mode)
+    if wrt_dst:
+        d_dst = cs.scatter_vjp_dst(op, ones, dst_v, src_v, index, ans_v, axis=axis, mode=mode)
+    d_src, d_dst = (None if d is None else d.astype(dtype, copy=False) for d in (d_src, d_dst))   # float16
+    if op.linear:
+        d_src, d_dst = (None if d is None else out.broadcastable(d) for d in (d_src, d_dst))
+    return d_src, d_dst
+
+
+def _mul_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
+    """out[j] = dst[j] * prod(src[k]): d_src = dst[j] * (product of the others), d_dst = prod(src[k])."""
+    out, index, mode = lin.out, lin.index, lin.mode
+    d_src = d_dst = None
+    if wrt_src:
+        d_src = others_product(src, index, out.dims, out.axis, mode)
+        if dst is not None:
+            d_src = d_src * gather(dst, index, axis=out.axis, mode=mode)
+    if wrt_dst:
+        d_dst = scatter(src, index, "mul", dim_size=out.dims, axis=out.axis, mode=mode)
+    return d_src, d_dst
+
+
+def _div_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
+    """out[j] = dst[j] / src[k1] / src[k2] ...: d_src = -out[j] / src[k], d_dst = 1 / prod(src[k])."""
+    out, index, mode = lin.out, lin.index, lin.mode
+    d_src = d_dst = None
+    if wrt_dst:
+        d_dst = scatter(src, index, "div", dim_size=out.dims, axis=out.axis, mode=mode)
+    if wrt_src:
+        if mode == "drop":   # a dropped entry gathers 0; dividing by 1 keeps its partial (and derivatives) 0
+            src = anp.where(out.broadcastable(valid_entries(index, out.dims, mode)), src, 1)
+        d_src = -gather(ans, index, axis=out.axis, mode=mode) / src
+    return d_src, d_dst
+
+
+_VALUE_DEPENDENT = {"mul": _mul_partials, "div": _div_partials}
+
+
+def _partials_rule(op):
+    if op.name in _VALUE_DEPENDENT:
+        return _VALUE_DEPENDENT[op.name]
+    if op.linear or op.ordered:
+        return _constant_partials
+    raise NotImplementedError(f"grad has no derivative rule for op {op.name!r}")
+
+
+# ---- registration -----------------------------------------------------------------------------------------------
+
+def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+    require_inexact(src, "src", "scatter")
+    return Linearization(op, ans, None, src, index, axis, mode).vjp_src
+
+
+def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+    require_inexact(src, "src", "scatter")
+    return Linearization(op, ans, None, src, index, axis, mode).jvp(src_dot=src_dot)
+
+
+def _into_linearization(argnums, ans, args, kwargs):
+    dst, src, index, *rest = args
+    for argnum in argnums:
+        require_inexact(args[argnum], ("dst", "src")[argnum], "scatter_into")
+    op = rest[0] if rest else kwargs.get("op", "add")
+    return Linearization(op, ans, dst, src, index, kwargs.get("axis", 0), kwargs.get("mode", "raise"),
+                         wrt_src=1 in argnums, wrt_dst=0 in argnums)
+
+
+def _scatter_into_vjps(argnums, ans, args, kwargs):
+    lin = _into_linearization(argnums, ans, args, kwargs)
+    vjps = [(lin.vjp_dst, lin.vjp_src)[argnum] for argnum in argnums]
+    return lambda g: tuple(vjp(g) for vjp in vjps)
+
+
+def _scatter_into_jvp(argnums, tangents, ans, args, kwargs):
+    tangent = dict(zip(argnums, tangents))
+    return _into_linearization(argnums, ans, args, kwargs).jvp(src_dot=tangent.get(1), dst_dot=tangent.get(0))
+
+
+defvjp(scatter, _scatter_vjp)
+defjvp(scatter, _scatter_jvp)
+defvjp_argnums(scatter_into, _scatter_into_vjps)
+defjvp_argnums(scatter_into, _scatter_into_jvp)

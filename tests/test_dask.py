@@ -1,0 +1,254 @@
+"""cyscatter.dask against the plain-loop reference, on Dask's threaded scheduler and on a LocalCluster."""
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+from reference import ref_gather, ref_scatter  # noqa: E402
+from testing import INDEX_KINDS, OPS, VALUE_DTYPES, op_supports  # noqa: E402
+
+import cyscatter.dask as csd  # noqa: E402
+from cyscatter import MODES  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]   # where `python -c "import cyscatter"` finds the package
+N = 24
+# Chunkings of the N index entries: one block, even, uneven with empty blocks, one entry per block (deep tree).
+CHUNKS = {"one": (N,), "even": (6,) * 4, "uneven_empty": (0, 7, 0, 1, 16), "singles": (1,) * N}
+
+
+def threads(x):
+    assert isinstance(x, da.Array)
+    return x.compute(scheduler="threads")
+
+
+def make_values(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(1, 4, shape).astype(dtype)
+    values = rng.uniform(0.5, 2.0, shape)
+    if dtype.kind == "c":
+        values = values + 1j * rng.uniform(0.5, 2.0, shape)
+    return values.astype(dtype)
+
+
+def make_index(rng, kind, mode):
+    """(index, dim_size): in-range entries, plus out-of-range ones (negative and too large) unless mode='raise'."""
+    dims = (7,) if kind == "int" else (3, 4)
+    coords = [rng.integers(0, d, N) for d in dims]
+    if mode != "raise":
+        for c, d in zip(coords, dims):
+            c[[2, 9, 17]] = (-2, d, d + 3)
+    return (coords[0] if kind == "int" else tuple(coords)), (dims[0] if kind == "int" else dims)
+
+
+def chunked(index, chunks):
+    if isinstance(index, tuple):
+        return tuple(da.from_array(c, chunks=chunks) for c in index)
+    return da.from_array(index, chunks=chunks)
+
+
+def assert_matches(got, expected, op):
+    """Exact for integers and max/min, to rounding for float sums, products and quotients."""
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if expected.dtype.kind in "iu" or op in ("max", "min"):
+        np.testing.assert_array_equal(got, expected)
+    else:
+        rtol = {2: 2e-3, 4: 1e-5, 8: 1e-12}[np.finfo(expected.dtype).dtype.itemsize]
+        np.testing.assert_allclose(got, expected, rtol=rtol)
+
+
+# ---- scatter ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chunks", CHUNKS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("op", OPS)
+def test_scatter_matches_reference(op, kind, mode, chunks):
+    rng = np.random.default_rng(1)
+    index, dim_size = make_index(rng, kind, mode)
+    src = make_values(rng, (N, 2), np.float64)
+    got = csd.scatter(da.from_array(src, chunks=(CHUNKS[chunks], 1)), chunked(index, CHUNKS[chunks]), op,
+                      dim_size=dim_size, mode=mode, split_every=3)
+    assert_matches(threads(got), ref_scatter(src, index, op, dim_size=dim_size, mode=mode), op)
+
+
+@pytest.mark.parametrize("dtype", VALUE_DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_scatter_dtypes(op, dtype):
+    if not op_supports(op, dtype):
+        pytest.skip(f"{op} does not take {dtype}")
+    rng = np.random.default_rng(2)
+    index, dim_size = make_index(rng, "int", "drop")
+    src = make_values(rng, (N, 3), dtype)
+    got = csd.scatter(da.from_array(src, chunks=(CHUNKS["uneven_empty"], 2)),
+                      chunked(index.astype(np.int32), 5), op, dim_size=dim_size, mode="drop")
+    assert_matches(threads(got), ref_scatter(src, index, op, dim_size=dim_size, mode="drop"), op)
+
+
+@pytest.mark.parametrize("kind, dim_chunks", [("int", (3, 0, 4)), ("int", 2), ("tuple", (1, 2))])
+@pytest.mark.parametrize("op", OPS)
+def test_scatter_output_chunked_along_destination(op, kind, dim_chunks):
+    rng = np.random.default_rng(3)
+    index, dim_size = make_index(rng, kind, "wrap")
+    src = make_values(rng, (N, 2), np.int64 if op in ("add", "max") else np.float64)
+    got = csd.scatter(da.from_array(src, chunks=(CHUNKS["even"], 2)), chunked(index, CHUNKS["uneven_empty"]), op,
+                      dim_size=dim_size, mode="wrap", dim_chunks=dim_chunks)
+    chunks_along_d0 = dim_chunks if isinstance(dim_chunks, tuple) else (2, 2, 2, 1)
+    assert got.chunks[0] == chunks_along_d0
+    assert_matches(threads(got), ref_scatter(src, index, op, dim_size=dim_size, mode="wrap"), op)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_scatter_fill_value(op):
+    rng = np.random.default_rng(4)
+    index = rng.integers(0, 4, N) * 2          # odd rows get no entry
+    src = make_values(rng, (N,), np.float64)
+    got = csd.scatter(da.from_array(src, chunks=5), chunked(index, 5), op, dim_size=9, fill_value=-7,
+                      dim_chunks=4)
+    assert_matches(threads(got), ref_scatter(src, index, op, dim_size=9, fill_value=-7), op)
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "min", "mean"])
+def test_scatter_batch_and_feature_chunks(op):
+    rng = np.random.default_rng(5)
+    index, dim_size = make_index(rng, "tuple", "clip")
+    src = make_values(rng, (2, N, 3), np.float32)
+    got = csd.scatter(da.from_array(src, chunks=(1, CHUNKS["uneven_empty"], (2, 1))), chunked(index, 10), op,
+                      dim_size=dim_size, axis=1, mode="clip", dim_chunks=2)
+    assert got.chunks == ((1, 1), (2, 1), (4,), (2, 1))
+    assert_matches(threads(got), ref_scatter(src, index, op, dim_size=dim_size, axis=1, mode="clip"), op)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_scatter_max_min_nan_and_signed_zeros_exact(op):
+    src = np.array([0.0, -0.0, 1.0, np.nan, -0.0, 0.0, 2.0, -1.0, np.nan, 0.0, -0.0, 3.0])
+    index = np.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 5, 4])
+    expected = ref_scatter(src, index, op, dim_size=6)
+    for chunks in [(1,) * 12, (3, 3, 3, 3), (5, 0, 7)]:
+        got = threads(csd.scatter(da.from_array(src, chunks=chunks), chunked(index, chunks), op, dim_size=6))
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+
+
+def test_scatter_accepts_numpy_src_or_index():
+    rng = np.random.default_rng(6)
+    index, dim_size = make_index(rng, "int", "raise")
+    src = make_values(rng, (N, 2), np.float64)
+    expected = ref_scatter(src, index, "add", dim_size=dim_size)
+    from_numpy_src = csd.scatter(src, chunked(index, 5), dim_size=dim_size)
+    assert from_numpy_src.chunks[0] == (dim_size,) and from_numpy_src.dask   # still lazy, cut like the index
+    assert_matches(threads(from_numpy_src), expected, "add")
+    assert_matches(threads(csd.scatter(da.from_array(src, chunks=7), index, dim_size=dim_size)), expected, "add")
+
+
+# ---- gather -------------------------------------------------------------------------------------------------
+
+# Chunkings of the first gathered axis (sizes 7 and 3) of src.
+SRC_CHUNKS = {"one": {7: (7,), 3: (3,)}, "uneven_empty": {7: (3, 0, 4), 3: (2, 0, 1)},
+              "singles": {7: (1,) * 7, 3: (1,) * 3}}
+
+
+@pytest.mark.parametrize("src_chunks", SRC_CHUNKS)
+@pytest.mark.parametrize("index_chunks", ["one", "uneven_empty"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+def test_gather_matches_reference(kind, mode, index_chunks, src_chunks):
+    rng = np.random.default_rng(7)
+    index, dims = make_index(rng, kind, mode)
+    dims = dims if isinstance(dims, tuple) else (dims,)
+    src = make_values(rng, dims + (2,), np.int16)
+    along_d = (SRC_CHUNKS[src_chunks][dims[0]],) + (2,) * (len(dims) - 1)   # later gathered axes: rechunked
+    got = csd.gather(da.from_array(src, chunks=along_d + (1,)), chunked(index, CHUNKS[index_chunks]), mode=mode,
+                     fill_value=-5)
+    assert got.chunks == (CHUNKS[index_chunks], (1, 1))
+    expected = ref_gather(src, index, mode=mode, fill_value=-5)
+    np.testing.assert_array_equal(threads(got), expected)
+    assert got.dtype == expected.dtype
+
+
+def test_gather_batch_axis_and_feature_chunks():
+    rng = np.random.default_rng(8)
+    src = make_values(rng, (2, 9, 3), np.complex128)
+    index = rng.integers(0, 9, (4, 5))
+    got = csd.gather(da.from_array(src, chunks=(1, (4, 0, 5), (1, 2))), da.from_array(index, chunks=(3, 2)),
+                     axis=1)
+    assert got.chunks == ((1, 1), (3, 1), (2, 2, 1), (1, 2))
+    np.testing.assert_array_equal(threads(got), ref_gather(src, index, axis=1))
+
+
+# ---- errors and laziness ------------------------------------------------------------------------------------
+
+def test_out_of_range_raises_when_computed():
+    index = da.from_array(np.array([0, 1, 2, 9, 1]), chunks=2)
+    src = da.ones(5, chunks=2)
+    lazy_scatter = csd.scatter(src, index, "max", dim_size=4)          # building the graph reads no data
+    lazy_gather = csd.gather(da.ones(4, chunks=3), index)
+    for lazy in (lazy_scatter, lazy_gather):
+        with pytest.raises(IndexError, match=r"= 9 is out of bounds.*index chunk \[2:4\]"):
+            threads(lazy)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda s, i: csd.scatter(s, i, "add"), TypeError, "dim_size"),
+    (lambda s, i: csd.scatter(s, i, "add", dim_size=None), TypeError, "dim_size is required"),
+    (lambda s, i: csd.scatter(s, i, "median", dim_size=3), ValueError, "unknown op"),
+    (lambda s, i: csd.scatter(s, i.astype(float), dim_size=3), TypeError, "must hold integers"),
+    (lambda s, i: csd.scatter(s[:5], i, dim_size=3), ValueError, "does not hold the index shape"),
+    (lambda s, i: csd.scatter(s, i, dim_size=3, mode="nearest"), ValueError, "mode="),
+    (lambda s, i: csd.scatter(s, i, dim_size=3, split_every=1), ValueError, "split_every"),
+    (lambda s, i: csd.scatter(s, i, dim_size=3, dim_chunks=(1, 1)), ValueError, "add up"),
+    (lambda s, i: csd.scatter(s, i[i > 0], dim_size=3), ValueError, "unknown chunk sizes"),
+    (lambda s, i: csd.gather(s, (i, i)), ValueError, "axis"),
+])
+def test_argument_errors_at_graph_time(call, error, match):
+    with pytest.raises(error, match=match):
+        call(da.ones(6, chunks=4), da.from_array(np.array([0, 1, 2, 0, 1, 2]), chunks=4))
+
+
+def test_import_cyscatter_does_not_import_dask():
+    code = "import sys, cyscatter; assert not any(m.split('.')[0] == 'dask' for m in sys.modules), 'dask'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_without_dask_the_import_error_names_the_extra():
+    code = ("import sys; sys.modules['dask'] = None\n"
+            "try:\n    import cyscatter.dask\nexcept ImportError as e:\n    assert 'cyscatter[dask]' in str(e), e\n"
+            "else:\n    raise SystemExit('imported without dask')")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+# ---- dask.distributed ---------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("op", ["mean", "div", "max"])
+def test_scatter_on_local_cluster(client, op):
+    rng = np.random.default_rng(9)
+    index, dim_size = make_index(rng, "tuple", "drop")
+    src = make_values(rng, (N, 2), np.float64)
+    got = csd.scatter(da.from_array(src, chunks=(CHUNKS["uneven_empty"], 1)), chunked(index, 5), op,
+                      dim_size=dim_size, mode="drop", dim_chunks=2)
+    assert_matches(client.compute(got).result(), ref_scatter(src, index, op, dim_size=dim_size, mode="drop"), op)
+
+
+@pytest.mark.distributed
+def test_gather_on_local_cluster_and_its_errors(client):
+    rng = np.random.default_rng(10)
+    src = make_values(rng, (7, 3), np.float32)
+    index = rng.integers(0, 7, N)
+    got = csd.gather(da.from_array(src, chunks=(3, 3)), chunked(index, CHUNKS["uneven_empty"]))
+    np.testing.assert_array_equal(client.compute(got).result(), ref_gather(src, index))
+    index[5] = 7
+    with pytest.raises(IndexError, match="= 7 is out of bounds"):
+        client.compute(csd.gather(da.from_array(src, chunks=3), chunked(index, 4))).result()

@@ -1,0 +1,162 @@
+"""The documented errors: type, message content, and `dst` left exactly as it was after every one of them."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import cyscatter as cs
+from compare import assert_same
+from reference import ref_gather, ref_scatter
+
+
+def check_raises(backend, exc, match, func, dst, src, index, **kw):
+    """`func` raises `exc` whose message matches `match`, and the in-place `dst` keeps its values."""
+    arr = backend.asarray(dst.copy()) if func.endswith("_into") else None
+    with pytest.raises(exc, match=match):
+        backend.call(getattr(cs, func), *([] if arr is None else [arr]), src, index, **kw)
+    if arr is not None:
+        assert_same(backend.to_numpy(arr), dst)
+
+
+def _shapes(*shapes) -> str:
+    """A regex matching a message that names every shape (in any order)."""
+    return "".join(f"(?=.*{re.escape(str(tuple(s)))})" for s in shapes)
+
+
+# ---- shape errors name both shapes ---------------------------------------------------------------------------
+
+def test_scatter_index_shape_not_in_src(backend):
+    check_raises(backend, ValueError, _shapes((5, 3), (4,)), "scatter", None, np.ones((5, 3)), np.zeros(4, int))
+
+
+def test_scatter_into_dst_feature_shape(backend):
+    check_raises(backend, ValueError, _shapes((5, 2), (4, 3)), "scatter_into", np.zeros((5, 2)), np.ones((4, 3)),
+                 np.zeros(4, int))
+
+
+def test_scatter_into_rank_mismatch(backend):
+    """NNlib's rank assertion: dst (5,) cannot take src (4, 2) rows."""
+    check_raises(backend, ValueError, _shapes((5,), (4, 2)), "scatter_into", np.zeros(5), np.ones((4, 2)),
+                 np.zeros(4, int))
+
+
+@pytest.mark.parametrize("func", ["scatter", "scatter_into", "gather", "gather_into"])
+def test_tuple_arrays_of_different_shapes(backend, func):
+    idx = (np.zeros(4, int), np.zeros(3, int))
+    check_raises(backend, ValueError, _shapes((4,), (3,)), func, np.zeros((4, 4)), np.ones((4, 4)), idx)
+
+
+def test_scatter_into_wrong_number_of_coordinates(backend):
+    """A 2-array tuple index needs 2 destination axes before the features: dst (5,) has 1."""
+    idx = (np.zeros(4, int), np.zeros(4, int))
+    check_raises(backend, ValueError, _shapes((5,), (4,)), "scatter_into", np.zeros(5), np.ones(4), idx)
+
+
+def test_gather_into_dst_shape(backend):
+    """NNlib's gather! case: dst (3, 5) cannot hold index (3, 4) rows of scalars."""
+    check_raises(backend, ValueError, _shapes((3, 5), (3, 4)), "gather_into", np.zeros((3, 5)), np.arange(5.0),
+                 np.zeros((3, 4), int))
+
+
+# ---- mode="raise": IndexError naming position, value and bound -----------------------------------------------
+
+BAD_INDICES = [
+    ("int", np.array([0, 1, 7, 2]), r"index\[2\] = 7\b.*\b5\b"),
+    ("negative", np.array([0, -1, 1, 2]), r"index\[1\] = -1\b.*\b5\b"),
+    ("2d", np.array([[0, 1], [4, 9]]), r"index\[1, 1\] = 9\b.*\b5\b"),
+    ("int8", np.array([0, 1, 2, 127], np.int8), r"index\[3\] = 127\b.*\b5\b"),
+    ("tuple", (np.array([0, 1, 2, 3]), np.array([0, 6, 1, 1])), r"index\[1\]\[1\] = 6\b.*\b4\b"),
+]
+
+
+def _dst_src_for(func, index):
+    """dst/src of shape (5,) or (5, 4) (tuple index), with rows for every index entry."""
+    ishape = index[0].shape if isinstance(index, tuple) else index.shape
+    table = np.arange(20.0).reshape(5, 4) if isinstance(index, tuple) else np.arange(5.0)
+    rows = np.arange(float(np.prod(ishape))).reshape(ishape)
+    return (table, rows) if func.startswith("scatter") else (rows, table)
+
+
+@pytest.mark.parametrize("func", ["scatter", "scatter_into", "gather", "gather_into"])
+@pytest.mark.parametrize("name,index,match", BAD_INDICES, ids=[b[0] for b in BAD_INDICES])
+def test_out_of_range_raises_index_error(backend, name, index, match, func):
+    dst, src = _dst_src_for(func, index)
+    kw = {"dim_size": dst.shape[:len(index)] if isinstance(index, tuple) else 5} if func == "scatter" else {}
+    check_raises(backend, IndexError, match, func, dst, src, index, **kw)
+
+
+@pytest.mark.parametrize("func", ["scatter_into", "gather_into"])
+def test_out_of_range_after_many_valid_entries_leaves_dst_unchanged(backend, func):
+    """The bad entry comes last, after a long run of valid ones that would already have been applied."""
+    index = np.append(np.arange(1000) % 5, 5)
+    dst, src = _dst_src_for(func, index)
+    check_raises(backend, IndexError, r"index\[1000\] = 5\b", func, dst, src, index)
+
+
+# ---- other argument errors leave dst unchanged ---------------------------------------------------------------
+
+@pytest.mark.parametrize("kw,exc,match", [({"op": "median"}, ValueError, "median"), ({"op": 3}, TypeError, "op"),
+                                          ({"mode": "fill"}, ValueError, "mode='fill'"),
+                                          ({"axis": 2}, ValueError, "axis=2"), ({"axis": 0.5}, TypeError, "axis")],
+                         ids=str)
+def test_bad_arguments_to_scatter_into(backend, kw, exc, match):
+    check_raises(backend, exc, match, "scatter_into", np.arange(5.0), np.ones(4), np.array([0, 1, 1, 4]), **kw)
+
+
+def test_unsafe_src_cast_into_dst(backend):
+    check_raises(backend, TypeError, "float64.*int64", "scatter_into", np.arange(5), np.full(2, 0.5),
+                 np.array([0, 1]))
+
+
+@pytest.mark.parametrize("dim_size,exc", [(-1, ValueError), (2.5, TypeError), ((5, 5), ValueError)], ids=str)
+def test_bad_dim_size(backend, dim_size, exc):
+    check_raises(backend, exc, "dim_size", "scatter", None, np.ones(3), np.array([0, 1, 1]), dim_size=dim_size)
+
+
+def test_dim_size_smaller_than_index(backend):
+    check_raises(backend, IndexError, r"index\[2\] = 3\b.*\b3\b", "scatter", None, np.ones(3),
+                 np.array([0, 1, 3]), dim_size=3)
+
+
+# ---- dst must be writeable and free of overlapping elements -----------------------------------------------
+
+def _stride0(n):
+    return np.lib.stride_tricks.as_strided(np.zeros(1), shape=(n,), strides=(0,), writeable=True)
+
+
+def _overlapping_rows():
+    """A (3, 3) view whose rows overlap: row i starts one element after row i - 1."""
+    return np.lib.stride_tricks.as_strided(np.zeros(5), shape=(3, 3), strides=(8, 8), writeable=True)
+
+
+@pytest.mark.parametrize("func", ["scatter_into", "gather_into"])
+@pytest.mark.parametrize("make,match", [(_stride0, "overlap"), (_overlapping_rows, "overlap")],
+                         ids=["stride0", "overlapping-rows"])
+def test_overlapping_dst_raises(func, make, match):
+    dst = make(3) if make is _stride0 else make()
+    before = dst.copy()
+    src = np.ones(dst.shape)
+    with pytest.raises(ValueError, match=match):
+        getattr(cs, func)(dst, src, np.arange(dst.shape[0]))
+    assert_same(dst, before)
+
+
+@pytest.mark.parametrize("func", ["scatter_into", "gather_into"])
+def test_read_only_dst_raises(func):
+    dst = np.arange(3.0)
+    dst.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        getattr(cs, func)(dst, np.ones(3), np.arange(3))
+    assert_same(dst, np.arange(3.0))
+
+
+@pytest.mark.parametrize("func", ["scatter_into", "gather_into"])
+def test_stride0_on_a_length_one_axis_is_fine(func):
+    """A zero stride is only an overlap when the axis has more than one element."""
+    dst = np.lib.stride_tricks.as_strided(np.zeros(3), shape=(1, 3), strides=(0, 8), writeable=True)
+    src, idx = np.arange(1.0, 4.0).reshape(1, 3), np.array([0])
+    expected = ref_scatter(src, idx, dst=dst) if func == "scatter_into" else ref_gather(src, idx, dst=dst)
+    getattr(cs, func)(dst, src, idx)
+    assert_same(dst, expected)

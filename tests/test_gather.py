@@ -1,0 +1,112 @@
+"""gather and gather_into against the reference and NumPy's own indexing: value dtypes x index dtypes x
+int/tuple index x axis x layouts x modes, allocating and in place."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cyscatter as cs
+from compare import assert_same
+from inputs import BASE, DIMS, EMPTY_GEOMETRIES, GEOMETRIES, in_layout, index, pick, rng_for, values
+from reference import ref_gather
+from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES
+
+FORMS = ("gather", "gather_into")
+
+
+def check_gather(backend, dtype, kind, form, *, geom=BASE, index_dtype="int64", layout="C", mode="raise",
+                 fill_value=0):
+    """Gather from src of shape B + D + F into B + I + F on `backend`; compare with the reference."""
+    rng = rng_for(dtype, kind, form, geom, index_dtype, layout, mode, fill_value)
+    dims = DIMS[kind]
+    src = values(dtype, geom.out_shape(dims), rng)
+    idx = index(kind, index_dtype, geom.ishape, dims, rng, out_of_range=mode != "raise")
+    axis = geom.gather_axis(len(dims))
+    src_in, idx_in = in_layout(layout, src, backend.xp), in_layout(layout, idx, backend.xp)
+    if src_in is None:
+        pytest.skip(f"no {layout} layout on {backend.name}")
+    if form == "gather":
+        expected = ref_gather(src, idx, axis=axis, mode=mode, fill_value=fill_value)
+        actual = cs.gather(src_in, idx_in, axis=axis, mode=mode, fill_value=fill_value)
+    else:
+        dst = values(dtype, geom.src_shape(), rng)
+        expected = ref_gather(src, idx, axis=axis, mode=mode, dst=dst)
+        actual = in_layout("C" if layout == "readonly" else layout, dst, backend.xp)
+        assert cs.gather_into(actual, src_in, idx_in, axis=axis, mode=mode) is actual
+    assert_same(backend.to_numpy(actual), expected)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("dtype", VALUE_DTYPES + ("bool", "datetime64[s]", "V24"))
+def test_every_dtype_and_index_kind(backend, dtype, kind, form):
+    """Gather moves items of any size; bools, datetimes and 24-byte voids travel like numbers."""
+    check_gather(backend, dtype, kind, form)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("geom", GEOMETRIES + EMPTY_GEOMETRIES, ids=str)
+def test_axis_and_shapes(backend, geom, kind, form):
+    check_gather(backend, pick(VALUE_DTYPES, geom, kind, form), kind, form, geom=geom)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_index_dtypes(backend, index_dtype, kind, form):
+    check_gather(backend, pick(VALUE_DTYPES, index_dtype, kind, form), kind, form, index_dtype=index_dtype)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("layout", ["C", "fortran", "strided", "reversed", "readonly"])
+@pytest.mark.parametrize("geom", GEOMETRIES, ids=str)
+def test_layouts(backend, geom, layout, kind, form):
+    check_gather(backend, pick(VALUE_DTYPES, geom, layout, kind, form), kind, form, geom=geom, layout=layout)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("mode", ["drop", "wrap", "clip"])
+@pytest.mark.parametrize("index_dtype", ["int64", "int8", "uint16", "uint64"])
+def test_modes(backend, index_dtype, mode, kind, form):
+    """Out-of-range entries: dropped rows hold fill_value (allocating) or keep dst's values (in place)."""
+    check_gather(backend, pick(VALUE_DTYPES, index_dtype, mode, kind, form), kind, form,
+                 index_dtype=index_dtype, mode=mode, geom=pick(GEOMETRIES, index_dtype, mode, kind, form),
+                 fill_value=pick((0, -3, 7), index_dtype, mode, kind))
+
+
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_equals_numpy_indexing(backend, axis, kind):
+    """For an in-range index gather is np.take (int) or NumPy advanced indexing (tuple), as documented."""
+    rng = rng_for("numpy", axis, kind)
+    src = values("float64", (4, 5, 6), rng)
+    ax = axis % src.ndim
+    if kind == "int":
+        idx = rng.integers(0, src.shape[ax], (2, 3))
+        expected = np.take(src, idx, axis=axis)
+    else:
+        ax = min(ax, 1)
+        idx = tuple(rng.integers(0, s, (2, 3)) for s in src.shape[ax:ax + 2])
+        expected = src[(slice(None),) * ax + idx]
+        axis = ax
+    assert_same(backend.to_numpy(cs.gather(backend.asarray(src), backend.asarray(idx), axis=axis)), expected)
+
+
+@pytest.mark.parametrize("src_dtype,dst_dtype", [("int32", "int64"), ("float32", "float64"), ("int16", "float32"),
+                                                 ("float64", "float32")])
+def test_gather_into_casts_same_kind(backend, src_dtype, dst_dtype):
+    src = np.arange(1, 7).astype(src_dtype) / np.array(3).astype(src_dtype) if src_dtype[0] == "f" else \
+        np.arange(1, 7).astype(src_dtype)
+    idx = np.array([5, 0, 0, 3])
+    dst = backend.asarray(np.zeros(4, dst_dtype))
+    cs.gather_into(dst, backend.asarray(src), backend.asarray(idx))
+    assert_same(backend.to_numpy(dst), src[idx].astype(dst_dtype))
+
+
+def test_gather_into_refuses_unsafe_cast(backend):
+    dst = np.zeros(2, np.int64)
+    with pytest.raises(TypeError):
+        cs.gather_into(backend.asarray(dst), backend.asarray(np.array([0.5, 1.5])), backend.asarray(np.array([0, 1])))

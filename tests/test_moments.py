@@ -1,0 +1,58 @@
+"""scatter_var and scatter_std against NumPy's np.var / np.std of each group."""
+import warnings
+
+import numpy as np
+import pytest
+
+import cyscatter as cs
+from group_cases import LAYOUTS, make_case
+from reference_extra import ref_var
+from testing import INDEX_KINDS
+
+DTYPES = ("float64", "float32", "float16", "int64", "int8", "uint32", "complex128", "complex64")
+RTOL = {"float32": 3e-6, "complex64": 3e-6, "float16": 2e-3}
+
+
+@pytest.mark.parametrize("std", (False, True), ids=("var", "std"))
+@pytest.mark.parametrize("ddof", (0, 1, 2.5))
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("index_kind", INDEX_KINDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("mode", cs.MODES)
+def test_matches_numpy_per_group(backend, std, ddof, dtype, index_kind, layout, mode):
+    src, index, dim_size, axis = make_case(21, index_kind, layout, mode, dtype)
+    func = cs.scatter_std if std else cs.scatter_var
+    got = backend.to_numpy(func(backend.asarray(src), backend.asarray(index), ddof=ddof, dim_size=dim_size,
+                                axis=axis, mode=mode))
+    want = ref_var(src, index, ddof=ddof, std=std, dim_size=dim_size, axis=axis, mode=mode)
+    real = np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.finfo(np.dtype(dtype)).dtype \
+        if np.dtype(dtype).kind == "c" else np.dtype(np.float64)
+    assert got.dtype == real
+    tol = RTOL.get(dtype, 1e-13)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_nan_where_count_at_most_ddof(backend):
+    src, index = np.array([4.0, 1.0, 3.0]), np.array([0, 2, 2])
+    got = backend.to_numpy(cs.scatter_var(backend.asarray(src), backend.asarray(index), ddof=1))
+    with warnings.catch_warnings():   # NumPy warns about the degrees of freedom; cyscatter does not
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = [np.var([4.0], ddof=1), np.var(np.zeros(0), ddof=1), np.var([1.0, 3.0], ddof=1)]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_no_cancellation():
+    # a one-pass E[x^2] - E[x]^2 gives 0 or garbage here; two passes give the exact 2/3
+    src = 1e9 + np.array([0.0, 1.0, 2.0])
+    np.testing.assert_allclose(cs.scatter_var(src, np.zeros(3, int)), [2 / 3], rtol=1e-12)
+
+
+@pytest.mark.parametrize("ddof", ("1", None, 1j, True, [1]))
+def test_bad_ddof(ddof):
+    with pytest.raises(TypeError, match="ddof"):
+        cs.scatter_var(np.ones(2), np.array([0, 0]), ddof=ddof)
+
+
+def test_bad_dtype():
+    with pytest.raises(TypeError, match="scatter_std does not support src dtype bool"):
+        cs.scatter_std(np.ones(2, bool), np.array([0, 0]))

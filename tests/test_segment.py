@@ -1,0 +1,197 @@
+"""segment, gather_segment and scatter's sorted-run path against the loop references, NumPy's reduceat/repeat,
+and their validation."""
+import numpy as np
+import pytest
+
+import cyscatter as cs
+from compare import assert_same, tolerance
+from group_cases import LAYOUTS, host_call, make_case, random_indptr, values
+from reference import ref_scatter
+from reference_extra import ref_gather_segment, ref_scatter_arg, ref_segment
+from testing import INDEX_KINDS, OPS, VALUE_DTYPES, op_supports
+
+# (src shape, axis): rows along axis
+SEGMENT_LAYOUTS = {"axis0": ((11, 3), 0), "batch": ((2, 11, 3), 1), "last": ((2, 11), -1), "rows_only": ((11,), 0)}
+
+
+def _segment_case(seed, layout, dtype, nseg=6):
+    rng = np.random.default_rng(seed)
+    shape, axis = SEGMENT_LAYOUTS[layout]
+    src = values(rng, shape, dtype)
+    return src, random_indptr(rng, shape[axis], nseg), axis
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", VALUE_DTYPES)
+@pytest.mark.parametrize("layout", SEGMENT_LAYOUTS)
+def test_segment_matches_reference(backend, op, dtype, layout):
+    if not op_supports(op, dtype):
+        pytest.skip(f"{op} has no order for {dtype}")
+    src, indptr, axis = _segment_case(1, layout, dtype)
+    if op == "div":
+        src = np.where(src == 0, 1, src).astype(dtype)
+    got = host_call(backend, cs.segment, src, indptr, op, axis=axis)
+    want = ref_segment(src, indptr, op, axis=axis)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)   # same order of updates: the same bits
+
+
+@pytest.mark.parametrize("op", ("add", "max", "mean"))
+def test_segment_fill_value_and_all_empty(backend, op):
+    src = np.array([[1.0, 2.0], [3.0, 4.0]])
+    indptr = np.array([0, 0, 2, 2])
+    got = host_call(backend, cs.segment, src, indptr, op, fill_value=-7)
+    np.testing.assert_array_equal(got, ref_segment(src, indptr, op, fill_value=-7))
+    assert (got[[0, 2]] == -7).all()
+    empty = cs.segment(np.zeros((0, 2)), np.array([0, 0, 0]), op)
+    np.testing.assert_array_equal(empty, ref_segment(np.zeros((0, 2)), [0, 0, 0], op))
+
+
+@pytest.mark.parametrize("ufunc, op", [(np.add, "add"), (np.maximum, "max"), (np.minimum, "min"),
+                                       (np.multiply, "mul")])
+def test_segment_agrees_with_reduceat_on_nonempty_segments(ufunc, op):
+    rng = np.random.default_rng(5)
+    src = rng.integers(-9, 10, (40, 3))
+    indptr = np.array([0, 3, 4, 10, 25, 40])
+    np.testing.assert_array_equal(cs.segment(src, indptr, op), ufunc.reduceat(src, indptr[:-1], axis=0))
+
+
+def test_segment_empty_segment_differs_from_reduceat():
+    # reduceat copies the next row into an empty segment; segment gives the identity
+    src, indptr = np.array([5, 6, 7]), np.array([0, 1, 1, 3])
+    np.testing.assert_array_equal(cs.segment(src, indptr), [5, 0, 13])
+    assert np.add.reduceat(src, indptr[:-1])[1] == 6
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_segment_equals_scatter_with_segment_ids(op):
+    rng = np.random.default_rng(2)
+    src = rng.standard_normal((2, 30, 4))
+    indptr = random_indptr(rng, 30, 9)
+    ids = cs.segment_ids(indptr)
+    np.testing.assert_array_equal(ids, np.repeat(np.arange(9), np.diff(indptr)))
+    np.testing.assert_array_equal(cs.segment(src, indptr, op, axis=1),
+                                  cs.scatter(src, ids, op, dim_size=9, axis=1))
+
+
+@pytest.mark.parametrize("indptr, error, match", [
+    ([0, 3, 2, 5], ValueError, r"must not decrease, but indptr\[1\] = 3 > indptr\[2\] = 2"),
+    ([1, 3, 5], ValueError, r"indptr\[0\] = 1 must be 0"),
+    ([0, 3, 4], ValueError, r"indptr\[-1\] = 4 must equal .* 5"),
+    ([0, 3, 6], ValueError, r"indptr\[-1\] = 6"),
+    ([[0, 5]], ValueError, "1-D"),
+    ([], ValueError, "1-D with at least one entry"),
+    ([0.0, 5.0], TypeError, "integers"),
+    ([False, True], TypeError, "integers"),
+])
+def test_segment_validation(indptr, error, match):
+    indptr = np.array(indptr, dtype=np.int64 if indptr == [] else None)
+    with pytest.raises(error, match=match):
+        cs.segment(np.arange(5.0), indptr)
+
+
+def test_segment_other_errors():
+    with pytest.raises(ValueError, match="unknown op"):
+        cs.segment(np.arange(3.0), [0, 3], "median")
+    with pytest.raises(TypeError, match="complex"):
+        cs.segment(np.ones(3, complex), [0, 3], "max")
+    with pytest.raises(ValueError, match="axis"):
+        cs.segment(np.ones(3), [0, 3], axis=1)
+
+
+@pytest.mark.parametrize("indptr_dtype", ("int8", "uint16", "int32", "int64", "uint64"))
+def test_segment_index_dtypes(indptr_dtype):
+    src = np.arange(6.0)
+    indptr = np.array([0, 2, 2, 6], dtype=indptr_dtype)
+    np.testing.assert_array_equal(cs.segment(src, indptr), ref_segment(src, [0, 2, 2, 6], "add"))
+
+
+@pytest.mark.parametrize("dtype", ("float64", "int8", "complex64", "V3"))
+@pytest.mark.parametrize("layout", SEGMENT_LAYOUTS)
+def test_gather_segment_matches_reference(backend, dtype, layout):
+    rng = np.random.default_rng(4)
+    shape, axis = SEGMENT_LAYOUTS[layout]
+    nseg = 6
+    seg_shape = list(shape)
+    seg_shape[axis] = nseg
+    src = rng.integers(0, 100, seg_shape).astype("u1" if dtype == "V3" else dtype)
+    if dtype == "V3":
+        src = np.frombuffer(np.repeat(src, 3).tobytes(), "V3").reshape(seg_shape)
+    indptr = random_indptr(rng, 13, nseg)
+    got = host_call(backend, cs.gather_segment, src, indptr, axis=axis)
+    np.testing.assert_array_equal(got, ref_gather_segment(src, indptr, axis=axis))
+
+
+def test_gather_segment_validation():
+    with pytest.raises(ValueError, match="describes 2 segments, but src has 3 rows"):
+        cs.gather_segment(np.arange(3), [0, 1, 4])
+    with pytest.raises(ValueError, match="must not decrease"):
+        cs.gather_segment(np.arange(3), [0, 2, 1, 4])
+
+
+# ---- scatter's sorted-run path -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", ("float64", "float32", "int64", "int8", "complex128"))
+@pytest.mark.parametrize("index_kind", INDEX_KINDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("mode", ("raise", "drop"))
+@pytest.mark.parametrize("presorted", (True, False), ids=("sorted", "unsorted"))
+def test_scatter_sorted_hint_matches_reference(backend, op, dtype, index_kind, layout, mode, presorted):
+    if not op_supports(op, dtype):
+        pytest.skip(f"{op} has no order for {dtype}")
+    src, index, dim_size, axis = make_case(7, index_kind, layout, mode, dtype)
+    if presorted:   # sort the index entries (the src rows stay: the hint is about the index only)
+        index = tuple(np.sort(c, axis=None).reshape(c.shape) for c in index) if index_kind == "tuple" \
+            else np.sort(index, axis=None).reshape(index.shape)
+    if op == "div":
+        src = np.where(src == 0, 1, src).astype(dtype)
+    got = cs.scatter(backend.asarray(src), backend.asarray(index), op, dim_size=dim_size, axis=axis, mode=mode,
+                     indices_are_sorted=True)
+    want = ref_scatter(src, index, op, dim_size=dim_size, axis=axis, mode=mode)
+    assert_same(backend.to_numpy(got), want, *tolerance(backend.name, op, want.dtype, src))   # GPU: atomics
+    dst = np.asarray(want).astype(want.dtype)
+    if op not in ("div", "mean") or dst.dtype.kind in "fc":
+        into = cs.scatter_into(backend.asarray(dst.copy()), backend.asarray(src.astype(dst.dtype)),
+                               backend.asarray(index), op, axis=axis, mode=mode, indices_are_sorted=True)
+        assert_same(backend.to_numpy(into), ref_scatter(src.astype(dst.dtype), index, op, axis=axis, mode=mode,
+                                                        dst=dst), *tolerance(backend.name, op, dst.dtype, src, dst))
+
+
+def test_scatter_sorted_hint_raises_like_the_core():
+    with pytest.raises(IndexError, match=r"index\[2\] = 7"):
+        cs.scatter(np.ones(4), np.array([0, 0, 7, 1]), dim_size=3, indices_are_sorted=True)
+    dst = np.zeros(3)
+    with pytest.raises(IndexError):
+        cs.scatter_into(dst, np.ones(4), np.array([0, 1, 1, 3]), indices_are_sorted=True)
+    assert (dst == 0).all()
+
+
+def test_strided_and_fortran_inputs():
+    # views whose rows are strided or reversed (the kernels need only adjacent elements within a row)
+    rng = np.random.default_rng(8)
+    base = rng.integers(-5, 6, (4, 9, 3)).astype(float)
+    index, indptr = np.array([0, 0, 1, 1, 1, 2, 2, 3, 3]), np.array([0, 2, 5, 7, 9])
+    for src in (base[::2], np.asfortranarray(base), base[:, ::-1]):
+        np.testing.assert_array_equal(cs.segment(src, indptr, "max", axis=1),
+                                      ref_segment(src, indptr, "max", axis=1))
+        np.testing.assert_array_equal(cs.scatter_argmin(src, index, axis=1),
+                                      ref_scatter_arg(src, index, "min", axis=1))
+        np.testing.assert_array_equal(cs.scatter(src[:, :, 1], index, "add", axis=1, indices_are_sorted=True),
+                                      ref_scatter(src[:, :, 1], index, "add", axis=1))
+
+
+@pytest.mark.parametrize("op", ("max", "min"))
+@pytest.mark.parametrize("special", (np.nan, 0.0, -0.0, np.inf, -np.inf))
+def test_segment_extremes_in_long_segments(op, special):
+    # long segments (the kernel splits max/min over several chains): a special value at every position
+    rng = np.random.default_rng(9)
+    for dtype in ("float64", "float32"):
+        for pos in range(11):
+            src = np.where(rng.random(11) < 0.5, -0.0, 0.0).astype(dtype)
+            src[pos] = special
+            indptr = np.array([0, 0, 11, 11])
+            got = cs.segment(src, indptr, op)
+            want = ref_segment(src, indptr, op)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -15,7 +15,7 @@ SANITIZE = os.environ.get("CYSCATTER_SANITIZE", "0") == "1"
 compile_args = ["-O3", "-fwrapv", "-fno-strict-aliasing"]
 link_args = []
 if SANITIZE:
-    flags = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+    flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
     compile_args += flags
     link_args += flags
 
@@ -33,7 +33,7 @@ extensions = [
         f"cyscatter.{module}",
         [f"cyscatter/{module}.pyx"],
         include_dirs=[np.get_include(), "cyscatter"],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"), ("CYSCATTER_DEBUG", "1" if DEBUG else "0")],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )

@@ -6,6 +6,7 @@ only ever see a flat int32/int64 vector.
 """
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 
@@ -107,20 +108,40 @@ def parse_coords(index, arg: str = "index", xp=np) -> tuple:
 def _dims_from(dim_size, coords, arg: str) -> tuple:
     m = len(coords)
     if dim_size is None:
-        return tuple(max(int(c.max()) + 1, 0) if c.size else 0 for c in coords)
-    sizes = dim_size if isinstance(dim_size, (tuple, list)) else (dim_size,)
-    if len(sizes) != m:
-        raise ValueError(f"{arg}={dim_size!r} gives {len(sizes)} sizes but the index addresses {m} axes")
+        dims = tuple(max(int(c.max()) + 1, 0) if c.size else 0 for c in coords)
+        if any(d > _INT64_MAX for d in dims):
+            raise ValueError(f"index holds {max(dims) - 1}: the inferred dim_size {max(dims)} is larger than an "
+                             "array axis can be; pass dim_size (with mode='drop', 'wrap' or 'clip')")
+        return _checked_total(dims, dims, "the inferred dim_size")
+    dims = check_sizes(dim_size, arg)
+    if len(dims) != m:
+        raise ValueError(f"{arg}={dim_size!r} gives {len(dims)} sizes but the index addresses {m} axes")
+    return _checked_total(dims, dim_size, arg)
+
+
+def check_sizes(value, arg: str) -> tuple:
+    """`value` (an int, or a tuple/list/1-d array of ints) as a tuple of axis sizes in [0, 2**63)."""
+    sizes = tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,)
     dims = []
     for s in sizes:
         try:
             s = operator.index(s)
         except TypeError:
-            raise TypeError(f"{arg}={dim_size!r} must be a non-negative integer (or a tuple of them)") from None
+            raise TypeError(f"{arg}={value!r} must be a non-negative integer (or a tuple of them)") from None
         if s < 0:
-            raise ValueError(f"{arg}={dim_size!r} must be non-negative")
+            raise ValueError(f"{arg}={value!r} must be non-negative")
+        if s > _INT64_MAX:
+            raise ValueError(f"{arg}={value!r} is larger than an array axis can be (2**63 - 1)")
         dims.append(s)
     return tuple(dims)
+
+
+def _checked_total(dims: tuple, given, arg: str) -> tuple:
+    # the kernels address destination rows with int64: the flattened row count must fit, or it would wrap
+    total = math.prod(dims)
+    if total > _INT64_MAX:
+        raise ValueError(f"{arg}={given!r} addresses {total} rows, more than an int64 row number can reach")
+    return dims
 
 
 def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int) -> np.ndarray:

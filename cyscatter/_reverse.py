@@ -12,7 +12,7 @@ from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, precheck, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
-from cyscatter._index import parse_coords, plan_index
+from cyscatter._index import check_sizes, parse_coords, plan_index
 from cyscatter._ops import get_op
 from cyscatter._scatter import _reduce_into, scatter, scatter_into, split_src
 
@@ -34,6 +34,9 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     arrays = {"src": be.asarray(src), "out": be.asarray(out)}
     others = {name: (be.asarray(a), like) for name, a, like in extra if a is not None}
     src, out = arrays["src"], arrays["out"]
+    op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
+    if "dst" in others:
+        op.check_dtype(others["dst"][0].dtype, "dst")
     coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
     m = len(coords)
@@ -44,6 +47,7 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
         if arr.shape != arrays[like].shape:
             raise ValueError(f"{name} shape {arr.shape} != {like} shape {arrays[like].shape}")
     plan = plan_index(None, out.shape[axis:axis + m], mode, coords=coords, dims_arg="out.shape")
+    be.precheck(plan)   # some rules (add's dst gradient) never reach a kernel that would report a bad entry
     dtype = _float_dtype(src, out, *(arr for arr, _ in others.values()))
     outer, inner = prod(batch), prod(feat)
     rows = {"src": plan.n, "out": plan.size}
@@ -151,7 +155,7 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     grad_out : array_like, shape B + I + F
         Cotangent of the gathered output.
     {index}
-    src_shape : tuple of int
+    src_shape : int or tuple of int
         Shape B + D + F of the `src` that was gathered from.
     {axis}
     {mode}
@@ -176,7 +180,7 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     """
     be = backend_of(grad_out=grad_out, index=index)
     grad_out = be.asarray(grad_out)
-    src_shape = tuple(int(s) for s in src_shape)
+    src_shape = check_sizes(src_shape, "src_shape")
     m = len(parse_coords(index, xp=be.xp))
     axis = normalize_axis(axis, len(src_shape), m)
     grad_src = be.xp.zeros(src_shape, _float_dtype(grad_out))

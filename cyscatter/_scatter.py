@@ -38,7 +38,8 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False) ->
         sums = xp.zeros_like(work3)
         run_scatter(op.opcode, src3, plan, sums, counts)
         sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
-        xp.copyto(work3, work3 + sums, where=(counts > 0)[None, :, None])
+        xp.add(work3, sums, out=sums)   # in the buffer of sums: no second dst-sized temporary
+        xp.copyto(work3, sums, where=(counts > 0)[None, :, None])
     else:
         run_scatter(op.opcode, src3, plan, work3)
 

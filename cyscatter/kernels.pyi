@@ -4,6 +4,8 @@ import enum
 import numpy as np
 import numpy.typing as npt
 
+BOUNDS_CHECKED: bool
+
 class OpCode(enum.IntEnum):
     OP_ADD: int
     OP_SUB: int

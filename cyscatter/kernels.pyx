@@ -17,6 +17,18 @@ cdef extern from "_cdiv.h" nogil:
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t, item_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP)
 
+cdef extern from *:
+    """
+    #ifndef CYSCATTER_DEBUG
+    #define CYSCATTER_DEBUG 0
+    #endif
+    """
+    int CYSCATTER_DEBUG
+
+# True in a debug build (CYSCATTER_DEBUG=1 at build time): every memoryview access is bounds-checked, and a bad
+# one is reported as an unraisable IndexError (the kernels are noexcept) instead of touching foreign memory.
+BOUNDS_CHECKED = bool(CYSCATTER_DEBUG)
+
 
 # ---- max / min element rules ----------------------------------------------------------------------------------
 # NaN wins (NumPy's maximum/minimum) and -0.0 < +0.0, so the result does not depend on the order of the updates

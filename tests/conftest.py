@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -19,3 +20,16 @@ def backend(request):
             yield Backend(request.param)
     else:
         yield Backend(request.param)
+
+
+# Hypothesis: CI (CI=true) replays one fixed, derandomized set of examples with no example database, so a run
+# is reproducible and a failure prints the example and its reproduction blob; locally the search is random and
+# remembers failures in .hypothesis/. HYPOTHESIS_PROFILE=thorough multiplies every example count by 20.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+_COMMON = dict(deadline=None, print_blob=True,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+settings.register_profile("ci", derandomize=True, database=None, **_COMMON)
+settings.register_profile("dev", **_COMMON)
+settings.register_profile("thorough", max_examples=2000, **_COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") == "true" else "dev"))

@@ -127,6 +127,8 @@ def ref_gather(src, index, *, axis=0, mode="raise", fill_value=0, dst=None):
     if axis < 0:
         axis += src.ndim
     batch, dims, feat = src.shape[:axis], src.shape[axis:axis + m], src.shape[axis + m:]
+    if dst is not None:   # cast first, as documented (an int32 scalar 128 would not fit an int8 dst otherwise)
+        src = src.astype(np.asarray(dst).dtype)
     out = np.full(batch + ishape + feat, fill_value, src.dtype) if dst is None else np.array(dst)
     for k in np.ndindex(*ishape):
         target = tuple(_resolve(c[k], s, mode) for c, s in zip(coords, dims))
@@ -138,14 +140,19 @@ def ref_gather(src, index, *, axis=0, mode="raise", fill_value=0, dst=None):
 
 
 def numeric_vjp(f, x, g, eps=1e-6):
-    """<g, df/dx> by central differences, for float64 x (a reference gradient)."""
+    """<g, df/dx> by central differences, for float64 x (a reference gradient).
+
+    Outputs that do not move (an untouched -inf of a max, say) contribute 0, not inf - inf.
+    """
     x = np.array(x, dtype=np.float64)
     grad = np.zeros_like(x)
     for i in np.ndindex(*x.shape):
         xp, xm = x.copy(), x.copy()
         xp[i] += eps
         xm[i] -= eps
-        grad[i] = np.sum(g * (f(xp) - f(xm))) / (2 * eps)
+        fp, fm = f(xp), f(xm)
+        with np.errstate(invalid="ignore"):
+            grad[i] = np.sum(g * np.where(fp == fm, 0.0, fp - fm)) / (2 * eps)
     return grad
 
 

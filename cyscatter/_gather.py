@@ -34,7 +34,7 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None):
     {mode}
     fill_value : scalar, optional
         Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``); default
-        0. Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an integer array: TypeError).
+        all-zero bytes (0, False, ''). Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an integer array: TypeError).
 
     Returns
     -------
@@ -63,8 +63,9 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None):
     outer, inner = prod(batch), prod(feat)
     src3 = be.rows_view(src, src.dtype, outer, plan.size, inner)
     if plan.mode == "drop":
-        fill = 0 if fill_value is None else fill_for(fill_value, src.dtype, be.xp)[()]
-        out3 = be.xp.full((outer, plan.n, inner), fill, src.dtype)
+        out3 = be.xp.zeros((outer, plan.n, inner), src.dtype)   # zero bytes: also '' for strings
+        if fill_value is not None:
+            out3[...] = fill_for(fill_value, src.dtype, be.xp)
     else:
         out3 = be.xp.empty((outer, plan.n, inner), src.dtype)
     be.run_gather(src3, plan, out3)

@@ -59,6 +59,11 @@ def fill_for(fill_value, result_dtype, xp=np):
         return None
     dtype = np.dtype(result_dtype)
     value = np.asarray(fill_value)
+    if dtype.kind not in _KIND_RANK:   # strings, datetimes, records (gather): NumPy's own cast decides
+        try:
+            return xp.asarray(value.astype(dtype))
+        except (TypeError, ValueError):
+            raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype}") from None
     python_scalar = isinstance(fill_value, (bool, int, float, complex))
     try:
         cast = np.array(fill_value, dtype=dtype) if python_scalar else value.astype(dtype)

@@ -7,6 +7,7 @@ from cyscatter._canonical import check_writable, normalize_axis, precheck, prod,
     writable_rows
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
+from cyscatter._threads import check_threads
 
 
 def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
@@ -18,7 +19,7 @@ def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
 
 
 @fill_doc
-def gather(src, index, *, axis=0, mode="raise", fill_value=0):
+def gather(src, index, *, axis=0, mode="raise", fill_value=0, num_threads=None):
     """Gather rows of `src`: ``out[b, k, f] = src[b, index[k], f]`` (tuple index: ``src[b, i0[k], ..., f]``).
 
     NNlib's ``gather(src, idx)``; for an integer index it equals ``np.take(src, index, axis)`` and for a
@@ -33,6 +34,7 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     {mode}
     fill_value : scalar, default 0
         Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``).
+    {threads}
 
     Returns
     -------
@@ -50,6 +52,7 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     >>> cs.gather(np.arange(15).reshape(3, 5), (np.array([0, 1]), np.array([1, 3])))
     array([1, 8])
     """
+    threads = check_threads(num_threads)
     src = np.asarray(src)
     coords = parse_coords(index)
     plan, batch, feat = split_gather_src(src, coords, axis, mode)
@@ -59,12 +62,12 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
         out3 = np.full((outer, plan.n, inner), fill_value, src.dtype)
     else:
         out3 = np.empty((outer, plan.n, inner), src.dtype)
-    run_gather(src3, plan, out3)
+    run_gather(src3, plan, out3, threads)
     return out3.reshape(batch + plan.shape + feat)
 
 
 @fill_doc
-def gather_into(dst, src, index, *, axis=0, mode="raise"):
+def gather_into(dst, src, index, *, axis=0, mode="raise", num_threads=None):
     """Gather rows of `src` into `dst` in place: ``dst[b, k, f] = src[b, index[k], f]`` (NNlib's ``gather!``).
 
     Parameters
@@ -77,6 +80,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
     {index}
     {axis}
     {mode}
+    {threads}
 
     Returns
     -------
@@ -93,6 +97,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
     >>> cs.gather_into(np.zeros(2, int), np.array([5, 6, 7]), np.array([2, 0]))
     array([7, 5])
     """
+    threads = check_threads(num_threads)
     check_writable(dst)
     src = np.asarray(src)
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
@@ -110,7 +115,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
     outer, inner = prod(batch), prod(feat)
     src3 = rows_view(src, dst.dtype, outer, plan.size, inner)
     work3, direct = writable_rows(dst, dst.dtype, outer, plan.n, inner)
-    run_gather(src3, plan, work3)
+    run_gather(src3, plan, work3, threads)
     if not direct:
         np.copyto(dst, work3.reshape(dst.shape))
     return dst

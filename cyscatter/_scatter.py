@@ -8,6 +8,7 @@ from cyscatter._canonical import (check_writable, normalize_axis, precheck, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
+from cyscatter._threads import check_threads
 
 
 def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[int, tuple, tuple]:
@@ -19,7 +20,7 @@ def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[i
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
 
 
-def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool):
+def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool, threads: int = 0):
     """Apply `op` from the canonical `src3` into `work3` (outer, size, inner); returns group counts or None.
 
     A fresh `work3` holds the identity, so mean can sum in place; into an existing one, mean adds the group
@@ -28,18 +29,18 @@ def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool):
     counts = np.zeros(plan.size, np.int64) if count or op.counts else None
     if op.counts and not fresh:
         sums = np.zeros_like(work3)
-        run_scatter(op.opcode, src3, plan, sums, counts)
+        run_scatter(op.opcode, src3, plan, sums, counts, threads)
         sums /= np.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
         np.add(work3, sums, out=work3, where=(counts > 0)[None, :, None])
     else:
-        run_scatter(op.opcode, src3, plan, work3, counts)
+        run_scatter(op.opcode, src3, plan, work3, counts, threads)
         if op.counts:
             work3 /= np.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
     return counts
 
 
 @fill_doc
-def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", num_threads=None):
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -86,6 +87,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
            [1., 2.]])
     """
     op = get_op(op)
+    threads = check_threads(num_threads)
     src = np.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
     coords = parse_coords(index)
@@ -95,7 +97,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     outer, inner = prod(batch), prod(feat)
     work3 = np.full((outer, plan.size, inner), op.identity(result_dtype), compute)
     src3 = rows_view(src, compute, outer, plan.n, inner)
-    counts = _reduce_into(op, src3, plan, work3, fresh=True, count=fill_value is not None)
+    counts = _reduce_into(op, src3, plan, work3, fresh=True, count=fill_value is not None, threads=threads)
     if fill_value is not None:
         fill = np.asarray(fill_value).astype(result_dtype, casting="same_kind")
         work3[:, counts == 0] = fill
@@ -103,7 +105,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
 
 
 @fill_doc
-def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
+def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", num_threads=None):
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
@@ -120,6 +122,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     {op}
     {axis}
     {mode}
+    {threads}
 
     Returns
     -------
@@ -145,6 +148,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     array([ 8., 20., 26.])
     """
     op = get_op(op)
+    threads = check_threads(num_threads)
     check_writable(dst)
     src = np.asarray(src)
     op.check_dtype(dst.dtype, "dst")
@@ -171,7 +175,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
     outer, inner = prod(batch), prod(feat)
     src3 = rows_view(src, compute, outer, plan.n, inner)
     work3, direct = writable_rows(dst, compute, outer, plan.size, inner)
-    _reduce_into(op, src3, plan, work3, fresh=False, count=False)
+    _reduce_into(op, src3, plan, work3, fresh=False, count=False, threads=threads)
     if not direct:
         np.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
     return dst

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cyscatter import kernels
 from cyscatter._canonical import check_writable, normalize_axis, precheck, prod, rows_view, run_gather, \
     writable_rows
 from cyscatter._docs import fill_doc
@@ -52,7 +53,11 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0, num_threads=None):
     >>> cs.gather(np.arange(15).reshape(3, 5), (np.array([0, 1]), np.array([1, 3])))
     array([1, 8])
     """
-    threads = check_threads(num_threads)
+    threads = 0 if num_threads is None else check_threads(num_threads)
+    if type(axis) is int and axis == 0 and mode == "raise" and type(src) is np.ndarray:
+        out = kernels.gather_simple(src, index, threads)
+        if out is not None:
+            return out
     src = np.asarray(src)
     coords = parse_coords(index)
     plan, batch, feat = split_gather_src(src, coords, axis, mode)

@@ -7,7 +7,8 @@ from cyscatter._canonical import (check_writable, normalize_axis, precheck, prod
                                   writable_rows)
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
-from cyscatter._ops import get_op
+from cyscatter import kernels
+from cyscatter._ops import FAST, get_op
 from cyscatter._threads import check_threads
 
 
@@ -86,8 +87,14 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     array([[0., 3.],
            [1., 2.]])
     """
+    threads = 0 if num_threads is None else check_threads(num_threads)
+    if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
+            and fill_value is None and type(src) is np.ndarray:
+        opcode, identities = FAST[op]
+        out = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
+        if out is not None:
+            return out
     op = get_op(op)
-    threads = check_threads(num_threads)
     src = np.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
     coords = parse_coords(index)
@@ -147,8 +154,13 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", num_threads
     >>> cs.scatter_into(dst, np.array([1., 2., 3.]), np.array([2, 0, 2]), "sub")
     array([ 8., 20., 26.])
     """
+    threads = 0 if num_threads is None else check_threads(num_threads)
+    if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
+            and type(dst) is np.ndarray:
+        opcode, identities = FAST[op]
+        if kernels.scatter_into_simple(dst, src, index, opcode, dst.dtype in identities, threads):
+            return dst
     op = get_op(op)
-    threads = check_threads(num_threads)
     check_writable(dst)
     src = np.asarray(src)
     op.check_dtype(dst.dtype, "dst")

@@ -668,3 +668,148 @@ def _tune(prefetch_rows=None, scatter_split=None, min_work=None):
     if scatter_split is not None:
         _scatter_split = scatter_split
     return {"prefetch_rows": _prefetch_rows, "scatter_split": _scatter_split, "min_work": _min_work}
+
+
+# ---- fast paths of the public functions ---------------------------------------------------------------------
+# The common call (C-contiguous ndarrays of a kernel dtype, a 1-D int32/int64 index, axis 0, mode "raise") costs
+# a few microseconds in the Python layer; these do the same checks in C. They return None when the call needs
+# the general path, which then also raises any error with its full message (nothing is written before that).
+
+cdef bint _plain(object a):
+    """An aligned, native, C-contiguous ndarray with at least one dim."""
+    return (type(a) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>a) >= 1
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a) and cnp.PyArray_ISALIGNED(<cnp.ndarray>a)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a))
+
+
+cdef bint _plain_index(object a, Py_ssize_t n):
+    return (type(a) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>a) == 1 and cnp.PyArray_DIM(<cnp.ndarray>a, 0) == n
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a) and cnp.PyArray_ISALIGNED(<cnp.ndarray>a)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a) and cnp.PyArray_ISSIGNED(<cnp.ndarray>a)
+            and cnp.PyArray_ITEMSIZE(<cnp.ndarray>a) in (4, 8))
+
+
+cdef bint _disjoint(cnp.ndarray a, cnp.ndarray b):
+    cdef char* pa = <char*>cnp.PyArray_DATA(a)
+    cdef char* pb = <char*>cnp.PyArray_DATA(b)
+    return pa + cnp.PyArray_NBYTES(a) <= pb or pb + cnp.PyArray_NBYTES(b) <= pa
+
+
+cdef void _rows_layout(cnp.ndarray src, Py_ssize_t size, Layout* L) noexcept:
+    """Layout of a scatter from C-contiguous `src` (n, *F) into a C-contiguous (size, *F) table."""
+    cdef Py_ssize_t d
+    L.outer = 1
+    L.n = cnp.PyArray_DIM(src, 0)
+    L.size = size
+    L.inner = 1
+    for d in range(1, cnp.PyArray_NDIM(src)):
+        L.inner *= cnp.PyArray_DIM(src, d)
+    L.entry_outer_stride = L.n * L.inner
+    L.table_outer_stride = size * L.inner
+    L.entry_row_stride = L.table_row_stride = L.inner
+
+
+cdef Py_ssize_t _run_scatter(int opcode, cnp.ndarray src, cnp.ndarray index, cnp.ndarray out, const Layout* L,
+                             int threads):
+    cdef ValueCode code = _value_code(src)
+    cdef void* src_ptr = cnp.PyArray_DATA(src)
+    cdef void* out_ptr = cnp.PyArray_DATA(out)
+    cdef void* index_ptr = cnp.PyArray_DATA(index)
+    cdef bint wide = cnp.PyArray_ITEMSIZE(index) == 8
+    cdef Py_ssize_t status
+    with nogil:
+        if wide:
+            status = _scatter_value(opcode, code, src_ptr, <const int64_t*>index_ptr, out_ptr, L, NULL,
+                                    MODE_RAISE, threads)
+        else:
+            status = _scatter_value(opcode, code, src_ptr, <const int32_t*>index_ptr, out_ptr, L, NULL,
+                                    MODE_RAISE, threads)
+    return status
+
+
+def scatter_simple(src, index, int opcode, identity, dim_size, int num_threads):
+    """`scatter(src, index, op, dim_size=dim_size)` for the common case, or None (see above).
+
+    `identity` is the op's identity in src's dtype (from the registry), None when the op/dtype pair needs the
+    general path.
+    """
+    cdef Layout L
+    cdef cnp.npy_intp dims[32]
+    cdef Py_ssize_t d, size
+    cdef cnp.ndarray s, out
+    if identity is None or type(dim_size) is not int or not _plain(src):
+        return None
+    s = <cnp.ndarray>src
+    if _value_code(s) == V_NONE or not _plain_index(index, cnp.PyArray_DIM(s, 0)) or cnp.PyArray_NDIM(s) > 32:
+        return None
+    size = dim_size
+    if size < 0:
+        return None
+    dims[0] = size
+    for d in range(1, cnp.PyArray_NDIM(s)):
+        dims[d] = cnp.PyArray_DIM(s, d)
+    out = cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s))
+    cnp.PyArray_FillWithScalar(out, identity)
+    _rows_layout(s, size, &L)
+    if _run_scatter(opcode, s, <cnp.ndarray>index, out, &L, num_threads) >= 0:
+        return None
+    return out
+
+
+def scatter_into_simple(dst, src, index, int opcode, bint allowed, int num_threads):
+    """`scatter_into(dst, src, index, op)` for the common case (same dtype, no overlap): True when done, else
+    None with `dst` untouched. `allowed`: the registry accepts the op for this dtype."""
+    cdef Layout L
+    cdef Py_ssize_t d, k
+    cdef cnp.ndarray s, t, i
+    if not allowed or not _plain(src) or not _plain(dst):
+        return None
+    s, t = <cnp.ndarray>src, <cnp.ndarray>dst
+    if (_value_code(s) == V_NONE or not cnp.PyArray_EquivArrTypes(s, t) or not cnp.PyArray_ISWRITEABLE(t)
+            or not _plain_index(index, cnp.PyArray_DIM(s, 0)) or cnp.PyArray_NDIM(s) != cnp.PyArray_NDIM(t)):
+        return None
+    i = <cnp.ndarray>index
+    for d in range(1, cnp.PyArray_NDIM(s)):
+        if cnp.PyArray_DIM(s, d) != cnp.PyArray_DIM(t, d):
+            return None
+    if not _disjoint(s, t) or not _disjoint(i, t):
+        return None
+    _rows_layout(s, cnp.PyArray_DIM(t, 0), &L)
+    k = check_index(i, L.size)   # in place: the whole index is checked before dst is touched
+    if k >= 0:
+        return None
+    _run_scatter(opcode, s, i, t, &L, num_threads)
+    return True
+
+
+def gather_simple(src, index, int num_threads):
+    """`gather(src, index)` for the common case (a numeric C-contiguous src, axis 0), or None."""
+    cdef Layout L
+    cdef cnp.npy_intp dims[32]
+    cdef Py_ssize_t d, unit, status
+    cdef cnp.ndarray s, i, out
+    cdef void* src_ptr
+    cdef void* out_ptr
+    cdef void* index_ptr
+    if not _plain(src) or not cnp.PyArray_ISNUMBER(<cnp.ndarray>src) or cnp.PyArray_NDIM(<cnp.ndarray>src) > 32:
+        return None
+    if type(index) is not cnp.ndarray or not _plain_index(index, cnp.PyArray_DIM(<cnp.ndarray>index, 0)):
+        return None
+    s, i = <cnp.ndarray>src, <cnp.ndarray>index
+    dims[0] = cnp.PyArray_DIM(i, 0)
+    for d in range(1, cnp.PyArray_NDIM(s)):
+        dims[d] = cnp.PyArray_DIM(s, d)
+    out = cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s))
+    _rows_layout(s, cnp.PyArray_DIM(s, 0), &L)
+    L.n, L.size = dims[0], cnp.PyArray_DIM(s, 0)   # entries: the output rows; table: src's rows
+    unit = min(_move_unit(s), _move_unit(out))
+    L.inner = L.inner * cnp.PyArray_ITEMSIZE(s) // unit
+    L.entry_row_stride = L.table_row_stride = L.inner
+    L.entry_outer_stride, L.table_outer_stride = L.n * L.inner, L.size * L.inner
+    src_ptr, out_ptr, index_ptr = cnp.PyArray_DATA(s), cnp.PyArray_DATA(out), cnp.PyArray_DATA(i)
+    with nogil:
+        if cnp.PyArray_ITEMSIZE(i) == 8:
+            status = _gather_items(unit, src_ptr, <const int64_t*>index_ptr, out_ptr, &L, MODE_RAISE, num_threads)
+        else:
+            status = _gather_items(unit, src_ptr, <const int32_t*>index_ptr, out_ptr, &L, MODE_RAISE, num_threads)
+    return None if status >= 0 else out

@@ -35,7 +35,7 @@ def _reduce_into(op, src3, plan, work3, *, fresh: bool, count: bool, threads: in
         np.add(work3, sums, out=work3, where=(counts > 0)[None, :, None])
     else:
         run_scatter(op.opcode, src3, plan, work3, counts, threads)
-        if op.counts:
+        if op.counts and not kernels.divide_by_counts(work3, counts, threads):
             work3 /= np.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
     return counts
 

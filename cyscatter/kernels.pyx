@@ -179,6 +179,8 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
                 if <uint64_t>(j - lo) < span:
                     for line in range(lines):
                         cyscatter_prefetch_w(<char*>(d + j * ors) + line * CACHE_LINE)
+                    if cnt != NULL:
+                        cyscatter_prefetch_w(cnt + j)
             j = index[k]
             if <uint64_t>(j - lo) >= span:
                 if mode == MODE_RAISE and <uint64_t>j >= size:   # a negative j wraps to a huge unsigned value
@@ -197,7 +199,8 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
 
     Threads never share a destination element, so no atomics are needed and each element sees its updates in
     index order: batch slices are split among threads when there are enough of them, else feature columns
-    (whole cache lines) when rows are wide, else destination row ranges.
+    (whole cache lines) when rows are wide, else destination row ranges; rows narrower than a cache line stay
+    on one thread.
     """
     cdef Py_ssize_t outer = L.outer, inner = L.inner, size = L.size
     cdef int parts = _team_size(num_threads, outer * L.n * max(inner, 1)), t, split = 0
@@ -207,14 +210,20 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
         return _check_and_count(index, L.n, size, counts, mode)   # nothing to write
     if parts == 1:
         return _scatter_part(op, src, index, out, L, 0, max(outer, 1), 0, inner, 0, size, counts, mode)
+    # Measured (NOTES.md, CPU time of both threads against one): column blocks cost little once each thread
+    # gets >= 256 B of a row, less wide blocks make each thread stream most of src anyway; row ranges cost
+    # one unpredictable branch per entry and are even worse for rows under a cache line, kept on one thread.
     if outer >= parts:
         split = 0
-    elif _scatter_split != 1 and inner >= parts * 2 * block:
+    elif inner >= parts * 2 * block and (_scatter_split == 2 or
+                                         (_scatter_split == 0 and inner * sizeof(value_t) >= parts * 256)):
         split = 2
         # features before the first cache-line boundary of a row go with the first block
         lead = ((CACHE_LINE - (<size_t>out) % CACHE_LINE) % CACHE_LINE) // sizeof(value_t)
-    else:
+    elif _scatter_split == 1 or inner * sizeof(value_t) >= CACHE_LINE:
         split = 1
+    else:
+        return _scatter_part(op, src, index, out, L, 0, outer, 0, inner, 0, size, counts, mode)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         if split == 0:
             status[t] = _scatter_part(op, src, index, out, L, _share(outer, parts, t),
@@ -668,6 +677,61 @@ def _tune(prefetch_rows=None, scatter_split=None, min_work=None):
     if scatter_split is not None:
         _scatter_split = scatter_split
     return {"prefetch_rows": _prefetch_rows, "scatter_split": _scatter_split, "min_work": _min_work}
+
+
+# ---- mean ------------------------------------------------------------------------------------------------------
+
+ctypedef fused real_t:
+    float
+    double
+
+
+cdef void _divide_rows(real_t* out, const int64_t* counts, const Layout* L, Py_ssize_t r0,
+                       Py_ssize_t r1) noexcept nogil:
+    """out[o, j, :] /= counts[j] for rows j in [r0, r1) with more than one entry (true division, as NumPy)."""
+    cdef Py_ssize_t o, j, f
+    cdef real_t c
+    cdef real_t* row
+    for o in range(L.outer):
+        for j in range(r0, r1):
+            if counts[j] > 1:
+                c = <real_t>counts[j]
+                row = out + o * L.table_outer_stride + j * L.table_row_stride
+                for f in range(L.inner):
+                    row[f] = row[f] / c
+
+
+cdef void _divide_by_counts(real_t* out, const int64_t* counts, const Layout* L, int num_threads) noexcept nogil:
+    cdef int parts = _team_size(num_threads, L.outer * L.size * L.inner), t
+    if parts == 1:
+        _divide_rows(out, counts, L, 0, L.size)
+        return
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _divide_rows(out, counts, L, _share(L.size, parts, t), _share(L.size, parts, t + 1))
+
+
+def divide_by_counts(cnp.ndarray out not None, cnp.ndarray counts not None, int num_threads=0):
+    """Turn group sums into means in place: out[o, j, :] /= max(counts[j], 1), for float32/float64 `out`
+    (outer, size, inner); returns False (nothing done) for other dtypes."""
+    cdef Layout L
+    cdef ValueCode code = _value_code(out)
+    cdef void* out_ptr = cnp.PyArray_DATA(out)
+    cdef const int64_t* counts_ptr
+    if code != V_FLOAT32 and code != V_FLOAT64:
+        return False
+    if (cnp.PyArray_TYPE(counts) != cnp.NPY_INT64 or cnp.PyArray_NDIM(counts) != 1
+            or not cnp.PyArray_IS_C_CONTIGUOUS(counts) or cnp.PyArray_DIM(counts, 0) != cnp.PyArray_DIM(out, 1)
+            or not cnp.PyArray_ISWRITEABLE(out)):
+        raise ValueError("divide_by_counts needs a writeable 3-d out and int64 counts, one per row")
+    _rows3(out, cnp.PyArray_ITEMSIZE(out), &L.table_outer_stride, &L.table_row_stride, "out")
+    L.outer, L.size, L.inner = cnp.PyArray_DIM(out, 0), cnp.PyArray_DIM(out, 1), cnp.PyArray_DIM(out, 2)
+    counts_ptr = <const int64_t*>cnp.PyArray_DATA(counts)
+    with nogil:
+        if code == V_FLOAT32:
+            _divide_by_counts(<float*>out_ptr, counts_ptr, &L, num_threads)
+        else:
+            _divide_by_counts(<double*>out_ptr, counts_ptr, &L, num_threads)
+    return True
 
 
 # ---- fast paths of the public functions ---------------------------------------------------------------------

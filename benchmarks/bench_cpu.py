@@ -243,8 +243,8 @@ def targets(all_gbs, copy_gbs, lat):
         if own and best:
             add(f"{wname}: 1 thread ≥ 1.3× best 1-thread peer", f"{own:.2f} vs {best:.2f} GB/s = "
                 f"{own / best:.2f}×", own >= 1.3 * best)
-        if wname == "W1-f32" and ("numpy ufunc.at / take", 1) in gbs:
-            r = own / gbs[("numpy ufunc.at / take", 1)]
+        if wname == "W1-f32" and ("numpy ufunc.at", 1) in gbs:
+            r = own / gbs[("numpy ufunc.at", 1)]
             add("W1-f32: ≥ 20× np.add.at", f"{r:.1f}×", r >= 20)
         two = gbs.get(("cyscatter", 2))
         if two and own and wname.split("-")[0] in ("W1", "W3", "W4"):

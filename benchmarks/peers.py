@@ -55,12 +55,17 @@ def cyscatter_into(w, src, index, threads):
 
 # ---- NumPy -------------------------------------------------------------------------------------------------------
 
+def numpy_take(w, src, index, threads):
+    """np.take allocating (with out= NumPy buffers the result under mode="raise": slower)."""
+    if threads != 1 or w.kind != "gather":
+        return None
+    return lambda: np.take(src, index, axis=0)
+
+
 def numpy_at(w, src, index, threads):
-    if threads != 1:
+    if threads != 1 or w.kind != "scatter":
         return None
     out = _out(w, src)
-    if w.kind == "gather":
-        return lambda: np.take(src, index, axis=0, out=out)
     ufunc = np.maximum if w.op == "max" else np.add
 
     def run():
@@ -171,7 +176,7 @@ def numba_loop(w, src, index, threads):
 
 
 def numba_prange(w, src, index, threads):
-    return _numba(w, src, index, threads, True)
+    return _numba(w, src, index, threads, True) if threads > 1 else None
 
 
 # ---- PyTorch -------------------------------------------------------------------------------------------------------
@@ -240,7 +245,8 @@ def jax_segment(w, src, index, threads):
 IMPLEMENTATIONS = {
     "cyscatter": (cyscatter_call, "cyscatter", False),
     "cyscatter scatter_into": (cyscatter_into, "cyscatter", False),
-    "numpy ufunc.at / take": (numpy_at, "numpy", True),
+    "numpy ufunc.at": (numpy_at, "numpy", True),
+    "numpy take": (numpy_take, "numpy", True),
     "numpy bincount": (numpy_bincount, "numpy", True),
     "numpy_groupies (numba)": (groupies, "numpy_groupies", True),
     "numba loop": (numba_loop, "numba", True),
@@ -249,5 +255,5 @@ IMPLEMENTATIONS = {
     "torch scatter_reduce_": (torch_scatter_reduce, "torch", True),
     "jax segment_* / take": (jax_segment, "jax", True),
 }
-ALLOCATES = {"cyscatter", "numpy bincount", "numpy_groupies (numba)", "jax segment_* / take"}
+ALLOCATES = {"cyscatter", "numpy take", "numpy bincount", "numpy_groupies (numba)", "jax segment_* / take"}
 WORKER_ONLY = {"jax segment_* / take"}

@@ -138,7 +138,7 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
 
 
 cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
-    # constant widths let the C compiler unroll (and vectorise) the short rows completely
+    # constant widths let the C compiler unroll (and vectorise) common rows completely
     if width == 1:
         _combine_n(op, dst, src, 1)
     elif width == 2:
@@ -147,6 +147,12 @@ cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssiz
         _combine_n(op, dst, src, 4)
     elif width == 8:
         _combine_n(op, dst, src, 8)
+    elif width == 16:
+        _combine_n(op, dst, src, 16)
+    elif width == 32:
+        _combine_n(op, dst, src, 32)
+    elif width == 64:
+        _combine_n(op, dst, src, 64)
     else:
         _combine_n(op, dst, src, width)
 
@@ -165,7 +171,7 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
     cdef Py_ssize_t ahead = _prefetch_distance(width * <Py_ssize_t>sizeof(value_t), L.size, n)
     cdef uint64_t span = <uint64_t>(hi - lo), size = <uint64_t>L.size
     cdef Py_ssize_t srs = L.entry_row_stride, ors = L.table_row_stride
-    cdef index_t j
+    cdef index_t j, fetched = -1
     cdef const value_t* s
     cdef value_t* d
     cdef int64_t* cnt
@@ -176,7 +182,8 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
         for k in range(n):
             if ahead and k + ahead < n:
                 j = index[k + ahead]
-                if <uint64_t>(j - lo) < span:
+                if <uint64_t>(j - lo) < span and j != fetched:   # runs of one row (sorted index): fetch once
+                    fetched = j
                     for line in range(lines):
                         cyscatter_prefetch_w(<char*>(d + j * ors) + line * CACHE_LINE)
                     if cnt != NULL:
@@ -216,11 +223,11 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
     if outer >= parts:
         split = 0
     elif inner >= parts * 2 * block and (_scatter_split == 2 or
-                                         (_scatter_split == 0 and inner * sizeof(value_t) >= parts * 256)):
+                                         (_scatter_split == 0 and inner * <Py_ssize_t>sizeof(value_t) >= parts * 256)):
         split = 2
         # features before the first cache-line boundary of a row go with the first block
         lead = ((CACHE_LINE - (<size_t>out) % CACHE_LINE) % CACHE_LINE) // sizeof(value_t)
-    elif _scatter_split == 1 or inner * sizeof(value_t) >= CACHE_LINE:
+    elif _scatter_split == 1 or inner * <Py_ssize_t>sizeof(value_t) >= CACHE_LINE:
         split = 1
     else:
         return _scatter_part(op, src, index, out, L, 0, outer, 0, inner, 0, size, counts, mode)
@@ -265,18 +272,19 @@ cdef inline Py_ssize_t _feature_cut(Py_ssize_t inner, int parts, Py_ssize_t part
     return min(inner, lead + ((blocks * part) // parts) * block)
 
 
+cdef inline void _view_layout(Layout* L, const Py_ssize_t* entry_shape, const Py_ssize_t* entry_strides,
+                              Py_ssize_t size, const Py_ssize_t* table_strides, size_t item) noexcept nogil:
+    """Layout of memoryview operands: the entry side's (outer, n, inner) shape, the table's row count."""
+    L.outer, L.n, L.inner, L.size = entry_shape[0], entry_shape[1], entry_shape[2], size
+    L.entry_outer_stride, L.entry_row_stride = entry_strides[0] // item, entry_strides[1] // item
+    L.table_outer_stride, L.table_row_stride = table_strides[0] // item, table_strides[1] // item
+
+
 cdef Py_ssize_t scatter_reduce_rows(op_t op, const value_t[:, :, ::1] src, const index_t[::1] index,
                                     value_t[:, :, ::1] out, int64_t* counts, int mode) noexcept nogil:
     """scatter_reduce_layout on memoryviews, on one thread (the entry point for cimporting code)."""
     cdef Layout L
-    L.outer = src.shape[0]
-    L.n = src.shape[1]
-    L.inner = src.shape[2]
-    L.size = out.shape[1]
-    L.entry_outer_stride = src.strides[0] // sizeof(value_t)
-    L.entry_row_stride = src.strides[1] // sizeof(value_t)
-    L.table_outer_stride = out.strides[0] // sizeof(value_t)
-    L.table_row_stride = out.strides[1] // sizeof(value_t)
+    _view_layout(&L, src.shape, src.strides, out.shape[1], out.strides, sizeof(value_t))
     if L.n == 0:
         return -1
     return scatter_reduce_layout(op, &src[0, 0, 0] if L.outer and L.inner else NULL, &index[0],
@@ -387,14 +395,7 @@ cdef Py_ssize_t gather_rows(const item_t[:, :, ::1] src, const index_t[::1] inde
                             int mode) noexcept nogil:
     """gather_layout on memoryviews, on one thread (the entry point for cimporting code)."""
     cdef Layout L
-    L.outer = src.shape[0]
-    L.size = src.shape[1]
-    L.inner = src.shape[2]
-    L.n = index.shape[0]
-    L.table_outer_stride = src.strides[0] // sizeof(item_t)
-    L.table_row_stride = src.strides[1] // sizeof(item_t)
-    L.entry_outer_stride = out.strides[0] // sizeof(item_t)
-    L.entry_row_stride = out.strides[1] // sizeof(item_t)
+    _view_layout(&L, out.shape, out.strides, src.shape[1], src.strides, sizeof(item_t))
     if L.n == 0 or L.outer == 0 or L.inner == 0:
         return first_out_of_range(index, L.size) if mode == MODE_RAISE else -1
     return gather_layout(&src[0, 0, 0] if L.size else NULL, &index[0], &out[0, 0, 0], &L, mode, 1)

@@ -61,6 +61,7 @@ cdef enum:
 cdef Py_ssize_t _min_work = 32768  # element updates per thread below which a call uses fewer threads
 cdef int _default_threads = 0      # 0: OpenMP's default (OMP_NUM_THREADS, else the number of cores)
 cdef int _prefetch_rows = -1       # distance, in index entries, of the row prefetch (-1: auto, 0: off)
+cdef int _lean_vectors = 1
 cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1: auto, 0: off)
 cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
 
@@ -181,6 +182,8 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
     cdef const value_t* s
     cdef value_t* d
     cdef int64_t* cnt
+    if width == 1 and counts == NULL and lo == 0 and <uint64_t>hi == size and _lean_vectors:
+        return _scatter_elements(op, src, index, out, L, o0, o1, f0, ahead, mode)
     for o in range(o0, o1):
         s = src + o * L.entry_outer_stride + f0
         d = out + o * L.table_outer_stride + f0
@@ -205,6 +208,33 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
             if cnt != NULL:
                 cnt[j] += 1
             _combine_row(op, d + j * ors, s + k * srs, width)
+    return -1
+
+
+cdef Py_ssize_t _scatter_elements(op_t op, const value_t* src, const index_t* index, value_t* out,
+                                  const Layout* L, Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f, Py_ssize_t ahead,
+                                  int mode) noexcept nogil:
+    """_scatter_part for one element per row, every destination row, no counts: the fewest instructions per
+    entry, so that out-of-order execution keeps many random updates in flight (NOTES.md v7)."""
+    cdef Py_ssize_t o, k, n = L.n, srs = L.entry_row_stride, ors = L.table_row_stride
+    cdef Py_ssize_t stop = n - ahead if ahead else n
+    cdef uint64_t size = <uint64_t>L.size
+    cdef index_t j, jp
+    cdef const value_t* s
+    cdef value_t* d
+    for o in range(o0, o1):
+        s = src + o * L.entry_outer_stride + f
+        d = out + o * L.table_outer_stride + f
+        for k in range(n):
+            if k < stop and ahead:
+                jp = index[k + ahead]
+                cyscatter_prefetch_w(d + (jp if <uint64_t>jp < size else 0) * ors)
+            j = index[k]
+            if <uint64_t>j >= size:
+                if mode == MODE_RAISE:
+                    return k
+                continue
+            _combine_n(op, d + j * ors, s + k * srs, 1)
     return -1
 
 
@@ -676,11 +706,13 @@ def get_num_threads():
     return _team_size(0, _min_work * MAX_THREADS) if cyscatter_have_openmp() else 1
 
 
-def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None):
+def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None):
     """Benchmark and test knobs: prefetch distances in index entries for table rows and for a scatter's src
     rows (-1 auto, 0 off); scatter split 0 auto, 1 rows, 2 columns; element updates per thread below which
     fewer threads run (1 lets tests thread tiny inputs)."""
-    global _prefetch_rows, _scatter_split, _min_work, _src_ahead
+    global _prefetch_rows, _scatter_split, _min_work, _src_ahead, _lean_vectors
+    if lean_vectors is not None:
+        _lean_vectors = lean_vectors
     if src_ahead is not None:
         _src_ahead = src_ahead
     if min_work is not None:

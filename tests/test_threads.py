@@ -84,6 +84,8 @@ def test_scatter_reports_first_bad_position_on_any_thread_count(threads, tiny_th
     index = np.array([0, 3, 9, 1, -1, 2, 99])
     with pytest.raises(IndexError, match=r"index\[2\] = 9"):
         cs.scatter(np.ones((7, 64)), index, dim_size=5, num_threads=threads)
+    with pytest.raises(IndexError, match=r"index\[2\] = 9"):   # the one-element-row loop
+        cs.scatter(np.ones(7), index, dim_size=5, num_threads=threads)
     dst = np.zeros((5, 64))
     with pytest.raises(IndexError, match=r"index\[2\] = 9"):
         cs.scatter_into(dst, np.ones((7, 64)), index, num_threads=threads)

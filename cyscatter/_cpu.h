@@ -20,4 +20,24 @@ static inline int cyscatter_have_openmp(void) { return 0; }
 #define cyscatter_prefetch_r(p) ((void)(p))
 #endif
 
+/* Copy `bytes` (a multiple of 16) to a 16-byte aligned `dst` with non-temporal stores, which skip reading the
+ * destination lines into the cache first: for outputs far larger than the last-level cache. Callers check
+ * cyscatter_can_stream() and finish with cyscatter_stream_fence(). */
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static inline int cyscatter_can_stream(void) { return 1; }
+static inline void cyscatter_stream_copy(void *dst, const void *src, size_t bytes) {
+    char *d = (char *)dst;
+    const char *s = (const char *)src;
+    for (size_t i = 0; i < bytes; i += 16)
+        _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
+}
+static inline void cyscatter_stream_fence(void) { _mm_sfence(); }
+#else
+#include <string.h>
+static inline int cyscatter_can_stream(void) { return 0; }
+static inline void cyscatter_stream_copy(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+static inline void cyscatter_stream_fence(void) { }
+#endif
+
 #endif

@@ -20,6 +20,9 @@ cdef extern from "_cpu.h" nogil:
     int cyscatter_have_openmp()
     void cyscatter_prefetch_w(const void* p)
     void cyscatter_prefetch_r(const void* p)
+    bint cyscatter_can_stream()
+    void cyscatter_stream_copy(void* dst, const void* src, size_t nbytes)
+    void cyscatter_stream_fence()
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t, item_t, Layout,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP)
@@ -62,6 +65,7 @@ cdef Py_ssize_t _min_work = 32768  # element updates per thread below which a ca
 cdef int _default_threads = 0      # 0: OpenMP's default (OMP_NUM_THREADS, else the number of cores)
 cdef int _prefetch_rows = -1       # distance, in index entries, of the row prefetch (-1: auto, 0: off)
 cdef int _lean_vectors = 1
+cdef int _stream = -1              # gather output with non-temporal stores (-1: auto, for outputs > 64 MB)
 cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1: auto, 0: off)
 cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
 
@@ -381,7 +385,7 @@ cdef inline void _copy_row(item_t* dst, const item_t* src, Py_ssize_t width) noe
 
 
 cdef void _gather_part(const item_t* src, const index_t* index, item_t* out, const Layout* L, Py_ssize_t o0,
-                       Py_ssize_t o1, Py_ssize_t k0, Py_ssize_t k1) noexcept nogil:
+                       Py_ssize_t o1, Py_ssize_t k0, Py_ssize_t k1, bint stream) noexcept nogil:
     """out[o, k, :] = src[o, index[k], :] for o in [o0, o1), k in [k0, k1); entries out of range are skipped."""
     cdef Py_ssize_t o, k, line, width = L.inner
     cdef uint64_t size = <uint64_t>L.size
@@ -402,7 +406,24 @@ cdef void _gather_part(const item_t* src, const index_t* index, item_t* out, con
                         cyscatter_prefetch_r(<const char*>(s + j * trs) + line * CACHE_LINE)
             j = index[k]
             if <uint64_t>j < size:
-                _copy_row(d + k * ers, s + j * trs, width)
+                if stream:
+                    cyscatter_stream_copy(d + k * ers, s + j * trs, width * sizeof(item_t))
+                else:
+                    _copy_row(d + k * ers, s + j * trs, width)
+    if stream:
+        cyscatter_stream_fence()
+
+
+cdef bint _streams(const void* out, const Layout* L, size_t item) noexcept nogil:
+    """Write the gather output with non-temporal stores: it is far larger than the caches (so the lines would
+    be evicted unread anyway) and every row is 16-byte aligned."""
+    cdef size_t row = L.inner * item, total = L.outer * L.n * row
+    if _stream == 0 or not cyscatter_can_stream():
+        return False
+    if (row % 16 or (<size_t>out) % 16 or (L.entry_row_stride * item) % 16
+            or (L.entry_outer_stride * item) % 16):
+        return False
+    return _stream == 1 or total > 64 * 1024 * 1024
 
 
 cdef Py_ssize_t gather_layout(const item_t* src, const index_t* index, item_t* out, const Layout* L,
@@ -413,20 +434,22 @@ cdef Py_ssize_t gather_layout(const item_t* src, const index_t* index, item_t* o
     """
     cdef Py_ssize_t outer = L.outer, n = L.n, k
     cdef int parts = _team_size(num_threads, outer * n * max(L.inner, 1) * sizeof(item_t) // 4), t
+    cdef bint stream
     if mode == MODE_RAISE:
         k = _first_out_of_range(index, n, L.size)
         if k >= 0:
             return k
     if L.inner == 0 or outer == 0 or n == 0:
         return -1
+    stream = _streams(out, L, sizeof(item_t))
     if parts == 1:
-        _gather_part(src, index, out, L, 0, outer, 0, n)
+        _gather_part(src, index, out, L, 0, outer, 0, n, stream)
     elif outer >= parts:
         for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-            _gather_part(src, index, out, L, _share(outer, parts, t), _share(outer, parts, t + 1), 0, n)
+            _gather_part(src, index, out, L, _share(outer, parts, t), _share(outer, parts, t + 1), 0, n, stream)
     else:
         for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-            _gather_part(src, index, out, L, 0, outer, _share(n, parts, t), _share(n, parts, t + 1))
+            _gather_part(src, index, out, L, 0, outer, _share(n, parts, t), _share(n, parts, t + 1), stream)
     return -1
 
 
@@ -706,11 +729,15 @@ def get_num_threads():
     return _team_size(0, _min_work * MAX_THREADS) if cyscatter_have_openmp() else 1
 
 
-def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None):
+def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,
+          stream=None):
     """Benchmark and test knobs: prefetch distances in index entries for table rows and for a scatter's src
     rows (-1 auto, 0 off); scatter split 0 auto, 1 rows, 2 columns; element updates per thread below which
-    fewer threads run (1 lets tests thread tiny inputs)."""
-    global _prefetch_rows, _scatter_split, _min_work, _src_ahead, _lean_vectors
+    fewer threads run (1 lets tests thread tiny inputs); the one-element-row loop (0 off); non-temporal
+    stores for gather outputs (-1 auto, 0 off, 1 whenever aligned)."""
+    global _prefetch_rows, _scatter_split, _min_work, _src_ahead, _lean_vectors, _stream
+    if stream is not None:
+        _stream = stream
     if lean_vectors is not None:
         _lean_vectors = lean_vectors
     if src_ahead is not None:
@@ -722,7 +749,7 @@ def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None,
     if scatter_split is not None:
         _scatter_split = scatter_split
     return {"prefetch_rows": _prefetch_rows, "scatter_split": _scatter_split, "min_work": _min_work,
-            "src_ahead": _src_ahead}
+            "src_ahead": _src_ahead, "lean_vectors": _lean_vectors, "stream": _stream}
 
 
 # ---- mean ------------------------------------------------------------------------------------------------------

@@ -99,7 +99,8 @@ def test_gather_threads_match_reference(dtype, width, tiny_threshold):
     src = rng.integers(0, 255, (3, 50, width * np.dtype(dtype).itemsize), dtype=np.uint8).view(dtype)
     index = rng.integers(0, 50, 200)
     expected = ref_gather(src, index, axis=1)
-    for threads in (1, 2, 3):
+    for threads, stream in [(1, 0), (2, 0), (3, 0), (1, 1), (2, 1)]:   # stream: non-temporal stores
+        kernels._tune(stream=stream)
         got = cs.gather(src, index, axis=1, num_threads=threads)
         assert got.tobytes() == expected.tobytes()
         got = cs.gather(src[1], index.astype(np.int32), num_threads=threads)

@@ -15,6 +15,9 @@ FRAGMENTS = {
         Out-of-range entries (negatives included): "raise" raises IndexError naming the position, value and
         bound, before anything is written; "drop" skips them; "wrap" takes them modulo the size (NumPy's
         ``take(mode="wrap")``, so -1 is the last row); "clip" moves them to the nearest end.""",
+    "threads": """num_threads : int, optional
+        CPU threads for this call (default: `cyscatter.set_num_threads`, else ``OMP_NUM_THREADS``, else every
+        core; small inputs use fewer). The result does not depend on it, bitwise.""",
     "raises": """TypeError
         Unknown op type, a non-integer index, an unsupported dtype (bool, object; complex for max/min), a
         cast NumPy's ``same_kind`` rule refuses, or NumPy and CuPy arrays mixed in one call (both named).

@@ -41,6 +41,8 @@ def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.n
     the elements of one row must be adjacent.
     """
     a = arr.astype(dtype, copy=False)
+    if not a.flags.aligned:   # e.g. buffers unpickled from another process: the kernels load whole items
+        a = a.copy()
     try:
         a3 = np.reshape(a, (outer, rows, inner), copy=False)
     except ValueError:
@@ -59,7 +61,7 @@ def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
 
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
     """(work, direct): `dst` itself as (outer, rows, inner) when possible, else a converted copy to copy back."""
-    if dst.dtype == dtype:
+    if dst.dtype == dtype and dst.flags.aligned:
         try:
             d3 = np.reshape(dst, (outer, rows, inner), copy=False)
         except ValueError:
@@ -94,6 +96,8 @@ def _self_overlapping(a: np.ndarray) -> bool:
 
 def run_scatter(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
                 threads: int = 0) -> None:
+    if not src3.flags.aligned:   # e.g. a partial unpickled from another process (cyscatter.dask)
+        src3 = src3.copy()
     status = kernels.scatter_reduce(opcode, src3, plan.flat, out3, counts, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)

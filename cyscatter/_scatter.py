@@ -145,7 +145,8 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
-            and fill_value is None and type(src) is np.ndarray:
+            and fill_value is None and type(src) is np.ndarray \
+            and (dim_size is None or type(dim_size) is int and 0 <= dim_size < 2 ** 62):
         opcode, identities = FAST[op]
         out = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
         if out is not None:

@@ -738,7 +738,9 @@ cdef int _layout_bytes(cnp.ndarray entries, cnp.ndarray table, cnp.ndarray index
     cdef cnp.npy_intp* ts = cnp.PyArray_STRIDES(table)
     if cnp.PyArray_NDIM(entries) != 3 or cnp.PyArray_NDIM(table) != 3:
         raise ValueError("kernel operands must be 3-d (outer, rows, inner)")
-    if (es[2] != item and cnp.PyArray_DIM(entries, 2) > 1) or (ts[2] != item and cnp.PyArray_DIM(table, 2) > 1):
+    # empty operands address nothing, and NumPy gives them arbitrary strides
+    if (es[2] != item and cnp.PyArray_DIM(entries, 2) > 1 and cnp.PyArray_SIZE(entries)) \
+            or (ts[2] != item and cnp.PyArray_DIM(table, 2) > 1 and cnp.PyArray_SIZE(table)):
         raise ValueError("kernel operands need a unit inner stride")
     L.entry_outer_stride, L.entry_row_stride = es[0] // unit, es[1] // unit
     L.table_outer_stride, L.table_row_stride = ts[0] // unit, ts[1] // unit

@@ -188,6 +188,8 @@ ACCEPTS = [
             "ref_gather(cube[::2, ::3], ints, axis=1)"),
     Accepts("strided 1-d src, 0-d index", "cs.scatter(src[::2], np.int64(0), axis=1)",
             "ref_scatter(src[::2], np.array(0), axis=1)"),
+    Accepts("fill_value of a string gather", "cs.gather(np.array(['a', 'b']), [1, 5], mode='drop', fill_value='-')",
+            "ref_gather(np.array(['a', 'b']), np.array([1, 5]), mode='drop', fill_value='-')"),
     Accepts("src sharing memory with dst", "cs.scatter_into(a[:2], a[1:5], idx)",
             "ref_scatter(a[1:5], idx, dst=a[:2])"),
     Accepts("index sharing memory with dst", "cs.scatter_into(ints, ints * 10, ints)",

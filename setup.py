@@ -1,9 +1,11 @@
 """Build script: only cythonizes the kernels; all metadata lives in pyproject.toml.
 
 CYSCATTER_DEBUG=1 turns on Cython bounds and wraparound checks (a debug build for the test suite);
-CYSCATTER_SANITIZE=1 adds AddressSanitizer and UndefinedBehaviorSanitizer flags.
+CYSCATTER_SANITIZE=1 adds AddressSanitizer and UndefinedBehaviorSanitizer flags;
+CYSCATTER_OPENMP=0 builds without OpenMP (the kernels then run on one thread).
 """
 import os
+import sys
 
 import numpy as np
 from Cython.Build import cythonize
@@ -11,9 +13,14 @@ from setuptools import Extension, setup
 
 DEBUG = os.environ.get("CYSCATTER_DEBUG", "0") == "1"
 SANITIZE = os.environ.get("CYSCATTER_SANITIZE", "0") == "1"
+OPENMP = os.environ.get("CYSCATTER_OPENMP", "1") == "1"
 
 compile_args = ["-O3", "-fwrapv", "-fno-strict-aliasing"]
 link_args = []
+if OPENMP:
+    openmp = ["/openmp"] if sys.platform == "win32" else ["-fopenmp"]
+    compile_args += openmp
+    link_args += [] if sys.platform == "win32" else openmp
 if SANITIZE:
     flags = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
     compile_args += flags

@@ -20,13 +20,14 @@ from cyscatter._reverse_extra import (gather_segment_vjp_src, scatter_log_softma
 from cyscatter._scatter import scatter, scatter_into
 from cyscatter._segment import gather_segment, segment, segment_ids
 from cyscatter._softmax import scatter_log_softmax, scatter_logsumexp, scatter_softmax
+from cyscatter._threads import get_num_threads, set_num_threads
 
 __version__ = "0.1.0"
 
 __all__ = [
     "scatter", "scatter_into", "gather", "gather_into",
     "scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src", "scatter_jvp", "gather_jvp",
-    "OPS", "OP_NAMES", "MODES", "get_op", "get_include",
+    "OPS", "OP_NAMES", "MODES", "get_op", "get_include", "set_num_threads", "get_num_threads",
     # more reductions (issue 8)
     "scatter_argmax", "scatter_argmin", "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax",
     "scatter_var", "scatter_std", "segment", "gather_segment", "segment_ids",

@@ -4,16 +4,31 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import group_kernels
+from cyscatter._backend import backend_of
 from cyscatter._canonical import prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._groups import require_host
+from cyscatter._gather import gather
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import get_op
-from cyscatter._scatter import split_src
+from cyscatter._scatter import scatter, split_src
 
 
-def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
-    require_host(f"scatter_arg{name}", src=src, index=index)
+def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(best, arg), both (outer, size, inner): each destination row's winning value under max/min (`op`) and its
+    position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype."""
+    outer, _, inner = src3.shape
+    best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
+    arg = np.full((outer, size, inner), plan.n, np.int64)
+    status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
+    if status >= 0:
+        raise plan.error(status)
+    return best, arg
+
+
+def _scatter_arg(name: str, src, index, dim_size, axis, mode):
+    be = backend_of(src=src, index=index)
+    if be.xp is not np:
+        return _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
     op = get_op(name)
     src = np.asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))
@@ -21,13 +36,29 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode) -> np.ndarray:
     axis, batch, feat = split_src(src, coords, axis)
     plan = plan_index(index, dim_size, mode, coords=coords)
     outer, inner = prod(batch), prod(feat)
-    best = np.full((outer, plan.size, inner), op.identity(compute), compute)
-    arg = np.full((outer, plan.size, inner), plan.n, np.int64)
-    src3 = rows_view(src, compute, outer, plan.n, inner)
-    status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
-    if status >= 0:
-        raise plan.error(status)
+    _, arg = winners(op, rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
     return arg.reshape(batch + plan.dims + feat)
+
+
+def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):
+    """`_scatter_arg` from the core ops (the GPU's way): each group's extreme by scatter, its winners are the
+    members equal to it (NaN equal to NaN, and the sign of a zero must match, as -0.0 == +0.0 numerically), and
+    a scatter "min" of the winners' positions picks the smallest one whatever order the atomics run in."""
+    xp = be.xp
+    src = be.asarray(src)
+    coords = parse_coords(index, xp=xp)
+    axis, batch, feat = split_src(src, coords, axis)
+    extreme = scatter(src, index, name, dim_size=dim_size, axis=axis, mode=mode)
+    mine = gather(extreme, index, axis=axis, mode=mode)   # dropped entries get 0: the final scatter drops them
+    wins = mine == src
+    if src.dtype.kind == "f":
+        wins = (wins & (xp.signbit(mine) == xp.signbit(src))) | (xp.isnan(mine) & xp.isnan(src))
+    ishape = src.shape[len(batch):src.ndim - len(feat)]
+    n = prod(ishape)
+    positions = xp.arange(n, dtype=np.int64).reshape((1,) * len(batch) + ishape + (1,) * len(feat))
+    candidates = xp.where(wins, positions, np.int64(n))
+    dims = extreme.shape[len(batch):extreme.ndim - len(feat)]
+    return scatter(candidates, index, "min", dim_size=dims, axis=axis, mode=mode, fill_value=n)
 
 
 _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the winning ``src[b, k, f]`` with
@@ -36,7 +67,10 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
     The second result of pytorch_scatter's ``scatter_{which}`` (whose empty-group sentinel is n too), but
     deterministic: the winner follows the rules of ``scatter(..., "{which}")`` (NaN wins, {zero}) and
     ties go to the *smallest* position whatever the order of the updates (pytorch_scatter leaves ties on
-    the GPU to timing).
+    the GPU to timing). CuPy arrays get the same integers: there the group {which} comes from
+    ``scatter(..., "{which}")``, its winners are the members equal to it (NaN to NaN, a zero of the same sign),
+    and a ``scatter(..., "min")`` of the winners' positions picks the smallest, whatever order the atomics
+    take.
 
     Parameters
     ----------
@@ -50,7 +84,7 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
 
     Returns
     -------
-    out : int64 ndarray, shape B + D + F
+    out : int64 ndarray (NumPy or CuPy, as `src`), shape B + D + F
         Positions k in ``range(n)``, ``n = prod(I)``: the flat (C-order) position of the winner in the index,
         i.e. along the index dims of `src` (``np.unravel_index(k, I)`` for an n-d index). Empty groups, and
         groups whose every entry was dropped, get the sentinel ``n``, which is never a valid position.
@@ -67,18 +101,19 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
     """
 
 
-def _arg_doc(which: str, zero: str, example: str, result: str):
+def arg_doc(which: str, zero: str, example: str, result: str, template: str = _DOC):
+    """Fill `template` for argmax or argmin (also used by cyscatter.dask)."""
     def decorate(func):
-        func.__doc__ = _DOC.format(which=which, zero=zero, example=example, result=result)
+        func.__doc__ = template.format(which=which, zero=zero, example=example, result=result)
         return fill_doc(func)
     return decorate
 
 
-@_arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2")
+@arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2")
 def scatter_argmax(src, index, *, dim_size=None, axis=0, mode="raise"):
     return _scatter_arg("max", src, index, dim_size, axis, mode)
 
 
-@_arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2")
+@arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2")
 def scatter_argmin(src, index, *, dim_size=None, axis=0, mode="raise"):
     return _scatter_arg("min", src, index, dim_size, axis, mode)

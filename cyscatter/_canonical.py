@@ -92,8 +92,9 @@ def _self_overlapping(a: np.ndarray) -> bool:
     return False
 
 
-def run_scatter(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None) -> None:
-    status = kernels.scatter_reduce(opcode, src3, plan.flat, out3, counts, plan.kernel_mode)
+def run_scatter(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
+                threads: int = 0) -> None:
+    status = kernels.scatter_reduce(opcode, src3, plan.flat, out3, counts, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)
 
@@ -106,18 +107,10 @@ def precheck(plan) -> None:
             raise plan.error(status)
 
 
-def _items(a3: np.ndarray) -> np.ndarray:
-    """A same-bytes view of `a3` whose item type the gather kernel is compiled for."""
-    size = a3.itemsize
-    if size in (1, 2, 4, 8):
-        return a3.view(f"u{size}")
-    return a3.view("u8" if size % 8 == 0 else "u1")
-
-
-def run_gather(src3: np.ndarray, plan, out3: np.ndarray) -> None:
+def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
         raise TypeError("gather does not support object arrays")
-    status = kernels.gather(_items(src3), plan.flat, _items(out3), plan.kernel_mode)
+    status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)
 

@@ -45,10 +45,11 @@ def precheck(plan) -> None:
     """Nothing left to check: `plan_index` checks device indexes under mode='raise' when it makes the plan."""
 
 
-def run_scatter(opcode: int, src3, plan, out3, counts=None) -> None:
+def run_scatter(opcode: int, src3, plan, out3, counts=None, threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given.
 
-    Entries outside [0, plan.size) are skipped (a mode='raise' plan has none).
+    Entries outside [0, plan.size) are skipped (a mode='raise' plan has none). `threads` is the CPU kernels'
+    thread count, meaningless here.
     """
     op = _BY_OPCODE[opcode]
     if counts is not None and plan.n:
@@ -63,13 +64,21 @@ def run_scatter(opcode: int, src3, plan, out3, counts=None) -> None:
         build(scatter_spec(op.gpu_update))(src3, plan.flat, n, inner, plan.size, out3.reshape(-1))
 
 
-def run_gather(src3, plan, out3) -> None:
+def _items(a3):
+    """A same-bytes view of `a3` whose item type the gather kernel is compiled for."""
+    size = a3.itemsize
+    if size in (1, 2, 4, 8):
+        return a3.view(f"u{size}")
+    return a3.view("u8" if size % 8 == 0 else "u1")
+
+
+def run_gather(src3, plan, out3, threads: int = 0) -> None:
     """out3[o, k, f] = src3[o, flat[k], f]; rows of skipped entries keep their values."""
     if out3.size == 0:
         return
-    items3 = _canonical._items(out3)   # gather moves bytes: one kernel per item size serves every dtype
+    items3 = _items(out3)   # gather moves bytes: one kernel per item size serves every dtype
     _, n, inner = items3.shape
-    build(GATHER)(_canonical._items(src3).reshape(-1), plan.flat, n, inner, src3.shape[1], items3)
+    build(GATHER)(_items(src3).reshape(-1), plan.flat, n, inner, src3.shape[1], items3)
 
 
 def exclusive_products(src3, order, indptr, partials) -> None:

@@ -15,6 +15,9 @@ FRAGMENTS = {
         Out-of-range entries (negatives included): "raise" raises IndexError naming the position, value and
         bound, before anything is written; "drop" skips them; "wrap" takes them modulo the size (NumPy's
         ``take(mode="wrap")``, so -1 is the last row); "clip" moves them to the nearest end.""",
+    "threads": """num_threads : int, optional
+        CPU threads for this call (default: `cyscatter.set_num_threads`, else ``OMP_NUM_THREADS``, else every
+        core; small inputs use fewer). The result does not depend on it, bitwise.""",
     "raises": """TypeError
         Unknown op type, a non-integer index, an unsupported dtype (bool, object; complex for max/min), a
         cast NumPy's ``same_kind`` rule refuses, or NumPy and CuPy arrays mixed in one call (both named).
@@ -43,7 +46,8 @@ FRAGMENTS["indptr"] = """indptr : 1-D int array of length S + 1
 FRAGMENTS["indices_are_sorted"] = """indices_are_sorted : bool, default False
         A speed hint (JAX's name): equal index entries are mostly adjacent, as in a sorted index. Runs of
         equal entries are then reduced in a register and stored once. The result is the same either way, bit
-        for bit, even when the hint is wrong (unlike JAX, where a wrong hint is undefined behaviour)."""
+        for bit, even when the hint is wrong (unlike JAX, where a wrong hint is undefined behaviour). CuPy
+        arrays ignore it (the GPU kernels update with atomics in any order)."""
 
 FRAGMENTS["dim_size"] = """dim_size : int or tuple of m ints, optional
         Destination shape D (the number of groups per index axis). Default: the largest entry + 1 per

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from cyscatter import kernels
 from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._scatter import fill_for
+from cyscatter._threads import check_threads
 
 
 def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
@@ -19,7 +21,7 @@ def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
 
 
 @fill_doc
-def gather(src, index, *, axis=0, mode="raise", fill_value=None):
+def gather(src, index, *, axis=0, mode="raise", fill_value=None, num_threads=None):
     """Gather rows of `src`: ``out[b, k, f] = src[b, index[k], f]`` (tuple index: ``src[b, i0[k], ..., f]``).
 
     NNlib's ``gather(src, idx)``; for an integer index it equals ``np.take(src, index, axis)`` and for a
@@ -34,7 +36,9 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None):
     {mode}
     fill_value : scalar, optional
         Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``); default
-        0. Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an integer array: TypeError).
+        all-zero bytes (0, False, ''). Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an
+        integer array: TypeError).
+    {threads}
 
     Returns
     -------
@@ -56,6 +60,11 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None):
     >>> cs.gather(np.arange(15).reshape(3, 5), (np.array([0, 1]), np.array([1, 3])))
     array([1, 8])
     """
+    threads = check_threads(num_threads)
+    if type(axis) is int and axis == 0 and mode == "raise" and type(src) is np.ndarray:
+        out = kernels.gather_simple(src, index, threads)
+        if out is not None:
+            return out
     be = backend_of(src=src, index=index)
     src = be.asarray(src)
     coords = parse_coords(index, xp=be.xp)
@@ -63,16 +72,17 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None):
     outer, inner = prod(batch), prod(feat)
     src3 = be.rows_view(src, src.dtype, outer, plan.size, inner)
     if plan.mode == "drop":
-        fill = 0 if fill_value is None else fill_for(fill_value, src.dtype, be.xp)[()]
-        out3 = be.xp.full((outer, plan.n, inner), fill, src.dtype)
+        out3 = be.xp.zeros((outer, plan.n, inner), src.dtype)   # zero bytes: also '' for strings
+        if fill_value is not None:
+            out3[...] = fill_for(fill_value, src.dtype, be.xp)
     else:
         out3 = be.xp.empty((outer, plan.n, inner), src.dtype)
-    be.run_gather(src3, plan, out3)
+    be.run_gather(src3, plan, out3, threads)
     return out3.reshape(batch + plan.shape + feat)
 
 
 @fill_doc
-def gather_into(dst, src, index, *, axis=0, mode="raise"):
+def gather_into(dst, src, index, *, axis=0, mode="raise", num_threads=None):
     """Gather rows of `src` into `dst` in place: ``dst[b, k, f] = src[b, index[k], f]`` (NNlib's ``gather!``).
 
     Parameters
@@ -85,6 +95,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
     {index}
     {axis}
     {mode}
+    {threads}
 
     Returns
     -------
@@ -105,6 +116,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
     >>> cs.gather_into(np.zeros(2, int), np.array([5, 6, 7]), np.array([2, 0]))
     array([7, 5])
     """
+    threads = check_threads(num_threads)
     be = backend_of(dst=dst, src=src, index=index)
     be.check_writable(dst)
     src = be.asarray(src)
@@ -123,7 +135,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
     outer, inner = prod(batch), prod(feat)
     src3 = be.rows_view(src, dst.dtype, outer, plan.size, inner)
     work3, direct = be.writable_rows(dst, dst.dtype, outer, plan.n, inner)
-    be.run_gather(src3, plan, work3)
+    be.run_gather(src3, plan, work3, threads)
     if not direct:
         be.xp.copyto(dst, work3.reshape(dst.shape))
     return dst

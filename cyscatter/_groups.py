@@ -41,13 +41,6 @@ def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_
     return Reverse(be, plan, src3, None, None), result, batch, feat
 
 
-def require_host(fun: str, **arrays) -> None:
-    """TypeError for CUDA arrays: `fun` runs Cython kernels that have no GPU version yet."""
-    if backend_of(**arrays).xp is not np:
-        raise TypeError(f"{fun} runs on the CPU only (no GPU kernel yet): pass NumPy arrays (.get() copies CuPy "
-                        "arrays to the host)")
-
-
 def dst_shape(ctx: Reverse, batch: tuple, feat: tuple) -> tuple:
     return batch + ctx.plan.dims + feat
 

@@ -116,6 +116,21 @@ _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
 OP_NAMES = tuple(op.name for op in OPS)
 
 
+def _kernel_ready(op: Op, dtype: np.dtype) -> bool:
+    """The op runs on `dtype` as it is, with no counts, promotion or widening (what the fast paths take)."""
+    try:
+        op.check_dtype(dtype)
+    except TypeError:
+        return False
+    return not op.counts and op.result_dtype(dtype) == dtype and op.compute_dtype(dtype) == dtype
+
+
+# op name or alias -> (op code, {dtype: identity}) for the (op, dtype) pairs the kernels run as they are: the
+# fast paths of scatter/scatter_into read it; every other pair takes the general path.
+FAST = {name: (op.opcode, {dt: op.identity(dt) for dt in KERNEL_DTYPES if _kernel_ready(op, dt)})
+        for name, op in _BY_NAME.items()}
+
+
 def get_op(op) -> Op:
     """The registry entry for an op name or alias; `TypeError`/`ValueError` naming the bad value otherwise."""
     if isinstance(op, Op):

@@ -12,7 +12,7 @@ import numpy as np
 
 from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis
-from cyscatter._groups import group_view, require_host
+from cyscatter._groups import group_view
 from cyscatter._index import parse_coords
 from cyscatter._moments import check_ddof, deviations3
 from cyscatter._reverse import _float_dtype, scatter_jvp, scatter_vjp_src
@@ -250,13 +250,11 @@ def gather_segment_vjp_src(grad_out, indptr, *, axis=0):
 
     `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
     """
-    require_host("gather_segment_vjp_src", grad_out=grad_out)
-    grad_out = np.asarray(grad_out)
+    grad_out = backend_of(grad_out=grad_out).asarray(grad_out)
     return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
 
 
 def _segment_index(src, indptr, axis):
-    require_host("segment's derivatives", src=src)
+    be = backend_of(src=src, indptr=indptr)
     src_shape = np.shape(src)
-    check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)])
-    return segment_ids(indptr)
+    return segment_ids(check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)], xp=be.xp))

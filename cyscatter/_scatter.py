@@ -7,7 +7,9 @@ from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
-from cyscatter._ops import get_op
+from cyscatter import kernels
+from cyscatter._ops import FAST, get_op
+from cyscatter._threads import check_threads
 from cyscatter._sorted import run_scatter_runs
 
 
@@ -26,7 +28,7 @@ def _runner(be, indices_are_sorted: bool):
     return run_scatter_runs if indices_are_sorted and be.xp is np else be.run_scatter
 
 
-def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False) -> None:
+def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, threads: int = 0) -> None:
     """Apply `op` from the canonical `src3` into an existing `work3` (outer, size, inner) on backend `be`.
 
     For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``).
@@ -36,12 +38,12 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False) ->
     if op.counts:
         counts = xp.zeros(plan.size, np.int64)
         sums = xp.zeros_like(work3)
-        run_scatter(op.opcode, src3, plan, sums, counts)
+        run_scatter(op.opcode, src3, plan, sums, counts, threads)
         sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
         xp.add(work3, sums, out=sums)   # in the buffer of sums: no second dst-sized temporary
         xp.copyto(work3, sums, where=(counts > 0)[None, :, None])
     else:
-        run_scatter(op.opcode, src3, plan, work3)
+        run_scatter(op.opcode, src3, plan, work3, threads=threads)
 
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -59,6 +61,11 @@ def fill_for(fill_value, result_dtype, xp=np):
         return None
     dtype = np.dtype(result_dtype)
     value = np.asarray(fill_value)
+    if dtype.kind not in _KIND_RANK:   # strings, datetimes, records (gather): NumPy's own cast decides
+        try:
+            return xp.asarray(value.astype(dtype))
+        except (TypeError, ValueError):
+            raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype}") from None
     python_scalar = isinstance(fill_value, (bool, int, float, complex))
     try:
         cast = np.array(fill_value, dtype=dtype) if python_scalar else value.astype(dtype)
@@ -76,13 +83,13 @@ def fill_for(fill_value, result_dtype, xp=np):
     return xp.asarray(cast)
 
 
-def finish_fresh(op, work3, counts, fill, result_dtype, xp=np):
+def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0):
     """The result from an accumulator `work3` that started at the identity (mutated; may be returned).
 
     Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0; then the
     compute dtype is cast to `result_dtype`. `counts` may be None when neither needs it.
     """
-    if op.counts:
+    if op.counts and not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
         work3 /= xp.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
     if fill is not None:
         work3[:, counts == 0] = fill[()]
@@ -91,7 +98,7 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np):
 
 @fill_doc
 def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
-            indices_are_sorted=False):
+            indices_are_sorted=False, num_threads=None):
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -112,6 +119,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
         mean). Cast to the output dtype with NumPy's ``same_kind`` rule.
     {mode}
     {indices_are_sorted}
+    {threads}
 
     Returns
     -------
@@ -138,6 +146,13 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     array([[0., 3.],
            [1., 2.]])
     """
+    threads = check_threads(num_threads)
+    if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
+            and fill_value is None and type(src) is np.ndarray:
+        opcode, identities = FAST[op]
+        out = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
+        if out is not None:
+            return out
     op = get_op(op)
     be = backend_of(src=src, index=index)
     src = be.asarray(src)
@@ -150,12 +165,13 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
     src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
     counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
-    _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts)
-    return finish_fresh(op, work3, counts, fill, result_dtype, be.xp).reshape(batch + plan.dims + feat)
+    _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
+    return finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads).reshape(batch + plan.dims + feat)
 
 
 @fill_doc
-def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are_sorted=False):
+def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are_sorted=False,
+                 num_threads=None):
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
@@ -173,6 +189,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are
     {axis}
     {mode}
     {indices_are_sorted}
+    {threads}
 
     Returns
     -------
@@ -197,6 +214,12 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are
     >>> cs.scatter_into(dst, np.array([1., 2., 3.]), np.array([2, 0, 2]), "sub")
     array([ 8., 20., 26.])
     """
+    threads = check_threads(num_threads)
+    if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
+            and type(dst) is np.ndarray:
+        opcode, identities = FAST[op]
+        if kernels.scatter_into_simple(dst, src, index, opcode, dst.dtype in identities, threads):
+            return dst
     op = get_op(op)
     be = backend_of(dst=dst, src=src, index=index)
     be.check_writable(dst)
@@ -225,7 +248,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are
     outer, inner = prod(batch), prod(feat)
     src3 = be.rows_view(src, compute, outer, plan.n, inner)
     work3, direct = be.writable_rows(dst, compute, outer, plan.size, inner)
-    _reduce_into(be, op, src3, plan, work3, indices_are_sorted)
+    _reduce_into(be, op, src3, plan, work3, indices_are_sorted, threads)
     if not direct:
         be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
     return dst

@@ -9,20 +9,23 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import group_kernels
+from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._groups import require_host
+from cyscatter._gather import gather
 from cyscatter._ops import get_op
-from cyscatter._scatter import fill_for, finish_fresh
+from cyscatter._scatter import fill_for, finish_fresh, scatter
 
 
-def check_indptr(indptr, rows: int | None = None, arg: str = "indptr") -> np.ndarray:
-    """`indptr` as a contiguous int32/int64 vector, validated; `rows` (if given) is what it must end at.
+def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np):
+    """`indptr` as a contiguous int32/int64 vector of the array module `xp`, validated; `rows` (if given) is
+    what it must end at.
 
     Raises TypeError for a non-integer pointer and ValueError for a wrong shape, a first entry other than 0,
-    a last entry other than `rows`, or a decreasing step (naming the segment and its bounds).
+    a last entry other than `rows`, or a decreasing step (naming the segment and its bounds). On the GPU the
+    checks read a few scalars back to the host (a synchronisation) so that a bad pointer raises here.
     """
-    ptr = np.asarray(indptr)
+    ptr = xp.asarray(indptr)
     if ptr.dtype == np.bool_ or ptr.dtype.kind not in "iu":
         raise TypeError(f"{arg} must hold integers, got dtype {ptr.dtype}")
     if ptr.ndim != 1 or ptr.size == 0:
@@ -36,17 +39,23 @@ def check_indptr(indptr, rows: int | None = None, arg: str = "indptr") -> np.nda
         if ptr.dtype == np.uint64 and ptr.max() > np.iinfo(np.int64).max:
             raise ValueError(f"{arg} holds {ptr.max()}, larger than any row count")
         ptr = ptr.astype(np.int64)
-    steps = np.diff(ptr)
+    steps = xp.diff(ptr)
     if steps.size and steps.min() < 0:
-        s = int(np.argmax(steps < 0))
+        s = int(xp.argmax(steps < 0))
         raise ValueError(f"{arg} must not decrease, but {arg}[{s}] = {ptr[s]} > {arg}[{s + 1}] = {ptr[s + 1]}")
-    return np.ascontiguousarray(ptr)
+    return xp.ascontiguousarray(ptr)
 
 
-def segment_ids(indptr) -> np.ndarray:
-    """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s (int64)."""
-    ptr = check_indptr(indptr)
-    return np.repeat(np.arange(ptr.size - 1, dtype=np.int64), np.diff(ptr))
+def segment_ids(indptr):
+    """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s (int64).
+
+    A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
+    """
+    xp = backend_of(indptr=indptr).xp
+    ptr = check_indptr(indptr, xp=xp)
+    # row k lies in the segment whose end is the first end after k (equal ends: empty segments, skipped);
+    # searchsorted rather than repeat, whose CuPy version takes no array of counts
+    return xp.searchsorted(ptr[1:], xp.arange(int(ptr[-1]), dtype=ptr.dtype), side="right").astype(np.int64)
 
 
 @fill_doc
@@ -56,7 +65,9 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     pytorch_scatter's ``segment_csr`` and NumPy's ``op.reduceat(src, indptr[:-1])``, but an empty segment gets
     the op's identity (or `fill_value`) as `scatter` does, where ``reduceat`` copies the next row. The result
     equals ``scatter(src, segment_ids(indptr), op, dim_size=S, axis=axis)`` bit for bit (rows are combined in
-    order; ``np.add.reduceat`` sums pairwise, so its float sums can differ in the last bits).
+    order; ``np.add.reduceat`` sums pairwise, so its float sums can differ in the last bits). On CuPy arrays
+    it runs as that scatter (the GPU kernels; float sums then in the order the atomics take), after checking
+    `indptr` on the device.
 
     Parameters
     ----------
@@ -95,8 +106,10 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     array([[1, 5],
            [3, 6]])
     """
-    require_host("segment", src=src, indptr=indptr)
     op = get_op(op)
+    be = backend_of(src=src, indptr=indptr)
+    if be.xp is not np:
+        return _segment_by_scatter(be, src, indptr, op, axis, fill_value)
     src = np.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
     axis = normalize_axis(axis, src.ndim, 1)
@@ -113,12 +126,20 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     return finish_fresh(op, work3, np.diff(ptr), fill, result_dtype).reshape(batch + (nseg,) + feat)
 
 
+def _segment_by_scatter(be, src, indptr, op, axis, fill_value):
+    """`segment` on the GPU: the equivalent scatter (the sorted order of the ids is not exploited there)."""
+    src = be.asarray(src)
+    axis = normalize_axis(axis, src.ndim, 1)
+    ptr = check_indptr(indptr, src.shape[axis], xp=be.xp)
+    return scatter(src, segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
+
+
 @fill_doc
 def gather_segment(src, indptr, *, axis=0):
     """Broadcast each segment's row back to its members: ``out[b, k, f] = src[b, s, f]`` for k in segment s.
 
     The gather counterpart (and adjoint) of `segment`: pytorch_scatter's ``gather_csr``, NumPy's
-    ``np.repeat(src, np.diff(indptr), axis)``.
+    ``np.repeat(src, np.diff(indptr), axis)``. On CuPy arrays: ``gather(src, segment_ids(indptr), axis=axis)``.
 
     Parameters
     ----------
@@ -146,11 +167,13 @@ def gather_segment(src, indptr, *, axis=0):
     >>> cs.gather_segment(np.array([10, 20, 30]), np.array([0, 2, 2, 3]))
     array([10, 10, 30])
     """
-    require_host("gather_segment", src=src, indptr=indptr)
-    src = np.asarray(src)
+    be = backend_of(src=src, indptr=indptr)
+    src = be.asarray(src)
     axis = normalize_axis(axis, src.ndim, 1)
-    ptr = check_indptr(indptr)
+    ptr = check_indptr(indptr, xp=be.xp)
     if ptr.size - 1 != src.shape[axis]:
         raise ValueError(f"indptr has {ptr.size} entries, so it describes {ptr.size - 1} segments, but src has "
                          f"{src.shape[axis]} rows along axis {axis}")
-    return np.repeat(src, np.diff(ptr), axis=axis)
+    if be.xp is np:
+        return np.repeat(src, np.diff(ptr), axis=axis)
+    return gather(src, segment_ids(ptr), axis=axis)

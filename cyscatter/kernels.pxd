@@ -7,8 +7,6 @@ feature dims. Destination rows are addressed by a flat int32/int64 index of leng
 they return ``-1`` on success or the first offending index position, and the caller raises.
 """
 cimport cython
-# `::contiguous` on the last axis only: rows may be strided (views of batch or index dims), elements of one row
-# are adjacent. (`::1` would demand a C-contiguous array and reject the views the Python layer passes.)
 from cython.view cimport contiguous
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
@@ -70,16 +68,40 @@ cpdef enum IndexMode:
     MODE_RAISE = 0
     MODE_DROP = 1
 
+# Geometry of one call on the canonical view, strides counted in elements. The "entry" side is addressed by the
+# position k in the index (scatter's src, gather's out), the "table" side by the row index[k] (scatter's out,
+# gather's src).
+cdef struct Layout:
+    Py_ssize_t outer
+    Py_ssize_t n
+    Py_ssize_t size
+    Py_ssize_t inner
+    Py_ssize_t entry_outer_stride
+    Py_ssize_t entry_row_stride
+    Py_ssize_t table_outer_stride
+    Py_ssize_t table_row_stride
+
+# Pointer-level kernels, run on `num_threads` OpenMP threads (0: the default, see `set_num_threads`); each
+# destination element receives its updates in index order whatever the thread count, so results are bitwise
+# identical. They return -1 or the first offending index position.
+cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t* index, value_t* out,
+                                      const Layout* layout, int64_t* counts, int mode,
+                                      int num_threads) noexcept nogil
+
+cdef Py_ssize_t gather_layout(const item_t* src, const index_t* index, item_t* out, const Layout* layout,
+                              int mode, int num_threads) noexcept nogil
+
 cdef Py_ssize_t scatter_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                                     value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil
 
-cdef Py_ssize_t gather_rows(const item_t[:, :, ::contiguous] src, const index_t[::1] index,
-                            item_t[:, :, ::contiguous] out, int mode) noexcept nogil
+cdef Py_ssize_t gather_rows(const item_t[:, :, ::contiguous] src, const index_t[::1] index, item_t[:, :, ::contiguous] out,
+                            int mode) noexcept nogil
 
 cdef Py_ssize_t first_out_of_range(const index_t[::1] index, Py_ssize_t size) noexcept nogil
 
 cdef void group_exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1] order,
                                    const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials) noexcept nogil
+
 
 cdef void group_exclusive_products_jvp(const value_t[:, :, ::contiguous] src,
                                        const value_t[:, :, ::contiguous] tangent, const int64_t[::1] order,

@@ -5,17 +5,31 @@ The kernels run without the GIL and never raise; the `def` wrappers at the botto
 Python layer uses, and they translate op codes into the compile-time op tags.
 """
 cimport cython
-from cython.view cimport contiguous
+cimport numpy as cnp
+from cython.parallel cimport prange
 from libc.math cimport signbit
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from cython.view cimport contiguous
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
     float complex cyscatter_cdivf(float complex a, float complex b)
 
-from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t, item_t,
+cdef extern from "_cpu.h" nogil:
+    int cyscatter_omp_max_threads()
+    int cyscatter_have_openmp()
+    void cyscatter_prefetch_w(const void* p)
+    void cyscatter_prefetch_r(const void* p)
+    bint cyscatter_can_stream()
+    void cyscatter_stream_copy(void* dst, const void* src, size_t nbytes)
+    void cyscatter_stream_fence()
+
+from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t, item_t, Layout,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP)
+
+cnp.import_array()
+
 
 cdef extern from *:
     """
@@ -35,12 +49,10 @@ BOUNDS_CHECKED = bool(CYSCATTER_DEBUG)
 # (np.maximum.at returns whichever zero came last; we deliberately do not).
 
 cdef inline bint _replaces_max(value_t cur, value_t new) noexcept nogil:
+    # bitwise & and | rather than `and`/`or`: no data-dependent branches, so the row loop can use selects
     if value_t is float or value_t is double:
-        if new != new:
-            return cur == cur
-        if new > cur:
-            return True
-        return new == 0 and cur == 0 and signbit(cur) and not signbit(new)
+        return ((new > cur) | ((new != new) & (cur == cur))
+                | ((new == 0) & (cur == 0) & (signbit(cur) != 0) & (signbit(new) == 0)))
     elif value_t is int32_t or value_t is int64_t or value_t is uint64_t:
         return new > cur
     else:
@@ -49,29 +61,79 @@ cdef inline bint _replaces_max(value_t cur, value_t new) noexcept nogil:
 
 cdef inline bint _replaces_min(value_t cur, value_t new) noexcept nogil:
     if value_t is float or value_t is double:
-        if new != new:
-            return cur == cur
-        if new < cur:
-            return True
-        return new == 0 and cur == 0 and signbit(new) and not signbit(cur)
+        return ((new < cur) | ((new != new) & (cur == cur))
+                | ((new == 0) & (cur == 0) & (signbit(new) != 0) & (signbit(cur) == 0)))
     elif value_t is int32_t or value_t is int64_t or value_t is uint64_t:
         return new < cur
     else:
         return False
 
 
+# ---- threads ---------------------------------------------------------------------------------------------------
+# Small calls run on one thread: starting the OpenMP team costs microseconds.
+cdef enum:
+    MAX_THREADS = 256
+    CACHE_LINE = 64
+
+cdef Py_ssize_t _min_work = 32768  # element updates per thread below which a call uses fewer threads
+cdef int _default_threads = 0      # 0: OpenMP's default (OMP_NUM_THREADS, else the number of cores)
+cdef int _prefetch_rows = -1       # distance, in index entries, of the row prefetch (-1: auto, 0: off)
+cdef int _lean_vectors = 1
+cdef int _stream = -1              # gather output with non-temporal stores (-1: auto, for outputs > 64 MB)
+cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1: auto, 0: off)
+cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
+
+
+cdef inline int _team_size(int requested, Py_ssize_t work) noexcept nogil:
+    """Threads for a call of `work` element updates: `requested` (0: default), fewer for small work."""
+    cdef int t = requested if requested > 0 else _default_threads
+    if t <= 0:
+        t = cyscatter_omp_max_threads()
+    if work // _min_work < t:
+        t = <int>(work // _min_work)
+    return max(1, min(t, MAX_THREADS))
+
+
+cdef inline Py_ssize_t _prefetch_distance(Py_ssize_t row_bytes, Py_ssize_t rows, Py_ssize_t n) noexcept nogil:
+    """Index entries to look ahead when prefetching table rows of `row_bytes` bytes (0: no prefetch).
+
+    Measured (NOTES.md): rows that miss L2 gain 1.3-3x from a prefetch about 4 KB of rows ahead (16 rows of
+    256 B, 64 of 4 B); a table that fits in L2 only pays for the extra instructions.
+    """
+    cdef Py_ssize_t ahead = _prefetch_rows
+    if ahead < 0:
+        if rows * row_bytes <= 256 * 1024:
+            return 0
+        ahead = min(64, max(16, 4096 // max(row_bytes, 1)))
+    return ahead if ahead < n else 0
+
+
+cdef inline Py_ssize_t _share(Py_ssize_t total, int parts, Py_ssize_t part) noexcept nogil:
+    """Start of part `part` when [0, total) is cut into `parts` near-equal pieces."""
+    return (total * part) // parts
+
+
+cdef inline Py_ssize_t _first_error(const Py_ssize_t* status, int parts) noexcept nogil:
+    cdef Py_ssize_t best = -1
+    cdef int t
+    for t in range(parts):
+        if status[t] >= 0 and (best < 0 or status[t] < best):
+            best = status[t]
+    return best
+
+
 # ---- scatter-reduce --------------------------------------------------------------------------------------------
 
-cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t inner) noexcept nogil:
+cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
     cdef Py_ssize_t f
     if op_t is OpAdd:
-        for f in range(inner):
+        for f in range(width):
             dst[f] = dst[f] + src[f]
     elif op_t is OpSub:
-        for f in range(inner):
+        for f in range(width):
             dst[f] = dst[f] - src[f]
     elif op_t is OpMul:
-        for f in range(inner):
+        for f in range(width):
             dst[f] = dst[f] * src[f]
     elif op_t is OpDiv:
         # integer division is never requested (NumPy true division: the Python layer widens to float64);
@@ -79,91 +141,340 @@ cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssiz
         if value_t is int32_t or value_t is int64_t or value_t is uint64_t:
             pass
         elif value_t is cython.doublecomplex:
-            for f in range(inner):
+            for f in range(width):
                 dst[f] = cyscatter_cdiv(dst[f], src[f])
         elif value_t is cython.floatcomplex:
-            for f in range(inner):
+            for f in range(width):
                 dst[f] = cyscatter_cdivf(dst[f], src[f])
         else:
-            for f in range(inner):
+            for f in range(width):
                 dst[f] = dst[f] / src[f]
     elif op_t is OpMax:
-        for f in range(inner):
-            if _replaces_max(dst[f], src[f]):
-                dst[f] = src[f]
+        for f in range(width):
+            dst[f] = src[f] if _replaces_max(dst[f], src[f]) else dst[f]
     else:
-        for f in range(inner):
-            if _replaces_min(dst[f], src[f]):
-                dst[f] = src[f]
+        for f in range(width):
+            dst[f] = src[f] if _replaces_min(dst[f], src[f]) else dst[f]
+
+
+cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
+    # constant widths let the C compiler unroll (and vectorise) common rows completely
+    if width == 1:
+        _combine_n(op, dst, src, 1)
+    elif width == 2:
+        _combine_n(op, dst, src, 2)
+    elif width == 4:
+        _combine_n(op, dst, src, 4)
+    elif width == 8:
+        _combine_n(op, dst, src, 8)
+    elif width == 16:
+        _combine_n(op, dst, src, 16)
+    elif width == 32:
+        _combine_n(op, dst, src, 32)
+    elif width == 64:
+        _combine_n(op, dst, src, 64)
+    else:
+        _combine_n(op, dst, src, width)
+
+
+cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index, value_t* out, const Layout* L,
+                              Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f0, Py_ssize_t f1, Py_ssize_t lo,
+                              Py_ssize_t hi, int64_t* counts, int mode) noexcept nogil:
+    """Apply, in index order, the entries whose destination row is in [lo, hi), to batch slices [o0, o1) and
+    features [f0, f1). Counts (when asked) are taken on batch slice 0 by the part holding feature 0.
+
+    Returns -1, or (MODE_RAISE) the first position k whose index is outside [0, size); every part of one call
+    scans the whole index, so all parts report the same position.
+    """
+    cdef Py_ssize_t o, k, n = L.n, width = f1 - f0, line
+    cdef Py_ssize_t lines = (width * <Py_ssize_t>sizeof(value_t) + CACHE_LINE - 1) // CACHE_LINE
+    cdef Py_ssize_t ahead = _prefetch_distance(width * <Py_ssize_t>sizeof(value_t), L.size, n)
+    # the src stream too, for rows of 1-4 cache lines (NOTES.md v6: +18% on sorted and skewed indices,
+    # neutral at 4 lines, -15% at 8 lines of f64, no use under a line where hardware prefetch suffices)
+    cdef Py_ssize_t src_ahead = _src_ahead
+    if src_ahead < 0:
+        src_ahead = ahead if CACHE_LINE <= width * <Py_ssize_t>sizeof(value_t) <= 4 * CACHE_LINE else 0
+    cdef uint64_t span = <uint64_t>(hi - lo), size = <uint64_t>L.size
+    cdef Py_ssize_t srs = L.entry_row_stride, ors = L.table_row_stride
+    cdef index_t j, fetched = -1
+    cdef const value_t* s
+    cdef value_t* d
+    cdef int64_t* cnt
+    if width == 1 and counts == NULL and lo == 0 and <uint64_t>hi == size and _lean_vectors:
+        return _scatter_elements(op, src, index, out, L, o0, o1, f0, ahead, mode)
+    for o in range(o0, o1):
+        s = src + o * L.entry_outer_stride + f0
+        d = out + o * L.table_outer_stride + f0
+        cnt = counts if (o == 0 and f0 == 0) else NULL
+        for k in range(n):
+            if src_ahead and k + src_ahead < n:
+                for line in range(lines):
+                    cyscatter_prefetch_r(<const char*>(s + (k + src_ahead) * srs) + line * CACHE_LINE)
+            if ahead and k + ahead < n:
+                j = index[k + ahead]
+                if <uint64_t>(j - lo) < span and j != fetched:   # runs of one row (sorted index): fetch once
+                    fetched = j
+                    for line in range(lines):
+                        cyscatter_prefetch_w(<char*>(d + j * ors) + line * CACHE_LINE)
+                    if cnt != NULL:
+                        cyscatter_prefetch_w(cnt + j)
+            j = index[k]
+            if <uint64_t>(j - lo) >= span:
+                if mode == MODE_RAISE and <uint64_t>j >= size:   # a negative j wraps to a huge unsigned value
+                    return k
+                continue
+            if cnt != NULL:
+                cnt[j] += 1
+            _combine_row(op, d + j * ors, s + k * srs, width)
+    return -1
+
+
+cdef Py_ssize_t _scatter_elements(op_t op, const value_t* src, const index_t* index, value_t* out,
+                                  const Layout* L, Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f, Py_ssize_t ahead,
+                                  int mode) noexcept nogil:
+    """_scatter_part for one element per row, every destination row, no counts: the fewest instructions per
+    entry, so that out-of-order execution keeps many random updates in flight (NOTES.md v7)."""
+    cdef Py_ssize_t o, k, n = L.n, srs = L.entry_row_stride, ors = L.table_row_stride
+    cdef Py_ssize_t stop = n - ahead if ahead else n
+    cdef uint64_t size = <uint64_t>L.size
+    cdef index_t j, jp
+    cdef const value_t* s
+    cdef value_t* d
+    for o in range(o0, o1):
+        s = src + o * L.entry_outer_stride + f
+        d = out + o * L.table_outer_stride + f
+        for k in range(n):
+            if k < stop and ahead:
+                jp = index[k + ahead]
+                cyscatter_prefetch_w(d + (jp if <uint64_t>jp < size else 0) * ors)
+            j = index[k]
+            if <uint64_t>j >= size:
+                if mode == MODE_RAISE:
+                    return k
+                continue
+            _combine_n(op, d + j * ors, s + k * srs, 1)
+    return -1
+
+
+cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t* index, value_t* out,
+                                      const Layout* L, int64_t* counts, int mode,
+                                      int num_threads) noexcept nogil:
+    """out[o, index[k], :] = op(out[o, index[k], :], src[o, k, :]); counts[index[k]] += 1 when counts != NULL.
+
+    Threads never share a destination element, so no atomics are needed and each element sees its updates in
+    index order: batch slices are split among threads when there are enough of them, else feature columns
+    (whole cache lines) when rows are wide, else destination row ranges; rows narrower than a cache line stay
+    on one thread.
+    """
+    cdef Py_ssize_t outer = L.outer, inner = L.inner, size = L.size
+    cdef int parts = _team_size(num_threads, outer * L.n * max(inner, 1)), t, split = 0
+    cdef Py_ssize_t status[MAX_THREADS]
+    cdef Py_ssize_t block = CACHE_LINE // sizeof(value_t), lead = 0
+    if outer == 0 or inner == 0:
+        return _check_and_count(index, L.n, size, counts, mode)   # nothing to write
+    if parts == 1:
+        return _scatter_part(op, src, index, out, L, 0, max(outer, 1), 0, inner, 0, size, counts, mode)
+    # Measured (NOTES.md, CPU time of both threads against one): column blocks cost little once each thread
+    # gets >= 256 B of a row, less wide blocks make each thread stream most of src anyway; row ranges cost
+    # one unpredictable branch per entry and are even worse for rows under a cache line, kept on one thread.
+    if outer >= parts:
+        split = 0
+    elif inner >= parts * 2 * block and (_scatter_split == 2 or
+                                         (_scatter_split == 0 and inner * <Py_ssize_t>sizeof(value_t) >= parts * 256)):
+        split = 2
+        # features before the first cache-line boundary of a row go with the first block
+        lead = ((CACHE_LINE - (<size_t>out) % CACHE_LINE) % CACHE_LINE) // sizeof(value_t)
+    elif _scatter_split == 1 or inner * <Py_ssize_t>sizeof(value_t) >= CACHE_LINE:
+        split = 1
+    else:
+        return _scatter_part(op, src, index, out, L, 0, outer, 0, inner, 0, size, counts, mode)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        if split == 0:
+            status[t] = _scatter_part(op, src, index, out, L, _share(outer, parts, t),
+                                      _share(outer, parts, t + 1), 0, inner, 0, size, counts, mode)
+        elif split == 2:
+            status[t] = _scatter_part(op, src, index, out, L, 0, outer,
+                                      _feature_cut(inner, parts, t, block, lead),
+                                      _feature_cut(inner, parts, t + 1, block, lead), 0, size, counts, mode)
+        else:
+            status[t] = _scatter_part(op, src, index, out, L, 0, outer, 0, inner, _share(size, parts, t),
+                                      _share(size, parts, t + 1), counts, mode)
+    return _first_error(status, parts)
+
+
+cdef Py_ssize_t _check_and_count(const index_t* index, Py_ssize_t n, Py_ssize_t size, int64_t* counts,
+                                 int mode) noexcept nogil:
+    cdef Py_ssize_t k
+    cdef index_t j
+    for k in range(n):
+        j = index[k]
+        if <uint64_t>j >= <uint64_t>size:
+            if mode == MODE_RAISE:
+                return k
+            continue
+        if counts != NULL:
+            counts[j] += 1
+    return -1
+
+
+cdef inline Py_ssize_t _feature_cut(Py_ssize_t inner, int parts, Py_ssize_t part, Py_ssize_t block,
+                                    Py_ssize_t lead) noexcept nogil:
+    """Feature column where part `part` starts: whole cache lines per part (the first takes the lead-in)."""
+    cdef Py_ssize_t blocks
+    if part == 0:
+        return 0
+    if part == parts:
+        return inner
+    blocks = (inner - lead) // block
+    return min(inner, lead + ((blocks * part) // parts) * block)
+
+
+cdef inline void _view_layout(Layout* L, const Py_ssize_t* entry_shape, const Py_ssize_t* entry_strides,
+                              Py_ssize_t size, const Py_ssize_t* table_strides, size_t item) noexcept nogil:
+    """Layout of memoryview operands: the entry side's (outer, n, inner) shape, the table's row count."""
+    L.outer, L.n, L.inner, L.size = entry_shape[0], entry_shape[1], entry_shape[2], size
+    L.entry_outer_stride, L.entry_row_stride = entry_strides[0] // item, entry_strides[1] // item
+    L.table_outer_stride, L.table_row_stride = table_strides[0] // item, table_strides[1] // item
 
 
 cdef Py_ssize_t scatter_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                                     value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil:
-    """out[o, index[k], :] = op(out[o, index[k], :], src[o, k, :]); counts[index[k]] += 1 when counts != NULL.
-
-    Returns -1, or (mode MODE_RAISE) the first position k whose index is outside [0, out.shape[1]).
-    """
-    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = out.shape[1]
-    cdef Py_ssize_t o, k
-    cdef index_t j
-    # the index is checked and counted once, on the first outer slice (or alone when there is none)
-    for k in range(n):
-        j = index[k]
-        if <uint64_t>j >= <uint64_t>size:   # a negative j wraps to a huge unsigned value
-            if mode == MODE_DROP:
-                continue
-            return k
-        if counts != NULL:
-            counts[j] += 1
-        if outer > 0 and inner > 0:
-            _combine_row(op, &out[0, j, 0], &src[0, k, 0], inner)
-    if inner == 0:
+    """scatter_reduce_layout on memoryviews, on one thread (the entry point for cimporting code)."""
+    cdef Layout L
+    _view_layout(&L, src.shape, src.strides, out.shape[1], out.strides, sizeof(value_t))
+    if L.n == 0:
         return -1
-    for o in range(1, outer):
-        for k in range(n):
-            j = index[k]
-            if <uint64_t>j < <uint64_t>size:
-                _combine_row(op, &out[o, j, 0], &src[o, k, 0], inner)
-    return -1
+    return scatter_reduce_layout(op, &src[0, 0, 0] if L.outer and L.inner else NULL, &index[0],
+                                 &out[0, 0, 0] if L.outer and L.inner and L.size else NULL, &L, counts, mode, 1)
 
 
 cdef Py_ssize_t first_out_of_range(const index_t[::1] index, Py_ssize_t size) noexcept nogil:
     """Position of the first entry outside [0, size), or -1."""
+    return _first_out_of_range(&index[0] if index.shape[0] else NULL, index.shape[0], size)
+
+
+cdef inline Py_ssize_t _first_out_of_range(const index_t* index, Py_ssize_t n, Py_ssize_t size) noexcept nogil:
     cdef Py_ssize_t k
-    for k in range(index.shape[0]):
-        if <uint64_t>index[k] >= <uint64_t>size:
+    cdef uint64_t usize = <uint64_t>size
+    cdef bint bad = False
+    # an unbranched scan of blocks (vectorisable), then the exact position inside the first bad block
+    for k in range(0, n - n % 256, 256):
+        bad = _any_out_of_range(index + k, 256, usize)
+        if bad:
+            break
+    if not bad:
+        k = n - n % 256
+    for k in range(k, n):
+        if <uint64_t>index[k] >= usize:
             return k
     return -1
+
+
+cdef inline bint _any_out_of_range(const index_t* index, Py_ssize_t n, uint64_t size) noexcept nogil:
+    cdef Py_ssize_t k
+    cdef int bad = 0
+    for k in range(n):
+        bad |= <uint64_t>index[k] >= size
+    return bad
 
 
 # ---- gather ----------------------------------------------------------------------------------------------------
 
-cdef Py_ssize_t gather_rows(const item_t[:, :, ::contiguous] src, const index_t[::1] index,
-                            item_t[:, :, ::contiguous] out, int mode) noexcept nogil:
-    """out[o, k, :] = src[o, index[k], :]. Returns -1 or (MODE_RAISE) the first bad position, before writing."""
-    cdef Py_ssize_t outer = src.shape[0], size = src.shape[1], inner = src.shape[2], n = index.shape[0]
-    cdef Py_ssize_t o, k, f
+cdef inline void _copy_row(item_t* dst, const item_t* src, Py_ssize_t width) noexcept nogil:
+    # constant sizes become a few moves instead of a call into memcpy
+    if width == 1:
+        dst[0] = src[0]
+    elif width == 2:
+        memcpy(dst, src, 2 * sizeof(item_t))
+    elif width == 4:
+        memcpy(dst, src, 4 * sizeof(item_t))
+    elif width == 8:
+        memcpy(dst, src, 8 * sizeof(item_t))
+    elif width == 16:
+        memcpy(dst, src, 16 * sizeof(item_t))
+    elif width == 32:
+        memcpy(dst, src, 32 * sizeof(item_t))
+    else:
+        memcpy(dst, src, width * sizeof(item_t))
+
+
+cdef void _gather_part(const item_t* src, const index_t* index, item_t* out, const Layout* L, Py_ssize_t o0,
+                       Py_ssize_t o1, Py_ssize_t k0, Py_ssize_t k1, bint stream) noexcept nogil:
+    """out[o, k, :] = src[o, index[k], :] for o in [o0, o1), k in [k0, k1); entries out of range are skipped."""
+    cdef Py_ssize_t o, k, line, width = L.inner
+    cdef uint64_t size = <uint64_t>L.size
+    cdef Py_ssize_t lines = (width * <Py_ssize_t>sizeof(item_t) + CACHE_LINE - 1) // CACHE_LINE
+    cdef Py_ssize_t ahead = _prefetch_distance(width * <Py_ssize_t>sizeof(item_t), L.size, k1 - k0)
+    cdef Py_ssize_t trs = L.table_row_stride, ers = L.entry_row_stride
     cdef index_t j
     cdef const item_t* s
     cdef item_t* d
+    for o in range(o0, o1):
+        s = src + o * L.table_outer_stride
+        d = out + o * L.entry_outer_stride
+        for k in range(k0, k1):
+            if ahead and k + ahead < k1:
+                j = index[k + ahead]
+                if <uint64_t>j < size:
+                    for line in range(lines):
+                        cyscatter_prefetch_r(<const char*>(s + j * trs) + line * CACHE_LINE)
+            j = index[k]
+            if <uint64_t>j < size:
+                if stream:
+                    cyscatter_stream_copy(d + k * ers, s + j * trs, width * sizeof(item_t))
+                else:
+                    _copy_row(d + k * ers, s + j * trs, width)
+    if stream:
+        cyscatter_stream_fence()
+
+
+cdef bint _streams(const void* out, const Layout* L, size_t item) noexcept nogil:
+    """Write the gather output with non-temporal stores: it is far larger than the caches (so the lines would
+    be evicted unread anyway) and every row is 16-byte aligned."""
+    cdef size_t row = L.inner * item, total = L.outer * L.n * row
+    if _stream == 0 or not cyscatter_can_stream():
+        return False
+    if (row % 16 or (<size_t>out) % 16 or (L.entry_row_stride * item) % 16
+            or (L.entry_outer_stride * item) % 16):
+        return False
+    return _stream == 1 or total > 64 * 1024 * 1024
+
+
+cdef Py_ssize_t gather_layout(const item_t* src, const index_t* index, item_t* out, const Layout* L,
+                              int mode, int num_threads) noexcept nogil:
+    """out[o, k, :] = src[o, index[k], :]. Returns -1 or (MODE_RAISE) the first bad position, before writing.
+
+    Each output row is written by one thread: batch slices are split when there are enough, else entries.
+    """
+    cdef Py_ssize_t outer = L.outer, n = L.n, k
+    cdef int parts = _team_size(num_threads, outer * n * max(L.inner, 1) * sizeof(item_t) // 4), t
+    cdef bint stream
     if mode == MODE_RAISE:
-        k = first_out_of_range(index, size)
+        k = _first_out_of_range(index, n, L.size)
         if k >= 0:
             return k
-    if inner == 0:
+    if L.inner == 0 or outer == 0 or n == 0:
         return -1
-    for o in range(outer):
-        for k in range(n):
-            j = index[k]
-            if <uint64_t>j >= <uint64_t>size:
-                continue
-            s = &src[o, j, 0]
-            d = &out[o, k, 0]
-            if inner == 1:
-                d[0] = s[0]
-            else:
-                memcpy(d, s, inner * sizeof(item_t))
+    stream = _streams(out, L, sizeof(item_t))
+    if parts == 1:
+        _gather_part(src, index, out, L, 0, outer, 0, n, stream)
+    elif outer >= parts:
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            _gather_part(src, index, out, L, _share(outer, parts, t), _share(outer, parts, t + 1), 0, n, stream)
+    else:
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            _gather_part(src, index, out, L, 0, outer, _share(n, parts, t), _share(n, parts, t + 1), stream)
     return -1
+
+
+cdef Py_ssize_t gather_rows(const item_t[:, :, ::contiguous] src, const index_t[::1] index, item_t[:, :, ::contiguous] out,
+                            int mode) noexcept nogil:
+    """gather_layout on memoryviews, on one thread (the entry point for cimporting code)."""
+    cdef Layout L
+    _view_layout(&L, out.shape, out.strides, src.shape[1], src.strides, sizeof(item_t))
+    if L.n == 0 or L.outer == 0 or L.inner == 0:
+        return first_out_of_range(index, L.size) if mode == MODE_RAISE else -1
+    return gather_layout(&src[0, 0, 0] if L.size else NULL, &index[0], &out[0, 0, 0], &L, mode, 1)
 
 
 # ---- reverse-mode helpers --------------------------------------------------------------------------------------
@@ -232,50 +543,223 @@ cdef void group_exclusive_products_jvp(const value_t[:, :, ::contiguous] src,
 
 
 # ---- Python entry points ---------------------------------------------------------------------------------------
+# They take ndarrays and check them with the NumPy C API (cheaper per call than typed memoryviews, which matters
+# for small inputs), then dispatch on the dtype codes to the fused kernels.
 
-def scatter_reduce(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
-                   value_t[:, :, ::contiguous] out, int64_t[::1] counts=None, int mode=MODE_RAISE):
-    """Run the scatter-reduce kernel for `opcode` (an OpCode); returns -1 or the first bad index position."""
-    cdef int64_t* counts_ptr = NULL
-    cdef Py_ssize_t status = -1
+cdef enum ValueCode:
+    V_FLOAT32, V_FLOAT64, V_INT32, V_INT64, V_UINT64, V_COMPLEX64, V_COMPLEX128, V_NONE
+
+
+cdef ValueCode _value_code(cnp.ndarray a):
+    cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(a)
+    if not cnp.PyArray_ISNOTSWAPPED(a):
+        return V_NONE
+    if cnp.PyArray_ISFLOAT(a):
+        return V_FLOAT32 if size == 4 else V_FLOAT64 if size == 8 else V_NONE
+    if cnp.PyArray_ISSIGNED(a):
+        return V_INT32 if size == 4 else V_INT64 if size == 8 else V_NONE
+    if cnp.PyArray_ISUNSIGNED(a) and not cnp.PyArray_ISBOOL(a):
+        return V_UINT64 if size == 8 else V_NONE
+    if cnp.PyArray_ISCOMPLEX(a):
+        return V_COMPLEX64 if size == 8 else V_COMPLEX128 if size == 16 else V_NONE
+    return V_NONE
+
+
+cdef int _index_width(cnp.ndarray index) except -1:
+    """4 or 8: the byte width of a C-contiguous, native int32/int64 index vector (TypeError otherwise)."""
+    if (cnp.PyArray_NDIM(index) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(index) or not cnp.PyArray_ISNOTSWAPPED(index)
+            or not cnp.PyArray_ISSIGNED(index) or cnp.PyArray_ITEMSIZE(index) not in (4, 8)):
+        raise TypeError(f"kernel index must be a contiguous native int32/int64 vector, got {(<object>index).dtype} "
+                        f"{(<object>index).shape}")
+    return cnp.PyArray_ITEMSIZE(index)
+
+
+cdef int _rows3(cnp.ndarray a, Py_ssize_t item, Py_ssize_t* outer_stride, Py_ssize_t* row_stride,
+                str arg) except -1:
+    """Strides of a 3-d canonical operand in items; its inner dim must be unit-strided (or at most 1 long)."""
+    cdef cnp.npy_intp* strides = cnp.PyArray_STRIDES(a)
+    if cnp.PyArray_NDIM(a) != 3:
+        raise ValueError(f"kernel {arg} must be 3-d (outer, rows, inner), got shape {(<object>a).shape}")
+    if cnp.PyArray_SIZE(a) == 0:   # nothing is addressed: NumPy gives empty arrays arbitrary strides
+        outer_stride[0] = row_stride[0] = 0
+        return 0
+    if (strides[2] != item and cnp.PyArray_DIM(a, 2) > 1) or strides[0] % item or strides[1] % item \
+            or (<size_t>cnp.PyArray_DATA(a)) % item:
+        raise ValueError(f"kernel {arg} must have aligned strides and a unit inner stride, got {(<object>a).strides}")
+    outer_stride[0] = strides[0] // item
+    row_stride[0] = strides[1] // item
+    return 0
+
+
+cdef int _layout(cnp.ndarray entries, cnp.ndarray table, cnp.ndarray index, Py_ssize_t item,
+                 Layout* L) except -1:
+    """Fill `L` from the entry-side and table-side operands, checking that their shapes agree."""
+    _rows3(entries, item, &L.entry_outer_stride, &L.entry_row_stride, "entry operand")
+    _rows3(table, item, &L.table_outer_stride, &L.table_row_stride, "table operand")
+    L.outer = cnp.PyArray_DIM(entries, 0)
+    L.n = cnp.PyArray_DIM(entries, 1)
+    L.inner = cnp.PyArray_DIM(entries, 2)
+    L.size = cnp.PyArray_DIM(table, 1)
+    if cnp.PyArray_DIM(table, 0) != L.outer or cnp.PyArray_DIM(table, 2) != L.inner \
+            or cnp.PyArray_DIM(index, 0) != L.n:
+        raise ValueError(f"kernel operands disagree: {(<object>entries).shape} and {(<object>table).shape} with index {(<object>index).shape}")
+    return 0
+
+
+cdef Py_ssize_t _scatter_op(int opcode, const value_t* src, const index_t* index, value_t* out, const Layout* L,
+                            int64_t* counts, int mode, int threads) noexcept nogil:
     cdef OpAdd add
     cdef OpSub sub
     cdef OpMul mul
     cdef OpDiv div
     cdef OpMax mx
     cdef OpMin mn
-    if counts is not None and counts.shape[0] > 0:
-        counts_ptr = &counts[0]
-    with nogil:
-        if opcode == OP_ADD:
-            status = scatter_reduce_rows(add, src, index, out, counts_ptr, mode)
-        elif opcode == OP_SUB:
-            status = scatter_reduce_rows(sub, src, index, out, counts_ptr, mode)
-        elif opcode == OP_MUL:
-            status = scatter_reduce_rows(mul, src, index, out, counts_ptr, mode)
-        elif opcode == OP_DIV:
-            status = scatter_reduce_rows(div, src, index, out, counts_ptr, mode)
-        elif opcode == OP_MAX:
-            status = scatter_reduce_rows(mx, src, index, out, counts_ptr, mode)
-        elif opcode == OP_MIN:
-            status = scatter_reduce_rows(mn, src, index, out, counts_ptr, mode)
-    return status
+    if opcode == OP_ADD:
+        return scatter_reduce_layout(add, src, index, out, L, counts, mode, threads)
+    elif opcode == OP_SUB:
+        return scatter_reduce_layout(sub, src, index, out, L, counts, mode, threads)
+    elif opcode == OP_MUL:
+        return scatter_reduce_layout(mul, src, index, out, L, counts, mode, threads)
+    elif opcode == OP_DIV:
+        return scatter_reduce_layout(div, src, index, out, L, counts, mode, threads)
+    elif opcode == OP_MAX:
+        return scatter_reduce_layout(mx, src, index, out, L, counts, mode, threads)
+    else:
+        return scatter_reduce_layout(mn, src, index, out, L, counts, mode, threads)
 
 
-def gather(const item_t[:, :, ::contiguous] src, const index_t[::1] index, item_t[:, :, ::contiguous] out,
-           int mode=MODE_RAISE):
-    """Run the gather kernel on same-size items; returns -1 or the first bad index position (nothing written)."""
+cdef Py_ssize_t _scatter_value(int opcode, ValueCode code, const void* src, const index_t* index, void* out,
+                               const Layout* L, int64_t* counts, int mode, int threads) noexcept nogil:
+    if code == V_FLOAT32:
+        return _scatter_op(opcode, <const float*>src, index, <float*>out, L, counts, mode, threads)
+    elif code == V_FLOAT64:
+        return _scatter_op(opcode, <const double*>src, index, <double*>out, L, counts, mode, threads)
+    elif code == V_INT32:
+        return _scatter_op(opcode, <const int32_t*>src, index, <int32_t*>out, L, counts, mode, threads)
+    elif code == V_INT64:
+        return _scatter_op(opcode, <const int64_t*>src, index, <int64_t*>out, L, counts, mode, threads)
+    elif code == V_UINT64:
+        return _scatter_op(opcode, <const uint64_t*>src, index, <uint64_t*>out, L, counts, mode, threads)
+    elif code == V_COMPLEX64:
+        return _scatter_op(opcode, <const float complex*>src, index, <float complex*>out, L, counts, mode,
+                           threads)
+    else:
+        return _scatter_op(opcode, <const double complex*>src, index, <double complex*>out, L, counts, mode,
+                           threads)
+
+
+def scatter_reduce(int opcode, cnp.ndarray src not None, cnp.ndarray index not None, cnp.ndarray out not None,
+                   cnp.ndarray counts=None, int mode=MODE_RAISE, int num_threads=0):
+    """Run the scatter-reduce kernel for `opcode` (an OpCode) on canonical (outer, rows, inner) arrays of one
+    kernel dtype; `counts` (int64, one per destination row) counts the entries. Returns -1 or the first bad
+    index position."""
+    cdef Layout L
+    cdef ValueCode code = _value_code(src)
+    cdef int width = _index_width(index)
+    cdef int64_t* counts_ptr = NULL
     cdef Py_ssize_t status
+    cdef void* src_ptr = cnp.PyArray_DATA(src)
+    cdef void* out_ptr = cnp.PyArray_DATA(out)
+    cdef void* index_ptr = cnp.PyArray_DATA(index)
+    if code == V_NONE or _value_code(out) != code:
+        raise TypeError(f"scatter kernel has no loop for src {(<object>src).dtype} into out {(<object>out).dtype}")
+    if opcode < OP_ADD or opcode > OP_MIN:
+        raise ValueError(f"unknown op code {opcode}")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("kernel out is read-only")
+    _layout(src, out, index, cnp.PyArray_ITEMSIZE(src), &L)
+    if counts is not None:
+        if (cnp.PyArray_TYPE(counts) != cnp.NPY_INT64 or cnp.PyArray_NDIM(counts) != 1
+                or not cnp.PyArray_IS_C_CONTIGUOUS(counts) or cnp.PyArray_DIM(counts, 0) != L.size
+                or not cnp.PyArray_ISWRITEABLE(counts)):
+            raise ValueError(f"kernel counts must be a writeable contiguous int64 vector of length {L.size}")
+        counts_ptr = <int64_t*>cnp.PyArray_DATA(counts)
     with nogil:
-        status = gather_rows(src, index, out, mode)
+        if width == 4:
+            status = _scatter_value(opcode, code, src_ptr, <const int32_t*>index_ptr, out_ptr, &L, counts_ptr,
+                                    mode, num_threads)
+        else:
+            status = _scatter_value(opcode, code, src_ptr, <const int64_t*>index_ptr, out_ptr, &L, counts_ptr,
+                                    mode, num_threads)
     return status
 
 
-def check_index(const index_t[::1] index, Py_ssize_t size):
+cdef Py_ssize_t _gather_items(Py_ssize_t item, const void* src, const index_t* index, void* out,
+                              const Layout* L, int mode, int threads) noexcept nogil:
+    if item == 8:
+        return gather_layout(<const uint64_t*>src, index, <uint64_t*>out, L, mode, threads)
+    elif item == 4:
+        return gather_layout(<const uint32_t*>src, index, <uint32_t*>out, L, mode, threads)
+    elif item == 2:
+        return gather_layout(<const uint16_t*>src, index, <uint16_t*>out, L, mode, threads)
+    else:
+        return gather_layout(<const uint8_t*>src, index, <uint8_t*>out, L, mode, threads)
+
+
+cdef Py_ssize_t _move_unit(cnp.ndarray a):
+    """Widest of 8/4/2/1 bytes that divides the item size, the address and every stride of `a`."""
+    cdef Py_ssize_t unit = 8, d
+    cdef size_t bits = cnp.PyArray_ITEMSIZE(a) | <size_t>cnp.PyArray_DATA(a)
+    for d in range(cnp.PyArray_NDIM(a)):
+        bits |= <size_t>cnp.PyArray_STRIDE(a, d)
+    while unit > 1 and bits % unit:
+        unit //= 2
+    return unit
+
+
+def gather(cnp.ndarray src not None, cnp.ndarray index not None, cnp.ndarray out not None, int mode=MODE_RAISE,
+           int num_threads=0):
+    """Run the gather kernel: out[o, k, :] = src[o, index[k], :] on canonical arrays of one dtype (moved as
+    bytes); returns -1 or the first bad index position (nothing written then)."""
+    cdef Layout L
+    cdef int width = _index_width(index)
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(src), unit, status
+    cdef void* src_ptr = cnp.PyArray_DATA(src)
+    cdef void* out_ptr = cnp.PyArray_DATA(out)
+    cdef void* index_ptr = cnp.PyArray_DATA(index)
+    if not cnp.PyArray_EquivArrTypes(src, out):
+        raise TypeError(f"gather kernel needs one dtype, got src {(<object>src).dtype} and out {(<object>out).dtype}")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("kernel out is read-only")
+    unit = min(_move_unit(src), _move_unit(out))
+    _layout(out, src, index, item, &L) if unit == item else _layout_bytes(out, src, index, item, unit, &L)
+    with nogil:
+        if width == 4:
+            status = _gather_items(unit, src_ptr, <const int32_t*>index_ptr, out_ptr, &L, mode, num_threads)
+        else:
+            status = _gather_items(unit, src_ptr, <const int64_t*>index_ptr, out_ptr, &L, mode, num_threads)
+    return status
+
+
+cdef int _layout_bytes(cnp.ndarray entries, cnp.ndarray table, cnp.ndarray index, Py_ssize_t item,
+                       Py_ssize_t unit, Layout* L) except -1:
+    """_layout for items moved as `unit`-byte words (item sizes that are not a machine word)."""
+    cdef cnp.npy_intp* es = cnp.PyArray_STRIDES(entries)
+    cdef cnp.npy_intp* ts = cnp.PyArray_STRIDES(table)
+    if cnp.PyArray_NDIM(entries) != 3 or cnp.PyArray_NDIM(table) != 3:
+        raise ValueError("kernel operands must be 3-d (outer, rows, inner)")
+    if (es[2] != item and cnp.PyArray_DIM(entries, 2) > 1) or (ts[2] != item and cnp.PyArray_DIM(table, 2) > 1):
+        raise ValueError("kernel operands need a unit inner stride")
+    L.entry_outer_stride, L.entry_row_stride = es[0] // unit, es[1] // unit
+    L.table_outer_stride, L.table_row_stride = ts[0] // unit, ts[1] // unit
+    L.outer, L.n, L.size = cnp.PyArray_DIM(entries, 0), cnp.PyArray_DIM(entries, 1), cnp.PyArray_DIM(table, 1)
+    L.inner = cnp.PyArray_DIM(entries, 2) * (item // unit)
+    if cnp.PyArray_DIM(table, 0) != L.outer or cnp.PyArray_DIM(table, 2) != cnp.PyArray_DIM(entries, 2) \
+            or cnp.PyArray_DIM(index, 0) != L.n:
+        raise ValueError(f"kernel operands disagree: {(<object>entries).shape} and {(<object>table).shape} with index {(<object>index).shape}")
+    return 0
+
+
+def check_index(cnp.ndarray index not None, Py_ssize_t size):
     """Position of the first index entry outside [0, size), or -1 (run before an in-place write)."""
-    cdef Py_ssize_t status
+    cdef int width = _index_width(index)
+    cdef Py_ssize_t n = cnp.PyArray_DIM(index, 0), status
+    cdef void* ptr = cnp.PyArray_DATA(index)
     with nogil:
-        status = first_out_of_range(index, size)
+        if width == 4:
+            status = _first_out_of_range(<const int32_t*>ptr, n, size)
+        else:
+            status = _first_out_of_range(<const int64_t*>ptr, n, size)
     return status
 
 
@@ -292,3 +776,241 @@ def exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1]
     """Fill `partials` with each element's product of the other members of its group (see the cdef kernel)."""
     with nogil:
         group_exclusive_products(src, order, indptr, partials)
+
+
+def set_num_threads(int n):
+    """Default thread count of the kernels (0 restores OpenMP's default: OMP_NUM_THREADS, else all cores)."""
+    global _default_threads
+    if n < 0:
+        raise ValueError(f"number of threads must be >= 0, got {n}")
+    _default_threads = n
+
+
+def get_num_threads():
+    """Threads a large call uses by default (1 when the extension was built without OpenMP)."""
+    return _team_size(0, _min_work * MAX_THREADS) if cyscatter_have_openmp() else 1
+
+
+def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,
+          stream=None):
+    """Benchmark and test knobs: prefetch distances in index entries for table rows and for a scatter's src
+    rows (-1 auto, 0 off); scatter split 0 auto, 1 rows, 2 columns; element updates per thread below which
+    fewer threads run (1 lets tests thread tiny inputs); the one-element-row loop (0 off); non-temporal
+    stores for gather outputs (-1 auto, 0 off, 1 whenever aligned)."""
+    global _prefetch_rows, _scatter_split, _min_work, _src_ahead, _lean_vectors, _stream
+    if stream is not None:
+        _stream = stream
+    if lean_vectors is not None:
+        _lean_vectors = lean_vectors
+    if src_ahead is not None:
+        _src_ahead = src_ahead
+    if min_work is not None:
+        _min_work = max(1, min_work)
+    if prefetch_rows is not None:
+        _prefetch_rows = prefetch_rows
+    if scatter_split is not None:
+        _scatter_split = scatter_split
+    return {"prefetch_rows": _prefetch_rows, "scatter_split": _scatter_split, "min_work": _min_work,
+            "src_ahead": _src_ahead, "lean_vectors": _lean_vectors, "stream": _stream}
+
+
+# ---- mean ------------------------------------------------------------------------------------------------------
+
+ctypedef fused real_t:
+    float
+    double
+
+
+cdef void _divide_rows(real_t* out, const int64_t* counts, const Layout* L, Py_ssize_t r0,
+                       Py_ssize_t r1) noexcept nogil:
+    """out[o, j, :] /= counts[j] for rows j in [r0, r1) with more than one entry (true division, as NumPy)."""
+    cdef Py_ssize_t o, j, f
+    cdef real_t c
+    cdef real_t* row
+    for o in range(L.outer):
+        for j in range(r0, r1):
+            if counts[j] > 1:
+                c = <real_t>counts[j]
+                row = out + o * L.table_outer_stride + j * L.table_row_stride
+                for f in range(L.inner):
+                    row[f] = row[f] / c
+
+
+cdef void _divide_by_counts(real_t* out, const int64_t* counts, const Layout* L, int num_threads) noexcept nogil:
+    cdef int parts = _team_size(num_threads, L.outer * L.size * L.inner), t
+    if parts == 1:
+        _divide_rows(out, counts, L, 0, L.size)
+        return
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _divide_rows(out, counts, L, _share(L.size, parts, t), _share(L.size, parts, t + 1))
+
+
+def divide_by_counts(cnp.ndarray out not None, cnp.ndarray counts not None, int num_threads=0):
+    """Turn group sums into means in place: out[o, j, :] /= max(counts[j], 1), for float32/float64 `out`
+    (outer, size, inner); returns False (nothing done) for other dtypes."""
+    cdef Layout L
+    cdef ValueCode code = _value_code(out)
+    cdef void* out_ptr = cnp.PyArray_DATA(out)
+    cdef const int64_t* counts_ptr
+    if code != V_FLOAT32 and code != V_FLOAT64:
+        return False
+    if (cnp.PyArray_TYPE(counts) != cnp.NPY_INT64 or cnp.PyArray_NDIM(counts) != 1
+            or not cnp.PyArray_IS_C_CONTIGUOUS(counts) or cnp.PyArray_DIM(counts, 0) != cnp.PyArray_DIM(out, 1)
+            or not cnp.PyArray_ISWRITEABLE(out)):
+        raise ValueError("divide_by_counts needs a writeable 3-d out and int64 counts, one per row")
+    _rows3(out, cnp.PyArray_ITEMSIZE(out), &L.table_outer_stride, &L.table_row_stride, "out")
+    L.outer, L.size, L.inner = cnp.PyArray_DIM(out, 0), cnp.PyArray_DIM(out, 1), cnp.PyArray_DIM(out, 2)
+    counts_ptr = <const int64_t*>cnp.PyArray_DATA(counts)
+    with nogil:
+        if code == V_FLOAT32:
+            _divide_by_counts(<float*>out_ptr, counts_ptr, &L, num_threads)
+        else:
+            _divide_by_counts(<double*>out_ptr, counts_ptr, &L, num_threads)
+    return True
+
+
+# ---- fast paths of the public functions ---------------------------------------------------------------------
+# The common call (C-contiguous ndarrays of a kernel dtype, a 1-D int32/int64 index, axis 0, mode "raise") costs
+# a few microseconds in the Python layer; these do the same checks in C. They return None when the call needs
+# the general path, which then also raises any error with its full message (nothing is written before that).
+
+cdef bint _plain(object a):
+    """An aligned, native, C-contiguous ndarray with at least one dim."""
+    return (type(a) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>a) >= 1
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a) and cnp.PyArray_ISALIGNED(<cnp.ndarray>a)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a))
+
+
+cdef bint _plain_index(object a, Py_ssize_t n):
+    """A native, aligned, contiguous 1-d int32/int64 ndarray of length `n` (any length for n < 0)."""
+    return (type(a) is cnp.ndarray and cnp.PyArray_NDIM(<cnp.ndarray>a) == 1
+            and (n < 0 or cnp.PyArray_DIM(<cnp.ndarray>a, 0) == n)
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>a) and cnp.PyArray_ISALIGNED(<cnp.ndarray>a)
+            and cnp.PyArray_ISNOTSWAPPED(<cnp.ndarray>a) and cnp.PyArray_ISSIGNED(<cnp.ndarray>a)
+            and cnp.PyArray_ITEMSIZE(<cnp.ndarray>a) in (4, 8))
+
+
+cdef bint _disjoint(cnp.ndarray a, cnp.ndarray b):
+    cdef char* pa = <char*>cnp.PyArray_DATA(a)
+    cdef char* pb = <char*>cnp.PyArray_DATA(b)
+    return pa + cnp.PyArray_NBYTES(a) <= pb or pb + cnp.PyArray_NBYTES(b) <= pa
+
+
+cdef void _rows_layout(cnp.ndarray src, Py_ssize_t size, Layout* L) noexcept:
+    """Layout of a scatter from C-contiguous `src` (n, *F) into a C-contiguous (size, *F) table."""
+    cdef Py_ssize_t d
+    L.outer = 1
+    L.n = cnp.PyArray_DIM(src, 0)
+    L.size = size
+    L.inner = 1
+    for d in range(1, cnp.PyArray_NDIM(src)):
+        L.inner *= cnp.PyArray_DIM(src, d)
+    L.entry_outer_stride = L.n * L.inner
+    L.table_outer_stride = size * L.inner
+    L.entry_row_stride = L.table_row_stride = L.inner
+
+
+cdef Py_ssize_t _run_scatter(int opcode, cnp.ndarray src, cnp.ndarray index, cnp.ndarray out, const Layout* L,
+                             int threads):
+    cdef ValueCode code = _value_code(src)
+    cdef void* src_ptr = cnp.PyArray_DATA(src)
+    cdef void* out_ptr = cnp.PyArray_DATA(out)
+    cdef void* index_ptr = cnp.PyArray_DATA(index)
+    cdef bint wide = cnp.PyArray_ITEMSIZE(index) == 8
+    cdef Py_ssize_t status
+    with nogil:
+        if wide:
+            status = _scatter_value(opcode, code, src_ptr, <const int64_t*>index_ptr, out_ptr, L, NULL,
+                                    MODE_RAISE, threads)
+        else:
+            status = _scatter_value(opcode, code, src_ptr, <const int32_t*>index_ptr, out_ptr, L, NULL,
+                                    MODE_RAISE, threads)
+    return status
+
+
+def scatter_simple(src, index, int opcode, identity, dim_size, int num_threads):
+    """`scatter(src, index, op, dim_size=dim_size)` for the common case, or None (see above).
+
+    `identity` is the op's identity in src's dtype (from the registry), None when the op/dtype pair needs the
+    general path.
+    """
+    cdef Layout L
+    cdef cnp.npy_intp dims[32]
+    cdef Py_ssize_t d, size
+    cdef cnp.ndarray s, out
+    if identity is None or type(dim_size) is not int or not _plain(src):
+        return None
+    s = <cnp.ndarray>src
+    if _value_code(s) == V_NONE or not _plain_index(index, cnp.PyArray_DIM(s, 0)) or cnp.PyArray_NDIM(s) > 32:
+        return None
+    size = dim_size
+    if size < 0:
+        return None
+    dims[0] = size
+    for d in range(1, cnp.PyArray_NDIM(s)):
+        dims[d] = cnp.PyArray_DIM(s, d)
+    out = cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s))
+    cnp.PyArray_FillWithScalar(out, identity)
+    _rows_layout(s, size, &L)
+    if _run_scatter(opcode, s, <cnp.ndarray>index, out, &L, num_threads) >= 0:
+        return None
+    return out
+
+
+def scatter_into_simple(dst, src, index, int opcode, bint allowed, int num_threads):
+    """`scatter_into(dst, src, index, op)` for the common case (same dtype, no overlap): True when done, else
+    None with `dst` untouched. `allowed`: the registry accepts the op for this dtype."""
+    cdef Layout L
+    cdef Py_ssize_t d, k
+    cdef cnp.ndarray s, t, i
+    if not allowed or not _plain(src) or not _plain(dst):
+        return None
+    s, t = <cnp.ndarray>src, <cnp.ndarray>dst
+    if (_value_code(s) == V_NONE or not cnp.PyArray_EquivArrTypes(s, t) or not cnp.PyArray_ISWRITEABLE(t)
+            or not _plain_index(index, cnp.PyArray_DIM(s, 0)) or cnp.PyArray_NDIM(s) != cnp.PyArray_NDIM(t)):
+        return None
+    i = <cnp.ndarray>index
+    for d in range(1, cnp.PyArray_NDIM(s)):
+        if cnp.PyArray_DIM(s, d) != cnp.PyArray_DIM(t, d):
+            return None
+    if not _disjoint(s, t) or not _disjoint(i, t):
+        return None
+    _rows_layout(s, cnp.PyArray_DIM(t, 0), &L)
+    k = check_index(i, L.size)   # in place: the whole index is checked before dst is touched
+    if k >= 0:
+        return None
+    _run_scatter(opcode, s, i, t, &L, num_threads)
+    return True
+
+
+def gather_simple(src, index, int num_threads):
+    """`gather(src, index)` for the common case (a numeric C-contiguous src, axis 0), or None."""
+    cdef Layout L
+    cdef cnp.npy_intp dims[32]
+    cdef Py_ssize_t d, unit, status
+    cdef cnp.ndarray s, i, out
+    cdef void* src_ptr
+    cdef void* out_ptr
+    cdef void* index_ptr
+    if not _plain(src) or not cnp.PyArray_ISNUMBER(<cnp.ndarray>src) or cnp.PyArray_NDIM(<cnp.ndarray>src) > 32:
+        return None
+    if not _plain_index(index, -1):   # checks ndim before reading a length (a 0-d index has none)
+        return None
+    s, i = <cnp.ndarray>src, <cnp.ndarray>index
+    dims[0] = cnp.PyArray_DIM(i, 0)
+    for d in range(1, cnp.PyArray_NDIM(s)):
+        dims[d] = cnp.PyArray_DIM(s, d)
+    out = cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s))
+    _rows_layout(s, cnp.PyArray_DIM(s, 0), &L)
+    L.n, L.size = dims[0], cnp.PyArray_DIM(s, 0)   # entries: the output rows; table: src's rows
+    unit = min(_move_unit(s), _move_unit(out))
+    L.inner = L.inner * cnp.PyArray_ITEMSIZE(s) // unit
+    L.entry_row_stride = L.table_row_stride = L.inner
+    L.entry_outer_stride, L.table_outer_stride = L.n * L.inner, L.size * L.inner
+    src_ptr, out_ptr, index_ptr = cnp.PyArray_DATA(s), cnp.PyArray_DATA(out), cnp.PyArray_DATA(i)
+    with nogil:
+        if cnp.PyArray_ITEMSIZE(i) == 8:
+            status = _gather_items(unit, src_ptr, <const int64_t*>index_ptr, out_ptr, &L, MODE_RAISE, num_threads)
+        else:
+            status = _gather_items(unit, src_ptr, <const int32_t*>index_ptr, out_ptr, &L, MODE_RAISE, num_threads)
+    return None if status >= 0 else out

@@ -3,7 +3,6 @@ ties, empty groups and (outside mode="raise") out-of-range entries."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 # name -> (index shape I, src shape around it as (batch, features), axis)
 LAYOUTS = {
@@ -54,13 +53,3 @@ def random_indptr(rng, rows: int, nseg: int) -> np.ndarray:
     cuts = np.sort(rng.integers(0, rows + 1, nseg - 1))
     return np.concatenate(([0], cuts, [rows])).astype(np.int64)
 
-
-def host_call(backend, func, *args, **kwargs):
-    """`func` on the backend's arrays, as a NumPy result. The CSR and arg-extreme ops are host-only: on a device
-    backend they must refuse with the documented TypeError, and the test is then skipped."""
-    moved = [backend.asarray(a) if isinstance(a, (np.ndarray, tuple)) else a for a in args]
-    if backend.name != "numpy":
-        with pytest.raises(TypeError, match="CPU only"):
-            func(*moved, **kwargs)
-        pytest.skip(f"{func.__name__} is host-only: device arrays get TypeError (checked)")
-    return backend.to_numpy(func(*moved, **kwargs))

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from group_cases import LAYOUTS, host_call, make_case
+from group_cases import LAYOUTS, make_case
 from reference_extra import ref_scatter_arg
 from testing import INDEX_KINDS
 
@@ -18,7 +18,7 @@ FUNCS = {"max": cs.scatter_argmax, "min": cs.scatter_argmin}
 @pytest.mark.parametrize("mode", cs.MODES)
 def test_matches_reference(backend, kind, dtype, index_kind, layout, mode):
     src, index, dim_size, axis = make_case(3, index_kind, layout, mode, dtype)
-    got = host_call(backend, FUNCS[kind], src, index, dim_size=dim_size, axis=axis, mode=mode)
+    got = backend.call(FUNCS[kind], src, index, dim_size=dim_size, axis=axis, mode=mode)
     want = ref_scatter_arg(src, index, kind, dim_size=dim_size, axis=axis, mode=mode)
     np.testing.assert_array_equal(got, want)
     assert got.dtype == np.int64
@@ -30,7 +30,7 @@ def test_special_values(backend, kind):
     # 3: empty; 4: an ordinary tie
     src = np.array([1.0, np.nan, 2.0, np.nan, -0.0, 0.0, -0.0, -np.inf, -np.inf, np.inf, np.inf, 7.0, 7.0])
     index = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 4, 4])
-    got = host_call(backend, FUNCS[kind], src, index)
+    got = backend.call(FUNCS[kind], src, index)
     zero = 5 if kind == "max" else 4
     extreme = 9 if kind == "max" else 7
     np.testing.assert_array_equal(got, [1, zero, extreme, 13, 11])
@@ -41,14 +41,14 @@ def test_special_values(backend, kind):
 def test_integer_extremes_are_found(backend, kind):
     info = np.iinfo(np.int64)
     src = np.array([info.min, info.min, info.max, info.max])
-    got = host_call(backend, FUNCS[kind], src, np.array([0, 0, 1, 1]))
+    got = backend.call(FUNCS[kind], src, np.array([0, 0, 1, 1]))
     np.testing.assert_array_equal(got, [0, 2])
 
 
 def test_sentinel_is_index_size_and_winner_values_match_scatter(backend):
     src = np.arange(24.0).reshape(2, 3, 4) % 5
     index = np.array([[0, 3, 0], [3, 3, 0]])   # 2-D index along axes 0..1: n = 6
-    got = host_call(backend, cs.scatter_argmax, src, index, dim_size=5)
+    got = backend.call(cs.scatter_argmax, src, index, dim_size=5)
     assert got.shape == (5, 4)
     assert (got[[1, 2, 4]] == 6).all()
     flat = src.reshape(6, 4)
@@ -56,7 +56,7 @@ def test_sentinel_is_index_size_and_winner_values_match_scatter(backend):
 
 
 def test_all_dropped_group_gets_sentinel(backend):
-    got = host_call(backend, cs.scatter_argmin, np.array([5.0, 1.0]), np.array([-1, 9]), dim_size=2, mode="drop")
+    got = backend.call(cs.scatter_argmin, np.array([5.0, 1.0]), np.array([-1, 9]), dim_size=2, mode="drop")
     np.testing.assert_array_equal(got, [2, 2])
 
 
@@ -66,8 +66,8 @@ def test_all_dropped_group_gets_sentinel(backend):
     (dict(index=np.array([0, 5]), dim_size=3), IndexError),
     (dict(axis=2), ValueError),
 ])
-def test_errors(bad, error):
+def test_errors(backend, bad, error):
     args = dict(src=np.array([1.0, 2.0]), index=np.array([0, 1]), dim_size=None, axis=0)
     args.update(bad)
     with pytest.raises(error):
-        cs.scatter_argmax(args["src"], args["index"], dim_size=args["dim_size"], axis=args["axis"])
+        backend.call(cs.scatter_argmax, args["src"], args["index"], dim_size=args["dim_size"], axis=args["axis"])

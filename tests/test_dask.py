@@ -8,8 +8,10 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 from reference import ref_gather, ref_scatter  # noqa: E402
+from reference_extra import ref_scatter_arg  # noqa: E402
 from testing import INDEX_KINDS, OPS, VALUE_DTYPES, op_supports  # noqa: E402
 
+import cyscatter as cs  # noqa: E402
 import cyscatter.dask as csd  # noqa: E402
 from cyscatter import MODES  # noqa: E402
 
@@ -144,6 +146,97 @@ def test_scatter_accepts_numpy_src_or_index():
     assert_matches(threads(csd.scatter(da.from_array(src, chunks=7), index, dim_size=dim_size)), expected, "add")
 
 
+# ---- argmax / argmin ----------------------------------------------------------------------------------------
+
+ARG_FUNCS = {"max": (csd.scatter_argmax, cs.scatter_argmax), "min": (csd.scatter_argmin, cs.scatter_argmin)}
+
+
+def assert_arg_matches(kind, got, src, index, **kw):
+    """Equal to the loop reference and to the in-memory call, exactly, as int64."""
+    got = threads(got)
+    expected = ref_scatter_arg(src, index, kind, **kw)
+    assert got.dtype == np.int64 and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, ARG_FUNCS[kind][1](src, index, **kw))
+
+
+@pytest.mark.parametrize("chunks", CHUNKS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("which", ARG_FUNCS)
+def test_scatter_arg_matches_reference(which, kind, mode, chunks):
+    rng = np.random.default_rng(11)
+    index, dim_size = make_index(rng, kind, mode)
+    src = rng.integers(0, 3, (N, 2)).astype(np.float64)      # few values: ties within and across blocks
+    got = ARG_FUNCS[which][0](da.from_array(src, chunks=(CHUNKS[chunks], 1)), chunked(index, CHUNKS[chunks]),
+                              dim_size=dim_size, mode=mode, split_every=3)
+    assert_arg_matches(which, got, src, index, dim_size=dim_size, mode=mode)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int8", "uint8", "int64", "uint64"])
+@pytest.mark.parametrize("which", ARG_FUNCS)
+def test_scatter_arg_dtypes(which, dtype):
+    rng = np.random.default_rng(12)
+    index, dim_size = make_index(rng, "int", "drop")
+    src = rng.integers(0, 4, (N, 3)).astype(dtype)
+    got = ARG_FUNCS[which][0](da.from_array(src, chunks=(CHUNKS["uneven_empty"], 2)),
+                              chunked(index.astype(np.int32), 5), dim_size=dim_size, mode="drop")
+    assert_arg_matches(which, got, src, index, dim_size=dim_size, mode="drop")
+
+
+@pytest.mark.parametrize("which", ARG_FUNCS)
+def test_scatter_arg_nd_index_chunked_on_two_axes(which):
+    # Blocks of a 2-d index are not in flat-position order (block (0, 1) holds 1..5, block (1, 0) holds 6):
+    # ties must go to the smaller global position, not to the block merged first.
+    # Batch 0 is all ties: group 1 sits at positions 7 (block (2, 1)) and 12 (block (2, 0), merged first).
+    rng = np.random.default_rng(13)
+    index = rng.integers(1, 3, (4, 6))
+    index[0], index[1, :2], index[2, 0] = 0, (2, 1), 1
+    src = rng.integers(0, 2, (2, 4, 6)).astype(np.float32)
+    src[0] = 0
+    got = ARG_FUNCS[which][0](da.from_array(src, chunks=(1, (1, 0, 3), (1, 5))),
+                              da.from_array(index, chunks=((1, 0, 3), (1, 5))), dim_size=4, axis=1, split_every=2)
+    assert_arg_matches(which, got, src, index, dim_size=4, axis=1)
+
+
+@pytest.mark.parametrize("which", ARG_FUNCS)
+def test_scatter_arg_nan_and_signed_zeros_across_blocks(which):
+    # rows: NaN vs numbers; two NaNs; -0.0 / +0.0 both orders; a tie; +-inf only; an empty row (7)
+    src = np.array([1.0, np.nan, np.nan, 2.0, np.nan, -0.0, 0.0, 0.0, -0.0, 3.0, 3.0, -np.inf, np.inf, 4.0])
+    index = np.array([0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6])
+    for chunks in [(14,), (1,) * 14, (3, 0, 4, 7), (2, 2, 2, 2, 2, 2, 2)]:
+        got = ARG_FUNCS[which][0](da.from_array(src, chunks=chunks), chunked(index, chunks), dim_size=8)
+        assert_arg_matches(which, got, src, index, dim_size=8)
+
+
+@pytest.mark.parametrize("which", ARG_FUNCS)
+def test_scatter_arg_output_and_feature_chunks(which):
+    rng = np.random.default_rng(14)
+    index, dim_size = make_index(rng, "tuple", "wrap")
+    src = rng.integers(-2, 2, (2, N, 3)).astype(np.int32)
+    got = ARG_FUNCS[which][0](da.from_array(src, chunks=(1, CHUNKS["even"], (2, 1))), chunked(index, 10),
+                              dim_size=dim_size, axis=1, mode="wrap", dim_chunks=(2, 0, 1))
+    assert got.chunks == ((1, 1), (2, 0, 1), (4,), (2, 1))
+    assert_arg_matches(which, got, src, index, dim_size=dim_size, axis=1, mode="wrap")
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda s, i: csd.scatter_argmax(s, i), TypeError, "dim_size"),
+    (lambda s, i: csd.scatter_argmin(s, i, dim_size=None), TypeError, "dim_size is required"),
+    (lambda s, i: csd.scatter_argmax(s.astype(complex), i, dim_size=3), TypeError, "complex"),
+    (lambda s, i: csd.scatter_argmin(s, i, dim_size=3, mode="nearest"), ValueError, "mode="),
+])
+def test_scatter_arg_argument_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call(da.ones(6, chunks=4), da.from_array(np.array([0, 1, 2, 0, 1, 2]), chunks=4))
+
+
+def test_scatter_arg_out_of_range_raises_when_computed():
+    lazy = csd.scatter_argmax(da.ones(5, chunks=2), da.from_array(np.array([0, 1, 2, 9, 1]), chunks=2), dim_size=4)
+    with pytest.raises(IndexError, match=r"= 9 is out of bounds.*index chunk \[2:4\]"):
+        threads(lazy)
+
+
 # ---- gather -------------------------------------------------------------------------------------------------
 
 # Chunkings of the first gathered axis (sizes 7 and 3) of src.
@@ -252,3 +345,15 @@ def test_gather_on_local_cluster_and_its_errors(client):
     index[5] = 7
     with pytest.raises(IndexError, match="= 7 is out of bounds"):
         client.compute(csd.gather(da.from_array(src, chunks=3), chunked(index, 4))).result()
+
+
+@pytest.mark.distributed
+@pytest.mark.parametrize("which", ARG_FUNCS)
+def test_scatter_arg_on_local_cluster(client, which):
+    rng = np.random.default_rng(15)
+    index, dim_size = make_index(rng, "int", "drop")
+    src = rng.integers(0, 3, (N, 2)).astype(np.float64)
+    got = ARG_FUNCS[which][0](da.from_array(src, chunks=(CHUNKS["uneven_empty"], 1)), chunked(index, 5),
+                              dim_size=dim_size, mode="drop", dim_chunks=3)
+    np.testing.assert_array_equal(client.compute(got).result(),
+                                  ref_scatter_arg(src, index, which, dim_size=dim_size, mode="drop"))

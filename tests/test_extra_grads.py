@@ -149,3 +149,22 @@ def test_group_op_derivatives_on_backend(backend, name):
                                atol=1e-12)
     np.testing.assert_allclose(backend.to_numpy(dev[2](d_src, d_out, d_dot)), host[2](src, out, dot), rtol=1e-10,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_segment_derivatives_on_backend(backend, op):
+    # the CSR derivatives on the backend's arrays as on the host (the device sums in another order)
+    rng = np.random.default_rng(44)
+    src = rng.uniform(0.5, 2.0, (2, 13)) * rng.choice((-1, 1), (2, 13))
+    indptr = random_indptr(rng, 13, 5)
+    out = cs.segment(src, indptr, op, axis=1)
+    g, dot, go = rng.standard_normal(out.shape), rng.standard_normal(src.shape), rng.standard_normal((2, 13))
+    d_src, d_ptr, d_out = backend.asarray(src), backend.asarray(indptr), backend.asarray(out)
+    np.testing.assert_allclose(backend.to_numpy(cs.segment_vjp_src(op, backend.asarray(g), d_src, d_ptr, d_out,
+                                                                   axis=1)),
+                               cs.segment_vjp_src(op, g, src, indptr, out, axis=1), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(backend.to_numpy(cs.segment_jvp(op, d_src, d_ptr, d_out, backend.asarray(dot),
+                                                               axis=1)),
+                               cs.segment_jvp(op, src, indptr, out, dot, axis=1), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(backend.to_numpy(cs.gather_segment_vjp_src(backend.asarray(go), d_ptr, axis=1)),
+                               cs.gather_segment_vjp_src(go, indptr, axis=1), rtol=1e-10, atol=1e-12)

@@ -4,6 +4,10 @@
 output and merges the partials with a tree reduction using each op's combine rule (``cyscatter._ops.Op.combine``);
 ``cyscatter.dask.gather`` gathers each index block from the src blocks it needs. Both build Dask graphs and
 compute nothing; they run on any Dask scheduler (threads, processes, ``dask.distributed``).
+``cyscatter.dask.scatter_argmax`` / ``scatter_argmin`` reduce each block pair to (winning value, position in the
+whole flattened index) and merge those pairs by the same tree, keeping the max/min winner (NaN wins, signed
+zeros ordered) and on equal values the smaller position: the in-memory ``cyscatter.scatter_argmax`` /
+``scatter_argmin`` result, int64 positions with ``n = index.size`` for empty groups.
 
 Needs the optional extra ``dask`` (``pip install "cyscatter[dask]"``); ``import cyscatter`` does not import Dask.
 """
@@ -14,7 +18,8 @@ try:
 except ImportError as err:   # pragma: no cover - depends on the environment
     raise ImportError('cyscatter.dask needs Dask: pip install "cyscatter[dask]"') from err
 
+from cyscatter.dask._argext import scatter_argmax, scatter_argmin
 from cyscatter.dask._gather import gather
 from cyscatter.dask._scatter import scatter
 
-__all__ = ["scatter", "gather"]
+__all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cyscatter._argext import winners
 from cyscatter._canonical import precheck, prod, rows_view, run_gather, run_scatter
 from cyscatter._index import IndexPlan, parse_coords, plan_index
 from cyscatter._ops import get_op
@@ -77,6 +78,48 @@ def finish_partial(part, *, op, result_dtype, fill, shape):
     if op.counts or fill is not None:
         work3 = work3.copy()
     return finish_fresh(op, work3, counts, fill, result_dtype).reshape(shape)
+
+
+# ---- argmax / argmin: (winning value, global position) partials ---------------------------------------------
+
+def arg_partial(src, flat, *, op, nb, rows, starts, ishape):
+    """(best, arg): one block's max/min winners in destination rows `rows` = (lo, hi) and their positions in
+    the whole flattened index of shape `ishape`, the block starting at `starts` along it (n = prod(ishape)
+    where a row has no entry)."""
+    op = get_op(op)
+    lo, hi = rows
+    outer, n, inner = _sizes(src.shape, nb, flat.ndim)
+    src3 = rows_view(src, op.compute_dtype(op.result_dtype(src.dtype)), outer, n, inner)
+    local = flat.reshape(-1) - np.int64(lo) if lo else flat.reshape(-1)   # other partitions: skipped (see above)
+    best, arg = winners(op, src3, _rows_plan(local, hi - lo), hi - lo)
+    found = arg < n
+    where = np.unravel_index(arg[found], flat.shape)
+    arg[~found] = prod(ishape)
+    arg[found] = np.ravel_multi_index(tuple(w + s for w, s in zip(where, starts)), ishape)
+    return best, arg
+
+
+def combine_arg_partials(parts, *, op):
+    """One (best, arg) from several of the same rows: per element the better value, the smaller position on a tie.
+
+    Each pair is put to the core kernel as two candidates per row, the one of smaller position first, so the
+    kernel's own rules decide (NaN wins, signed zeros ordered) and its tie rule (the first) keeps that one.
+    """
+    op = get_op(op)
+    best, arg = parts[0]
+    for other_best, other_arg in parts[1:]:
+        size = best.shape[1]
+        mine_first = arg <= other_arg
+        values = np.concatenate([np.where(mine_first, best, other_best), np.where(mine_first, other_best, best)], 1)
+        args = np.concatenate([np.where(mine_first, arg, other_arg), np.where(mine_first, other_arg, arg)], 1)
+        rows = np.tile(np.arange(size), 2)
+        best, pick = winners(op, values, _rows_plan(rows, size), size)
+        arg = np.take_along_axis(args, pick, axis=1)
+    return best, arg
+
+
+def finish_arg(part, *, shape):
+    return part[1].reshape(shape)
 
 
 # ---- gather: whole blocks, or one destination partition's share of the entries -----------------------------

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import dask.array as da
 import numpy as np
@@ -94,6 +95,35 @@ def scatter(src, index, op="add", *, dim_size, axis=0, fill_value=None, mode="ra
     array([2., 9., 4., 0.])
     """
     op = get_op(op)
+    setup = prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every)
+    fill = fill_for(fill_value, setup.result_dtype)
+    count = op.counts or fill is not None
+    name = f"cyscatter-scatter-{op.name}-" + tokenize(setup.src, setup.flat, op.name, setup.dims, fill,
+                                                      setup.d0_chunks, split_every, setup.nb)
+    return reduction_graph(
+        name, setup,
+        lambda rows, i: partial(_blocks.scatter_partial, op=op.name, result_dtype=setup.result_dtype,
+                                nb=setup.nb, rows=rows, count=count),
+        partial(_blocks.combine_partials, op=op.name),
+        lambda shape: partial(_blocks.finish_partial, op=op.name, result_dtype=setup.result_dtype, fill=fill,
+                              shape=shape),
+        setup.result_dtype)
+
+
+class Setup(NamedTuple):
+    """A checked scatter of Dask arrays: src, the destination rows `flat` (chunked as src along I), its dims."""
+    src: da.Array
+    flat: da.Array
+    nb: int
+    ni: int
+    dims: tuple
+    d0_chunks: tuple
+    split_every: int
+    result_dtype: np.dtype
+
+
+def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every) -> Setup:
+    """The graph-time checks of a Dask scatter for `op` (an Op); errors as ``cyscatter.dask.scatter`` lists."""
     if dim_size is None:
         raise TypeError("dim_size is required for Dask inputs (inferring it would compute the whole index)")
     check_mode(mode)
@@ -104,33 +134,34 @@ def scatter(src, index, op="add", *, dim_size, axis=0, fill_value=None, mode="ra
     src = _as_dask_src(src, coords, nb, nf)
     result_dtype = op.result_dtype(src.dtype)
     dims = _dims_from(dim_size, coords, "dim_size")
-    fill = fill_for(fill_value, result_dtype)
     if not (isinstance(split_every, int) and split_every >= 2):
         raise ValueError(f"split_every={split_every!r} must be an integer >= 2")
     d0_chunks = normalize_chunks((dim_chunks,), shape=dims[:1])[0]
     flat = flat_rows(coords, src.chunks[nb:nb + ni], dims, mode)
+    return Setup(src, flat, nb, ni, dims, d0_chunks, split_every, result_dtype)
 
-    name = f"cyscatter-scatter-{op.name}-" + tokenize(src, flat, op.name, dims, fill, d0_chunks, split_every, nb)
-    out_chunks = src.chunks[:nb] + (d0_chunks,) + tuple((d,) for d in dims[1:]) + src.chunks[nb + ni:]
-    combine = partial(_blocks.combine_partials, op=op.name)
-    count = op.counts or fill is not None
+
+def reduction_graph(name: str, setup: Setup, reduce_task, combine, finish_task, dtype) -> da.Array:
+    """Output B + D + F: per output block, a partial per index block, merged by a tree, then finished.
+
+    `reduce_task(rows, i)` is the task function of index block `i` (a tuple) for the destination rows
+    ``(lo, hi)``, called on (src block, flat block); `combine` merges a list of partials in order;
+    `finish_task(shape)` turns the last partial into the output block of `shape`.
+    """
+    src, flat, nb, ni, dims = setup.src, setup.flat, setup.nb, setup.ni, setup.dims
+    out_chunks = src.chunks[:nb] + (setup.d0_chunks,) + tuple((d,) for d in dims[1:]) + src.chunks[nb + ni:]
     layer = {}
     grid = src.numblocks
-    for r, rows in enumerate(partitions(d0_chunks, prod(dims[1:]))):
-        reduce_block = partial(_blocks.scatter_partial, op=op.name, result_dtype=result_dtype, nb=nb,
-                               rows=rows, count=count)
+    for r, rows in enumerate(partitions(setup.d0_chunks, prod(dims[1:]))):
         for b in positions(grid[:nb]):
             for f in positions(grid[nb + ni:]):
                 where = b + (r,) + f
                 keys = []
                 for i in positions(grid[nb:nb + ni]):
                     key = (name + "-partial", *where, *i)
-                    layer[key] = (reduce_block, (src.name, *b, *i, *f), (flat.name, *i))
+                    layer[key] = (reduce_task(rows, i), (src.name, *b, *i, *f), (flat.name, *i))
                     keys.append(key)
-                top = tree_reduce(layer, name + "-merge", where, keys, combine, split_every)
+                top = tree_reduce(layer, name + "-merge", where, keys, combine, setup.split_every)
                 out_where = b + (r,) + (0,) * (len(dims) - 1) + f
-                layer[(name, *out_where)] = (
-                    partial(_blocks.finish_partial, op=op.name, result_dtype=result_dtype, fill=fill,
-                            shape=block_shape(out_chunks, out_where)), top)
-    return new_array(name, layer, [src, flat], out_chunks, result_dtype)
-
+                layer[(name, *out_where)] = (finish_task(block_shape(out_chunks, out_where)), top)
+    return new_array(name, layer, [src, flat], out_chunks, dtype)

@@ -73,7 +73,10 @@ def fill_for(fill_value, result_dtype, xp=np):
         raise ValueError(f"fill_value={fill_value!r} is out of range for the output dtype {dtype}") from None
     except (TypeError, ValueError):
         cast = None
-    higher_kind = _KIND_RANK.get(value.dtype.kind, 9) > _KIND_RANK.get(dtype.kind, -1)
+    if value.dtype.kind in _KIND_RANK and dtype.kind in _KIND_RANK:
+        higher_kind = _KIND_RANK[value.dtype.kind] > _KIND_RANK[dtype.kind]
+    else:   # strings, datetimes, ... (gather takes any dtype): NumPy's own rule
+        higher_kind = not np.can_cast(value.dtype, dtype, "same_kind")
     if value.ndim or cast is None or (higher_kind and not (python_scalar and cast == fill_value)):
         raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
                         "under NumPy's same_kind rule (it must be a scalar the dtype holds)")

@@ -50,7 +50,7 @@ def assert_same(actual, expected, ulps: int = 0, scale=None) -> None:
     if ulps:
         eps = np.finfo(expected.dtype).eps
         bound = ulps * eps * (np.abs(expected) if scale is None else scale)
-        with np.errstate(invalid="ignore"):   # inf - inf: equal values are close whatever the bound
+        with np.errstate(invalid="ignore"):   # inf - inf: equal infinities are close, not NaN apart
             close = (actual == expected) | (np.abs(actual - expected) <= bound)
         assert np.all(close | (np.isnan(actual) & np.isnan(expected))), \
             f"more than {ulps} ulp apart:\n{actual[~close]!r}\n!=\n{expected[~close]!r}"

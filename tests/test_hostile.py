@@ -36,7 +36,8 @@ def arguments() -> dict:
     return dict(
         np=np, cs=cs, array=array, ArrayLike=ArrayLike,
         src=np.arange(4.0), idx=np.array([0, 1, 0, 1]), dst=np.zeros(2), out=np.array([2.0, 4.0]),
-        g=np.ones(2), src2=np.arange(12.0).reshape(4, 3), cube=np.arange(48.0).reshape(4, 6, 2), a=a, ints=np.array([0, 1, 1, 0]),
+        g=np.ones(2), src2=np.arange(12.0).reshape(4, 3), cube=np.arange(48.0).reshape(4, 6, 2), a=a,
+        ints=np.array([0, 1, 1, 0]),
         big=np.array([0, 1, 2**63 + 1, 1], np.uint64), ro=readonly, stride0=stride0, stride0_base=stride0.base,
     )
 
@@ -180,11 +181,15 @@ ACCEPTS = [
             'cs.scatter_vjp_src("min", g, src.astype("f4"), idx, out.astype("f4"))'),
     Accepts("strided batch dims (src)", "cs.scatter(cube[::2, ::2], ints[:3], 'max', axis=1)",
             "ref_scatter(cube[::2, ::2], ints[:3], 'max', axis=1)"),
-    Accepts("strided batch dims (dst)", "cs.scatter_into(np.ones((4, 2, 2))[::2], cube[::2, ::2], ints[:3], 'mul', axis=1)",
+    Accepts("strided batch dims (dst)",
+            "cs.scatter_into(np.ones((4, 2, 2))[::2], cube[::2, ::2], ints[:3], 'mul', axis=1)",
             "ref_scatter(cube[::2, ::2], ints[:3], 'mul', axis=1, dst=np.ones((2, 2, 2)))"),
-    Accepts("strided src (gather)", "cs.gather(cube[::2, ::3], ints, axis=1)", "ref_gather(cube[::2, ::3], ints, axis=1)"),
+    Accepts("strided src (gather)", "cs.gather(cube[::2, ::3], ints, axis=1)",
+            "ref_gather(cube[::2, ::3], ints, axis=1)"),
     Accepts("strided 1-d src, 0-d index", "cs.scatter(src[::2], np.int64(0), axis=1)",
             "ref_scatter(src[::2], np.array(0), axis=1)"),
+    Accepts("fill_value of a string gather", "cs.gather(np.array(['a', 'b']), [1, 5], mode='drop', fill_value='-')",
+            "ref_gather(np.array(['a', 'b']), np.array([1, 5]), mode='drop', fill_value='-')"),
     Accepts("src sharing memory with dst", "cs.scatter_into(a[:2], a[1:5], idx)",
             "ref_scatter(a[1:5], idx, dst=a[:2])"),
     Accepts("index sharing memory with dst", "cs.scatter_into(ints, ints * 10, ints)",

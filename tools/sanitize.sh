@@ -2,7 +2,7 @@
 # Build cyscatter with AddressSanitizer + UndefinedBehaviorSanitizer (CYSCATTER_SANITIZE=1) in a scratch copy of
 # the working tree, so the normal in-place build is left alone, and run the tests against it.
 #
-#   tools/sanitize.sh                          # the suite without slow and gpu tests
+#   tools/sanitize.sh                          # the suite (see the default below)
 #   tools/sanitize.sh tests/test_hostile.py    # any pytest arguments
 #
 # CPython itself is not instrumented, so the ASan runtime is preloaded, and its leak checker is off: the
@@ -20,11 +20,13 @@ CYSCATTER_SANITIZE=1 python setup.py -q build_ext --inplace
 so="$(ls cyscatter/kernels*.so)"
 nm -D "$so" | grep __asan_ >/dev/null || { echo "error: $so is not instrumented" >&2; exit 1; }
 
-export LD_PRELOAD="$("${CC:-gcc}" -print-file-name=libasan.so)"
+# libstdc++ too: C++ extensions that throw (matplotlib's ft2font) otherwise trip ASan's __cxa_throw interceptor
+export LD_PRELOAD="$("${CC:-gcc}" -print-file-name=libasan.so) $("${CC:-gcc}" -print-file-name=libstdc++.so)"
 export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export PYTHONMALLOC=malloc   # every Python allocation through malloc, so ASan sees them too
 if [ "$#" -eq 0 ]; then
-    set -- tests -m "not slow and not gpu"
+    # not here: a LocalCluster's worker processes stall under ASan, and nvcc segfaults with libasan preloaded
+    set -- tests -m "not slow and not gpu and not distributed" --ignore=tests/test_cuda_build.py
 fi
 python -m pytest -q -p no:cacheprovider "$@"

@@ -12,7 +12,7 @@ from cyscatter._canonical import normalize_axis
 
 def require_inexact(x, arg: str, fun: str) -> None:
     """Refuse to differentiate with respect to an integer (or boolean) argument."""
-    dtype = np.result_type(getval(x))
+    dtype = np.asarray(getval(x)).dtype   # (np.result_type reads a list as a dtype spec)
     if dtype.kind not in "fc":
         raise TypeError(f"grad.{fun} cannot differentiate with respect to {arg} of dtype {dtype}: only floating "
                         f"and complex arrays have gradients (cast {arg} to float first)")

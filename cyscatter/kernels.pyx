@@ -11,6 +11,7 @@ from libc.math cimport signbit
 from cython.view cimport contiguous
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from libc.stdlib cimport malloc, calloc, free
 
 cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
@@ -82,6 +83,9 @@ cdef int _lean_vectors = 1
 cdef int _stream = -1              # gather output with non-temporal stores (-1: auto, for outputs > 64 MB)
 cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1: auto, 0: off)
 cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
+cdef int _partition = -1           # destination-partitioned scatter: -1 auto, 0 off, 1 wherever possible
+cdef Py_ssize_t _block_bytes = 256 * 1024   # destination block of one partition (about half of L2)
+cdef Py_ssize_t _partition_min_table = 4 * 1024 * 1024   # auto: tables of more bytes than this are partitioned
 
 
 cdef inline int _team_size(int requested, Py_ssize_t work) noexcept nogil:
@@ -272,6 +276,10 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
     cdef Py_ssize_t block = CACHE_LINE // sizeof(value_t), lead = 0
     if outer == 0 or inner == 0:
         return _check_and_count(index, L.n, size, counts, mode)   # nothing to write
+    if _partitions(L, inner * <Py_ssize_t>sizeof(value_t), parts):
+        status[0] = _scatter_partitioned(op, src, index, out, L, counts, mode, parts)
+        if status[0] != NOT_DONE:
+            return status[0]
     if parts == 1:
         return _scatter_part(op, src, index, out, L, 0, max(outer, 1), 0, inner, 0, size, counts, mode)
     # Measured (NOTES.md, CPU time of both threads against one): column blocks cost little once each thread
@@ -300,6 +308,147 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
             status[t] = _scatter_part(op, src, index, out, L, 0, outer, 0, inner, _share(size, parts, t),
                                       _share(size, parts, t + 1), counts, mode)
     return _first_error(status, parts)
+
+
+# ---- destination-partitioned scatter -----------------------------------------------------------------------
+# A large table (the output) takes one cache miss per entry and row line, read and later written back. A stable
+# counting sort of the entries by destination block (a few hundred KB of rows) first lets each block stay in L2
+# while all of its entries are applied, in index order, so the result is bitwise the same; the misses move to
+# the src rows, which are only read. Blocks are disjoint, so threads take whole blocks without atomics. Extra
+# memory: 8 B per entry (entry position and row, packed) plus a histogram per thread; when it cannot be
+# allocated the direct loop runs instead.
+
+cdef enum:
+    NOT_DONE = -2   # internal status: the partitioned kernel declined, run the direct loop
+
+
+cdef inline bint _partitions(const Layout* L, Py_ssize_t row_bytes, int parts) noexcept nogil:
+    """Whether scatter_reduce_layout sorts the entries by destination block first.
+
+    Measured (NOTES.md v9): on one thread random src-row reads cost as much as the destination misses they
+    replace (W1 f32 74 vs 48 ms), so never; on two threads it beats the column split that wide rows would
+    otherwise get (512 B rows: 1.16-1.33x) but not the row-range split of narrower rows (0.88-1.13x).
+    """
+    if _partition == 0 or L.outer != 1 or (L.n >> 32) != 0 or (L.size >> 32) != 0 or row_bytes < CACHE_LINE:
+        return False
+    if _partition == 1:
+        return True
+    return (parts >= 2 and row_bytes >= parts * 256 and L.size * row_bytes > _partition_min_table
+            and L.n * row_bytes > _partition_min_table)
+
+
+cdef Py_ssize_t _bucket_counts(const index_t* index, Py_ssize_t k0, Py_ssize_t k1, uint64_t size, int shift,
+                               Py_ssize_t* hist, int mode, bint* unsorted) noexcept nogil:
+    """hist[b] += entries of [k0, k1) in block b; -1 or the first out-of-range position (MODE_RAISE)."""
+    cdef Py_ssize_t k
+    cdef index_t j, prev = 0
+    cdef bint descents = False
+    for k in range(k0, k1):
+        j = index[k]
+        if <uint64_t>j >= size:
+            if mode == MODE_RAISE:
+                return k
+            continue
+        descents |= j < prev
+        prev = j
+        hist[j >> shift] += 1
+    unsorted[0] = descents
+    return -1
+
+
+cdef void _bucket_fill(const index_t* index, Py_ssize_t k0, Py_ssize_t k1, uint64_t size, int shift,
+                       Py_ssize_t* next_slot, uint64_t* perm) noexcept nogil:
+    """perm[next_slot[block]++] = (k << 32) | row for the valid entries of [k0, k1), in index order."""
+    cdef Py_ssize_t k
+    cdef index_t j
+    for k in range(k0, k1):
+        j = index[k]
+        if <uint64_t>j < size:
+            perm[next_slot[j >> shift]] = (<uint64_t>k << 32) | <uint64_t>j
+            next_slot[j >> shift] += 1
+
+
+cdef void _apply_sorted(op_t op, const value_t* src, value_t* out, const Layout* L, const uint64_t* perm,
+                        Py_ssize_t i0, Py_ssize_t i1, int64_t* counts) noexcept nogil:
+    """Apply the entries perm[i0:i1] (grouped by destination block, index order inside each row)."""
+    cdef Py_ssize_t i, k, j, line, width = L.inner
+    cdef Py_ssize_t srs = L.entry_row_stride, ors = L.table_row_stride
+    cdef Py_ssize_t lines = (width * <Py_ssize_t>sizeof(value_t) + CACHE_LINE - 1) // CACHE_LINE
+    cdef Py_ssize_t ahead = _src_ahead if _src_ahead >= 0 else 16
+    cdef uint64_t e
+    for i in range(i0, i1):
+        if ahead and i + ahead < i1:
+            e = perm[i + ahead]
+            for line in range(lines):
+                cyscatter_prefetch_r(<const char*>(src + <Py_ssize_t>(e >> 32) * srs) + line * CACHE_LINE)
+            cyscatter_prefetch_w(out + <Py_ssize_t>(e & 0xFFFFFFFFu) * ors)
+        e = perm[i]
+        k = <Py_ssize_t>(e >> 32)
+        j = <Py_ssize_t>(e & 0xFFFFFFFFu)
+        if counts != NULL:
+            counts[j] += 1
+        _combine_row(op, out + j * ors, src + k * srs, width)
+
+
+cdef Py_ssize_t _scatter_partitioned(op_t op, const value_t* src, const index_t* index, value_t* out,
+                                     const Layout* L, int64_t* counts, int mode, int parts) noexcept nogil:
+    """scatter_reduce_layout for one batch slice by destination blocks; NOT_DONE when it declines (memory, or
+    an index already in order, which the direct loop reads block by block anyway)."""
+    cdef Py_ssize_t n = L.n, row_bytes = L.inner * <Py_ssize_t>sizeof(value_t)
+    cdef uint64_t size = <uint64_t>L.size
+    cdef int shift = 0, t
+    cdef Py_ssize_t nb, stride, b, c, pos, err
+    cdef Py_ssize_t status[MAX_THREADS]
+    cdef Py_ssize_t cut[MAX_THREADS + 1]
+    cdef bint unsorted[MAX_THREADS]
+    cdef bint any_unsorted = False
+    while shift < 30 and (row_bytes << (shift + 1)) <= _block_bytes:
+        shift += 1
+    nb = <Py_ssize_t>((size - 1) >> shift) + 1
+    stride = nb + 1
+    cdef Py_ssize_t* hist = <Py_ssize_t*>calloc(parts * stride + stride, sizeof(Py_ssize_t))
+    cdef Py_ssize_t* starts = hist + parts * stride if hist != NULL else NULL
+    cdef uint64_t* perm = NULL
+    if hist == NULL:
+        return NOT_DONE
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        unsorted[t] = False
+        status[t] = _bucket_counts(index, _share(n, parts, t), _share(n, parts, t + 1), size, shift,
+                                   hist + t * stride, mode, &unsorted[t])
+    err = _first_error(status, parts)
+    for t in range(parts):
+        any_unsorted |= unsorted[t]
+    if err >= 0 or not any_unsorted:
+        free(hist)
+        return err if err >= 0 else NOT_DONE
+    # slots in (block, thread) order: a block's entries from an earlier chunk come first, keeping index order
+    pos = 0
+    for b in range(nb):
+        starts[b] = pos
+        for t in range(parts):
+            c = hist[t * stride + b]
+            hist[t * stride + b] = pos
+            pos += c
+    starts[nb] = pos
+    perm = <uint64_t*>malloc(max(pos, 1) * sizeof(uint64_t))
+    if perm == NULL:
+        free(hist)
+        return NOT_DONE
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _bucket_fill(index, _share(n, parts, t), _share(n, parts, t + 1), size, shift, hist + t * stride, perm)
+    # each thread a run of whole blocks holding about 1/parts of the entries
+    b = 0
+    cut[0] = 0
+    for t in range(1, parts):
+        while b < nb and starts[b] < _share(pos, parts, t):
+            b += 1
+        cut[t] = starts[b]
+    cut[parts] = pos
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _apply_sorted(op, src, out, L, perm, cut[t], cut[t + 1], counts)
+    free(perm)
+    free(hist)
+    return -1
 
 
 cdef Py_ssize_t _check_and_count(const index_t* index, Py_ssize_t n, Py_ssize_t size, int64_t* counts,
@@ -794,12 +943,19 @@ def get_num_threads():
 
 
 def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,
-          stream=None):
+          stream=None, partition=None, block_bytes=None, partition_min_table=None):
     """Benchmark and test knobs: prefetch distances in index entries for table rows and for a scatter's src
     rows (-1 auto, 0 off); scatter split 0 auto, 1 rows, 2 columns; element updates per thread below which
     fewer threads run (1 lets tests thread tiny inputs); the one-element-row loop (0 off); non-temporal
     stores for gather outputs (-1 auto, 0 off, 1 whenever aligned)."""
-    global _prefetch_rows, _scatter_split, _min_work, _src_ahead, _lean_vectors, _stream
+    global _prefetch_rows, _scatter_split, _min_work, _src_ahead, _lean_vectors, _stream, _partition
+    global _block_bytes, _partition_min_table
+    if partition is not None:
+        _partition = partition
+    if block_bytes is not None:
+        _block_bytes = max(CACHE_LINE, block_bytes)
+    if partition_min_table is not None:
+        _partition_min_table = partition_min_table
     if stream is not None:
         _stream = stream
     if lean_vectors is not None:
@@ -813,7 +969,8 @@ def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None,
     if scatter_split is not None:
         _scatter_split = scatter_split
     return {"prefetch_rows": _prefetch_rows, "scatter_split": _scatter_split, "min_work": _min_work,
-            "src_ahead": _src_ahead, "lean_vectors": _lean_vectors, "stream": _stream}
+            "src_ahead": _src_ahead, "lean_vectors": _lean_vectors, "stream": _stream, "partition": _partition,
+            "block_bytes": _block_bytes, "partition_min_table": _partition_min_table}
 
 
 # ---- mean ------------------------------------------------------------------------------------------------------
@@ -951,8 +1108,12 @@ def scatter_simple(src, index, int opcode, identity, dim_size, int num_threads):
     dims[0] = size
     for d in range(1, cnp.PyArray_NDIM(s)):
         dims[d] = cnp.PyArray_DIM(s, d)
-    out = cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s))
-    cnp.PyArray_FillWithScalar(out, identity)
+    if identity == 0:
+        # calloc'd: large outputs get zero pages from the OS as the kernel first touches them, not a fill pass
+        out = cnp.PyArray_ZEROS(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s), 0)
+    else:
+        out = cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s))
+        cnp.PyArray_FillWithScalar(out, identity)
     _rows_layout(s, size, &L)
     if _run_scatter(opcode, s, <cnp.ndarray>index, out, &L, num_threads) >= 0:
         return None

@@ -9,7 +9,10 @@ import cyscatter as cs
 from cyscatter import kernels
 
 WIDTHS = (1, 2, 3, 4, 8, 64)
-SPLITS = {"auto": 0, "rows": 1, "columns": 2}
+# kernel knobs of each way to split a scatter; "blocks" sorts entries by destination block first (64 B blocks
+# here, so that small tables have many), which only calls on one batch slice (`flat` below) can use
+SPLITS = {"auto": {}, "rows": dict(scatter_split=1), "columns": dict(scatter_split=2),
+          "blocks": dict(partition=1, block_bytes=64)}
 
 
 @pytest.fixture
@@ -52,7 +55,7 @@ def test_scatter_threads_match_reference(op, dtype, width, split, tiny_threshold
     src = _values(rng, (2, n, width), dtype, op)
     index = rng.integers(0, size, n).astype("int32" if width % 2 else "int64")
     index[:40] = 5   # one crowded row
-    kernels._tune(scatter_split=SPLITS[split])
+    kernels._tune(**SPLITS[split])
     expected = ref_scatter(src, index, op, dim_size=size, axis=1)
     one = cs.scatter(src, index, op, dim_size=size, axis=1, num_threads=1)
     if dtype.startswith("complex") and op == "mul":
@@ -65,6 +68,34 @@ def test_scatter_threads_match_reference(op, dtype, width, split, tiny_threshold
         np.testing.assert_array_equal(got, one, strict=True)
         flat = cs.scatter(src[0], index, op, dim_size=size, num_threads=threads)
         np.testing.assert_array_equal(flat, one[0], strict=True)
+
+
+@pytest.mark.parametrize("block_bytes", [64, 256, 1 << 20])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("op", OPS)
+def test_destination_blocks_match_reference(op, index_dtype, block_bytes, tiny_threshold):
+    """The destination-partitioned scatter: index order kept inside every row (bitwise equal to the plain
+    loop), drop mode, mean's counts, an index sorted only within each thread's chunk, uneven blocks."""
+    rng = np.random.default_rng(hash((op, index_dtype, block_bytes)) % 2**32)
+    n, size, width = 997, 61, 16
+    src = _values(rng, (n, width), "float64", op)
+    index = rng.integers(-3, size + 3, n).astype(index_dtype)
+    index[100:300] = 7                    # one crowded row
+    chunked = np.concatenate([np.sort(index[:500]), np.sort(index[500:])])   # sorted per 2-thread chunk
+    dst = _values(rng, (size, width), "float64", op)
+    for idx in (index, chunked):
+        expected = ref_scatter(src, idx, op, mode="drop", dst=dst)
+        fresh = ref_scatter(src, idx, op, mode="drop", dim_size=size)
+        for threads in (1, 2, 3):
+            kernels._tune(partition=1, block_bytes=block_bytes)
+            got = cs.scatter_into(dst.copy(), src, idx, op, mode="drop", num_threads=threads)
+            np.testing.assert_array_equal(got, expected, strict=True)
+            got = cs.scatter(src, idx, op, mode="drop", dim_size=size, num_threads=threads)
+            np.testing.assert_array_equal(got, fresh, strict=True)
+    with pytest.raises(IndexError, match=r"index\[0\] = -3"):
+        bad = index.copy()
+        bad[0] = -3
+        cs.scatter(src, bad, op, dim_size=size, num_threads=2)
 
 
 @pytest.mark.parametrize("op", OPS)

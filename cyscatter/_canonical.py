@@ -6,11 +6,11 @@ are copied once, here and nowhere else.
 """
 from __future__ import annotations
 
-import operator
 
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._integers import as_int
 
 # The backend interface (see `cyscatter._backend`): `cyscatter._cuda` provides the same names for CuPy arrays.
 xp = np
@@ -20,7 +20,7 @@ asarray = np.asarray
 def normalize_axis(axis, ndim: int, span: int, arg: str = "axis") -> int:
     """`axis` such that dims [axis, axis + span) of an ndim-array hold the index; negative counts from the end."""
     try:
-        axis = operator.index(axis)
+        axis = as_int(axis)
     except TypeError:
         raise TypeError(f"{arg} must be an integer, got {axis!r}") from None
     normalized = axis + ndim if axis < 0 else axis

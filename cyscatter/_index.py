@@ -7,12 +7,12 @@ only ever see a flat int32/int64 vector.
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass
 
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._integers import as_int
 from cyscatter._backend import array_module
 
 MODES = ("raise", "drop", "wrap", "clip")
@@ -125,7 +125,7 @@ def check_sizes(value, arg: str) -> tuple:
     dims = []
     for s in sizes:
         try:
-            s = operator.index(s)
+            s = as_int(s)
         except TypeError:
             raise TypeError(f"{arg}={value!r} must be a non-negative integer (or a tuple of them)") from None
         if s < 0:

@@ -29,6 +29,8 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     canonical view in the context's floating dtype.
     """
     op = get_op(op)
+    if out is None:
+        raise TypeError("out (the result of the forward scatter) is required, got None")
     extra = (("dst", dst, "out"), *extra)
     be = backend_of(src=src, index=index, out=out, **{name: a for name, a, _ in extra})
     arrays = {"src": be.asarray(src), "out": be.asarray(out)}
@@ -181,8 +183,13 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     be = backend_of(grad_out=grad_out, index=index)
     grad_out = be.asarray(grad_out)
     src_shape = check_sizes(src_shape, "src_shape")
-    m = len(parse_coords(index, xp=be.xp))
-    axis = normalize_axis(axis, len(src_shape), m)
+    coords = parse_coords(index, xp=be.xp)
+    m = len(coords)
+    axis = normalize_axis(axis, len(src_shape), m, arg="axis")
+    expected = src_shape[:axis] + tuple(coords[0].shape) + src_shape[axis + m:]
+    if tuple(grad_out.shape) != expected:
+        raise ValueError(f"grad_out shape {grad_out.shape} does not match src_shape {src_shape} gathered with an "
+                         f"index of shape {coords[0].shape} at axis {axis}: expected {expected}")
     grad_src = be.xp.zeros(src_shape, _float_dtype(grad_out))
     return scatter_into(grad_src, grad_out, index, "add", axis=axis, mode=mode)
 

@@ -2,9 +2,9 @@
 (``OMP_NUM_THREADS``, or every core). Results do not depend on the thread count (see `set_num_threads`)."""
 from __future__ import annotations
 
-import operator
 
 from cyscatter import kernels
+from cyscatter._integers import as_int
 
 
 def check_threads(num_threads, arg: str = "num_threads") -> int:
@@ -12,12 +12,12 @@ def check_threads(num_threads, arg: str = "num_threads") -> int:
     if num_threads is None:
         return 0
     try:
-        n = operator.index(num_threads)
+        n = as_int(num_threads)
     except TypeError:
         raise TypeError(f"{arg} must be a positive integer or None, got {num_threads!r}") from None
     if n < 1:
         raise ValueError(f"{arg} must be a positive integer or None, got {n}")
-    return n
+    return min(n, 2**30)   # the kernels use at most one thread per core (and at most 256) anyway
 
 
 def set_num_threads(num_threads: int | None) -> None:

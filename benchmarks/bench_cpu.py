@@ -308,7 +308,7 @@ def main(argv=None):
         block, all_gbs[w.name] = table(w, rows, copy_gbs, w.nbytes(src, index))
         print("\n".join(block), flush=True)
         lines += block
-    memory = peak_memory(next(w for w in selected_workloads(args) if w.kind == "scatter"))
+    memory = peak_memory(next(w for w in selected_workloads(args) + workloads(args.scale) if w.kind == "scatter"))
     report = [f"# cyscatter CPU benchmark", "",
               f"- date: {started:%Y-%m-%d %H:%M}", f"- machine: {machine()}",
               f"- command: `{command.strip()}`", f"- versions: {versions()}",

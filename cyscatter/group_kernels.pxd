@@ -19,6 +19,12 @@ cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
     float complex cyscatter_cdivf(float complex a, float complex b)
 
+cdef extern from "_cpu.h" nogil:   # the same rules as branch-free selects (see _cpu.h)
+    double cyscatter_max_d(double cur, double new)
+    double cyscatter_min_d(double cur, double new)
+    float cyscatter_max_f(float cur, float new)
+    float cyscatter_min_f(float cur, float new)
+
 # The two ops that have a winner (and so an arg-reduction).
 ctypedef fused extreme_t:
     OpMax
@@ -83,6 +89,10 @@ cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
             return cyscatter_cdivf(acc, x)
         else:
             return acc / x
+    elif value_t is double:
+        return cyscatter_max_d(acc, x) if op_t is OpMax else cyscatter_min_d(acc, x)
+    elif value_t is float:
+        return cyscatter_max_f(acc, x) if op_t is OpMax else cyscatter_min_f(acc, x)
     else:
         return x if beats(op, acc, x) else acc
 

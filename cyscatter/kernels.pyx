@@ -11,7 +11,7 @@ from libc.math cimport signbit
 from cython.view cimport contiguous
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
-from libc.stdlib cimport malloc, calloc, free
+from cpython.mem cimport PyMem_RawMalloc, PyMem_RawCalloc, PyMem_RawFree
 
 cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
@@ -25,6 +25,10 @@ cdef extern from "_cpu.h" nogil:
     bint cyscatter_can_stream()
     void cyscatter_stream_copy(void* dst, const void* src, size_t nbytes)
     void cyscatter_stream_fence()
+    double cyscatter_max_d(double cur, double new)
+    double cyscatter_min_d(double cur, double new)
+    float cyscatter_max_f(float cur, float new)
+    float cyscatter_min_f(float cur, float new)
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t, item_t, Layout,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP)
@@ -154,11 +158,25 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
             for f in range(width):
                 dst[f] = dst[f] / src[f]
     elif op_t is OpMax:
-        for f in range(width):
-            dst[f] = src[f] if _replaces_max(dst[f], src[f]) else dst[f]
+        if value_t is double:
+            for f in range(width):
+                dst[f] = cyscatter_max_d(dst[f], src[f])
+        elif value_t is float:
+            for f in range(width):
+                dst[f] = cyscatter_max_f(dst[f], src[f])
+        else:
+            for f in range(width):
+                dst[f] = src[f] if _replaces_max(dst[f], src[f]) else dst[f]
     else:
-        for f in range(width):
-            dst[f] = src[f] if _replaces_min(dst[f], src[f]) else dst[f]
+        if value_t is double:
+            for f in range(width):
+                dst[f] = cyscatter_min_d(dst[f], src[f])
+        elif value_t is float:
+            for f in range(width):
+                dst[f] = cyscatter_min_f(dst[f], src[f])
+        else:
+            for f in range(width):
+                dst[f] = src[f] if _replaces_min(dst[f], src[f]) else dst[f]
 
 
 cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
@@ -315,8 +333,8 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
 # counting sort of the entries by destination block (a few hundred KB of rows) first lets each block stay in L2
 # while all of its entries are applied, in index order, so the result is bitwise the same; the misses move to
 # the src rows, which are only read. Blocks are disjoint, so threads take whole blocks without atomics. Extra
-# memory: 8 B per entry (entry position and row, packed) plus a histogram per thread; when it cannot be
-# allocated the direct loop runs instead.
+# memory: 8 B per entry (entry position and row, packed) plus a histogram per thread, from PyMem_Raw* (no GIL
+# needed, and tracemalloc sees it); when it cannot be allocated the direct loop runs instead.
 
 cdef enum:
     NOT_DONE = -2   # internal status: the partitioned kernel declined, run the direct loop
@@ -406,7 +424,7 @@ cdef Py_ssize_t _scatter_partitioned(op_t op, const value_t* src, const index_t*
         shift += 1
     nb = <Py_ssize_t>((size - 1) >> shift) + 1
     stride = nb + 1
-    cdef Py_ssize_t* hist = <Py_ssize_t*>calloc(parts * stride + stride, sizeof(Py_ssize_t))
+    cdef Py_ssize_t* hist = <Py_ssize_t*>PyMem_RawCalloc(parts * stride + stride, sizeof(Py_ssize_t))
     cdef Py_ssize_t* starts = hist + parts * stride if hist != NULL else NULL
     cdef uint64_t* perm = NULL
     if hist == NULL:
@@ -419,7 +437,7 @@ cdef Py_ssize_t _scatter_partitioned(op_t op, const value_t* src, const index_t*
     for t in range(parts):
         any_unsorted |= unsorted[t]
     if err >= 0 or not any_unsorted:
-        free(hist)
+        PyMem_RawFree(hist)
         return err if err >= 0 else NOT_DONE
     # slots in (block, thread) order: a block's entries from an earlier chunk come first, keeping index order
     pos = 0
@@ -430,9 +448,9 @@ cdef Py_ssize_t _scatter_partitioned(op_t op, const value_t* src, const index_t*
             hist[t * stride + b] = pos
             pos += c
     starts[nb] = pos
-    perm = <uint64_t*>malloc(max(pos, 1) * sizeof(uint64_t))
+    perm = <uint64_t*>PyMem_RawMalloc(max(pos, 1) * sizeof(uint64_t))
     if perm == NULL:
-        free(hist)
+        PyMem_RawFree(hist)
         return NOT_DONE
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         _bucket_fill(index, _share(n, parts, t), _share(n, parts, t + 1), size, shift, hist + t * stride, perm)
@@ -446,8 +464,8 @@ cdef Py_ssize_t _scatter_partitioned(op_t op, const value_t* src, const index_t*
     cut[parts] = pos
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         _apply_sorted(op, src, out, L, perm, cut[t], cut[t + 1], counts)
-    free(perm)
-    free(hist)
+    PyMem_RawFree(perm)
+    PyMem_RawFree(hist)
     return -1
 
 

@@ -74,6 +74,19 @@ cdef inline bint _replaces_min(value_t cur, value_t new) noexcept nogil:
         return False
 
 
+cdef inline value_t _extreme(op_t op, value_t cur, value_t new) noexcept nogil:
+    """max (OpMax) or min (any other tag) of `cur` and `new` under the rules above; for floats a select that the
+    row loops vectorise (`_cpu.h`, NOTES.md v10)."""
+    if value_t is double:
+        return cyscatter_max_d(cur, new) if op_t is OpMax else cyscatter_min_d(cur, new)
+    elif value_t is float:
+        return cyscatter_max_f(cur, new) if op_t is OpMax else cyscatter_min_f(cur, new)
+    elif op_t is OpMax:
+        return new if _replaces_max(cur, new) else cur
+    else:
+        return new if _replaces_min(cur, new) else cur
+
+
 # ---- threads ---------------------------------------------------------------------------------------------------
 # Small calls run on one thread: starting the OpenMP team costs microseconds.
 cdef enum:
@@ -157,26 +170,9 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
         else:
             for f in range(width):
                 dst[f] = dst[f] / src[f]
-    elif op_t is OpMax:
-        if value_t is double:
-            for f in range(width):
-                dst[f] = cyscatter_max_d(dst[f], src[f])
-        elif value_t is float:
-            for f in range(width):
-                dst[f] = cyscatter_max_f(dst[f], src[f])
-        else:
-            for f in range(width):
-                dst[f] = src[f] if _replaces_max(dst[f], src[f]) else dst[f]
     else:
-        if value_t is double:
-            for f in range(width):
-                dst[f] = cyscatter_min_d(dst[f], src[f])
-        elif value_t is float:
-            for f in range(width):
-                dst[f] = cyscatter_min_f(dst[f], src[f])
-        else:
-            for f in range(width):
-                dst[f] = src[f] if _replaces_min(dst[f], src[f]) else dst[f]
+        for f in range(width):
+            dst[f] = _extreme(op, dst[f], src[f])
 
 
 cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:

@@ -121,7 +121,7 @@ def _dims_from(dim_size, coords, arg: str) -> tuple:
 
 def check_sizes(value, arg: str) -> tuple:
     """`value` (an int, or a tuple/list/1-d array of ints) as a tuple of axis sizes in [0, 2**63)."""
-    sizes = tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,)
+    sizes = tuple(value) if isinstance(value, (tuple, list)) or np.ndim(value) > 0 else (value,)
     dims = []
     for s in sizes:
         try:

@@ -31,6 +31,9 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     op = get_op(op)
     if out is None:
         raise TypeError("out (the result of the forward scatter) is required, got None")
+    for name, arr, _ in extra[:1]:   # the cotangent or tangent the function is about; later extras are optional
+        if arr is None:
+            raise TypeError(f"{name} is required, got None")
     extra = (("dst", dst, "out"), *extra)
     be = backend_of(src=src, index=index, out=out, **{name: a for name, a, _ in extra})
     arrays = {"src": be.asarray(src), "out": be.asarray(out)}
@@ -205,7 +208,7 @@ def scatter_jvp(op, src, index, out, src_dot, *, dst=None, dst_dot=None, axis=0,
     src_dot : array_like, shape of `src`
         Tangent of `src`.
     dst_dot : array_like, shape of `dst`, optional
-        Tangent of the initial `dst` (in-place form only; None means zero).
+        Tangent of the initial `dst` (in-place form only: without `dst` it raises ValueError; None means zero).
 
     Returns
     -------
@@ -229,6 +232,9 @@ def scatter_jvp(op, src, index, out, src_dot, *, dst=None, dst_dot=None, axis=0,
     >>> cs.scatter_jvp("mul", src, idx, cs.scatter(src, idx, "mul"), np.array([1., 0.]))
     array([3.])
     """
+    if dst is None and dst_dot is not None:
+        raise ValueError("dst_dot was given without dst: the tangent of the initial destination needs that "
+                         "destination (the in-place form); pass dst, or leave dst_dot out")
     op, ctx, views, _, out_shape = _context(op, src, index, out, dst, axis, mode, ("src_dot", src_dot, "src"),
                                             ("dst_dot", dst_dot, "out"))
     dot3, dst_dot3 = views["src_dot"], views.get("dst_dot")

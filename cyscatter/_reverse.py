@@ -146,7 +146,7 @@ def scatter_vjp_dst(op, grad_out, dst, src, index, out, *, axis=0, mode="raise")
     array([0.5, 1. ])
     """
     if dst is None:
-        raise ValueError("dst is required: it is the initial destination of scatter_into")
+        raise TypeError("dst is required, got None: it is the initial destination of scatter_into")
     op, ctx, views, _, out_shape = _context(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
     return op.rules["vjp_dst"](ctx, views["grad_out"]).reshape(out_shape)
 
@@ -188,6 +188,8 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     src_shape = check_sizes(src_shape, "src_shape")
     coords = parse_coords(index, xp=be.xp)
     m = len(coords)
+    if len(src_shape) < m:
+        raise ValueError(f"src_shape={src_shape} has {len(src_shape)} dims but the index addresses {m}")
     axis = normalize_axis(axis, len(src_shape), m, arg="axis")
     expected = src_shape[:axis] + tuple(coords[0].shape) + src_shape[axis + m:]
     if tuple(grad_out.shape) != expected:

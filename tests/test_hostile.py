@@ -141,8 +141,10 @@ RAISES = [
            "cs.scatter_vjp_dst('add', g, dst, src, idx + 1, out)", IndexError, r"index\[1\] = 2 is out of bounds"),
     Raises("src_dot shape differs from src", "cs.scatter_jvp('mul', src, idx, out, g)", ValueError,
            r"src_dot shape \(2,\)"),
-    Raises("dst missing for scatter_vjp_dst", "cs.scatter_vjp_dst('add', g, None, src, idx, out)", ValueError,
-           "dst is required"),
+    Raises("dst missing for scatter_vjp_dst", "cs.scatter_vjp_dst('add', g, None, src, idx, out)", TypeError,
+           "dst is required, got None"),
+    Raises("gather_vjp_src src_shape with fewer dims than the index addresses", "cs.gather_vjp_src(src, idx, ())",
+           ValueError, r"src_shape=\(\) has 0 dims but the index addresses 1"),
     # mode
     Raises("unknown mode", 'cs.scatter(src, idx, mode="ignore")', ValueError, "mode='ignore' is not one of"),
     # dst

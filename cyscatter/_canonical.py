@@ -6,7 +6,6 @@ are copied once, here and nowhere else.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from cyscatter import kernels
@@ -19,10 +18,7 @@ asarray = np.asarray
 
 def normalize_axis(axis, ndim: int, span: int, arg: str = "axis") -> int:
     """`axis` such that dims [axis, axis + span) of an ndim-array hold the index; negative counts from the end."""
-    try:
-        axis = as_int(axis)
-    except TypeError:
-        raise TypeError(f"{arg} must be an integer, got {axis!r}") from None
+    axis = as_int(axis, f"{arg} must be an integer, got {axis!r}")
     normalized = axis + ndim if axis < 0 else axis
     if not 0 <= normalized <= ndim - span:
         raise ValueError(f"{arg}={axis} does not fit: the array has {ndim} dims and the index needs {span} "

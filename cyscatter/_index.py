@@ -124,10 +124,7 @@ def check_sizes(value, arg: str) -> tuple:
     sizes = tuple(value) if isinstance(value, (tuple, list)) or np.ndim(value) > 0 else (value,)
     dims = []
     for s in sizes:
-        try:
-            s = as_int(s)
-        except TypeError:
-            raise TypeError(f"{arg}={value!r} must be a non-negative integer (or a tuple of them)") from None
+        s = as_int(s, f"{arg}={value!r} must be a non-negative integer (or a tuple of them)")
         if s < 0:
             raise ValueError(f"{arg}={value!r} must be non-negative")
         if s > _INT64_MAX:

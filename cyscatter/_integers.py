@@ -6,8 +6,11 @@ import operator
 import numpy as np
 
 
-def as_int(value) -> int:
-    """`value` as a Python int; TypeError for non-integers and for bools, which would silently mean 0 or 1."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"expected an integer, got the bool {value!r}")
-    return operator.index(value)
+def as_int(value, error: str) -> int:
+    """`value` as a Python int; TypeError(`error`) for non-integers and for bools, which would silently mean 0 or 1."""
+    if not isinstance(value, (bool, np.bool_)):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(error)

@@ -190,7 +190,7 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     m = len(coords)
     if len(src_shape) < m:
         raise ValueError(f"src_shape={src_shape} has {len(src_shape)} dims but the index addresses {m}")
-    axis = normalize_axis(axis, len(src_shape), m, arg="axis")
+    axis = normalize_axis(axis, len(src_shape), m)
     expected = src_shape[:axis] + tuple(coords[0].shape) + src_shape[axis + m:]
     if tuple(grad_out.shape) != expected:
         raise ValueError(f"grad_out shape {grad_out.shape} does not match src_shape {src_shape} gathered with an "

@@ -2,7 +2,6 @@
 (``OMP_NUM_THREADS``, or every core). Results do not depend on the thread count (see `set_num_threads`)."""
 from __future__ import annotations
 
-
 from cyscatter import kernels
 from cyscatter._integers import as_int
 
@@ -11,10 +10,7 @@ def check_threads(num_threads, arg: str = "num_threads") -> int:
     """The kernels' thread argument for `num_threads`: 0 (the default) for None, else a positive int."""
     if num_threads is None:
         return 0
-    try:
-        n = as_int(num_threads)
-    except TypeError:
-        raise TypeError(f"{arg} must be a positive integer or None, got {num_threads!r}") from None
+    n = as_int(num_threads, f"{arg} must be a positive integer or None, got {num_threads!r}")
     if n < 1:
         raise ValueError(f"{arg} must be a positive integer or None, got {n}")
     return min(n, 2**30)   # the kernels use at most one thread per core (and at most 256) anyway

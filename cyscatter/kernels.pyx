@@ -102,7 +102,6 @@ cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1:
 cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
 cdef int _partition = -1           # destination-partitioned scatter: -1 auto, 0 off, 1 wherever possible
 cdef Py_ssize_t _block_bytes = 256 * 1024   # destination block of one partition (about half of L2)
-cdef Py_ssize_t _partition_min_table = 4 * 1024 * 1024   # auto: tables of more bytes than this are partitioned
 
 
 cdef inline int _team_size(int requested, Py_ssize_t work) noexcept nogil:
@@ -287,13 +286,13 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
     cdef Py_ssize_t outer = L.outer, inner = L.inner, size = L.size
     cdef int parts = _team_size(num_threads, outer * L.n * max(inner, 1)), t, split = 0
     cdef Py_ssize_t status[MAX_THREADS]
-    cdef Py_ssize_t block = CACHE_LINE // sizeof(value_t), lead = 0
+    cdef Py_ssize_t block = CACHE_LINE // sizeof(value_t), lead = 0, done
     if outer == 0 or inner == 0:
         return _check_and_count(index, L.n, size, counts, mode)   # nothing to write
     if _partitions(L, inner * <Py_ssize_t>sizeof(value_t), parts):
-        status[0] = _scatter_partitioned(op, src, index, out, L, counts, mode, parts)
-        if status[0] != NOT_DONE:
-            return status[0]
+        done = _scatter_partitioned(op, src, index, out, L, counts, mode, parts)
+        if done != NOT_DONE:
+            return done
     if parts == 1:
         return _scatter_part(op, src, index, out, L, 0, max(outer, 1), 0, inner, 0, size, counts, mode)
     # Measured (NOTES.md, CPU time of both threads against one): column blocks cost little once each thread
@@ -333,7 +332,8 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
 # needed, and tracemalloc sees it); when it cannot be allocated the direct loop runs instead.
 
 cdef enum:
-    NOT_DONE = -2   # internal status: the partitioned kernel declined, run the direct loop
+    NOT_DONE = -2                     # internal status: the partitioned kernel declined, run the direct loop
+    PARTITION_MIN_BYTES = 4 << 20     # auto: only tables and srcs larger than this are partitioned
 
 
 cdef inline bint _partitions(const Layout* L, Py_ssize_t row_bytes, int parts) noexcept nogil:
@@ -347,8 +347,8 @@ cdef inline bint _partitions(const Layout* L, Py_ssize_t row_bytes, int parts) n
         return False
     if _partition == 1:
         return True
-    return (parts >= 2 and row_bytes >= parts * 256 and L.size * row_bytes > _partition_min_table
-            and L.n * row_bytes > _partition_min_table)
+    return (parts >= 2 and row_bytes >= parts * 256 and L.size * row_bytes > PARTITION_MIN_BYTES
+            and L.n * row_bytes > PARTITION_MIN_BYTES)
 
 
 cdef Py_ssize_t _bucket_counts(const index_t* index, Py_ssize_t k0, Py_ssize_t k1, uint64_t size, int shift,
@@ -419,8 +419,9 @@ cdef Py_ssize_t _scatter_partitioned(op_t op, const value_t* src, const index_t*
     while shift < 30 and (row_bytes << (shift + 1)) <= _block_bytes:
         shift += 1
     nb = <Py_ssize_t>((size - 1) >> shift) + 1
-    stride = nb + 1
-    cdef Py_ssize_t* hist = <Py_ssize_t*>PyMem_RawCalloc(parts * stride + stride, sizeof(Py_ssize_t))
+    stride = nb
+    # one histogram per thread, then where each block starts (nb + 1 values)
+    cdef Py_ssize_t* hist = <Py_ssize_t*>PyMem_RawCalloc(parts * stride + nb + 1, sizeof(Py_ssize_t))
     cdef Py_ssize_t* starts = hist + parts * stride if hist != NULL else NULL
     cdef uint64_t* perm = NULL
     if hist == NULL:
@@ -957,19 +958,18 @@ def get_num_threads():
 
 
 def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,
-          stream=None, partition=None, block_bytes=None, partition_min_table=None):
+          stream=None, partition=None, block_bytes=None):
     """Benchmark and test knobs: prefetch distances in index entries for table rows and for a scatter's src
     rows (-1 auto, 0 off); scatter split 0 auto, 1 rows, 2 columns; element updates per thread below which
     fewer threads run (1 lets tests thread tiny inputs); the one-element-row loop (0 off); non-temporal
-    stores for gather outputs (-1 auto, 0 off, 1 whenever aligned)."""
+    stores for gather outputs (-1 auto, 0 off, 1 whenever aligned); the destination-partitioned scatter (-1
+    auto, 0 off, 1 wherever possible) and its block size in bytes."""
     global _prefetch_rows, _scatter_split, _min_work, _src_ahead, _lean_vectors, _stream, _partition
-    global _block_bytes, _partition_min_table
+    global _block_bytes
     if partition is not None:
         _partition = partition
     if block_bytes is not None:
         _block_bytes = max(CACHE_LINE, block_bytes)
-    if partition_min_table is not None:
-        _partition_min_table = partition_min_table
     if stream is not None:
         _stream = stream
     if lean_vectors is not None:
@@ -984,7 +984,7 @@ def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None,
         _scatter_split = scatter_split
     return {"prefetch_rows": _prefetch_rows, "scatter_split": _scatter_split, "min_work": _min_work,
             "src_ahead": _src_ahead, "lean_vectors": _lean_vectors, "stream": _stream, "partition": _partition,
-            "block_bytes": _block_bytes, "partition_min_table": _partition_min_table}
+            "block_bytes": _block_bytes}
 
 
 # ---- mean ------------------------------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ static inline void cyscatter_stream_fence(void) { }
  * and/or (for equal values: on zeros they pick the right sign, otherwise the bits are equal), so that GCC
  * vectorises the row loops with SSE2 alone; a `signbit` test instead compiles to branches for double, which
  * mispredict on random data (4.6x slower scatter-max, NOTES.md v10). */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #define CYSCATTER_BITWISE(name, T, U, OP)                                                       \
@@ -65,5 +66,41 @@ CYSCATTER_EXTREME(cyscatter_max_d, double, >, cyscatter_and_d)
 CYSCATTER_EXTREME(cyscatter_min_d, double, <, cyscatter_or_d)
 CYSCATTER_EXTREME(cyscatter_max_f, float, >, cyscatter_and_f)
 CYSCATTER_EXTREME(cyscatter_min_f, float, <, cyscatter_or_f)
+
+/* The same rules on whole rows, four floats or two doubles at a time. MAXPS/MINPS alone already return the
+ * second operand when either operand is a NaN or both are zeros, so only two fixes remain: equal values take
+ * the bitwise and (max) / or (min) of the two (the sign of zero; other equal values have equal bits), and a NaN
+ * already held stays. About half the instructions GCC makes of the scalar selects above, which are
+ * compute-bound on a sorted or cached scatter-max (NOTES.md v14); bitwise the same results. */
+#if defined(__SSE2__)
+#define CYSCATTER_EXTREME_ROW(name, T, V, W, MINMAX, TIE_MAX, SUF, scalar)                         \
+    static inline void name(T *dst, const T *src, ptrdiff_t width) {                                \
+        ptrdiff_t f = 0, whole = width - width % W;                                                 \
+        for (; f < whole; f += W) {                                                                 \
+            V cur = _mm_loadu_##SUF(dst + f), nw = _mm_loadu_##SUF(src + f);                        \
+            V a = _mm_##MINMAX##_##SUF(cur, nw);                                                    \
+            V eq = _mm_cmpeq_##SUF(cur, nw);                                                        \
+            a = TIE_MAX ? _mm_andnot_##SUF(_mm_andnot_##SUF(cur, eq), a)                            \
+                        : _mm_or_##SUF(a, _mm_and_##SUF(eq, cur));                                  \
+            V held = _mm_cmpunord_##SUF(cur, cur);                                                  \
+            _mm_storeu_##SUF(dst + f, _mm_or_##SUF(_mm_and_##SUF(held, cur), _mm_andnot_##SUF(held, a))); \
+        }                                                                                           \
+        for (; f < width; f++)                                                                      \
+            dst[f] = scalar(dst[f], src[f]);                                                        \
+    }
+CYSCATTER_EXTREME_ROW(cyscatter_row_max_f, float, __m128, 4, max, 1, ps, cyscatter_max_f)
+CYSCATTER_EXTREME_ROW(cyscatter_row_min_f, float, __m128, 4, min, 0, ps, cyscatter_min_f)
+CYSCATTER_EXTREME_ROW(cyscatter_row_max_d, double, __m128d, 2, max, 1, pd, cyscatter_max_d)
+CYSCATTER_EXTREME_ROW(cyscatter_row_min_d, double, __m128d, 2, min, 0, pd, cyscatter_min_d)
+#else
+#define CYSCATTER_EXTREME_ROW(name, T, scalar)                                                      \
+    static inline void name(T *dst, const T *src, ptrdiff_t width) {                                \
+        for (ptrdiff_t f = 0; f < width; f++) dst[f] = scalar(dst[f], src[f]);                      \
+    }
+CYSCATTER_EXTREME_ROW(cyscatter_row_max_f, float, cyscatter_max_f)
+CYSCATTER_EXTREME_ROW(cyscatter_row_min_f, float, cyscatter_min_f)
+CYSCATTER_EXTREME_ROW(cyscatter_row_max_d, double, cyscatter_max_d)
+CYSCATTER_EXTREME_ROW(cyscatter_row_min_d, double, cyscatter_min_d)
+#endif
 
 #endif

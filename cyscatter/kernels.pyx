@@ -29,6 +29,10 @@ cdef extern from "_cpu.h" nogil:
     double cyscatter_min_d(double cur, double new)
     float cyscatter_max_f(float cur, float new)
     float cyscatter_min_f(float cur, float new)
+    void cyscatter_row_max_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_min_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_max_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_row_min_d(double* dst, const double* src, Py_ssize_t width)
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t, item_t, Layout,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP)
@@ -169,6 +173,16 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
         else:
             for f in range(width):
                 dst[f] = dst[f] / src[f]
+    elif value_t is float:
+        if op_t is OpMax:
+            cyscatter_row_max_f(dst, src, width)
+        else:
+            cyscatter_row_min_f(dst, src, width)
+    elif value_t is double:
+        if op_t is OpMax:
+            cyscatter_row_max_d(dst, src, width)
+        else:
+            cyscatter_row_min_d(dst, src, width)
     else:
         for f in range(width):
             dst[f] = _extreme(op, dst[f], src[f])

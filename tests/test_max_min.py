@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
+from compare import assert_same
+from reference import ref_scatter
 
 FLOATS = ("float16", "float32", "float64")
 
@@ -55,3 +57,24 @@ def test_signed_zeros_ordered_in_any_order(backend, order, op, dtype):
 def test_signed_zeros_against_dst(backend, dst_zero, op, dtype):
     result = _scatter_one_group(backend, [-dst_zero], op, dtype, dst=dst_zero)
     assert result == 0 and bool(np.signbit(result)) == (op == "min")
+
+
+SPECIALS = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0]
+WEIGHTS = [0.03, 0.03, 0.07, 0.07, 0.3, 0.3, 0.1, 0.1]   # mostly zeros, few NaNs: most lanes end NaN-free
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 64, 67])
+def test_special_values_in_every_lane_of_wide_rows(backend, width, op, dtype):
+    """The vectorised row loops (2 or 4 lanes, then a scalar tail) against the reference, dst and src drawn
+    from NaN, +-inf and signed zeros, about three entries per row, so that every lane meets every pairing."""
+    rng = np.random.default_rng(width)
+    values = np.array(SPECIALS, dtype)
+    src = rng.choice(values, size=(120, width), p=WEIGHTS)
+    dst = rng.choice(values, size=(40, width), p=WEIGHTS)
+    idx = rng.integers(0, 40, 120)
+    into = cs.scatter_into(backend.asarray(dst.copy()), backend.asarray(src), backend.asarray(idx), op)
+    assert_same(backend.to_numpy(into), ref_scatter(src, idx, op, dst=dst))
+    fresh = cs.scatter(backend.asarray(src), backend.asarray(idx), op, dim_size=40)
+    assert_same(backend.to_numpy(fresh), ref_scatter(src, idx, op, dim_size=40))

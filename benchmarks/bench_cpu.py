@@ -235,9 +235,7 @@ def targets(all_gbs, copy_gbs, lat):
 
     def add(label, figure, ok):
         lines.append(f"| {label} | {figure} | {'yes' if ok else 'NO'} |")
-    for wname, gbs in all_gbs.items():
-        if wname == "S":
-            continue
+    for wname, gbs in all_gbs.items():   # S (small) included: "every workload" in the issue
         own = gbs.get(("cyscatter", 1))
         best = max((v for (n, t), v in gbs.items() if n in peers and t == 1), default=None)
         if own and best:
@@ -263,7 +261,7 @@ def chart(all_gbs, copy_gbs, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    names = [n for n in all_gbs if n != "S"]
+    names = list(all_gbs)
     fig, axes = plt.subplots(len(names), 1, figsize=(9, 2.2 * len(names)), squeeze=False)
     for ax, wname in zip(axes[:, 0], names):
         items = sorted(all_gbs[wname].items(), key=lambda kv: kv[1])

@@ -231,8 +231,8 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
     cdef const value_t* s
     cdef value_t* d
     cdef int64_t* cnt
-    if width == 1 and counts == NULL and lo == 0 and <uint64_t>hi == size and _lean_vectors:
-        return _scatter_elements(op, src, index, out, L, o0, o1, f0, ahead, mode)
+    if (width == 1 or ahead == 0) and counts == NULL and lo == 0 and <uint64_t>hi == size and _lean_vectors:
+        return _scatter_lean(op, src, index, out, L, o0, o1, f0, width, ahead, mode)
     for o in range(o0, o1):
         s = src + o * L.entry_outer_stride + f0
         d = out + o * L.table_outer_stride + f0
@@ -260,11 +260,51 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
     return -1
 
 
+cdef Py_ssize_t _scatter_lean(op_t op, const value_t* src, const index_t* index, value_t* out, const Layout* L,
+                              Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f, Py_ssize_t width, Py_ssize_t ahead,
+                              int mode) noexcept nogil:
+    """_scatter_part for every destination row and no counts, when rows hold one element or the table is small
+    enough to need no prefetch: the fewest instructions per entry, so that out-of-order execution keeps many
+    updates in flight (NOTES.md v7, v15). One loop per common width, so that the row update is unrolled."""
+    if width == 1:
+        return _scatter_elements(op, src, index, out, L, o0, o1, f, ahead, mode)
+    elif width == 2:
+        return _scatter_rows_lean(op, src, index, out, L, o0, o1, f, 2, mode)
+    elif width == 4:
+        return _scatter_rows_lean(op, src, index, out, L, o0, o1, f, 4, mode)
+    elif width == 8:
+        return _scatter_rows_lean(op, src, index, out, L, o0, o1, f, 8, mode)
+    elif width == 16:
+        return _scatter_rows_lean(op, src, index, out, L, o0, o1, f, 16, mode)
+    elif width == 32:
+        return _scatter_rows_lean(op, src, index, out, L, o0, o1, f, 32, mode)
+    elif width == 64:
+        return _scatter_rows_lean(op, src, index, out, L, o0, o1, f, 64, mode)
+    return _scatter_rows_lean(op, src, index, out, L, o0, o1, f, width, mode)
+
+
+cdef inline Py_ssize_t _scatter_rows_lean(op_t op, const value_t* src, const index_t* index, value_t* out,
+                                          const Layout* L, Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f,
+                                          Py_ssize_t width, int mode) noexcept nogil:
+    cdef Py_ssize_t o, k, n = L.n, srs = L.entry_row_stride, ors = L.table_row_stride
+    cdef uint64_t size = <uint64_t>L.size
+    cdef index_t j
+    for o in range(o0, o1):
+        for k in range(n):
+            j = index[k]
+            if <uint64_t>j >= size:
+                if mode == MODE_RAISE:
+                    return k
+                continue
+            _combine_n(op, out + o * L.table_outer_stride + f + j * ors, src + o * L.entry_outer_stride + f + k * srs,
+                       width)
+    return -1
+
+
 cdef Py_ssize_t _scatter_elements(op_t op, const value_t* src, const index_t* index, value_t* out,
                                   const Layout* L, Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f, Py_ssize_t ahead,
                                   int mode) noexcept nogil:
-    """_scatter_part for one element per row, every destination row, no counts: the fewest instructions per
-    entry, so that out-of-order execution keeps many random updates in flight (NOTES.md v7)."""
+    """One element per row, with the destination prefetched `ahead` entries early when the table misses L2."""
     cdef Py_ssize_t o, k, n = L.n, srs = L.entry_row_stride, ors = L.table_row_stride
     cdef Py_ssize_t stop = n - ahead if ahead else n
     cdef uint64_t size = <uint64_t>L.size

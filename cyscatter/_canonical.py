@@ -64,11 +64,15 @@ def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> 
             d3 = None
         if d3 is not None and (d3.strides[2] == d3.itemsize or d3.shape[2] <= 1):
             return _unit_inner_stride(d3), True
-    return np.ascontiguousarray(dst, dtype=dtype).reshape(outer, rows, inner), False
+    # np.array copies even a contiguous dst (ascontiguousarray would hand back a misaligned one unchanged)
+    return np.array(dst, dtype=dtype, order="C").reshape(outer, rows, inner), False
 
 
 def check_writable(dst, arg: str = "dst", array_type: type = np.ndarray) -> np.ndarray:
-    """`dst` must be an `array_type` we may write: writeable and without elements that alias one another."""
+    """`dst` must be an `array_type` we may write: writeable and without elements that alias one another.
+
+    Returns the array to write: `dst`, or for a subclass (np.matrix, a masked array) a plain view of its memory,
+    since subclasses may refuse the reshapes the kernels need."""
     if not isinstance(dst, array_type):
         raise TypeError(f"{arg} must be a {array_type.__module__.partition('.')[0]}.{array_type.__name__} to be "
                         f"written in place, got {type(dst).__name__}")
@@ -77,7 +81,7 @@ def check_writable(dst, arg: str = "dst", array_type: type = np.ndarray) -> np.n
     if dst.size > 1 and _self_overlapping(dst):
         raise ValueError(f"{arg} has overlapping elements (strides {dst.strides} for shape {dst.shape}); "
                          "pass a copy")
-    return dst
+    return dst if type(dst) is array_type else dst.view(array_type)
 
 
 def _self_overlapping(a: np.ndarray) -> bool:

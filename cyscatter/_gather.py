@@ -118,7 +118,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise", num_threads=None):
     """
     threads = check_threads(num_threads)
     be = backend_of(dst=dst, src=src, index=index)
-    be.check_writable(dst)
+    target, dst = dst, be.check_writable(dst)   # a subclass is written through a plain view
     src = be.asarray(src)
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
@@ -138,4 +138,4 @@ def gather_into(dst, src, index, *, axis=0, mode="raise", num_threads=None):
     be.run_gather(src3, plan, work3, threads)
     if not direct:
         be.xp.copyto(dst, work3.reshape(dst.shape))
-    return dst
+    return target

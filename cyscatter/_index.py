@@ -17,6 +17,7 @@ from cyscatter._backend import array_module
 
 MODES = ("raise", "drop", "wrap", "clip")
 _INT64_MAX = np.iinfo(np.int64).max
+_INT32_MAX = np.iinfo(np.int32).max
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,8 @@ def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int) -> n
         else:
             flat = xp.minimum(flat, np.uint64(size - 1)).astype(np.int64)
         return flat
-    if flat.dtype not in (np.int32, np.int64) or (m > 1 and flat.dtype != np.int64):
+    if flat.dtype not in (np.int32, np.int64) or (m > 1 and flat.dtype != np.int64) or \
+            (flat.dtype == np.int32 and mode in ("wrap", "clip") and size > _INT32_MAX):   # results need int64
         flat = flat.astype(np.int64)
     if mode in ("wrap", "clip") and flat.size:
         if size == 0:

@@ -60,7 +60,11 @@ class Reverse:
 
 
 def _winners(xp, a: np.ndarray, best: np.ndarray) -> np.ndarray:
-    return (a == best) | (xp.isnan(a) & xp.isnan(best))
+    """Entries equal to the reduced value; -0.0 and +0.0 are not equal here (the forward pass orders them)."""
+    same = a == best
+    if a.dtype.kind == "f":
+        same &= xp.signbit(a) == xp.signbit(best)
+    return same | (xp.isnan(a) & xp.isnan(best))
 
 
 def _win_counts(ctx: Reverse) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

@@ -223,7 +223,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are
             return dst
     op = get_op(op)
     be = backend_of(dst=dst, src=src, index=index)
-    be.check_writable(dst)
+    target, dst = dst, be.check_writable(dst)   # a subclass is written through a plain view
     src = be.asarray(src)
     op.check_dtype(dst.dtype, "dst")
     op.check_dtype(src.dtype)
@@ -252,4 +252,4 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are
     _reduce_into(be, op, src3, plan, work3, indices_are_sorted, threads)
     if not direct:
         be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
-    return dst
+    return target

@@ -13,7 +13,7 @@ def check_threads(num_threads, arg: str = "num_threads") -> int:
     n = as_int(num_threads, f"{arg} must be a positive integer or None, got {num_threads!r}")
     if n < 1:
         raise ValueError(f"{arg} must be a positive integer or None, got {n}")
-    return min(n, 2**30)   # the kernels use at most one thread per core (and at most 256) anyway
+    return min(n, 2**30)   # the kernels start at most 256 threads (MAX_THREADS) whatever is asked
 
 
 def set_num_threads(num_threads: int | None) -> None:

@@ -27,6 +27,9 @@ class ArrayLike:
         return np.asarray(self.values, dtype=dtype)
 
 
+pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+
+
 def arguments() -> dict:
     """Fresh arguments for one case; the README's calls use these names."""
     a = np.arange(6.0)
@@ -39,6 +42,7 @@ def arguments() -> dict:
         g=np.ones(2), src2=np.arange(12.0).reshape(4, 3), cube=np.arange(48.0).reshape(4, 6, 2), a=a,
         ints=np.array([0, 1, 1, 0]),
         big=np.array([0, 1, 2**63 + 1, 1], np.uint64), ro=readonly, stride0=stride0, stride0_base=stride0.base,
+        misaligned=np.zeros(17, np.uint8)[1:].view(np.float64),   # two float64s at an odd address
     )
 
 
@@ -215,6 +219,19 @@ ACCEPTS = [
             "ref_scatter(ints * 10, ints, dst=ints)"),
     Accepts("index is dst (gather_into)", "cs.gather_into(ints, ints[::-1] + 5, ints)",
             "ref_gather(ints[::-1] + 5, ints)"),
+    Accepts("misaligned dst", "cs.scatter_into(misaligned, src, idx, 'max')",
+            "ref_scatter(src, idx, 'max', dst=np.zeros(2))"),
+    Accepts("np.matrix dst", "cs.scatter_into(np.matrix(np.zeros((2, 1))), src2[:, :1], idx, 'max')",
+            "ref_scatter(src2[:, :1], idx, 'max', dst=np.zeros((2, 1)))"),
+    Accepts("masked-array dst (mask ignored)", "cs.gather_into(np.ma.masked_array(dst, [0, 1]), src, idx[:2])",
+            "ref_gather(src, idx[:2])"),
+    Accepts("int32 indptr (segment mean)", "cs.segment(src, np.array([0, 2, 4], np.int32), 'mean')",
+            "np.array([0.5, 2.5])"),
+    Accepts("int32 index wrapped into an axis of 2**31",
+            "cs.scatter(np.ones((3, 0)), np.array([0, -1, 5], np.int32), dim_size=2**31, mode='wrap')",
+            "np.zeros((2**31, 0))"),
+    Accepts("int32 index clipped into an axis of 2**31 (gather)",
+            "cs.gather(np.zeros((2**31, 0)), np.array([0, -1, 5], np.int32), mode='clip')", "np.zeros((3, 0))"),
 ]
 
 

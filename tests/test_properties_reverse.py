@@ -124,9 +124,10 @@ def tied_values(data, op: str, n: int) -> np.ndarray:
 
 
 def reference_extreme_vjps(op, g, src, index, out, dst, axis, mode):
-    """The documented max/min rule from reference parts: each tied winner (dst included) gets g / #winners."""
+    """The documented max/min rule from reference parts: each tied winner (dst included) gets g / #winners;
+    -0.0 and +0.0 do not tie (the forward pass orders them)."""
     def win(a, best):
-        return (a == best) | (np.isnan(a) & np.isnan(best))
+        return ((a == best) & (np.signbit(a) == np.signbit(best))) | (np.isnan(a) & np.isnan(best))
 
     valid = ref_gather(np.ones(out.shape), index, axis=axis, mode=mode, fill_value=0) == 1
     src_win = valid & win(src, ref_gather(out, index, axis=axis, mode=mode, fill_value=0))

@@ -223,6 +223,21 @@ def test_nan_winner_takes_the_gradient(backend, op):
     np.testing.assert_array_equal(backend.call(cs.scatter_vjp_src, op, np.ones(2), src, idx, out), [0, 1, 0, 1])
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_signed_zeros_do_not_tie(backend, op):
+    """The forward pass orders -0.0 < +0.0, so only the zero it keeps (the one scatter_argmax/argmin names)
+    takes the gradient; `==` alone would split it as a tie."""
+    src, idx, dst = np.array([-0.0, 0.0, 0.0, -0.0]), np.array([0, 0, 1, 1]), np.array([0.0, -0.0])
+    out = ref_scatter(src, idx, op)
+    winner = [0, 1, 1, 0] if op == "max" else [1, 0, 0, 1]
+    arg = (cs.scatter_argmax if op == "max" else cs.scatter_argmin)(src, idx)
+    np.testing.assert_array_equal(np.flatnonzero(winner), np.sort(arg))
+    np.testing.assert_array_equal(backend.call(cs.scatter_vjp_src, op, np.ones(2), src, idx, out), winner)
+    out_into = ref_scatter(src, idx, op, dst=dst)
+    np.testing.assert_array_equal(backend.call(cs.scatter_vjp_dst, op, np.ones(2), dst, src, idx, out_into),
+                                  [0.5, 0] if op == "max" else [0, 0.5])   # a true tie: dst and one src
+
+
 def test_mean_of_empty_groups_is_zero_not_nan(backend):
     src, idx = np.array([1.0, 3.0, 5.0]), np.array([0, 0, 2])
     out = backend.call(cs.scatter, src, idx, "mean", dim_size=4)

@@ -123,7 +123,8 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     status = group_kernels.segment_reduce(op.opcode, rows_view(src, work3.dtype, outer, rows, inner), ptr, work3)
     if status >= 0:   # check_indptr lets nothing through that the kernel refuses
         raise AssertionError(f"segment kernel refused segment {status} of a validated indptr")
-    return finish_fresh(op, work3, np.diff(ptr).astype(np.int64, copy=False), fill, result_dtype).reshape(batch + (nseg,) + feat)
+    counts = np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds
+    return finish_fresh(op, work3, counts, fill, result_dtype).reshape(batch + (nseg,) + feat)
 
 
 def _segment_by_scatter(be, src, indptr, op, axis, fill_value):

@@ -25,10 +25,6 @@ cdef extern from "_cpu.h" nogil:
     bint cyscatter_can_stream()
     void cyscatter_stream_copy(void* dst, const void* src, size_t nbytes)
     void cyscatter_stream_fence()
-    double cyscatter_max_d(double cur, double new)
-    double cyscatter_min_d(double cur, double new)
-    float cyscatter_max_f(float cur, float new)
-    float cyscatter_min_f(float cur, float new)
     void cyscatter_row_max_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_min_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_max_d(double* dst, const double* src, Py_ssize_t width)
@@ -78,17 +74,26 @@ cdef inline bint _replaces_min(value_t cur, value_t new) noexcept nogil:
         return False
 
 
-cdef inline value_t _extreme(op_t op, value_t cur, value_t new) noexcept nogil:
-    """max (OpMax) or min (any other tag) of `cur` and `new` under the rules above; for floats a select that the
-    row loops vectorise (`_cpu.h`, NOTES.md v10)."""
-    if value_t is double:
-        return cyscatter_max_d(cur, new) if op_t is OpMax else cyscatter_min_d(cur, new)
-    elif value_t is float:
-        return cyscatter_max_f(cur, new) if op_t is OpMax else cyscatter_min_f(cur, new)
+cdef inline void _extreme_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
+    """dst = max (OpMax) or min (any other tag) of dst and src, elementwise, under the rules above; float rows
+    use the SSE2 MAXPS/MINPS rows of `_cpu.h` (NOTES.md v10, v14)."""
+    cdef Py_ssize_t f
+    if value_t is float:
+        if op_t is OpMax:
+            cyscatter_row_max_f(dst, src, width)
+        else:
+            cyscatter_row_min_f(dst, src, width)
+    elif value_t is double:
+        if op_t is OpMax:
+            cyscatter_row_max_d(dst, src, width)
+        else:
+            cyscatter_row_min_d(dst, src, width)
     elif op_t is OpMax:
-        return new if _replaces_max(cur, new) else cur
+        for f in range(width):
+            dst[f] = src[f] if _replaces_max(dst[f], src[f]) else dst[f]   # a select, not a branch
     else:
-        return new if _replaces_min(cur, new) else cur
+        for f in range(width):
+            dst[f] = src[f] if _replaces_min(dst[f], src[f]) else dst[f]   # a select, not a branch
 
 
 # ---- threads ---------------------------------------------------------------------------------------------------
@@ -173,19 +178,8 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
         else:
             for f in range(width):
                 dst[f] = dst[f] / src[f]
-    elif value_t is float:
-        if op_t is OpMax:
-            cyscatter_row_max_f(dst, src, width)
-        else:
-            cyscatter_row_min_f(dst, src, width)
-    elif value_t is double:
-        if op_t is OpMax:
-            cyscatter_row_max_d(dst, src, width)
-        else:
-            cyscatter_row_min_d(dst, src, width)
     else:
-        for f in range(width):
-            dst[f] = _extreme(op, dst[f], src[f])
+        _extreme_row(op, dst, src, width)
 
 
 cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:

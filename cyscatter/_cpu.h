@@ -15,9 +15,13 @@ static inline int cyscatter_have_openmp(void) { return 0; }
 #if defined(__GNUC__) || defined(__clang__)
 #define cyscatter_prefetch_w(p) __builtin_prefetch((const void *)(p), 1, 3)
 #define cyscatter_prefetch_r(p) __builtin_prefetch((const void *)(p), 0, 3)
+/* 1 when the compiler knows `x` at this point (after inlining): lets an inline kernel pick code that only pays
+ * for widths fixed at compile time */
+#define cyscatter_is_constant(x) __builtin_constant_p(x)
 #else
 #define cyscatter_prefetch_w(p) ((void)(p))
 #define cyscatter_prefetch_r(p) ((void)(p))
+#define cyscatter_is_constant(x) 0
 #endif
 
 /* Copy `bytes` (a multiple of 16) to a 16-byte aligned `dst` with non-temporal stores, which skip reading the

@@ -95,6 +95,46 @@ def test_out_of_range_after_many_valid_entries_leaves_dst_unchanged(backend, fun
     check_raises(backend, IndexError, r"index\[1000\] = 5\b", func, dst, src, index)
 
 
+@pytest.mark.parametrize("func", ["scatter", "scatter_into", "gather", "gather_into"])
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("n,pos", [(1, 0), (255, 254), (256, 0), (256, 255), (257, 256), (600, 300), (600, 511),
+                                   (600, 512), (600, 599)])
+@pytest.mark.parametrize("bad", ["size", "-1", "min", "max"])
+def test_first_bad_entry_is_found_in_every_block_position(backend, func, index_dtype, n, pos, bad):
+    """The bounds scan runs in blocks of 256 entries, then looks for the position inside the first bad block:
+    a bad entry at either end of a block, or in the tail, is reported at its own position (and nothing is
+    written); a second bad entry after it does not change which one is named."""
+    info = np.iinfo(index_dtype)
+    value = {"size": 5, "-1": -1, "min": info.min, "max": info.max}[bad]
+    index = (np.arange(n) % 5).astype(index_dtype)
+    index[pos] = value
+    if pos + 1 < n:
+        index[-1] = -2
+    dst, src = _dst_src_for(func, index)
+    kw = {"dim_size": 5} if func == "scatter" else {}
+    check_raises(backend, IndexError, rf"index\[{pos}\] = {value}\b", func, dst, src, index, **kw)
+
+
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("size", [0, 1, 5, 2**31 - 1, 2**31, 2**31 + 5, 2**62, 2**63 - 1])
+def test_bounds_scan_matches_a_plain_loop(index_dtype, size):
+    """The kernels' scan (an or of signs, so that it vectorises) against a comparison per entry, at the limits
+    of both index types; sizes past 2**31 make every non-negative int32 entry valid."""
+    from cyscatter import kernels
+    info = np.iinfo(index_dtype)
+    rng = np.random.default_rng(size % 2**32)
+    specials = np.array([0, 1, -1, info.min, info.max, min(size, info.max), max(min(size, info.max) - 1, 0)],
+                        index_dtype)
+    for trial in range(200):
+        n = int(rng.integers(0, 800))
+        index = rng.integers(0, max(1, min(size, info.max)), n, dtype=index_dtype)
+        for _ in range(int(rng.integers(0, 3))):
+            if n:
+                index[rng.integers(0, n)] = rng.choice(specials)
+        expected = next((k for k in range(n) if not 0 <= int(index[k]) < size), -1)
+        assert kernels.check_index(index, size) == expected
+
+
 # ---- other argument errors leave dst unchanged ---------------------------------------------------------------
 
 @pytest.mark.parametrize("kw,exc,match", [({"op": "median"}, ValueError, "median"), ({"op": 3}, TypeError, "op"),

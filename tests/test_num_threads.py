@@ -8,7 +8,7 @@ from testing import OPS, op_supports
 import cyscatter as cs
 from cyscatter import kernels
 
-WIDTHS = (1, 2, 3, 4, 8, 64)
+WIDTHS = (1, 2, 3, 4, 8, 16, 32, 64)   # 2-32: loops unrolled for a fixed width (one cache line: in vectors)
 # kernel knobs of each way to split a scatter; "blocks" sorts entries by destination block first (64 B blocks
 # here, so that small tables have many), which only calls on one batch slice (`flat` below) can use
 SPLITS = {"auto": {}, "rows": dict(scatter_split=1), "columns": dict(scatter_split=2),

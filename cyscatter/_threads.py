@@ -10,6 +10,8 @@ def check_threads(num_threads, arg: str = "num_threads") -> int:
     """The kernels' thread argument for `num_threads`: 0 (the default) for None, else a positive int."""
     if num_threads is None:
         return 0
+    if type(num_threads) is int and 0 < num_threads <= 2**30:   # the common case, without as_int's checks
+        return num_threads
     n = as_int(num_threads, f"{arg} must be a positive integer or None, got {num_threads!r}")
     if n < 1:
         raise ValueError(f"{arg} must be a positive integer or None, got {n}")

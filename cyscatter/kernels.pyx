@@ -214,6 +214,10 @@ cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssiz
         _combine_n(op, dst, src, width)
 
 
+cdef void combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
+    _combine_row(op, dst, src, width)
+
+
 cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index, value_t* out, const Layout* L,
                               Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f0, Py_ssize_t f1, Py_ssize_t lo,
                               Py_ssize_t hi, int64_t* counts, int mode) noexcept nogil:

@@ -6,6 +6,19 @@ FRAGMENTS = {
         arrays addresses m consecutive axes, as NumPy advanced indexing and NNlib's tuples/CartesianIndex
         do. Any integer dtype (int8 ... uint64); int32/int64 reach the kernels without a copy. Boolean and
         float indices raise TypeError.""",
+    "gather_index": """index : int array of shape I, or tuple of m int arrays all of shape I
+        Source row of each output entry. An integer array addresses one axis of `src`; a tuple of m arrays
+        addresses m consecutive axes, as NumPy advanced indexing and NNlib's tuples/CartesianIndex do. Any
+        integer dtype (int8 ... uint64); int32/int64 reach the kernels without a copy. Boolean and float
+        indices raise TypeError.""",
+    "gather_raises": """TypeError
+        A non-integer index, an object dtype, a cast NumPy's ``same_kind`` rule refuses (`gather_into`), or
+        NumPy and CuPy arrays mixed in one call (both named).
+    ValueError
+        Unknown mode, mismatched shapes (both are named), an `axis` that does not fit, a read-only `dst` or
+        one with overlapping elements (`gather_into`).
+    IndexError
+        An out-of-range index entry under ``mode="raise"``; nothing has been written when it is raised.""",
     "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
         The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin".""",
     "axis": """axis : int, default 0
@@ -17,7 +30,8 @@ FRAGMENTS = {
         ``take(mode="wrap")``, so -1 is the last row); "clip" moves them to the nearest end.""",
     "threads": """num_threads : int, optional
         CPU threads for this call (default: `cyscatter.set_num_threads`, else ``OMP_NUM_THREADS``, else every
-        core; small inputs use fewer). The result does not depend on it, bitwise.""",
+        core; small inputs use fewer; more than 256 run 256). The result does not depend on it, bitwise (the
+        sign and payload of a NaN made from two NaNs aside, see Notes).""",
     "raises": """TypeError
         Unknown op type, a non-integer index, an unsupported dtype (bool, object; complex for max/min), a
         cast NumPy's ``same_kind`` rule refuses, or NumPy and CuPy arrays mixed in one call (both named).
@@ -29,7 +43,11 @@ FRAGMENTS = {
     "semantics": """Fresh outputs start at the op's identity, as in NNlib: 0 for add/sub/mean, 1 for mul/div, -inf (or the
     integer minimum) for max, +inf (or the integer maximum) for min. Updates are applied in index order, so
     float results are deterministic on the CPU. max/min let NaN win (NumPy's ``maximum.at`` rule) and order
-    -0.0 < +0.0 whatever the update order (``np.maximum.at`` keeps whichever zero comes last). Integer div
+    -0.0 < +0.0 whatever the update order (``np.maximum.at`` keeps whichever zero comes last). When an add,
+    sub, mul or div meets two NaNs, which one's sign and payload the result keeps is not specified (IEEE 754
+    leaves it open; x86 returns its first operand, and the compiler orders operands per vector lane), so
+    "bitwise" claims hold for every value but such NaNs, as with NumPy. Complex mul is NumPy's formula
+    ``(ac - bd) + (ad + bc)i`` (no C99 Annex G recovery of infinities), complex div Smith's method. Integer div
     and mean follow NumPy true division and give float64; float16 accumulates in float32; small integer
     dtypes accumulate in int64 and wrap back as NumPy's modular arithmetic does.
 

@@ -31,7 +31,7 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None, num_threads=Non
     ----------
     src : array_like, shape B + D + F
         Any dtype but object; D are the m dims the index addresses, starting at `axis`.
-    {index}
+    {gather_index}
     {axis}
     {mode}
     fill_value : scalar, optional
@@ -46,7 +46,7 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None, num_threads=Non
 
     Raises
     ------
-    {raises}
+    {gather_raises}
 
     Notes
     -----
@@ -92,7 +92,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise", num_threads=None):
         ``mode="drop"`` keep their values.
     src : array_like, shape B + D + F
         Cast to ``dst.dtype`` under NumPy's ``same_kind`` rule.
-    {index}
+    {gather_index}
     {axis}
     {mode}
     {threads}
@@ -104,7 +104,7 @@ def gather_into(dst, src, index, *, axis=0, mode="raise", num_threads=None):
 
     Raises
     ------
-    {raises}
+    {gather_raises}
 
     Notes
     -----

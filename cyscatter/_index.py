@@ -73,7 +73,7 @@ class IndexPlan:
         label = "index" if len(self.coords) == 1 else f"index[{axis}]"
         pos = ", ".join(str(int(w)) for w in where)
         return IndexError(
-            f"{label}[{pos}] = {value} is out of bounds for a destination axis of size {self.dims[axis]} "
+            f"{label}[{pos}] = {value} is out of bounds for an indexed axis of size {self.dims[axis]} "
             f"(mode='raise'; use mode='drop', 'wrap' or 'clip' to accept it)")
 
 

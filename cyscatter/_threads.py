@@ -35,7 +35,8 @@ def set_num_threads(num_threads: int | None) -> None:
     Notes
     -----
     Threads never share a destination element and every element receives its updates in index order, so
-    results are bitwise identical whatever the thread count, float sums included, and no atomics are used.
+    results are bitwise identical whatever the thread count, float sums included (the sign and payload of a
+    NaN made from two NaNs aside, which IEEE 754 leaves open), and no atomics are used.
     Without OpenMP at build time (``CYSCATTER_OPENMP=0``) everything runs on one thread.
     """
     kernels.set_num_threads(check_threads(num_threads))

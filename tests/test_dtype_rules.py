@@ -152,3 +152,21 @@ def test_non_native_byte_order(backend, dtype, op, form):
         assert out.dtype.byteorder == ">"
         out = out.astype(out.dtype.newbyteorder("="))
     assert_same(out, expected, *tolerance(backend.name, op, native, src))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 8])
+def test_complex_mul_with_infinities_is_numpys_formula(dtype, width):
+    """Products of complex infinities and NaNs follow np.multiply.at (the plain formula), not C99 Annex G."""
+    specials = [complex(np.inf, 1), complex(2, np.inf), complex(-np.inf, np.inf), complex(np.nan, 1),
+                complex(0, 0), complex(1e30, 1e30), complex(3, -2)]
+    rng = np.random.default_rng(width)
+    src = rng.choice(np.array(specials, dtype), (30, width))
+    index = rng.integers(0, 4, 30)
+    expected = np.ones((4, width), dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.multiply.at(expected, index, src)
+    got = cs.scatter(src, index, "mul", dim_size=4)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.isnan(got.real), np.isnan(expected.real))
+    np.testing.assert_array_equal(np.isnan(got.imag), np.isnan(expected.imag))

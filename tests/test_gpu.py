@@ -171,7 +171,7 @@ def test_out_of_range_raises_index_error_and_writes_nothing(cp, call):
 
 
 def test_index_error_names_position_value_and_bound(cp):
-    with pytest.raises(IndexError, match=r"^index\[2\] = 7 is out of bounds for a destination axis of size 3"):
+    with pytest.raises(IndexError, match=r"^index\[2\] = 7 is out of bounds for an indexed axis of size 3"):
         cs.gather(cp.arange(3.0), cp.asarray([0, 1, 7, 9]))
 
 

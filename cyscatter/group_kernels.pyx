@@ -11,7 +11,7 @@ from libc.stdint cimport int64_t, uint64_t
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP,
-                                scatter_reduce_rows, first_out_of_range, combine_row)
+                                scatter_reduce_rows, first_out_of_range, combine_rows)
 from cyscatter.group_kernels cimport extreme_t, beats, combine, replaces_max, replaces_min
 
 
@@ -37,7 +37,6 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
     cdef Py_ssize_t nseg = indptr.shape[0] - 1
     cdef Py_ssize_t o, s, p, bad
     cdef value_t acc, x
-    cdef value_t* d
     bad = first_bad_segment(indptr, n)
     if bad >= 0:
         return bad
@@ -55,10 +54,10 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
                     else:
                         acc = combine(op, acc, x)
                 out[o, s, 0] = acc
-            else:   # the core's row update: vectorised, no branch per element (2-5x the element loop)
-                d = &out[o, s, 0]
-                for p in range(indptr[s], indptr[s + 1]):
-                    combine_row(op, d, &src[o, p, 0], inner)
+            elif indptr[s + 1] > indptr[s]:
+                # the core's row update, one call per segment: vectorised, no branch per element (NOTES.md v16)
+                combine_rows(op, &out[o, s, 0], &src[o, indptr[s], 0], indptr[s + 1] - indptr[s],
+                             src.strides[1] // sizeof(value_t), inner)
     return -1
 
 

@@ -99,9 +99,10 @@ cdef Py_ssize_t gather_rows(const item_t[:, :, ::contiguous] src, const index_t[
 
 cdef Py_ssize_t first_out_of_range(const index_t[::1] index, Py_ssize_t size) noexcept nogil
 
-# One row update dst[f] = op(dst[f], src[f]), f < width, under the element rules above, as the scatter loop applies
-# it (vectorised for the common widths); `src` must not overlap `dst`.
-cdef void combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil
+# `rows` row updates dst[f] = op(dst[f], src[p * stride + f]), p < rows, f < width, in order, under the element
+# rules above, as the scatter loop applies them (vectorised for the common widths); `src` must not overlap `dst`.
+cdef void combine_rows(op_t op, value_t* dst, const value_t* src, Py_ssize_t rows, Py_ssize_t stride,
+                       Py_ssize_t width) noexcept nogil
 
 cdef void group_exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1] order,
                                    const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials) noexcept nogil

@@ -214,8 +214,11 @@ cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssiz
         _combine_n(op, dst, src, width)
 
 
-cdef void combine_row(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
-    _combine_row(op, dst, src, width)
+cdef void combine_rows(op_t op, value_t* dst, const value_t* src, Py_ssize_t rows, Py_ssize_t stride,
+                       Py_ssize_t width) noexcept nogil:
+    cdef Py_ssize_t p
+    for p in range(rows):
+        _combine_row(op, dst, src + p * stride, width)
 
 
 cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index, value_t* out, const Layout* L,

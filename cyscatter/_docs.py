@@ -1,24 +1,29 @@
 """Docstring fragments shared by the public functions (numpydoc), filled in with `fill_doc`."""
+import textwrap
+
+
+def _index_fragment(role: str, table: str) -> str:
+    """The `index` parameter, for the functions whose index picks `role` in `table`."""
+    text = (f"{role}. An integer array addresses one axis of {table}; a tuple of m arrays addresses m consecutive "
+            "axes, as NumPy advanced indexing and NNlib's tuples/CartesianIndex do. Any integer dtype (int8 ... "
+            "uint64); int32/int64 reach the kernels without a copy. Boolean and float indices raise TypeError.")
+    return ("index : int array of shape I, or tuple of m int arrays all of shape I\n"
+            + textwrap.fill(text, 112, initial_indent=" " * 8, subsequent_indent=" " * 8))
+
+
+_INDEX_ERROR = """IndexError
+        An out-of-range index entry under ``mode="raise"``; nothing has been written when it is raised."""
 
 FRAGMENTS = {
-    "index": """index : int array of shape I, or tuple of m int arrays all of shape I
-        Destination of each entry. An integer array addresses one axis of the destination; a tuple of m
-        arrays addresses m consecutive axes, as NumPy advanced indexing and NNlib's tuples/CartesianIndex
-        do. Any integer dtype (int8 ... uint64); int32/int64 reach the kernels without a copy. Boolean and
-        float indices raise TypeError.""",
-    "gather_index": """index : int array of shape I, or tuple of m int arrays all of shape I
-        Source row of each output entry. An integer array addresses one axis of `src`; a tuple of m arrays
-        addresses m consecutive axes, as NumPy advanced indexing and NNlib's tuples/CartesianIndex do. Any
-        integer dtype (int8 ... uint64); int32/int64 reach the kernels without a copy. Boolean and float
-        indices raise TypeError.""",
+    "index": _index_fragment("Destination of each entry", "the destination"),
+    "gather_index": _index_fragment("Source row of each output entry", "`src`"),
     "gather_raises": """TypeError
         A non-integer index, an object dtype, a cast NumPy's ``same_kind`` rule refuses (`gather_into`), or
         NumPy and CuPy arrays mixed in one call (both named).
     ValueError
         Unknown mode, mismatched shapes (both are named), an `axis` that does not fit, a read-only `dst` or
         one with overlapping elements (`gather_into`).
-    IndexError
-        An out-of-range index entry under ``mode="raise"``; nothing has been written when it is raised.""",
+    """ + _INDEX_ERROR,
     "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
         The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin".""",
     "axis": """axis : int, default 0
@@ -38,8 +43,7 @@ FRAGMENTS = {
     ValueError
         Unknown op name or mode, mismatched shapes (both are named), a negative or wrongly sized `dim_size`,
         an `axis` that does not fit, a read-only `dst` or one with overlapping elements.
-    IndexError
-        An out-of-range index entry under ``mode="raise"``; nothing has been written when it is raised.""",
+    """ + _INDEX_ERROR,
     "semantics": """Fresh outputs start at the op's identity, as in NNlib: 0 for add/sub/mean, 1 for mul/div, -inf (or the
     integer minimum) for max, +inf (or the integer maximum) for min. Updates are applied in index order, so
     float results are deterministic on the CPU. max/min let NaN win (NumPy's ``maximum.at`` rule) and order

@@ -69,6 +69,8 @@ class Op:
 
     def fresh(self, shape, result_dtype, xp=np):
         """A fresh accumulator of `shape` for an output of `result_dtype`: the identity, in the compute dtype."""
+        if self.identity_kind == "zero":   # zeroed pages from the allocator: no write pass before the kernel's
+            return xp.zeros(shape, self.compute_dtype(result_dtype))
         return xp.full(shape, self.identity(result_dtype), self.compute_dtype(result_dtype))
 
     def check_dtype(self, dtype, arg: str = "src") -> None:

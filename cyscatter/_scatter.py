@@ -39,9 +39,14 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
         counts = xp.zeros(plan.size, np.int64)
         sums = xp.zeros_like(work3)
         run_scatter(op.opcode, src3, plan, sums, counts, threads)
-        sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
-        xp.add(work3, sums, out=sums)   # in the buffer of sums: no second dst-sized temporary
-        xp.copyto(work3, sums, where=(counts > 0)[None, :, None])
+        if not (xp is np and kernels.divide_by_counts(sums, counts, threads)):
+            sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
+        reached = (counts > 0)[None, :, None]
+        if xp is np:   # one masked pass (CuPy's ufuncs take no `where`)
+            np.add(work3, sums, out=work3, where=reached)
+        else:
+            xp.add(work3, sums, out=sums)   # in the buffer of sums: no second dst-sized temporary
+            xp.copyto(work3, sums, where=reached)
     else:
         run_scatter(op.opcode, src3, plan, work3, threads=threads)
 

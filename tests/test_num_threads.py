@@ -164,3 +164,27 @@ def test_set_num_threads_sets_the_default():
     finally:
         cs.set_num_threads(None)
     assert cs.get_num_threads() == before
+
+
+@pytest.mark.parametrize("prefetch_rows", [0, 4])   # 0: the lean loops, counted in a pass of their own
+@pytest.mark.parametrize("width", [1, 3, 16])
+@pytest.mark.parametrize("mode", ["raise", "drop"])
+def test_mean_counts_in_either_loop(mode, width, prefetch_rows, tiny_threshold):
+    """mean's group counts come from the row loop itself (rows that are prefetched) or from a pass of their
+    own after the lean loop: both count each valid entry once, whatever the batch slices and threads."""
+    rng = np.random.default_rng(width + 10 * prefetch_rows)
+    n, size = 403, 29
+    src = rng.standard_normal((2, n, width))
+    index = rng.integers(-4 if mode == "drop" else 0, size + (4 if mode == "drop" else 0), n)
+    index[50:90] = 3   # one crowded row
+    dst = rng.standard_normal((2, size, width))
+    kernels._tune(prefetch_rows=prefetch_rows)
+    fresh = ref_scatter(src, index, "mean", mode=mode, dim_size=size, axis=1)
+    into = ref_scatter(src, index, "mean", mode=mode, dst=dst, axis=1)
+    for threads in (1, 2, 3):
+        got = cs.scatter(src, index, "mean", mode=mode, dim_size=size, axis=1, num_threads=threads)
+        np.testing.assert_array_equal(got, fresh, strict=True)
+        got = cs.scatter(src[1], index, "mean", mode=mode, dim_size=size, num_threads=threads)
+        np.testing.assert_array_equal(got, fresh[1], strict=True)
+        got = cs.scatter_into(dst.copy(), src, index, "mean", mode=mode, axis=1, num_threads=threads)
+        np.testing.assert_array_equal(got, into, strict=True)

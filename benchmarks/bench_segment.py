@@ -37,8 +37,10 @@ def contenders(op, src, indptr, torch, torch_scatter):
     nseg = indptr.size - 1
     ids = cs.segment_ids(indptr)
     yield "cyscatter.segment", lambda: cs.segment(src, indptr, op)
-    yield "cyscatter.scatter(sorted=True)", lambda: cs.scatter(src, ids, op, dim_size=nseg, indices_are_sorted=True)
-    yield "cyscatter.scatter", lambda: cs.scatter(src, ids, op, dim_size=nseg)
+    # segment's kernel runs on one thread: scatter is held to one too, so that the rows compare kernels
+    yield "cyscatter.scatter(sorted=True)", lambda: cs.scatter(src, ids, op, dim_size=nseg, indices_are_sorted=True,
+                                                               num_threads=1)
+    yield "cyscatter.scatter", lambda: cs.scatter(src, ids, op, dim_size=nseg, num_threads=1)
     if op in UFUNCS:
         yield "numpy reduceat", lambda: UFUNCS[op].reduceat(src, indptr[:-1], axis=0)
     if torch is not None:
@@ -70,7 +72,7 @@ def main(argv=None):
     parser.add_argument("--dtype", default="float64", choices=["float32", "float64"])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--torch-threads", type=int, default=1,
-                        help="threads PyTorch may use (cyscatter's CPU kernels use one)")
+                        help="threads PyTorch may use (every cyscatter contender uses one)")
     parser.add_argument("--no-torch", action="store_true", help="skip the PyTorch contenders")
     args = parser.parse_args(argv)
 

@@ -66,10 +66,12 @@ FRAGMENTS["indptr"] = """indptr : 1-D int array of length S + 1
         decrease and end at the number of rows; equal neighbours make empty segments."""
 
 FRAGMENTS["indices_are_sorted"] = """indices_are_sorted : bool, default False
-        A speed hint (JAX's name): equal index entries are mostly adjacent, as in a sorted index. Runs of
-        equal entries are then reduced in a register and stored once. The result is the same either way, bit
-        for bit, even when the hint is wrong (unlike JAX, where a wrong hint is undefined behaviour). CuPy
-        arrays ignore it (the GPU kernels update with atomics in any order)."""
+        A speed hint (JAX's name): equal index entries are mostly adjacent, as in a sorted index. For
+        one-element rows (no feature dims) runs of equal entries are then reduced in a register and stored
+        once, on one thread (about 3x faster on sorted input); wider rows run the usual kernel, as without
+        the hint. The result is the same either way, bit for bit, even when the hint is wrong (unlike JAX,
+        where a wrong hint is undefined behaviour). CuPy arrays ignore it (the GPU kernels update with atomics
+        in any order)."""
 
 FRAGMENTS["dim_size"] = """dim_size : int or tuple of m ints, optional
         Destination shape D (the number of groups per index axis). Default: the largest entry + 1 per

@@ -153,7 +153,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
-            and fill_value is None and type(src) is np.ndarray \
+            and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \
             and (dim_size is None or type(dim_size) is int and 0 <= dim_size < 2 ** 62):
         opcode, identities = FAST[op]
         out = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
@@ -222,7 +222,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
-            and type(dst) is np.ndarray:
+            and type(dst) is np.ndarray and not indices_are_sorted:
         opcode, identities = FAST[op]
         if kernels.scatter_into_simple(dst, src, index, opcode, dst.dtype in identities, threads):
             return dst

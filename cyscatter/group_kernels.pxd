@@ -97,6 +97,18 @@ cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
         return x if beats(op, acc, x) else acc
 
 
+
+cdef inline value_t running(op_t op, value_t acc, value_t x) noexcept nogil:
+    """`combine` for a running value kept in a register (segments and runs of one-element rows): max/min take
+    a branch, not a select. The winner rarely changes, so the branch is predicted and the compares do not form
+    one long dependency chain (NOTES.md v18)."""
+    if op_t is OpMax or op_t is OpMin:
+        if beats(op, acc, x):
+            acc = x
+        return acc
+    else:
+        return combine(op, acc, x)
+
 # ---- kernels ---------------------------------------------------------------------------------------------------
 
 cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr,

@@ -12,7 +12,7 @@ from libc.stdint cimport int64_t, uint64_t
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP,
                                 scatter_reduce_rows, first_out_of_range, combine_rows)
-from cyscatter.group_kernels cimport extreme_t, beats, combine, replaces_max, replaces_min
+from cyscatter.group_kernels cimport extreme_t, running, replaces_max, replaces_min
 
 
 # ---- CSR segments ----------------------------------------------------------------------------------------------
@@ -36,7 +36,7 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
     cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2]
     cdef Py_ssize_t nseg = indptr.shape[0] - 1
     cdef Py_ssize_t o, s, p, bad
-    cdef value_t acc, x
+    cdef value_t acc
     bad = first_bad_segment(indptr, n)
     if bad >= 0:
         return bad
@@ -45,14 +45,7 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
             if inner == 1:   # the common graph case: keep the running value in a register
                 acc = out[o, s, 0]
                 for p in range(indptr[s], indptr[s + 1]):
-                    x = src[o, p, 0]
-                    if op_t is OpMax or op_t is OpMin:
-                        # a branch, not a select: the winner rarely changes, so the branch is predicted and
-                        # the compares do not form one long dependency chain
-                        if beats(op, acc, x):
-                            acc = x
-                    else:
-                        acc = combine(op, acc, x)
+                    acc = running(op, acc, src[o, p, 0])
                 out[o, s, 0] = acc
             elif indptr[s + 1] > indptr[s]:
                 # the core's row update, one call per segment: vectorised, no branch per element (NOTES.md v16)
@@ -88,7 +81,7 @@ cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::contiguous] src
             start = k
             acc = out[o, j, 0]
             while k < n and index[k] == j:
-                acc = combine(op, acc, src[o, k, 0])
+                acc = running(op, acc, src[o, k, 0])
                 k += 1
             out[o, j, 0] = acc
             if counts != NULL and o == 0:

@@ -190,6 +190,30 @@ def test_scatter_sorted_hint_matches_reference(backend, op, dtype, index_kind, l
                                                         dst=dst), *tolerance(backend.name, op, dst.dtype, src, dst))
 
 
+@pytest.mark.parametrize("into", (False, True), ids=("scatter", "scatter_into"))
+@pytest.mark.parametrize("op", ("add", "max", "mean"))
+def test_sorted_hint_routes_one_element_rows_to_the_run_kernel(monkeypatch, op, into):
+    """The hint reaches the run kernel for one-element rows also on the fast path of a plain call (it was once
+    dropped there), and wider rows go to the core kernel, which can use threads."""
+    from cyscatter import _sorted
+    calls = []
+    real = _sorted.group_kernels.scatter_runs
+    monkeypatch.setattr(_sorted.group_kernels, "scatter_runs", lambda *a: calls.append(a[2].size) or real(*a))
+    index = np.repeat(np.arange(50), 4)
+    for width, expected_calls in ((1, [200]), (16, [])):
+        calls.clear()
+        src = np.random.default_rng(width).standard_normal((200, width)).squeeze()
+        if into:
+            dst = np.ones((50, width)).squeeze()
+            got = cs.scatter_into(dst.copy(), src, index, op, indices_are_sorted=True)
+            want = ref_scatter(src, index, op, dst=dst)
+        else:
+            got = cs.scatter(src, index, op, dim_size=50, indices_are_sorted=True)
+            want = ref_scatter(src, index, op, dim_size=50)
+        np.testing.assert_array_equal(got, want, strict=True)
+        assert calls == expected_calls
+
+
 def test_scatter_sorted_hint_raises_like_the_core():
     with pytest.raises(IndexError, match=r"index\[2\] = 7"):
         cs.scatter(np.ones(4), np.array([0, 0, 7, 1]), dim_size=3, indices_are_sorted=True)

@@ -97,7 +97,6 @@ cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
         return x if beats(op, acc, x) else acc
 
 
-
 cdef inline value_t running(op_t op, value_t acc, value_t x) noexcept nogil:
     """`combine` for a running value kept in a register (segments and runs of one-element rows): max/min take
     a branch, not a select. The winner rarely changes, so the branch is predicted and the compares do not form
@@ -108,6 +107,7 @@ cdef inline value_t running(op_t op, value_t acc, value_t x) noexcept nogil:
         return acc
     else:
         return combine(op, acc, x)
+
 
 # ---- kernels ---------------------------------------------------------------------------------------------------
 

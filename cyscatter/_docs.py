@@ -52,8 +52,9 @@ FRAGMENTS = {
     leaves it open; x86 returns its first operand, and the compiler orders operands per vector lane), so
     "bitwise" claims hold for every value but such NaNs, as with NumPy. Complex mul is NumPy's formula
     ``(ac - bd) + (ad + bc)i`` (no C99 Annex G recovery of infinities), complex div Smith's method. Integer div
-    and mean follow NumPy true division and give float64; float16 accumulates in float32; small integer
-    dtypes accumulate in int64 and wrap back as NumPy's modular arithmetic does.
+    and mean follow NumPy true division and give float64, mean's sums also taken in float64 (as ``np.mean``:
+    exact up to 2**53, rounded beyond); float16 accumulates in float32; small integer dtypes of the other
+    ops accumulate in int64 and wrap back as NumPy's modular arithmetic does.
 
     CuPy arrays run on the GPU (the current CuPy device) and give CuPy arrays, with the same rules, except
     that float atomics apply the updates of a destination in arrival order: float add, sub, mean, mul and div

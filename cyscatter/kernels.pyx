@@ -230,7 +230,7 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
     Returns -1, or (MODE_RAISE) the first position k whose index is outside [0, size); every part of one call
     scans the whole index, so all parts report the same position.
     """
-    cdef Py_ssize_t o, k, n = L.n, width = f1 - f0, line, status
+    cdef Py_ssize_t o, k, n = L.n, width = f1 - f0, line
     cdef Py_ssize_t lines = (width * <Py_ssize_t>sizeof(value_t) + CACHE_LINE - 1) // CACHE_LINE
     cdef Py_ssize_t ahead = _prefetch_distance(width * <Py_ssize_t>sizeof(value_t), L.size, n)
     # the src stream too, for rows of 1-4 cache lines (NOTES.md v6: +18% on sorted and skewed indices,
@@ -244,13 +244,8 @@ cdef Py_ssize_t _scatter_part(op_t op, const value_t* src, const index_t* index,
     cdef const value_t* s
     cdef value_t* d
     cdef int64_t* cnt
-    if (width == 1 or ahead == 0) and lo == 0 and <uint64_t>hi == size and _lean_vectors:
-        # counts in a pass of their own here: inside the loop they would cost it the lean loop (W2 mean 153 ->
-        # 55 ms, NOTES.md v17); rows that need prefetch count in the loop, where it was measured free
-        status = _scatter_lean(op, src, index, out, L, o0, o1, f0, width, ahead, mode)
-        if status < 0 and counts != NULL and o0 == 0 and f0 == 0:
-            status = _check_and_count(index, n, L.size, counts, mode)
-        return status
+    if (width == 1 or ahead == 0) and counts == NULL and lo == 0 and <uint64_t>hi == size and _lean_vectors:
+        return _scatter_lean(op, src, index, out, L, o0, o1, f0, width, ahead, mode)
     for o in range(o0, o1):
         s = src + o * L.entry_outer_stride + f0
         d = out + o * L.table_outer_stride + f0
@@ -364,6 +359,12 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
     cdef Py_ssize_t block = CACHE_LINE // sizeof(value_t), lead = 0, done
     if outer == 0 or inner == 0:
         return _check_and_count(index, L.n, size, counts, mode)   # nothing to write
+    if counts != NULL and (inner == 1 or _prefetch_distance(inner * <Py_ssize_t>sizeof(value_t), size, L.n) == 0):
+        # the lean loops (one-element rows, tables that need no prefetch) take no counts: a pass of its own
+        # costs less than the general loop would (W2-sized mean 153 -> 55 ms, NOTES.md v17); rows that need
+        # prefetch count inside their loop, where it was measured free
+        done = scatter_reduce_layout(op, src, index, out, L, NULL, mode, num_threads)
+        return done if done >= 0 else _check_and_count(index, L.n, size, counts, mode)
     if _partitions(L, inner * <Py_ssize_t>sizeof(value_t), parts):
         done = _scatter_partitioned(op, src, index, out, L, counts, mode, parts)
         if done != NOT_DONE:

@@ -69,9 +69,10 @@ class Op:
 
     def fresh(self, shape, result_dtype, xp=np):
         """A fresh accumulator of `shape` for an output of `result_dtype`: the identity, in the compute dtype."""
-        if self.identity_kind == "zero":   # zeroed pages from the allocator: no write pass before the kernel's
-            return xp.zeros(shape, self.compute_dtype(result_dtype))
-        return xp.full(shape, self.identity(result_dtype), self.compute_dtype(result_dtype))
+        dtype = self.compute_dtype(result_dtype)
+        if xp is np:   # cache-line aligned rows; zero identities from zeroed pages, with no write pass
+            return kernels.fresh_table(shape, dtype, self.identity(result_dtype))
+        return xp.full(shape, self.identity(result_dtype), dtype)
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)

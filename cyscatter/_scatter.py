@@ -37,7 +37,7 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
     run_scatter = _runner(be, indices_are_sorted)
     if op.counts:
         counts = xp.zeros(plan.size, np.int64)
-        sums = xp.zeros_like(work3)
+        sums = op.fresh(work3.shape, work3.dtype, xp)
         run_scatter(op.opcode, src3, plan, sums, counts, threads)
         if not (xp is np and kernels.divide_by_counts(sums, counts, threads)):
             sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)

@@ -65,9 +65,9 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     pytorch_scatter's ``segment_csr`` and NumPy's ``op.reduceat(src, indptr[:-1])``, but an empty segment gets
     the op's identity (or `fill_value`) as `scatter` does, where ``reduceat`` copies the next row. The result
     equals ``scatter(src, segment_ids(indptr), op, dim_size=S, axis=axis)`` bit for bit, NaNs made from two
-    NaNs aside (their sign is not specified; see `scatter`) (rows are combined in order; ``np.add.reduceat`` sums pairwise, so its float sums can differ in the last bits). On CuPy arrays
-    it runs as that scatter (the GPU kernels; float sums then in the order the atomics take), after checking
-    `indptr` on the device.
+    NaNs aside (their sign is not specified; see `scatter`): rows are combined in order (``np.add.reduceat``
+    sums pairwise, so its float sums can differ in the last bits). On CuPy arrays it runs as that scatter (the
+    GPU kernels; float sums then in the order the atomics take), after checking `indptr` on the device.
 
     Parameters
     ----------

@@ -1222,7 +1222,7 @@ cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object id
     NumPy's large blocks start 16 bytes past a page, so a row of 64 B straddles two cache lines and one of
     256 B five: a random row update then misses on one line more than it needs (rows of up to 16 B never
     straddle). Measured (NOTES.md v19), 1e6 random rows, one thread, allocating scatter: 16 float32 into 1e6
-    rows 70.8 -> 30.8 ms, into 1e5 23.6 -> 12.7; 32 float32 into 1e5 48.3 -> 24.7; W1 0.96-0.97x.
+    rows 70.8 -> 30.8 ms, into 1e5 23.6 -> 12.7; 32 float32 into 1e5 48.3 -> 24.7; W1 0.92-1.01x.
     """
     cdef cnp.dtype descr = cnp.PyArray_DescrFromType(typenum)
     cdef cnp.npy_intp nbytes = descr.itemsize, padded
@@ -1232,13 +1232,11 @@ cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object id
     cdef bint zero = identity == 0
     for d in range(nd):
         nbytes *= dims[d]
+    # zeros come from calloc: large outputs get zero pages from the OS as the kernel first touches them
     if nbytes < ALIGN_MIN_BYTES or row_items * descr.itemsize <= 16:
-        if zero:
-            return cnp.PyArray_ZEROS(nd, dims, typenum, 0)
-        out = cnp.PyArray_SimpleNew(nd, dims, typenum)
+        out = cnp.PyArray_ZEROS(nd, dims, typenum, 0) if zero else cnp.PyArray_EMPTY(nd, dims, typenum, 0)
     else:
         padded = nbytes + CACHE_LINE
-        # zeroed by calloc: large outputs get zero pages from the OS as the kernel first touches them
         buf = cnp.PyArray_ZEROS(1, &padded, cnp.NPY_UINT8, 0) if zero else cnp.PyArray_EMPTY(1, &padded,
                                                                                                cnp.NPY_UINT8, 0)
         data = <char*>cnp.PyArray_DATA(buf)
@@ -1246,9 +1244,8 @@ cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object id
         Py_INCREF(descr)   # PyArray_NewFromDescr steals a reference
         out = PyArray_NewFromDescr(cnp.ndarray, descr, nd, dims, NULL, data, cnp.NPY_ARRAY_CARRAY, None)
         cnp.set_array_base(out, buf)
-        if zero:
-            return out
-    cnp.PyArray_FillWithScalar(out, identity)
+    if not zero:
+        cnp.PyArray_FillWithScalar(out, identity)
     return out
 
 

@@ -42,12 +42,12 @@ extensions = [
         f"cyscatter.{module}",
         [f"cyscatter/{module}.pyx"],
         include_dirs=[np.get_include(), "cyscatter"],
-        depends=[os.path.join("cyscatter", h) for h in ("_cpu.h", "_cdiv.h")],   # setuptools does not scan includes
+        depends=[os.path.join("cyscatter", h) for h in ("_cpu.h", "_cdiv.h", "_fused.h")],   # setuptools does not scan includes
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"), ("CYSCATTER_DEBUG", "1" if DEBUG else "0")],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )
-    for module in ("kernels", "group_kernels")
+    for module in ("kernels", "group_kernels", "fused_kernels")
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives,

@@ -15,6 +15,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from cyscatter._argext import scatter_argmax, scatter_argmin
 from cyscatter._gather import gather, gather_into
+from cyscatter._gather_scatter import GatherScatterPlan, gather_scatter, gather_scatter_plan
+from cyscatter._gather_scatter_reverse import gather_scatter_jvp, gather_scatter_vjp_src, gather_scatter_vjp_weight
 from cyscatter._index import MODES
 from cyscatter._ops import OP_NAMES, OPS, get_op
 from cyscatter._reverse import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
@@ -40,6 +42,9 @@ __all__ = [
     "scatter_logsumexp_vjp", "scatter_logsumexp_jvp", "scatter_softmax_vjp", "scatter_softmax_jvp",
     "scatter_log_softmax_vjp", "scatter_log_softmax_jvp", "scatter_var_vjp", "scatter_var_jvp",
     "scatter_std_vjp", "scatter_std_jvp", "segment_vjp_src", "segment_jvp", "gather_segment_vjp_src",
+    # message passing in one pass (issue 21)
+    "gather_scatter", "gather_scatter_plan", "GatherScatterPlan", "gather_scatter_vjp_src",
+    "gather_scatter_vjp_weight", "gather_scatter_jvp",
 ]
 
 

@@ -98,6 +98,21 @@ FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
     {axis}
     {mode}""".format(**FRAGMENTS)
 
+FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "max", "min", "mul", "div"}
+        The op of the forward `gather_scatter` call (aliases as there).
+    grad_out : array_like, shape B + D + F
+        Cotangent of the output.
+    src : array_like, shape B + S + F
+        The forward call's `src`.
+    gather_index, scatter_index : int array or tuple of int arrays, shape I
+        The forward call's indices (omit both with `plan`).
+    out : array_like, shape B + D + F, optional
+        The forward result; needed by max, min, mul and div.
+    weight : array_like, shape I + W, optional
+        The forward call's weight.
+    dim_size, axis, mode, plan, num_threads
+        As in `gather_scatter`."""
+
 
 def fill_doc(func):
     """Replace ``{name}`` fields of `func.__doc__` by the shared fragments."""

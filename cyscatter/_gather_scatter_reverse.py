@@ -1,0 +1,336 @@
+"""Split reverse functions of `gather_scatter`: gradients with respect to `src` and `weight`, and the JVP.
+
+Framework-free, like `scatter_vjp_src`. For add, sub and mean they are fused passes too: the `src` gradient is the
+transposed product (the same kernel along the CSR by source row), the `weight` gradient one dot product per edge
+(SDDMM); max/min find each output element's tied winning edges again (the forward's exact messages) and split the
+cotangent evenly among them, as `scatter` does; none of them allocates an E x F array. mul and div, whose
+derivatives need the product of the other members of a group, go through the materialised messages and the core
+`scatter` rules.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter import fused_kernels
+from cyscatter._canonical import prod, rows_view
+from cyscatter._docs import fill_doc
+from cyscatter._gather_scatter import check_weight, resolve, run_forward, team, value_dtype, weight_rows
+from cyscatter._ops import get_op, native
+from cyscatter.kernels import OpCode
+from cyscatter._reverse import scatter_jvp, scatter_vjp_src
+from cyscatter._threads import check_threads
+
+_FUSED = ("add", "sub", "mean", "max", "min")
+
+
+class _Call:
+    """One reverse call's inputs on the canonical views: src3 (outer, S, inner), the edges' plan and weight,
+    and the dtype the derivatives are computed in."""
+
+    def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
+                 num_threads, cotangents):
+        self.op = get_op(op)
+        self.threads = check_threads(num_threads)
+        if src is None:
+            raise TypeError(f"{fun} needs src (the forward call's src), got None")
+        self.src = np.asarray(src)
+        self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
+                                                              dim_size, mode)
+        self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat)
+        vdtype = value_dtype(self.src.dtype, self.w)
+        self.op.check_dtype(vdtype)
+        # derivatives are real or complex: integers in float64, float16 in float32, else the promoted dtype
+        dtypes = [vdtype] + [native(c.dtype) for c in cotangents if c is not None]
+        dtype = np.result_type(*dtypes)
+        self.dtype = np.dtype(np.float64) if dtype.kind in "iu" else \
+            np.dtype(np.float32) if dtype == np.float16 else dtype
+        self.outer, self.inner = prod(self.batch), prod(self.feat)
+        self.out_shape = self.batch + self.plan.dims + self.feat
+        self.src3 = rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner)
+        self.w2 = None if self.w is None else \
+            weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
+        self.out3 = None if out is None else self.table(out, "out")
+
+    def table(self, a, arg: str):
+        """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
+        a = np.asarray(a)
+        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+            raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
+        if a.shape != self.out_shape:
+            raise ValueError(f"{arg} shape {a.shape} differs from the output shape {self.out_shape}")
+        return np.ascontiguousarray(a.reshape(self.outer, self.plan.size, self.inner), dtype=self.dtype)
+
+    def entries(self, a, arg: str):
+        """`a` (shape of src) as a C-contiguous (outer, S, inner) array of the derivative dtype."""
+        a = np.asarray(a)
+        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+            raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
+        if a.shape != self.src.shape:
+            raise ValueError(f"{arg} shape {a.shape} differs from the src shape {self.src.shape}")
+        return np.ascontiguousarray(a.reshape(self.src3.shape), dtype=self.dtype)
+
+    def need_out(self, fun: str):
+        if self.out3 is None and self.op.name not in ("add", "sub", "mean"):
+            raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
+
+    def per_destination(self, g3):
+        """The cotangent each edge of a destination row receives, for the linear ops: g, -g or g / count."""
+        if self.op.name == "sub":
+            return -g3
+        if self.op.name == "mean":
+            return g3 / np.maximum(self.plan.counts, 1)[None, :, None].astype(g3.real.dtype)
+        return g3
+
+    def share(self, g3):
+        """max/min: each output element's cotangent divided among its tied winning edges (0 where none)."""
+        indptr, ids, cols = self.plan.indptr, self.plan.edge_ids, self.plan.cols
+        result = np.empty_like(g3)
+        fused_kernels.extreme_ties(self.op.name == "max", self.src3, indptr, cols, ids, self._w2(), self.w is not None,
+                                   self.out3, g3, self.src3, False, self._w2(), False, result, self._parts())
+        return result
+
+    def _w2(self):
+        return np.zeros((0, 1), self.dtype) if self.w2 is None else self.w2
+
+    def _parts(self):
+        return team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
+
+    def weight_shaped(self, rows2):
+        """Per-edge (n, heads) values summed back onto the shape of `weight` (its broadcast dims) or I."""
+        k = len(self.plan.index_shape)
+        if self.w is None:
+            return rows2.reshape(self.plan.index_shape)
+        full = rows2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
+        summed = tuple(k + i for i, s in enumerate(self.w.shape[k:]) if s == 1)
+        return full.sum(axis=summed, keepdims=True).reshape(self.w.shape) if summed else full
+
+    # ---- materialised messages (mul, div) -------------------------------------------------------------------
+
+    def messages(self, src3, w2):
+        """(valid edge positions, messages (outer, kept, inner), gathered src rows) of the valid edges."""
+        keep = np.flatnonzero(self.plan.valid_edges())
+        taken = src3[:, self.plan.gather[keep], :]
+        if w2 is None:
+            return keep, taken, taken
+        scale = np.repeat(w2[keep], self.inner // self.heads, axis=1)[None]
+        return keep, taken * scale, taken
+
+
+def _cast_like(result, like):
+    """The gradient in the dtype of the value it differentiates, when that is inexact."""
+    dtype = np.asarray(like).dtype
+    return result.astype(native(dtype), copy=False) if dtype.kind in "fc" else result
+
+
+@fill_doc
+def gather_scatter_vjp_src(op, grad_out, src, gather_index=None, scatter_index=None, out=None, *, weight=None,
+                           dim_size=None, axis=0, mode=None, plan=None, num_threads=None):
+    """Gradient of `gather_scatter` with respect to `src`: the VJP ``grad_out -> grad_src``.
+
+    For add it is the transposed product ``grad_src[s] = sum over edges e from s of weight[e] * grad_out[d_e]``
+    (``A.T @ grad_out``), run by the same fused kernel along the edges grouped by source row (a plan builds that
+    grouping once, at its first reverse pass); sub negates it, mean divides each destination's cotangent by its
+    edge count first (empty rows pass nothing). max/min send each output element's cotangent to the edges whose
+    message equals it, split evenly among tied ones, as `scatter_vjp_src` does (NNlib gives every tied winner the
+    whole cotangent; finite differences agree with the split). mul/div materialise the messages (E x F) and use
+    `scatter_vjp_src`'s exact rules.
+
+    Parameters
+    ----------
+    {gs_reverse}
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        dtype of `src` when it is inexact, else float64.
+
+    Raises
+    ------
+    TypeError
+        `src`, `grad_out` or (max, min, mul, div) `out` missing or not numeric; other errors as `gather_scatter`.
+    ValueError
+        `grad_out` or `out` of a shape other than the output's; other errors as `gather_scatter`.
+    IndexError
+        As `gather_scatter`.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> x, gi, si = np.array([1., 5., 5.]), np.array([0, 1, 2]), np.array([0, 0, 0])
+    >>> out = cs.gather_scatter(x, gi, si, "max")
+    >>> cs.gather_scatter_vjp_src("max", np.array([1.]), x, gi, si, out)   # the tie splits the cotangent
+    array([0. , 0.5, 0.5])
+    """
+    if grad_out is None:
+        raise TypeError("gather_scatter_vjp_src needs grad_out (the output's cotangent), got None")
+    call = _Call("gather_scatter_vjp_src", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
+                 plan, num_threads, [np.asarray(grad_out)])
+    call.need_out("gather_scatter_vjp_src")
+    g3 = call.table(grad_out, "grad_out")
+    result = np.zeros(call.src3.shape, call.dtype)
+    name = call.op.name
+    if name in ("add", "sub", "mean"):
+        run_forward(OpCode.OP_ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
+                    call.threads, transpose=True)
+    elif name in ("max", "min"):
+        indptr, ids, cols = call.plan.transpose
+        fused_kernels.extreme_back(call.src3, indptr, cols, ids, call._w2(), call.w is not None, call.out3,
+                                   call.share(g3), result, call._parts())
+    else:
+        keep, msgs, _ = call.messages(call.src3, call.w2)
+        d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
+        if call.w2 is not None:
+            d = d * np.repeat(call.w2[keep], call.inner // call.heads, axis=1)[None]
+        np.add.at(result, (slice(None), call.plan.gather[keep]), d)
+    return _cast_like(result.reshape(call.src.shape), call.src)
+
+
+@fill_doc
+def gather_scatter_vjp_weight(op, grad_out, src, gather_index=None, scatter_index=None, out=None, *, weight=None,
+                              dim_size=None, axis=0, mode=None, plan=None, num_threads=None):
+    """Gradient of `gather_scatter` with respect to `weight`: the VJP ``grad_out -> grad_weight``.
+
+    For add, per edge e the dot product of the cotangent row at its destination with its source row,
+    ``sum_f grad_out[d_e, f] * src[s_e, f]`` (summed over batch dims, and per head for a per-head weight): the
+    sampled dense-dense product (SDDMM), one pass over the edges in parallel, no E x F array. sub negates it,
+    mean divides by the destination's edge count, max/min count only the features where the edge is a (tied)
+    winner, with its share of the cotangent. Dropped edges get 0.
+
+    Parameters
+    ----------
+    {gs_reverse}
+
+    Returns
+    -------
+    grad_weight : ndarray, shape of `weight` (I without one: the gradient of an all-ones weight)
+        dtype of `weight` when it is inexact, else the derivative dtype (float64 for integers).
+
+    Raises
+    ------
+    TypeError, ValueError, IndexError
+        As `gather_scatter_vjp_src`.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> x = np.array([[1., 2.], [3., 4.]])
+    >>> gi, si, w = np.array([0, 1]), np.array([0, 0]), np.array([0.5, 2.])
+    >>> g = np.ones((1, 2))
+    >>> cs.gather_scatter_vjp_weight("add", g, x, gi, si, weight=w)   # row sums of the source rows
+    array([3., 7.])
+    """
+    if grad_out is None:
+        raise TypeError("gather_scatter_vjp_weight needs grad_out (the output's cotangent), got None")
+    call = _Call("gather_scatter_vjp_weight", op, src, gather_index, scatter_index, out, weight, dim_size, axis,
+                 mode, plan, num_threads, [np.asarray(grad_out)])
+    call.need_out("gather_scatter_vjp_weight")
+    g3 = call.table(grad_out, "grad_out")
+    n, name = call.plan.n_edges, call.op.name
+    result = np.zeros((n, call.heads), call.dtype)
+    if name in ("add", "sub", "mean", "max", "min"):
+        ties = {"max": 1, "min": 2}.get(name, 0)
+        cot = call.share(g3) if ties else call.per_destination(g3)
+        fused_kernels.dots(cot, call.src3, call.plan.gather, call.plan.scatter, result,
+                           call.out3 if ties else cot, ties, call._w2(), call.w is not None, call._parts())
+    else:
+        keep, msgs, taken = call.messages(call.src3, call.w2)
+        d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
+        per_feature = (d * taken).sum(axis=0)                                  # (kept, inner)
+        result[keep] = per_feature.reshape(len(keep), call.heads, -1).sum(axis=2)
+    shaped = call.weight_shaped(result)
+    return shaped if call.w is None else _cast_like(shaped, call.w)
+
+
+@fill_doc
+def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None, src_dot=None, *, weight=None,
+                       weight_dot=None, dim_size=None, axis=0, mode=None, plan=None, num_threads=None):
+    """Forward derivative of `gather_scatter`: the tangent of `out` given tangents of `src` and `weight`.
+
+    add/sub/mean are bilinear in (src, weight): ``out_dot = gather_scatter(src_dot, weight) +
+    gather_scatter(src, weight_dot)`` (mean divided by the counts), fused. max/min average the tangent messages
+    ``weight * src_dot + weight_dot * src`` of each output element's tied winning edges (the directional
+    derivative that matches the split cotangent of the VJPs). mul/div go through `scatter_jvp` on materialised
+    messages.
+
+    Parameters
+    ----------
+    op : {{"add", "sub", "mean", "max", "min", "mul", "div"}}
+        The op of the forward call.
+    src : array_like, shape B + S + F
+        The forward call's `src`.
+    gather_index, scatter_index : int array or tuple of int arrays, shape I
+        The forward call's indices (omit both with `plan`).
+    out : array_like, shape B + D + F, optional
+        The forward result; needed by max, min, mul and div.
+    src_dot : array_like, shape of `src`, optional
+        Tangent of `src` (None: zero).
+    weight : array_like, shape I + W, optional
+        The forward call's weight.
+    weight_dot : array_like, shape of `weight`, optional
+        Tangent of `weight` (None: zero; without `weight` it raises ValueError).
+    dim_size, axis, mode, plan, num_threads
+        As in `gather_scatter`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape B + D + F
+        In the derivative dtype (NumPy's promotion of the inputs and tangents; float64 for integers).
+
+    Raises
+    ------
+    TypeError
+        Missing `src`, `out` where needed, or both tangents; a non-numeric tangent.
+    ValueError
+        A tangent of the wrong shape, `weight_dot` without `weight`; other errors as `gather_scatter`.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> x, gi, si = np.array([1., 2.]), np.array([0, 1]), np.array([0, 0])
+    >>> cs.gather_scatter_jvp("add", x, gi, si, src_dot=np.array([1., 0.]), weight=np.array([3., 1.]),
+    ...                       weight_dot=np.array([0., 1.]))
+    array([5.])
+    """
+    if src_dot is None and weight_dot is None:
+        raise TypeError("gather_scatter_jvp needs src_dot or weight_dot (the tangents), got neither")
+    if weight_dot is not None and weight is None:
+        raise ValueError("weight_dot was given without weight")
+    call = _Call("gather_scatter_jvp", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
+                 plan, num_threads, [np.asarray(t) for t in (src_dot, weight_dot) if t is not None])
+    call.need_out("gather_scatter_jvp")
+    s_dot3 = None if src_dot is None else call.entries(src_dot, "src_dot")
+    w_dot2 = None
+    if weight_dot is not None:
+        wd = np.asarray(weight_dot)
+        if wd.dtype == np.bool_ or wd.dtype.kind not in "iufc":
+            raise TypeError(f"weight_dot must hold numbers, got dtype {wd.dtype}")
+        if wd.shape != call.w.shape:
+            raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w.shape}")
+        w_dot2 = weight_rows(wd, call.plan.index_shape, call.feat, call.heads, call.dtype)
+    name = call.op.name
+    size3 = (call.outer, call.plan.size, call.inner)
+    if name in ("add", "sub", "mean"):
+        result = np.zeros(size3, call.dtype)
+        if s_dot3 is not None:
+            run_forward(OpCode.OP_ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)
+        if w_dot2 is not None:
+            part = np.zeros(size3, call.dtype)
+            run_forward(OpCode.OP_ADD, call.src3, call.plan, weight_dot, call.heads, call.feat, part, call.threads)
+            result += part
+        result = call.per_destination(result)
+    elif name in ("max", "min"):
+        result = np.empty(size3, call.dtype)
+        fused_kernels.extreme_ties(name == "max", call.src3, call.plan.indptr, call.plan.cols, call.plan.edge_ids,
+                                   call._w2(), call.w is not None, call.out3, call.out3,
+                                   call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
+                                   np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2, w_dot2 is not None,
+                                   result, call._parts())
+    else:
+        keep, msgs, taken = call.messages(call.src3, call.w2)
+        t_msgs = np.zeros_like(msgs)
+        if s_dot3 is not None:
+            t_msgs += call.messages(s_dot3, call.w2)[1]
+        if w_dot2 is not None:
+            t_msgs += taken * np.repeat(w_dot2[keep], call.inner // call.heads, axis=1)[None]
+        result = scatter_jvp(name, msgs, call.plan.scatter[keep], call.out3, t_msgs, axis=1)
+    return result.reshape(call.out_shape)

@@ -1,0 +1,561 @@
+# cython: language_level=3
+"""CPU kernels of the fused gather-scatter (message passing in one pass) and of its reverse functions.
+
+Typed-memoryview entry points fused over dtypes, the op fixed at compile time; the loops run on raw pointers
+without the GIL, own whole rows per thread (no atomics, bitwise the same on any thread count) and return a status.
+See ``fused_kernels.pxd`` for what each kernel computes; the `def` wrappers at the bottom are what the Python
+layer (`cyscatter._gather_scatter`) calls.
+"""
+cimport cython
+from cython.parallel cimport prange
+from cython.view cimport contiguous
+from libc.math cimport signbit
+from libc.stdint cimport int64_t, uint64_t
+
+from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t,
+                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, combine_rows)
+from cyscatter.fused_kernels cimport real_t
+
+import numpy as np
+
+cdef extern from "_cpu.h" nogil:
+    int cyscatter_omp_max_threads()
+    void cyscatter_prefetch_r(const void* p)
+
+cdef extern from "_fused.h" nogil:
+    void cyscatter_add_row_f(float* acc, const float* x, Py_ssize_t n)
+    void cyscatter_add_row_d(double* acc, const double* x, Py_ssize_t n)
+    void cyscatter_axpy_row_f(float* acc, const float* x, float w, Py_ssize_t n)
+    void cyscatter_axpy_row_d(double* acc, const double* x, double w, Py_ssize_t n)
+    void cyscatter_scale_row_f(float* dst, const float* x, float w, Py_ssize_t n)
+    void cyscatter_scale_row_d(double* dst, const double* x, double w, Py_ssize_t n)
+
+cdef enum:
+    MAX_THREADS = 256
+    CHUNK = 256          # features per stack buffer (scaled rows of non-add ops, tie counts)
+    CACHE_LINE = 64
+
+# Edges to look ahead when prefetching src rows (-1: auto, 0: off); `_tune` sets it for the benchmarks.
+cdef Py_ssize_t _prefetch_edges = -1
+
+
+cdef struct Geo:
+    # the canonical views as raw pointers: strides in items; `heads` weights per edge, each over `chunk` features
+    Py_ssize_t outer, inner, heads, chunk
+    Py_ssize_t s_outer, s_row      # the gathered side (rows addressed by cols)
+    Py_ssize_t o_outer, o_row      # the side owned row by row (out, result)
+
+
+cdef inline Py_ssize_t _ahead(Py_ssize_t row_bytes, Py_ssize_t table_rows) noexcept nogil:
+    """Edges of look-ahead for the src-row prefetch: none while the gathered table fits in L2 (the prefetch then
+    only costs instructions), else about 2 KB of rows ahead, at least 2 and at most 32 edges."""
+    if _prefetch_edges >= 0:
+        return _prefetch_edges
+    if row_bytes * table_rows <= 256 * 1024:
+        return 0
+    return max(2, min(32, 2048 // max(row_bytes, 1)))
+
+
+cdef inline void _prefetch_row(const void* row, Py_ssize_t row_bytes) noexcept nogil:
+    cdef Py_ssize_t b = 0
+    while b < row_bytes:
+        cyscatter_prefetch_r(<const char*>row + b)
+        b += CACHE_LINE
+
+
+cdef inline bint _ties(real_t m, real_t o) noexcept nogil:
+    """The message `m` is the value the forward pass kept in `o`: equal with the same sign of zero, or both NaN."""
+    if m != m:
+        return o != o
+    return m == o and signbit(m) == signbit(o)
+
+
+cdef inline Py_ssize_t _cut(const int64_t* indptr, Py_ssize_t rows, Py_ssize_t target) noexcept nogil:
+    """First row r whose cost (edges before it plus r, one unit per row for its own overhead) reaches target."""
+    cdef Py_ssize_t lo = 0, hi = rows, mid
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indptr[mid] + mid < target:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline int _team(int requested) noexcept nogil:
+    cdef int t = requested if requested > 0 else cyscatter_omp_max_threads()
+    return max(1, min(t, MAX_THREADS))
+
+
+cdef void _cuts(const int64_t* indptr, Py_ssize_t rows, int parts, Py_ssize_t* cut) noexcept nogil:
+    """Row ranges [cut[t], cut[t + 1]) of about equal edges + rows, one per thread."""
+    cdef Py_ssize_t total = indptr[rows] - indptr[0] + rows
+    cdef int t
+    cut[0] = 0
+    for t in range(1, parts):
+        cut[t] = _cut(indptr, rows, indptr[0] + (total * t) // parts)
+    cut[parts] = rows
+
+
+# ---- CSR ---------------------------------------------------------------------------------------------------------
+
+cdef Py_ssize_t check_csr(const int64_t[::1] indptr, const int64_t[::1] cols, Py_ssize_t table_rows) noexcept nogil:
+    cdef Py_ssize_t rows = indptr.shape[0] - 1, m = cols.shape[0], r, p
+    if rows < 0:
+        return -2
+    for r in range(rows):
+        if indptr[r] < 0 or indptr[r] > indptr[r + 1] or indptr[r + 1] > m:
+            return -2 - r
+    for p in range(m):
+        if <uint64_t>cols[p] >= <uint64_t>table_rows:   # a negative value wraps to a huge unsigned one
+            return p
+    return -1
+
+
+cdef Py_ssize_t build_csr(const int64_t[::1] key, Py_ssize_t size, const int64_t[::1] other, Py_ssize_t other_size,
+                          bint drop, int64_t[::1] indptr, int64_t[::1] edge_ids, int64_t[::1] cols) noexcept nogil:
+    cdef Py_ssize_t n = key.shape[0], k, r, pos
+    if other.shape[0] != n or indptr.shape[0] != size + 1 or edge_ids.shape[0] < n or cols.shape[0] < n:
+        return n   # the Python layer never calls it so; a cimporting caller learns its arguments disagree
+    for r in range(size + 1):
+        indptr[r] = 0
+    for k in range(n):
+        if <uint64_t>key[k] >= <uint64_t>size or <uint64_t>other[k] >= <uint64_t>other_size:
+            if drop:
+                continue
+            return k
+        indptr[key[k] + 1] += 1
+    for r in range(size):
+        indptr[r + 1] += indptr[r]
+    # indptr[r] is the next free slot of row r while filling; shifted back to row starts afterwards
+    for k in range(n):
+        if <uint64_t>key[k] >= <uint64_t>size or <uint64_t>other[k] >= <uint64_t>other_size:
+            continue
+        pos = indptr[key[k]]
+        edge_ids[pos] = k
+        cols[pos] = other[k]
+        indptr[key[k]] = pos + 1
+    for r in range(size, 0, -1):
+        indptr[r] = indptr[r - 1]
+    indptr[0] = 0
+    return -1
+
+
+# ---- forward -----------------------------------------------------------------------------------------------------
+
+cdef inline void _add_scaled(value_t* acc, const value_t* x, value_t w, bint weighted, Py_ssize_t n) noexcept nogil:
+    """acc += w * x (or + x): common widths spelled as constants, so the row is unrolled and vectorised."""
+    cdef Py_ssize_t f
+    if value_t is double:
+        if weighted:
+            if n == 16:
+                cyscatter_axpy_row_d(acc, x, w, 16)
+            elif n == 32:
+                cyscatter_axpy_row_d(acc, x, w, 32)
+            elif n == 64:
+                cyscatter_axpy_row_d(acc, x, w, 64)
+            else:
+                cyscatter_axpy_row_d(acc, x, w, n)
+        elif n == 16:
+            cyscatter_add_row_d(acc, x, 16)
+        elif n == 32:
+            cyscatter_add_row_d(acc, x, 32)
+        elif n == 64:
+            cyscatter_add_row_d(acc, x, 64)
+        else:
+            cyscatter_add_row_d(acc, x, n)
+    elif value_t is float:
+        if weighted:
+            if n == 16:
+                cyscatter_axpy_row_f(acc, x, w, 16)
+            elif n == 32:
+                cyscatter_axpy_row_f(acc, x, w, 32)
+            elif n == 64:
+                cyscatter_axpy_row_f(acc, x, w, 64)
+            else:
+                cyscatter_axpy_row_f(acc, x, w, n)
+        elif n == 16:
+            cyscatter_add_row_f(acc, x, 16)
+        elif n == 32:
+            cyscatter_add_row_f(acc, x, 32)
+        elif n == 64:
+            cyscatter_add_row_f(acc, x, 64)
+        else:
+            cyscatter_add_row_f(acc, x, n)
+    elif weighted:
+        for f in range(n):
+            acc[f] = acc[f] + w * x[f]
+    else:
+        for f in range(n):
+            acc[f] = acc[f] + x[f]
+
+
+cdef inline void _scale(value_t* dst, const value_t* x, value_t w, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t f
+    if value_t is double:
+        cyscatter_scale_row_d(dst, x, w, n)
+    elif value_t is float:
+        cyscatter_scale_row_f(dst, x, w, n)
+    else:
+        for f in range(n):
+            dst[f] = w * x[f]
+
+
+cdef void _forward_rows(op_t op, const value_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
+                        const int64_t* edge_ids, const value_t* weight, value_t* out, const Geo* G,
+                        Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
+    cdef Py_ssize_t o, r, p, e, h, f0, n, row_bytes = G.inner * <Py_ssize_t>sizeof(value_t)
+    cdef value_t* acc
+    cdef const value_t* x
+    cdef value_t one = 1
+    cdef value_t buf[CHUNK]
+    for o in range(G.outer):
+        for r in range(r0, r1):
+            acc = out + o * G.o_outer + r * G.o_row
+            for p in range(indptr[r], indptr[r + 1]):
+                if ahead and p + ahead < m:
+                    _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                x = src + o * G.s_outer + cols[p] * G.s_row
+                if weight == NULL:
+                    if op_t is OpAdd:
+                        _add_scaled(acc, x, one, False, G.inner)
+                    else:
+                        combine_rows(op, acc, x, 1, 0, G.inner)
+                    continue
+                e = edge_ids[p] if edge_ids != NULL else p
+                for h in range(G.heads):
+                    if op_t is OpAdd:
+                        _add_scaled(acc + h * G.chunk, x + h * G.chunk, weight[e * G.heads + h], True, G.chunk)
+                    else:
+                        # the message is rounded to the value type first, as gather(src) * weight would be
+                        f0 = 0
+                        while f0 < G.chunk:
+                            n = min(<Py_ssize_t>CHUNK, G.chunk - f0)
+                            _scale(buf, x + h * G.chunk + f0, weight[e * G.heads + h], n)
+                            combine_rows(op, acc + h * G.chunk + f0, buf, 1, 0, n)
+                            f0 += n
+
+
+cdef inline void _geometry(Geo* G, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t heads, Py_ssize_t s_outer,
+                           Py_ssize_t s_row, Py_ssize_t o_outer, Py_ssize_t o_row) noexcept nogil:
+    G.outer, G.inner = outer, inner
+    G.heads = heads if heads > 0 else 1
+    G.chunk = inner // G.heads
+    G.s_outer, G.s_row, G.o_outer, G.o_row = s_outer, s_row, o_outer, o_row
+
+
+cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                                   const int64_t[::1] cols, const int64_t* edge_ids, const value_t* weight,
+                                   Py_ssize_t heads, value_t[:, :, ::contiguous] out, int num_threads) noexcept nogil:
+    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], status, ahead
+    cdef Py_ssize_t cut[MAX_THREADS + 1]
+    cdef int parts = _team(num_threads), t
+    cdef Geo G
+    if indptr.shape[0] != rows + 1 or src.shape[0] != out.shape[0] or src.shape[2] != out.shape[2]:
+        return -2 - rows
+    if weight != NULL and (heads < 1 or src.shape[2] % heads):
+        return -2 - rows
+    status = check_csr(indptr, cols, src.shape[1])
+    if status != -1 or src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
+        return status
+    _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(value_t),
+              src.strides[1] // sizeof(value_t), out.strides[0] // sizeof(value_t), out.strides[1] // sizeof(value_t))
+    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(value_t), src.shape[1])
+    if parts == 1 or rows < 2:
+        _forward_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &G, 0, rows,
+                      ahead)
+        return -1
+    _cuts(&indptr[0], rows, parts, cut)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _forward_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &G, cut[t],
+                      cut[t + 1], ahead)
+    return -1
+
+
+# ---- max / min reverse -------------------------------------------------------------------------------------------
+
+cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, const int64_t* cols,
+                     const int64_t* edge_ids, const real_t* weight, const real_t* out, const real_t* grad_out,
+                     const real_t* tangent_src, const real_t* tangent_w, real_t* result, const Geo* G,
+                     Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
+    # `out`, `grad_out` and `result` share the owned side's strides; `tangent_src` the gathered side's
+    cdef Py_ssize_t o, r, p, e, f, f0, n, at
+    cdef real_t w, msg, tangent
+    cdef real_t count[CHUNK]
+    cdef real_t acc[CHUNK]
+    cdef const real_t* x
+    cdef const real_t* orow
+    for o in range(G.outer):
+        for r in range(r0, r1):
+            orow = out + o * G.o_outer + r * G.o_row
+            f0 = 0
+            while f0 < G.inner:
+                n = min(<Py_ssize_t>CHUNK, G.inner - f0)
+                for f in range(n):
+                    count[f] = 0
+                    acc[f] = 0
+                for p in range(indptr[r], indptr[r + 1]):
+                    at = o * G.s_outer + cols[p] * G.s_row
+                    x = src + at
+                    e = edge_ids[p] if edge_ids != NULL else p
+                    for f in range(f0, f0 + n):
+                        w = weight[e * G.heads + f // G.chunk] if weight != NULL else 1
+                        msg = w * x[f] if weight != NULL else x[f]
+                        if _ties(msg, orow[f]):
+                            count[f - f0] += 1
+                            tangent = 0
+                            if tangent_src != NULL:
+                                tangent = w * tangent_src[at + f] if weight != NULL else tangent_src[at + f]
+                            if tangent_w != NULL:
+                                tangent = tangent + tangent_w[e * G.heads + f // G.chunk] * x[f]
+                            acc[f - f0] += tangent
+                for f in range(f0, f0 + n):
+                    if count[f - f0] == 0:
+                        result[o * G.o_outer + r * G.o_row + f] = 0
+                    elif grad_out != NULL:
+                        result[o * G.o_outer + r * G.o_row + f] = grad_out[o * G.o_outer + r * G.o_row + f] / count[f - f0]
+                    else:
+                        result[o * G.o_outer + r * G.o_row + f] = acc[f - f0] / count[f - f0]
+                f0 += n
+
+
+cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                           const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
+                           const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
+                           const real_t* tangent_src, const real_t* tangent_w,
+                           real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
+    """The caller (the `def` wrapper, or a cimporting one) has checked the CSR and that out, grad_out and result
+    share one shape and strides, and tangent_src src's."""
+    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0]
+    cdef Py_ssize_t cut[MAX_THREADS + 1]
+    cdef int parts = _team(num_threads), t
+    cdef const real_t* g = NULL
+    cdef Geo G
+    if out.shape[0] == 0 or out.shape[2] == 0 or rows == 0:
+        return
+    _geometry(&G, out.shape[0], out.shape[2], heads, src.strides[0] // sizeof(real_t),
+              src.strides[1] // sizeof(real_t), out.strides[0] // sizeof(real_t), out.strides[1] // sizeof(real_t))
+    if tangent_src == NULL and tangent_w == NULL:
+        g = &grad_out[0, 0, 0]
+    if m == 0 or parts == 1 or rows < 2:
+        _ties_rows(is_max, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, edge_ids, weight,
+                   &out[0, 0, 0], g, tangent_src, tangent_w, &result[0, 0, 0], &G, 0, rows)
+        return
+    _cuts(&indptr[0], rows, parts, cut)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _ties_rows(is_max, &src[0, 0, 0], &indptr[0], &cols[0], edge_ids, weight, &out[0, 0, 0], g, tangent_src,
+                   tangent_w, &result[0, 0, 0], &G, cut[t], cut[t + 1])
+
+
+cdef void _back_rows(const real_t* src, const int64_t* indptr, const int64_t* cols, const int64_t* edge_ids,
+                     const real_t* weight, const real_t* out, const real_t* share, real_t* result, const Geo* G,
+                     Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
+    # here the owned rows are the source rows (src and result share G.o_*), cols the destination rows (G.s_*)
+    cdef Py_ssize_t o, s, p, e, f, at
+    cdef real_t w
+    cdef const real_t* x
+    cdef real_t* res
+    for o in range(G.outer):
+        for s in range(r0, r1):
+            x = src + o * G.o_outer + s * G.o_row
+            res = result + o * G.o_outer + s * G.o_row
+            for f in range(G.inner):
+                res[f] = 0
+            for p in range(indptr[s], indptr[s + 1]):
+                at = o * G.s_outer + cols[p] * G.s_row
+                e = edge_ids[p] if edge_ids != NULL else p
+                for f in range(G.inner):
+                    if weight == NULL:
+                        if _ties(x[f], out[at + f]):
+                            res[f] += share[at + f]
+                    else:
+                        w = weight[e * G.heads + f // G.chunk]
+                        if _ties(w * x[f], out[at + f]):
+                            res[f] += w * share[at + f]
+
+
+cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
+                           const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
+                           const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
+                           real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
+    """The caller has checked the transposed CSR, that src and result share shape and strides, out and share."""
+    cdef Py_ssize_t rows = src.shape[1], m = cols.shape[0]
+    cdef Py_ssize_t cut[MAX_THREADS + 1]
+    cdef int parts = _team(num_threads), t
+    cdef Geo G
+    if src.shape[0] == 0 or src.shape[2] == 0 or rows == 0:
+        return
+    _geometry(&G, src.shape[0], src.shape[2], heads, out.strides[0] // sizeof(real_t),
+              out.strides[1] // sizeof(real_t), src.strides[0] // sizeof(real_t), src.strides[1] // sizeof(real_t))
+    if m == 0 or out.shape[1] == 0 or parts == 1 or rows < 2:
+        _back_rows(&src[0, 0, 0], &indptr[0], &cols[0] if m else NULL, edge_ids, weight,
+                   &out[0, 0, 0] if out.shape[1] else NULL, &share[0, 0, 0] if out.shape[1] else NULL,
+                   &result[0, 0, 0], &G, 0, rows)
+        return
+    _cuts(&indptr[0], rows, parts, cut)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _back_rows(&src[0, 0, 0], &indptr[0], &cols[0], edge_ids, weight, &out[0, 0, 0], &share[0, 0, 0],
+                   &result[0, 0, 0], &G, cut[t], cut[t + 1])
+
+
+# ---- per-edge dots (SDDMM) ---------------------------------------------------------------------------------------
+
+cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather, const int64_t* scatter,
+                     Py_ssize_t src_rows, Py_ssize_t out_rows, value_t* result, const value_t* out, int ties,
+                     const value_t* weight, const Geo* G, Py_ssize_t e0, Py_ssize_t e1) noexcept nogil:
+    # g and out share G.o_*, src G.s_*; result is (edges, heads) C-contiguous
+    cdef Py_ssize_t e, s, d, o, h, f
+    cdef value_t acc, w, msg
+    cdef const value_t* x
+    cdef const value_t* grow
+    cdef const value_t* orow
+    for e in range(e0, e1):
+        s, d = gather[e], scatter[e]
+        if <uint64_t>s >= <uint64_t>src_rows or <uint64_t>d >= <uint64_t>out_rows:
+            for h in range(G.heads):
+                result[e * G.heads + h] = 0
+            continue
+        for h in range(G.heads):
+            acc = 0
+            for o in range(G.outer):
+                x = src + o * G.s_outer + s * G.s_row + h * G.chunk
+                grow = g + o * G.o_outer + d * G.o_row + h * G.chunk
+                if ties == 0:
+                    for f in range(G.chunk):
+                        acc = acc + grow[f] * x[f]
+                elif value_t is float or value_t is double:
+                    orow = out + o * G.o_outer + d * G.o_row + h * G.chunk
+                    w = weight[e * G.heads + h] if weight != NULL else 1
+                    for f in range(G.chunk):
+                        msg = w * x[f] if weight != NULL else x[f]
+                        if _ties(msg, orow[f]):
+                            acc = acc + grow[f] * x[f]
+            result[e * G.heads + h] = acc
+
+
+cdef void edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src,
+                    const int64_t[::1] gather, const int64_t[::1] scatter, value_t[:, ::1] result,
+                    const value_t* out_ties, bint is_max, const value_t* weight, int num_threads) noexcept nogil:
+    """`out_ties`, when given, has g's shape and strides."""
+    cdef Py_ssize_t n = result.shape[0], heads = result.shape[1]
+    cdef int parts = _team(num_threads), t
+    cdef int ties = 0 if out_ties == NULL else (1 if is_max else 2)
+    cdef Geo G
+    if n == 0 or heads == 0:
+        return
+    if g.shape[0] == 0 or g.shape[2] == 0 or g.shape[1] == 0 or src.shape[1] == 0:
+        for t in range(n * heads):
+            result[t // heads, t % heads] = 0
+        return
+    _geometry(&G, g.shape[0], g.shape[2], heads, src.strides[0] // sizeof(value_t),
+              src.strides[1] // sizeof(value_t), g.strides[0] // sizeof(value_t), g.strides[1] // sizeof(value_t))
+    if parts == 1 or n < 2:
+        _dots_part(&g[0, 0, 0], &src[0, 0, 0], &gather[0], &scatter[0], src.shape[1], g.shape[1], &result[0, 0],
+                   out_ties, ties, weight, &G, 0, n)
+        return
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _dots_part(&g[0, 0, 0], &src[0, 0, 0], &gather[0], &scatter[0], src.shape[1], g.shape[1], &result[0, 0],
+                   out_ties, ties, weight, &G, (n * t) // parts, (n * (t + 1)) // parts)
+
+
+# ---- Python entry points -----------------------------------------------------------------------------------------
+
+def set_prefetch_edges(Py_ssize_t edges):
+    """Edges of look-ahead of the src-row prefetch (-1: auto, 0: off); for benchmarks, via `cyscatter._tune`."""
+    global _prefetch_edges
+    _prefetch_edges = edges
+
+
+def csr(const int64_t[::1] key, Py_ssize_t size, const int64_t[::1] other, Py_ssize_t other_size, bint drop):
+    """(status, indptr, edge_ids, cols): the edges grouped stably by `key`, see `build_csr`; on a bad entry
+    (status >= 0, mode raise) the arrays are None."""
+    cdef Py_ssize_t status
+    indptr = np.empty(size + 1, np.int64)
+    edge_ids = np.empty(key.shape[0], np.int64)
+    cols = np.empty(key.shape[0], np.int64)
+    cdef int64_t[::1] indptr_v = indptr, ids_v = edge_ids, cols_v = cols
+    with nogil:
+        status = build_csr(key, size, other, other_size, drop, indptr_v, ids_v, cols_v)
+    if status >= 0:
+        return status, None, None, None
+    m = int(indptr[size])
+    return -1, indptr, edge_ids[:m], cols[:m]
+
+
+cdef inline const int64_t* _ids(const int64_t[::1] edge_ids) noexcept nogil:
+    return &edge_ids[0] if edge_ids.shape[0] > 0 else NULL
+
+
+def forward(int opcode, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
+            const int64_t[::1] edge_ids, const value_t[:, ::1] weight, bint weighted,
+            value_t[:, :, ::contiguous] out, int num_threads):
+    """Run `gather_scatter_csr` for `opcode`; `edge_ids` empty: the CSR order is the edge order. Returns its
+    status (-1, a bad column position, or -2 - a bad row)."""
+    cdef Py_ssize_t status = -1
+    cdef const value_t* w = &weight[0, 0] if weighted and weight.shape[0] > 0 else NULL
+    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
+    cdef const int64_t* ids = _ids(edge_ids)
+    cdef OpAdd add
+    cdef OpSub sub
+    cdef OpMul mul
+    cdef OpDiv div
+    cdef OpMax mx
+    cdef OpMin mn
+    if weighted and weight.shape[0] < cols.shape[0] and edge_ids.shape[0] == 0:
+        raise ValueError("forward: fewer weights than edges")
+    with nogil:
+        if opcode == OP_ADD:
+            status = gather_scatter_csr(add, src, indptr, cols, ids, w, heads, out, num_threads)
+        elif opcode == OP_SUB:
+            status = gather_scatter_csr(sub, src, indptr, cols, ids, w, heads, out, num_threads)
+        elif opcode == OP_MUL:
+            status = gather_scatter_csr(mul, src, indptr, cols, ids, w, heads, out, num_threads)
+        elif opcode == OP_DIV:
+            status = gather_scatter_csr(div, src, indptr, cols, ids, w, heads, out, num_threads)
+        elif opcode == OP_MAX:
+            status = gather_scatter_csr(mx, src, indptr, cols, ids, w, heads, out, num_threads)
+        elif opcode == OP_MIN:
+            status = gather_scatter_csr(mn, src, indptr, cols, ids, w, heads, out, num_threads)
+    return status
+
+
+def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                 const int64_t[::1] cols, const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
+                 const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
+                 const real_t[:, :, ::contiguous] tangent_src, bint use_tangent_src,
+                 const real_t[:, ::1] tangent_w, bint use_tangent_w, real_t[:, :, ::contiguous] result,
+                 int num_threads):
+    """`extreme_ties_csr`: share mode (grad_out) unless a tangent is used. The arrays must come from one
+    validated plan, as `cyscatter._gather_scatter` makes them."""
+    if check_csr(indptr, cols, src.shape[1]) != -1 or indptr.shape[0] != out.shape[1] + 1:
+        raise ValueError("extreme_ties: the CSR does not fit src and out")
+    with nogil:
+        extreme_ties_csr(is_max, src, indptr, cols, _ids(edge_ids),
+                         &weight[0, 0] if weighted and weight.shape[0] else NULL, weight.shape[1] if weighted else 1,
+                         out, grad_out, &tangent_src[0, 0, 0] if use_tangent_src and tangent_src.shape[1] else NULL,
+                         &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL, result, num_threads)
+
+
+def extreme_back(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
+                 const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
+                 const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
+                 real_t[:, :, ::contiguous] result, int num_threads):
+    """`extreme_back_csr` on the transposed CSR (cols: destination rows)."""
+    if check_csr(indptr, cols, out.shape[1]) != -1 or indptr.shape[0] != src.shape[1] + 1:
+        raise ValueError("extreme_back: the transposed CSR does not fit src and out")
+    with nogil:
+        extreme_back_csr(src, indptr, cols, _ids(edge_ids), &weight[0, 0] if weighted and weight.shape[0] else NULL,
+                         weight.shape[1] if weighted else 1, out, share, result, num_threads)
+
+
+def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src, const int64_t[::1] gather,
+         const int64_t[::1] scatter, value_t[:, ::1] result, const value_t[:, :, ::contiguous] out, int ties,
+         const value_t[:, ::1] weight, bint weighted, int num_threads):
+    """`edge_dots`; `ties` 0 (plain), 1 (max) or 2 (min: `out` and, when `weighted`, `weight` give the ties)."""
+    if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or \
+            (result.shape[1] and g.shape[2] % result.shape[1]):
+        raise ValueError("dots: the edges and heads do not fit")
+    with nogil:
+        edge_dots(g, src, gather, scatter, result,
+                  &out[0, 0, 0] if ties and out.shape[0] and out.shape[1] and out.shape[2] else NULL, ties == 1,
+                  &weight[0, 0] if weighted and weight.shape[0] else NULL, num_threads)

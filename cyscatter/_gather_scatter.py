@@ -294,8 +294,8 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight)
     if be.xp is not np:
         from cyscatter._gather_scatter_gpu import gather_scatter_gpu
-        return gather_scatter_gpu(be, src, gather_index, scatter_index, op, weight, dim_size, axis, fill_value,
-                                  mode, plan)
+        return gather_scatter_gpu(src, gather_index, scatter_index, op, weight=weight, dim_size=dim_size,
+                                  axis=axis, fill_value=fill_value, mode=mode, plan=plan)
     src = np.asarray(src)
     plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode)
     w, heads = check_weight(weight, plan.index_shape, feat)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import fused_kernels
+from cyscatter._backend import backend_of
 from cyscatter._canonical import prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather_scatter import check_weight, resolve, run_forward, team, value_dtype, weight_rows
@@ -116,6 +117,14 @@ class _Call:
         return keep, taken * scale, taken
 
 
+def _on_gpu(fun: str, **arrays):
+    """The CuPy implementation of `fun` when the arrays live on the GPU (TypeError when mixed), else None."""
+    if backend_of(**arrays).xp is np:
+        return None
+    from cyscatter import _gather_scatter_gpu
+    return getattr(_gather_scatter_gpu, fun + "_gpu")
+
+
 def _cast_like(result, like):
     """The gradient in the dtype of the value it differentiates, when that is inexact."""
     dtype = np.asarray(like).dtype
@@ -163,6 +172,11 @@ def gather_scatter_vjp_src(op, grad_out, src, gather_index=None, scatter_index=N
     """
     if grad_out is None:
         raise TypeError("gather_scatter_vjp_src needs grad_out (the output's cotangent), got None")
+    gpu = _on_gpu("gather_scatter_vjp_src", grad_out=grad_out, src=src, gather_index=gather_index,
+                  scatter_index=scatter_index, out=out, weight=weight)
+    if gpu:
+        return gpu(op, grad_out, src, gather_index, scatter_index, out, weight=weight, dim_size=dim_size, axis=axis,
+                   mode=mode, plan=plan)
     call = _Call("gather_scatter_vjp_src", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
                  plan, num_threads, [np.asarray(grad_out)])
     call.need_out("gather_scatter_vjp_src")
@@ -221,6 +235,11 @@ def gather_scatter_vjp_weight(op, grad_out, src, gather_index=None, scatter_inde
     """
     if grad_out is None:
         raise TypeError("gather_scatter_vjp_weight needs grad_out (the output's cotangent), got None")
+    gpu = _on_gpu("gather_scatter_vjp_weight", grad_out=grad_out, src=src, gather_index=gather_index,
+                  scatter_index=scatter_index, out=out, weight=weight)
+    if gpu:
+        return gpu(op, grad_out, src, gather_index, scatter_index, out, weight=weight, dim_size=dim_size, axis=axis,
+                   mode=mode, plan=plan)
     call = _Call("gather_scatter_vjp_weight", op, src, gather_index, scatter_index, out, weight, dim_size, axis,
                  mode, plan, num_threads, [np.asarray(grad_out)])
     call.need_out("gather_scatter_vjp_weight")
@@ -295,6 +314,11 @@ def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None,
         raise TypeError("gather_scatter_jvp needs src_dot or weight_dot (the tangents), got neither")
     if weight_dot is not None and weight is None:
         raise ValueError("weight_dot was given without weight")
+    gpu = _on_gpu("gather_scatter_jvp", src=src, gather_index=gather_index, scatter_index=scatter_index, out=out,
+                  src_dot=src_dot, weight=weight, weight_dot=weight_dot)
+    if gpu:
+        return gpu(op, src, gather_index, scatter_index, out, src_dot, weight=weight, weight_dot=weight_dot,
+                   dim_size=dim_size, axis=axis, mode=mode, plan=plan)
     call = _Call("gather_scatter_jvp", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
                  plan, num_threads, [np.asarray(t) for t in (src_dot, weight_dot) if t is not None])
     call.need_out("gather_scatter_jvp")

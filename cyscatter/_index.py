@@ -35,6 +35,7 @@ class IndexPlan:
     dims: tuple
     mode: str
     coords: tuple
+    arg: str = "index"   # the argument's name in error messages
 
     @property
     def n(self) -> int:
@@ -70,7 +71,7 @@ class IndexPlan:
             value = int(coord[where])
             if not 0 <= value < self.dims[axis]:
                 break
-        label = "index" if len(self.coords) == 1 else f"index[{axis}]"
+        label = self.arg if len(self.coords) == 1 else f"{self.arg}[{axis}]"
         pos = ", ".join(str(int(w)) for w in where)
         return IndexError(
             f"{label}[{pos}] = {value} is out of bounds for an indexed axis of size {self.dims[axis]} "
@@ -183,12 +184,12 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
         flat = _coordinate(coord, size, mode, axis, m)
         if flat is None:
             bad = int(array_module(coord).argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
-            plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords)
+            plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords, arg)
             raise plan.error(bad)
         flats.append(flat)
     xp = array_module(flats[0])
     if m == 1:
-        plan = IndexPlan(flats[0], coords[0].shape, dims, mode, coords)
+        plan = IndexPlan(flats[0], coords[0].shape, dims, mode, coords, arg)
         if mode == "raise" and xp is not np:
             # GPU kernels cannot raise: under mode='raise' every entry is checked here, before any write
             bad = ~plan.valid()
@@ -198,7 +199,7 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     valid = xp.ones(flats[0].shape, bool)
     for flat, size in zip(flats, dims):
         valid &= (flat >= 0) & (flat < size)
-    plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords)
+    plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords, arg)
     if mode == "raise" and not valid.all():
         raise plan.error(int(valid.argmin()))
     if valid.all():
@@ -208,4 +209,4 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     else:
         flat = xp.ravel_multi_index(tuple(xp.where(valid, f, 0) for f in flats), dims)
         flat[~valid] = -1
-    return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64), coords[0].shape, dims, mode, coords)
+    return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64), coords[0].shape, dims, mode, coords, arg)

@@ -40,6 +40,7 @@ class _Edges:
     src_shape: tuple
     src_dtype: np.dtype
     weight_shape: tuple | None
+    weight_dtype: np.dtype | None
 
     def kw(self) -> dict:
         return dict(plan=self.plan, axis=self.axis, num_threads=self.num_threads)
@@ -54,7 +55,7 @@ class _Edges:
         return np.zeros(self.src_shape, self.src_dtype)
 
     def ones_weight(self):
-        return None if self.weight_shape is None else np.ones(self.weight_shape)
+        return None if self.weight_shape is None else np.ones(self.weight_shape, self.weight_dtype)
 
 
 def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weight=None, dim_size=None, axis=0,
@@ -79,8 +80,9 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     opname = cs.get_op(op).name
     src_v = np.asarray(_value(src))
     plan, axis_n, _, _ = resolve(src_v, gather_index, scatter_index, plan, axis, dim_size, mode)
+    w_v = None if weight is None else np.asarray(_value(weight))
     edges = _Edges(opname, plan, axis_n, fill_value, num_threads, src_v.shape, src_v.dtype,
-                   None if weight is None else np.shape(_value(weight)))
+                   None if w_v is None else w_v.shape, None if w_v is None else w_v.dtype)
     if opname in ("mul", "div"):
         return _materialised(src, weight, edges)
     return _forward(src, weight, edges)

@@ -1,0 +1,258 @@
+"""gather_scatter (fused message passing), its plan and its split reverse functions, against the plain-loop
+references of tests/reference_gather_scatter.py: ops x value dtypes x index kinds x weight kinds x plan x
+threads, modes, batch axes, fill, determinism, memory, and bad input."""
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import cyscatter as cs
+from compare import assert_same, tolerance
+from inputs import rng_for, values
+from reference_gather_scatter import ref_gather_scatter, ref_gather_scatter_vjp
+from testing import OPS, op_supports
+
+DTYPES = ("float32", "float64", "int32", "int64", "uint8", "float16", "complex128")
+WEIGHTS = ("none", "edge", "head", "head-broadcast")
+SRC_DIMS = {"int": (7,), "tuple": (3, 4)}
+DST_DIMS = {"int": (6,), "tuple": (2, 5)}
+
+
+def edges(kind, n_edges, rng, *, out_of_range=False):
+    """(gather_index, scatter_index) of `kind`, every destination row of the int kind reached but one."""
+    def coords(dims):
+        cs_ = [rng.integers(0, d, n_edges) for d in dims]
+        if out_of_range:
+            for c, d in zip(cs_, dims):
+                bad = rng.random(n_edges) < 0.3
+                c[bad] = rng.choice([-1, d, d + 2, -d - 3], int(bad.sum()))
+        return cs_[0] if kind == "int" else tuple(cs_)
+    return coords(SRC_DIMS[kind]), coords(DST_DIMS[kind])
+
+
+def weight_for(kind, n_edges, feat, dtype, rng):
+    if kind == "none":
+        return None
+    shape = {"edge": (n_edges,), "head": (n_edges, feat[0]), "head-broadcast": (n_edges, 1)}[kind]
+    w = rng.choice([0.5, 1.0, -2.0, 3.0], shape)
+    return w.astype(dtype) if np.dtype(dtype).kind in "fc" else np.rint(w).astype(np.int64)
+
+
+def check(actual, expected, op, dtype, src):
+    ulps, scale = tolerance("numpy", op, np.dtype(dtype), src)
+    assert_same(actual, expected, ulps, scale)
+
+
+@pytest.mark.parametrize("kind", ["int", "tuple"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_forward_matches_reference(op, dtype, kind):
+    if not op_supports(op, dtype):
+        pytest.skip("complex has no order")
+    rng = rng_for("gs", op, dtype, kind)
+    feat = (2, 3)
+    src = values(dtype, SRC_DIMS[kind] + feat, rng, op)
+    gi, si = edges(kind, 23, rng)
+    plan = cs.gather_scatter_plan(gi, si, src_size=SRC_DIMS[kind], dim_size=DST_DIMS[kind])
+    for wkind in WEIGHTS:
+        w = weight_for(wkind, 23, feat, "float32" if dtype == "float16" else dtype, rng)
+        expected = ref_gather_scatter(src, gi, si, op, weight=w, dim_size=DST_DIMS[kind])
+        for threads in (1, 2):
+            got = cs.gather_scatter(src, gi, si, op, weight=w, dim_size=DST_DIMS[kind], num_threads=threads)
+            check(got, expected, op, dtype, src)
+            got = cs.gather_scatter(src, op=op, weight=w, plan=plan, num_threads=threads)
+            check(got, expected, op, dtype, src)
+
+
+@pytest.mark.parametrize("op", ["add", "mean", "max", "min", "mul"])
+@pytest.mark.parametrize("mode", ["drop", "wrap", "clip"])
+def test_modes_batch_axis_and_fill(op, mode):
+    rng = rng_for("gs-modes", op, mode)
+    src = values("float64", (2, 7, 3), rng, op)      # batch 2, 7 source rows, 3 features
+    gi, si = edges("int", 30, rng, out_of_range=True)
+    for fill in (None, -7.5):
+        expected = ref_gather_scatter(src, gi, si, op, dim_size=6, axis=1, mode=mode, fill_value=fill)
+        got = cs.gather_scatter(src, gi, si, op, dim_size=6, axis=1, mode=mode, fill_value=fill)
+        check(got, expected, op, "float64", src)
+        plan = cs.gather_scatter_plan(gi, si, src_size=7, dim_size=6, mode=mode)
+        got = cs.gather_scatter(src, op=op, axis=-2, plan=plan, fill_value=fill)
+        check(got, expected, op, "float64", src)
+
+
+def test_special_values_follow_scatter_rules():
+    src = np.array([[np.nan, -0.0], [0.0, np.inf], [-np.inf, 1.0]])
+    gi, si = np.array([0, 1, 2, 1, 2]), np.array([0, 0, 1, 1, 1])
+    for op in ("max", "min", "add"):
+        check(cs.gather_scatter(src, gi, si, op), ref_gather_scatter(src, gi, si, op), op, "float64", src)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mean", "max", "min"])
+@pytest.mark.parametrize("wkind", WEIGHTS)
+def test_reverse_functions_match_loops(op, wkind):
+    rng = rng_for("gs-rev", op, wkind)
+    feat = (2, 3)
+    src = rng.integers(-2, 3, (2, 7) + feat).astype(np.float64)   # small integers: ties in max/min
+    gi, si = edges("int", 25, rng)
+    w = weight_for(wkind, 25, feat, "float64", rng)
+    out = cs.gather_scatter(src, gi, si, op, weight=w, dim_size=6, axis=1)
+    g = rng.standard_normal(out.shape)
+    ref_src, ref_w = ref_gather_scatter_vjp(op, g, src, gi, si, out, weight=w, dim_size=6, axis=1)
+    plan = cs.gather_scatter_plan(gi, si, src_size=7, dim_size=6)
+    for kw in (dict(gather_index=gi, scatter_index=si, dim_size=6), dict(plan=plan)):
+        for threads in (1, 2):
+            got_src = cs.gather_scatter_vjp_src(op, g, src, out=out, weight=w, axis=1, num_threads=threads, **kw)
+            got_w = cs.gather_scatter_vjp_weight(op, g, src, out=out, weight=w, axis=1, num_threads=threads, **kw)
+            np.testing.assert_allclose(got_src, ref_src, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(got_w, ref_w, rtol=1e-12, atol=1e-12)
+            # the JVP is the VJPs' transpose: <g, J v> = <vjp_src(g), v_src> + <vjp_w(g), v_w>
+            v_src = rng.standard_normal(src.shape)
+            v_w = None if w is None else rng.standard_normal(w.shape)
+            jvp = cs.gather_scatter_jvp(op, src, out=out, src_dot=v_src, weight=w, weight_dot=v_w, axis=1,
+                                        num_threads=threads, **kw)
+            expected = np.sum(ref_src * v_src) + (0 if w is None else np.sum(ref_w * v_w))
+            np.testing.assert_allclose(np.sum(g * jvp), expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_reverse_of_mul_div_by_central_differences(op):
+    from reference import numeric_vjp
+    rng = rng_for("gs-rev-md", op)
+    src = rng.uniform(0.5, 2.0, (7, 2))
+    gi, si = edges("int", 15, rng)
+    w = rng.uniform(0.5, 2.0, 15)
+    out = cs.gather_scatter(src, gi, si, op, weight=w, dim_size=6)
+    g = rng.standard_normal(out.shape)
+    f_src = lambda x: ref_gather_scatter(x, gi, si, op, weight=w, dim_size=6)
+    f_w = lambda v: ref_gather_scatter(src, gi, si, op, weight=v, dim_size=6)
+    np.testing.assert_allclose(cs.gather_scatter_vjp_src(op, g, src, gi, si, out, weight=w, dim_size=6),
+                               numeric_vjp(f_src, src, g), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(cs.gather_scatter_vjp_weight(op, g, src, gi, si, out, weight=w, dim_size=6),
+                               numeric_vjp(f_w, w, g), rtol=1e-6, atol=1e-6)
+
+
+def test_thread_counts_give_the_same_bits():
+    rng = np.random.default_rng(5)
+    n, e, f = 3000, 40000, 16
+    src = rng.standard_normal((n, f)).astype(np.float32)
+    gi, si = rng.integers(0, n, e), rng.integers(0, n, e)
+    w = rng.standard_normal(e).astype(np.float32)
+    plan = cs.gather_scatter_plan(gi, si, src_size=n, dim_size=n)
+    for op in ("add", "mean", "max"):
+        one = cs.gather_scatter(src, op=op, weight=w, plan=plan, num_threads=1)
+        g = np.ones_like(one)
+        back = cs.gather_scatter_vjp_src(op, g, src, out=one, weight=w, plan=plan, num_threads=1)
+        for threads in (2, 3, 7):
+            assert_same(cs.gather_scatter(src, op=op, weight=w, plan=plan, num_threads=threads), one)
+            assert_same(cs.gather_scatter_vjp_src(op, g, src, out=one, weight=w, plan=plan, num_threads=threads),
+                        back)
+        # and the unfused composition, bitwise
+        messages = cs.gather(src, gi) * w[:, None]
+        assert_same(one, cs.scatter(messages, si, op, dim_size=n))
+
+
+def test_no_edge_by_feature_allocation():
+    rng = np.random.default_rng(6)
+    n, e, f = 2000, 50000, 32
+    src = rng.standard_normal((n, f))
+    gi, si, w = rng.integers(0, n, e), rng.integers(0, n, e), rng.random(e)
+    plan = cs.gather_scatter_plan(gi, si, src_size=n, dim_size=n)
+    out = cs.gather_scatter(src, op="mean", weight=w, plan=plan)
+    cs.gather_scatter_vjp_src("mean", out, src, out=out, weight=w, plan=plan)   # builds the transpose once
+    tracemalloc.start()
+    try:
+        for op in ("add", "mean", "max"):
+            out = cs.gather_scatter(src, op=op, weight=w, plan=plan)
+            cs.gather_scatter_vjp_src(op, out, src, out=out, weight=w, plan=plan)
+            cs.gather_scatter_vjp_weight(op, out, src, out=out, weight=w, plan=plan)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < e * f * 8 / 4, f"peak {peak} B against an E x F message matrix of {e * f * 8} B"
+
+
+def test_plan_attributes_and_reuse():
+    gi, si = np.array([2, 0, 1, 2]), np.array([1, 1, 0, 3])
+    plan = cs.gather_scatter_plan(gi, si, src_size=3, dim_size=5)
+    assert plan.index_shape == (4,) and plan.src_dims == (3,) and plan.dims == (5,) and plan.n_edges == 4
+    assert plan.counts.tolist() == [1, 2, 0, 1, 0]
+    assert "GatherScatterPlan" in repr(plan)
+    with pytest.raises(ValueError):
+        plan.counts[0] = 3   # read-only: a plan is shared between calls
+    src = np.arange(6.0).reshape(3, 2)
+    for _ in range(2):
+        np.testing.assert_array_equal(cs.gather_scatter(src, op="add", plan=plan),
+                                      ref_gather_scatter(src, gi, si, "add", dim_size=5))
+
+
+def test_empty_inputs():
+    src = np.zeros((4, 0))
+    assert cs.gather_scatter(src, np.array([0, 1]), np.array([1, 1]), "max").shape == (2, 0)
+    out = cs.gather_scatter(np.ones((4, 3)), np.array([], int), np.array([], int), "max", dim_size=2)
+    np.testing.assert_array_equal(out, np.full((2, 3), -np.inf))
+    out = cs.gather_scatter(np.ones((0, 3)), np.array([], int), np.array([], int), "mean", dim_size=2,
+                            fill_value=np.nan)
+    assert np.isnan(out).all()
+
+
+BAD = [
+    ("different index shapes", dict(gather_index=np.array([0, 1]), scatter_index=np.array([0, 1, 1])),
+     ValueError, "gather_index has shape"),
+    ("float gather index", dict(gather_index=np.array([0.0, 1.0]), scatter_index=np.array([0, 1])),
+     TypeError, "gather_index must hold integers"),
+    ("scatter index out of range", dict(gather_index=np.array([0, 1]), scatter_index=np.array([0, 9]), dim_size=3),
+     IndexError, r"scatter_index\[1\] = 9"),
+    ("gather index out of range", dict(gather_index=np.array([0, 4]), scatter_index=np.array([0, 1])),
+     IndexError, r"gather_index\[1\] = 4"),
+    ("negative gather index", dict(gather_index=np.array([-1, 0]), scatter_index=np.array([0, 1])),
+     IndexError, r"gather_index\[0\] = -1"),
+    ("weight of the wrong length", dict(weight=np.ones(3)), ValueError, "weight shape"),
+    ("weight of the wrong head shape", dict(weight=np.ones((2, 3))), ValueError, "weight shape"),
+    ("bool weight", dict(weight=np.array([True, False])), TypeError, "weight must hold numbers"),
+    ("complex weight for max", dict(weight=np.ones(2, complex), op="max"), TypeError, "weight dtype"),
+    ("bool src", dict(src=np.ones((4, 2), bool)), TypeError, "bool"),
+    ("unknown op", dict(op="avg"), ValueError, "unknown op"),
+    ("missing scatter_index", dict(scatter_index=None), TypeError, "needs gather_index and scatter_index"),
+    ("plan of another type", dict(gather_index=None, scatter_index=None, plan=object()), TypeError,
+     "plan must be a GatherScatterPlan"),
+    ("plan with indices", dict(plan="plan"), ValueError, "either plan or"),
+    ("unknown mode", dict(mode="ignore"), ValueError, "mode"),
+    ("axis that does not fit", dict(axis=2), ValueError, "axis=2"),
+]
+
+
+@pytest.mark.parametrize("what, kwargs, error, match", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_raises_and_leaves_inputs(what, kwargs, error, match):
+    args = dict(src=np.arange(8.0).reshape(4, 2), gather_index=np.array([0, 3]), scatter_index=np.array([1, 0]),
+                op="add")
+    if kwargs.get("plan") == "plan":
+        kwargs = dict(kwargs, plan=cs.gather_scatter_plan(args["gather_index"], args["scatter_index"]))
+    args.update(kwargs)
+    before = {k: v.copy() for k, v in args.items() if isinstance(v, np.ndarray)}
+    with pytest.raises(error, match=match):
+        cs.gather_scatter(**args)
+    for k, v in before.items():
+        np.testing.assert_array_equal(args[k], v)
+
+
+def test_plan_misuse():
+    plan = cs.gather_scatter_plan(np.array([0, 1]), np.array([1, 0]), src_size=2, dim_size=2)
+    with pytest.raises(ValueError, match="plan was made for src_size=.2,."):
+        cs.gather_scatter(np.ones((3, 2)), plan=plan)
+    with pytest.raises(ValueError, match="differs from the plan's mode"):
+        cs.gather_scatter(np.ones((2, 2)), plan=plan, mode="drop")
+    with pytest.raises(ValueError, match="differs from the plan's destination shape"):
+        cs.gather_scatter(np.ones((2, 2)), plan=plan, dim_size=5)
+    with pytest.raises(TypeError, match="needs out"):
+        cs.gather_scatter_vjp_src("max", np.ones((2, 2)), np.ones((2, 2)), plan=plan)
+    with pytest.raises(TypeError, match="needs grad_out"):
+        cs.gather_scatter_vjp_weight("add", None, np.ones((2, 2)), plan=plan)
+    with pytest.raises(ValueError, match="grad_out shape"):
+        cs.gather_scatter_vjp_src("add", np.ones((3, 2)), np.ones((2, 2)), plan=plan)
+    with pytest.raises(TypeError, match="grad_out must hold numbers"):
+        cs.gather_scatter_vjp_src("add", np.ones((2, 2), "U1"), np.ones((2, 2)), plan=plan)
+    with pytest.raises(ValueError, match="weight_dot was given without weight"):
+        cs.gather_scatter_jvp("add", np.ones((2, 2)), plan=plan, src_dot=np.ones((2, 2)), weight_dot=np.ones(2))
+    with pytest.raises(TypeError, match="src_dot or weight_dot"):
+        cs.gather_scatter_jvp("add", np.ones((2, 2)), plan=plan)

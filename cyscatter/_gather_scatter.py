@@ -183,8 +183,9 @@ def _sizes(value) -> tuple:
 
 
 def check_weight(weight, index_shape: tuple, feat: tuple, arg: str = "weight", xp=np):
-    """`weight` as an array of shape I + W, W broadcasting against the leading feature dims F[:len(W)]; None
-    stays None. Returns (weight array, heads), heads = prod(F[:len(W)])."""
+    """`weight` as an array of shape I + W, W broadcasting against the leading feature dims F[:len(W)], with W's
+    trailing 1s dropped (a weight of shape (E, 1) scales whole rows: one weight per edge, not one per feature);
+    None stays None. Returns (weight array, heads), heads = prod(F[:len(W)])."""
     if weight is None:
         return None, 1
     w = xp.asarray(weight)
@@ -196,7 +197,9 @@ def check_weight(weight, index_shape: tuple, feat: tuple, arg: str = "weight", x
             any(a not in (1, b) for a, b in zip(lead, feat)):
         raise ValueError(f"{arg} shape {w.shape} does not fit the edges: it must be the index shape {index_shape} "
                          f"followed by at most {len(feat)} dims that broadcast against the feature shape {feat}")
-    return w, prod(feat[:len(lead)])
+    while lead and lead[-1] == 1:
+        lead = lead[:-1]
+    return w.reshape(index_shape + lead), prod(feat[:len(lead)])
 
 
 def weight_rows(w, index_shape: tuple, feat: tuple, heads: int, dtype, xp=np):

@@ -38,6 +38,7 @@ class _Call:
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
                                                               dim_size, mode)
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat)
+        self.w_shape = None if weight is None else np.shape(weight)
         vdtype = value_dtype(self.src.dtype, self.w)
         self.op.check_dtype(vdtype)
         # derivatives are real or complex: integers in float64, float16 in float32, else the promoted dtype
@@ -103,7 +104,7 @@ class _Call:
             return rows2.reshape(self.plan.index_shape)
         full = rows2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
         summed = tuple(k + i for i, s in enumerate(self.w.shape[k:]) if s == 1)
-        return full.sum(axis=summed, keepdims=True).reshape(self.w.shape) if summed else full
+        return (full.sum(axis=summed, keepdims=True) if summed else full).reshape(self.w_shape)
 
     # ---- materialised messages (mul, div) -------------------------------------------------------------------
 
@@ -328,8 +329,9 @@ def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None,
         wd = np.asarray(weight_dot)
         if wd.dtype == np.bool_ or wd.dtype.kind not in "iufc":
             raise TypeError(f"weight_dot must hold numbers, got dtype {wd.dtype}")
-        if wd.shape != call.w.shape:
-            raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w.shape}")
+        if wd.shape != call.w_shape:
+            raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w_shape}")
+        wd = wd.reshape(call.w.shape)
         w_dot2 = weight_rows(wd, call.plan.index_shape, call.feat, call.heads, call.dtype)
     name = call.op.name
     size3 = (call.outer, call.plan.size, call.inner)
@@ -339,7 +341,7 @@ def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None,
             run_forward(OpCode.OP_ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)
         if w_dot2 is not None:
             part = np.zeros(size3, call.dtype)
-            run_forward(OpCode.OP_ADD, call.src3, call.plan, weight_dot, call.heads, call.feat, part, call.threads)
+            run_forward(OpCode.OP_ADD, call.src3, call.plan, wd, call.heads, call.feat, part, call.threads)
             result += part
         result = call.per_destination(result)
     elif name in ("max", "min"):

@@ -72,3 +72,9 @@ def symmetric_normalization(graph: Graph) -> np.ndarray:
     """
     degree = np.bincount(graph.dst, minlength=graph.n_nodes).astype(np.float64)
     return (1.0 / np.sqrt(degree[graph.src] * degree[graph.dst]))[:, None]
+
+
+def gather_scatter_plan(graph: Graph):
+    """The graph's edges (source -> destination node) grouped once for `cyscatter.gather_scatter`."""
+    import cyscatter as cs
+    return cs.gather_scatter_plan(graph.src, graph.dst, src_size=graph.n_nodes, dim_size=graph.n_nodes)

@@ -1,7 +1,8 @@
 """The two-layer graph convolutional network of the example, its graph-less baseline, and Adam training.
 
-Written once in ``autograd.numpy`` against a `MessagePassing` pair (gather, scatter), so the same model runs
-on cyscatter (through the ``grad`` package's autograd primitives) and on plain NumPy indexing/``ufunc.at``.
+Written once in ``autograd.numpy`` against a `MessagePassing` aggregation, so the same model runs on cyscatter
+(one fused ``gather_scatter`` per layer through the ``grad`` package's autograd primitives, the edges grouped once
+per graph in a plan) and on plain NumPy indexing/``ufunc.at`` (gather the E x F messages, then scatter them).
 """
 from __future__ import annotations
 
@@ -22,11 +23,33 @@ from cyscatter.examples._digits_graph import Graph
 
 
 class MessagePassing(NamedTuple):
-    """The two operations of a message-passing layer, taken from one library."""
+    """The aggregation of a message-passing layer, taken from one library: every node combines (op `aggr`) the
+    rows of `h` of its neighbours, each scaled by its edge's weight when there is one."""
 
     name: str
-    gather: Callable    # (h (n_nodes, F), index (n_edges,)) -> (n_edges, F)
-    scatter: Callable   # (messages (n_edges, F), index (n_edges,), op, *, dim_size) -> (dim_size, F)
+    propagate: Callable   # (h (n_nodes, F), graph, aggr, edge_weight (n_edges, 1) or None) -> (n_nodes, F)
+
+
+def fused_message_passing(name: str, gather_scatter: Callable, plan_of: Callable) -> MessagePassing:
+    """A `MessagePassing` from a fused ``gather_scatter(h, op=, weight=, plan=)`` and a plan made once per graph
+    by ``plan_of(graph)`` (cached here, keyed by the graph object)."""
+    plans = {}
+
+    def propagate(h, graph, aggr, edge_weight=None):
+        if id(graph) not in plans:
+            plans[id(graph)] = (graph, plan_of(graph))   # the graph is kept alive, so its id stays its own
+        return gather_scatter(h, op=aggr, weight=edge_weight, plan=plans[id(graph)][1])
+    return MessagePassing(name, propagate)
+
+
+def unfused_message_passing(name: str, gather: Callable, scatter: Callable) -> MessagePassing:
+    """A `MessagePassing` that materialises the messages: ``scatter(gather(h, src) * weight, dst)``."""
+    def propagate(h, graph, aggr, edge_weight=None):
+        messages = gather(h, graph.src)
+        if edge_weight is not None:
+            messages = messages * edge_weight
+        return scatter(messages, graph.dst, aggr, dim_size=graph.n_nodes)
+    return MessagePassing(name, propagate)
 
 
 def init_params(sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -39,15 +62,6 @@ def init_params(sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarra
     return params
 
 
-def propagate(mp: MessagePassing, h, graph: Graph, aggr: str, edge_weight=None):
-    """One round of message passing: every node aggregates the rows of `h` of its neighbours (and its own),
-    each scaled by its edge's weight, shape (n_edges, 1), when there is one."""
-    messages = mp.gather(h, graph.src)
-    if edge_weight is not None:
-        messages = messages * edge_weight
-    return mp.scatter(messages, graph.dst, aggr, dim_size=graph.n_nodes)
-
-
 def gcn_logits(params, graph: Graph, mp: MessagePassing, aggr: str, edge_weight=None):
     """Two layers of: gather along the edges -> linear transform -> aggregate (scatter) into the nodes.
 
@@ -56,8 +70,8 @@ def gcn_logits(params, graph: Graph, mp: MessagePassing, aggr: str, edge_weight=
     `edge_weight` then scales it.
     """
     (w1, b1), (w2, b2) = params
-    hidden = anp.maximum(propagate(mp, anp.dot(graph.features, w1), graph, aggr, edge_weight) + b1, 0.0)
-    return propagate(mp, anp.dot(hidden, w2), graph, aggr, edge_weight) + b2
+    hidden = anp.maximum(mp.propagate(anp.dot(graph.features, w1), graph, aggr, edge_weight) + b1, 0.0)
+    return mp.propagate(anp.dot(hidden, w2), graph, aggr, edge_weight) + b2
 
 
 def mlp_logits(params, graph: Graph):

@@ -4,8 +4,9 @@ Run ``python -m cyscatter.examples.gcn`` (``--help`` lists the options). It buil
 graph of scikit-learn's bundled handwritten digits (1,797 images, no download), hides all labels but a small
 class-stratified fraction, and trains with HIPS autograd:
 
-- a 2-layer GCN whose message passing is cyscatter's gather along the edges and scatter (mean, max or add)
-  into the nodes, differentiated through the ``grad`` package;
+- a 2-layer GCN whose message passing is cyscatter's fused ``gather_scatter`` (mean, max or add over the
+  neighbours, one pass over the edges with no E x F message matrix, the edges grouped once in a plan),
+  differentiated through the ``grad`` package;
 - the same network without message passing (a graph-less MLP) on the same labels, as the baseline;
 
 then reports the accuracy of both on the unlabelled nodes, times the GCN's training epoch with cyscatter and
@@ -90,9 +91,10 @@ def main(argv=None):
     print(f"digits k-NN graph: {graph.n_nodes} nodes, {graph.n_edges} edges with self-loops (k={args.k}); "
           f"{len(labelled)} labelled nodes ({len(labelled) / graph.n_nodes:.1%}); aggregation: {args.aggr}",
           flush=True)   # before the progress bars, which write to stderr
-    implementations = (_gcn_model.MessagePassing("cyscatter", csgrad.gather, csgrad.scatter),
-                       _gcn_model.MessagePassing("NumPy fancy indexing + ufunc.at", _numpy_scatter.numpy_gather,
-                                                 _numpy_scatter.numpy_scatter))
+    implementations = (
+        _gcn_model.fused_message_passing("cyscatter", csgrad.gather_scatter, _digits_graph.gather_scatter_plan),
+        _gcn_model.unfused_message_passing("NumPy fancy indexing + ufunc.at", _numpy_scatter.numpy_gather,
+                                           _numpy_scatter.numpy_scatter))
     init = _gcn_model.init_params([graph.features.shape[1], args.hidden, graph.n_classes], args.seed)
     # a plain sum grows with the degree (11 to 36 with k=10), which makes training unstable
     edge_weight = _digits_graph.symmetric_normalization(graph) if args.aggr == "add" else None

@@ -85,6 +85,119 @@ EXCLUSIVE_PRODUCTS = KernelSpec(
     "cyscatter_exclusive_products")
 
 
+
+# ---- fused gather-scatter (cyscatter._gather_scatter_gpu) -----------------------------------------------------
+# Every kernel below runs one thread per (outer, edge, feature) of the edge list `gather`/`scatter` (int64, the
+# plan's flattened indices; an edge with either end outside [0, n_src) / [0, n_dst) is dropped, mode='drop'),
+# launched with size=outer * n_edges * inner. An edge's message is `weight[edge, head] * src[outer, gather[edge],
+# feature]` rounded to the value type, as gather-then-scatter rounds it (`weighted` false: the src element);
+# `weight` is (n_edges, heads) C order, a head spanning inner / heads consecutive features.
+_EDGE_PARAMS = ("raw S src, raw int64 gather, raw int64 scatter, raw S weight, bool weighted, int64 n_edges, "
+                "int64 inner, int64 heads, int64 n_src, int64 n_dst")
+_EDGE_HEAD = """const cs_position at = cs_locate(i, n_edges, inner);
+    const long long s = gather[at.row], d = scatter[at.row];
+    if (s >= 0 && s < n_src && d >= 0 && d < n_dst) {
+        const long long from = cs_offset(at.outer, s, at.inner, n_src, inner);
+        const long long to = cs_offset(at.outer, d, at.inner, n_dst, inner);
+        const S w = weighted ? weight[at.row * heads + at.inner / (inner / heads)] : S(1);
+        const S message = weighted ? cs_mul(w, src[from]) : src[from];
+"""
+
+
+# The forward pass in one launch, no E x F message matrix: each message applied to out[outer, scatter[edge],
+# feature] with the op's atomic. With gather and scatter swapped (and src the destination-side cotangent) it is
+# the transposed product, the add-family gradient with respect to src.
+def gather_scatter_spec(update: str) -> KernelSpec:
+    return KernelSpec(
+        _EDGE_PARAMS, "raw S out",
+        _EDGE_HEAD + f"""        cs_atomic_{update}(&out[to], message);
+    }}""",
+        f"cyscatter_gather_scatter_{update}")
+
+
+# One thread per destination element (outer, row, feature), walking the row's edges of the plan's CSR (cols: the
+# source rows, edge_ids: the edges, in index order): for updates without an atomic of the element's width
+# (complex128 mul/div). Deterministic, and the CPU kernel's order. Launched with size=outer * n_dst * inner.
+def gather_scatter_ordered_spec(update: str) -> KernelSpec:
+    return KernelSpec(
+        "raw S src, raw int64 indptr, raw int64 cols, raw int64 edge_ids, raw S weight, bool weighted, "
+        "int64 n_dst, int64 inner, int64 heads, int64 n_src", "raw S out",
+        f"""const cs_position at = cs_locate(i, n_dst, inner);
+        const long long to = cs_offset(at.outer, at.row, at.inner, n_dst, inner);
+        S acc = out[to];
+        for (long long p = indptr[at.row]; p < indptr[at.row + 1]; ++p) {{
+            const S x = src[cs_offset(at.outer, cols[p], at.inner, n_src, inner)];
+            acc = cs_{update}(acc, weighted ? cs_mul(weight[edge_ids[p] * heads + at.inner / (inner / heads)], x) : x);
+        }}
+        out[to] = acc;""",
+        f"cyscatter_gather_scatter_ordered_{update}")
+
+
+# max/min reverse, step 1: how many edges tie each output element (their message equals the kept value, see
+# cs_ties); `out` is the forward result (outer, n_dst, inner). Real values only.
+TIE_COUNTS = KernelSpec(
+    _EDGE_PARAMS + ", raw S out", "raw int64 ties",
+    _EDGE_HEAD + """        if (cs_ties(message, out[to]))
+            atomicAdd(reinterpret_cast<unsigned long long*>(&ties[to]), 1ULL);
+    }""",
+    "cyscatter_tie_counts")
+
+# max/min reverse, step 2 (gradient with respect to src): each tied edge sends its share of the output element's
+# cotangent (`share`: cotangent / tie count) back to its source row, times its weight.
+TIED_SHARES_BACK = KernelSpec(
+    _EDGE_PARAMS + ", raw S out, raw S share", "raw S result",
+    _EDGE_HEAD + """        if (cs_ties(message, out[to]))
+            cs_atomic_add(&result[from], weighted ? w * share[to] : share[to]);
+    }""",
+    "cyscatter_tied_shares_back")
+
+# max/min JVP: the sum of the tied edges' tangent messages, w * src_dot + w_dot * src (divided by the tie counts
+# afterwards: the average over the winners).
+TIED_TANGENTS = KernelSpec(
+    _EDGE_PARAMS + ", raw S out, raw S src_dot, bool use_src_dot, raw S weight_dot, bool use_weight_dot",
+    "raw S acc",
+    _EDGE_HEAD + """        if (cs_ties(message, out[to])) {
+            S tangent = S(0);
+            if (use_src_dot) tangent = weighted ? w * src_dot[from] : src_dot[from];
+            if (use_weight_dot) tangent = tangent + weight_dot[at.row * heads + at.inner / (inner / heads)] * src[from];
+            cs_atomic_add(&acc[to], tangent);
+        }
+    }""",
+    "cyscatter_tied_tangents")
+
+# Gradient with respect to the weight (SDDMM): one thread per (edge, head), the dot product over the batch and the
+# head's features of the destination-side cotangent `g` (outer, n_dst, inner) with the source row, in the CPU
+# kernel's order; 0 for a dropped edge. Launched with size=n_edges * heads.
+_DOTS_HEAD = """const long long e = i / heads, h = i % heads, chunk = inner / heads;
+    const long long s = gather[e], d = scatter[e];
+    S acc = S(0);
+    if (s >= 0 && s < n_src && d >= 0 && d < n_dst) {
+        for (long long o = 0; o < outer; ++o) {
+            for (long long f = h * chunk; f < (h + 1) * chunk; ++f) {
+                const long long from = cs_offset(o, s, f, n_src, inner), to = cs_offset(o, d, f, n_dst, inner);
+"""
+_DOTS_PARAMS = ("raw S g, raw S src, raw int64 gather, raw int64 scatter, int64 n_edges, int64 outer, int64 inner, "
+                "int64 heads, int64 n_src, int64 n_dst")
+EDGE_DOTS = KernelSpec(
+    _DOTS_PARAMS, "raw S result",
+    _DOTS_HEAD + """                acc = acc + g[to] * src[from];
+            }
+        }
+    }
+    result[i] = acc;""",
+    "cyscatter_edge_dots")
+
+# The same for max/min: only the features where the edge ties the forward result `out` count (g: the shares).
+EDGE_DOTS_TIED = KernelSpec(
+    _DOTS_PARAMS + ", raw S out, raw S weight, bool weighted", "raw S result",
+    _DOTS_HEAD + """                const S message = weighted ? weight[e * heads + h] * src[from] : src[from];
+                if (cs_ties(message, out[to])) acc = acc + g[to] * src[from];
+            }
+        }
+    }
+    result[i] = acc;""",
+    "cyscatter_edge_dots_tied")
+
 @functools.cache
 def build(spec: KernelSpec):
     """The ElementwiseKernel of `spec` (CuPy compiles it per device and dtype on its first call)."""

@@ -167,6 +167,19 @@ __device__ __forceinline__ void cs_atomic_min(unsigned long long* p, unsigned lo
 __device__ __forceinline__ void cs_atomic_min(float* p, float v) { cs_atomic_update<cs_rule_min>(p, v); }
 __device__ __forceinline__ void cs_atomic_min(double* p, double v) { cs_atomic_update<cs_rule_min>(p, v); }
 
+// ---- the winners of max/min (the fused gather-scatter's reverse kernels) -------------------------------------
+
+// The message m is the value the forward max/min kept in o: equal with the same sign of zero, or both NaN (the
+// CPU kernels' rule, so an edge ties on the GPU exactly when it ties there). Real values only: ordered ops.
+__device__ __forceinline__ bool cs_ties(float m, float o) {
+    if (m != m) return o != o;
+    return m == o && (__float_as_int(m) < 0) == (__float_as_int(o) < 0);
+}
+__device__ __forceinline__ bool cs_ties(double m, double o) {
+    if (m != m) return o != o;
+    return m == o && (__double_as_longlong(m) < 0) == (__double_as_longlong(o) < 0);
+}
+
 // ---- one-line kernel bodies ----------------------------------------------------------------------------------
 
 // The row of the canonical (outer, rows, inner) view holding flat element i, and its outer/inner coordinates.

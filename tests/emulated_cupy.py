@@ -118,13 +118,125 @@ def _exclusive_products(src, order, indptr, n, inner, n_groups, partials, size):
             part3[:, k] = np.prod(src3[:, others], axis=1) if len(others) else 1
 
 
+
+# ---- the fused gather-scatter's kernels (cyscatter._gather_scatter_gpu): one thread per (outer, edge, feature) --
+
+def _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size):
+    """(src3, [(edge, s, d, w)] for the kept edges in a shuffled order): w the edge's weight per feature or None."""
+    outer = size // max(n_edges * inner, 1)
+    assert size == outer * n_edges * inner and inner % heads == 0
+    src3 = _raw(src).reshape(outer, n_src, inner)
+    gather, scatter, w = _raw(gather, np.int64), _raw(scatter, np.int64), _raw(weight, src.dtype)
+    assert gather.shape == scatter.shape == (n_edges,) and (not weighted or w.shape == (n_edges * heads,))
+    kept = []
+    for e in np.random.default_rng().permutation(n_edges):   # threads arrive in any order
+        s, d = gather[e], scatter[e]
+        if 0 <= s < n_src and 0 <= d < n_dst:
+            kept.append((e, s, d, np.repeat(w[e * heads:(e + 1) * heads], inner // heads) if weighted else None))
+    return src3, kept
+
+
+def _message(x, w):
+    with np.errstate(all="ignore"):
+        return x if w is None else w * x   # in the value type, weight first, as the kernel
+
+
+def _tied(m, o):
+    return np.where(np.isnan(m), np.isnan(o), (m == o) & (np.signbit(m) == np.signbit(o)))
+
+
+def _gather_scatter(update, src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out,
+                    size):
+    src3, kept = _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size)
+    out3 = _raw(out, src.dtype).reshape(-1, n_dst, inner)
+    for _, s, d, w in kept:
+        out3[:, d] = _combine(update, out3[:, d], _message(src3[:, s], w))
+
+
+def _gather_scatter_ordered(update, src, indptr, cols, edge_ids, weight, weighted, n_dst, inner, heads, n_src, out,
+                            size):
+    out3 = _raw(out, src.dtype).reshape(-1, n_dst, inner)
+    assert size == out3.size
+    src3, w = _raw(src).reshape(out3.shape[0], n_src, inner), _raw(weight, src.dtype)
+    indptr, cols, edge_ids = _raw(indptr, np.int64), _raw(cols, np.int64), _raw(edge_ids, np.int64)
+    for r in range(n_dst):
+        for p in range(indptr[r], indptr[r + 1]):
+            e = edge_ids[p]
+            we = np.repeat(w[e * heads:(e + 1) * heads], inner // heads) if weighted else None
+            out3[:, r] = _combine(update, out3[:, r], _message(src3[:, cols[p]], we))
+
+
+def _tie_counts(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, ties, size):
+    src3, kept = _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size)
+    out3, ties3 = _raw(out, src.dtype).reshape(-1, n_dst, inner), _raw(ties, np.int64).reshape(-1, n_dst, inner)
+    for _, s, d, w in kept:
+        ties3[:, d] += _tied(_message(src3[:, s], w), out3[:, d])
+
+
+def _tied_shares_back(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, share,
+                      result, size):
+    src3, kept = _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size)
+    out3, share3 = _raw(out, src.dtype).reshape(-1, n_dst, inner), _raw(share, src.dtype).reshape(-1, n_dst, inner)
+    result3 = _raw(result, src.dtype).reshape(src3.shape)
+    for _, s, d, w in kept:
+        tied = _tied(_message(src3[:, s], w), out3[:, d])
+        result3[:, s] += np.where(tied, _message(share3[:, d], w), 0)
+
+
+def _tied_tangents(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, src_dot,
+                   use_src_dot, weight_dot, use_weight_dot, acc, size):
+    src3, kept = _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size)
+    out3, acc3 = _raw(out, src.dtype).reshape(-1, n_dst, inner), _raw(acc, src.dtype).reshape(-1, n_dst, inner)
+    dot3, w_dot = _raw(src_dot, src.dtype).reshape(src3.shape) if use_src_dot else None, _raw(weight_dot, src.dtype)
+    for e, s, d, w in kept:
+        tangent = np.zeros_like(src3[:, s])
+        if use_src_dot:
+            tangent = _message(dot3[:, s], w)
+        if use_weight_dot:
+            tangent = tangent + np.repeat(w_dot[e * heads:(e + 1) * heads], inner // heads) * src3[:, s]
+        acc3[:, d] += np.where(_tied(_message(src3[:, s], w), out3[:, d]), tangent, 0)
+
+
+def _edge_dots(g, src, gather, scatter, n_edges, outer, inner, heads, n_src, n_dst, *rest, size):
+    tied = len(rest) == 4
+    out, weight, weighted, result = rest if tied else (None, None, False, rest[0])
+    assert size == n_edges * heads and inner % heads == 0
+    g3, src3 = _raw(g).reshape(outer, n_dst, inner), _raw(src, g.dtype).reshape(outer, n_src, inner)
+    gather, scatter, res = _raw(gather, np.int64), _raw(scatter, np.int64), _raw(result, g.dtype)
+    chunk = inner // max(heads, 1)
+    for e in range(n_edges):
+        s, d = gather[e], scatter[e]
+        for h in range(heads):
+            acc = g.dtype.type(0)
+            if 0 <= s < n_src and 0 <= d < n_dst:
+                for o in range(outer):
+                    for f in range(h * chunk, (h + 1) * chunk):
+                        x = src3[o, s, f]
+                        if tied and not _tied(_raw(weight)[e * heads + h] * x if weighted else x,
+                                              _raw(out).reshape(outer, n_dst, inner)[o, d, f]):
+                            continue
+                        acc = acc + g3[o, d, f] * x
+            res[e * heads + h] = acc
+
 def _kernel_for(name):
+    if name.startswith("cyscatter_gather_scatter_ordered_"):
+        return functools.partial(_gather_scatter_ordered, name.rpartition("_")[2])
+    if name.startswith("cyscatter_gather_scatter_"):
+        return functools.partial(_gather_scatter, name.rpartition("_")[2])
+    if name in _FUSED_KERNELS:
+        return _FUSED_KERNELS[name]
     if name.startswith("cyscatter_scatter_ordered_"):
         return functools.partial(_scatter_ordered, name.rpartition("_")[2])
     if name.startswith("cyscatter_scatter_"):
         return functools.partial(_scatter, name.rpartition("_")[2])
     return {"cyscatter_count_rows": _count_rows, "cyscatter_gather": _gather,
             "cyscatter_exclusive_products": _exclusive_products}[name]
+
+
+
+_FUSED_KERNELS = {"cyscatter_tie_counts": _tie_counts, "cyscatter_tied_shares_back": _tied_shares_back,
+                  "cyscatter_tied_tangents": _tied_tangents, "cyscatter_edge_dots": _edge_dots,
+                  "cyscatter_edge_dots_tied": _edge_dots}
 
 
 class ElementwiseKernel:

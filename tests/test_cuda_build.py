@@ -52,6 +52,8 @@ def test_cuda_header_compiles_with_nvcc(tmp_path):
             t = CTYPES[dtype]
             lines.append(f"__global__ void atomic_{update}_{dtype}({t}* out, const {t}* src) "
                          f"{{ cs_atomic_{update}(out, src[0]); *out = cs_{update}(*out, src[1]); }}")
+    for t in ("float", "double"):   # the max/min winners of the fused gather-scatter's reverse kernels
+        lines.append(f"__global__ void ties_{t}(bool* out, const {t}* v) {{ *out = cs_ties(v[0], v[1]); }}")
     lines.append("__global__ void locate(long long* out, long long i) "
                  "{ cs_position at = cs_locate(i, 3, 5); *out = cs_offset(at.outer, at.row, at.inner, 3, 5); }")
     _nvcc(tmp_path, "\n".join(lines) + "\n", HEADER.parent)
@@ -73,6 +75,24 @@ def _kernel_instances():
             yield _cuda_kernels.GATHER, {"T": dtype, "I": index}
     for dtype in ("float32", "float64", "complex64", "complex128"):
         yield _cuda_kernels.EXCLUSIVE_PRODUCTS, {"S": dtype}
+    yield from _fused_kernel_instances()
+
+
+def _fused_kernel_instances():
+    """The fused gather-scatter's kernels (cyscatter._gather_scatter_gpu): the forward for every op's compute
+    dtypes (the atomics' list; complex128 mul/div along CSR rows), the reverse kernels for the derivative dtypes
+    (real for max/min's winners)."""
+    for update, dtypes in ATOMIC_DTYPES.items():
+        for dtype in dtypes:
+            yield _cuda_kernels.gather_scatter_spec(update), {"S": dtype}
+    for update in ("mul", "div"):
+        yield _cuda_kernels.gather_scatter_ordered_spec(update), {"S": "complex128"}
+    for dtype in ("float32", "float64"):
+        for spec in (_cuda_kernels.TIE_COUNTS, _cuda_kernels.TIED_SHARES_BACK, _cuda_kernels.TIED_TANGENTS,
+                     _cuda_kernels.EDGE_DOTS_TIED):
+            yield spec, {"S": dtype}
+    for dtype in ("float32", "float64", "complex64", "complex128"):
+        yield _cuda_kernels.EDGE_DOTS, {"S": dtype}
 
 
 def _cupy_kernel_source(spec, types, name):

@@ -1,0 +1,353 @@
+"""gather_scatter and its reverse functions on CuPy arrays: the fused kernels of `cyscatter._cuda_kernels`.
+
+`cyscatter._gather_scatter` and `cyscatter._gather_scatter_reverse` call these when an array argument is a CUDA
+array; the validation, the dtype rules and the plan are theirs. The plan (NumPy arrays, grouped on the host) is
+uploaded once per device and cached on the plan object, so a plan reused across calls costs no transfer; without
+one, each call copies the indices to the host to validate and group them.
+
+What runs in one pass (no E x F array): the forward pass of every op (one thread per (batch, edge, feature) with
+the op's atomic update, complex128 mul/div one thread per destination element along the plan's CSR rows); for
+add/sub/mean the gradient with respect to src (the same kernel with the indices swapped), with respect to the
+weight (one dot per edge) and the JVP; for max/min the tie counts per output element, then the per-edge shares
+(src gradient, weight gradient) or tangents (JVP). mul and div reverse functions materialise the messages and use
+the core GPU `scatter_vjp_src` / `scatter_jvp`.
+
+As everywhere on the GPU, float add/sub/mean/mul/div sums depend on the order in which the atomics arrive (the
+CPU's result to rounding); max/min, integer results and tie counts are exact.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter._backend import backend_of, is_device_array
+from cyscatter._canonical import prod
+from cyscatter._cuda_kernels import (EDGE_DOTS, EDGE_DOTS_TIED, TIE_COUNTS, TIED_SHARES_BACK, TIED_TANGENTS, build,
+                                     gather_scatter_ordered_spec, gather_scatter_spec)
+from cyscatter._gather_scatter import check_weight, resolve, value_dtype, weight_rows
+from cyscatter._ops import get_op, native
+from cyscatter._reverse import scatter_jvp, scatter_vjp_src
+from cyscatter._scatter import fill_for, finish_fresh, scatter_into
+
+_ATOMIC_WORD = 8   # bytes of the widest atomicCAS: wider CAS updates (complex128 mul/div) take the CSR kernel
+_LINEAR = ("add", "sub", "mean")
+
+
+# ---- the plan on the device -------------------------------------------------------------------------------------
+
+_HOST_ARRAYS = {   # what `_on_device` can upload, from the plan's NumPy arrays
+    "gather": lambda plan: plan.gather,
+    "scatter": lambda plan: plan.scatter,
+    "counts": lambda plan: plan.counts,
+    "indptr": lambda plan: plan.indptr,
+    "cols": lambda plan: plan.cols,
+    # an empty edge_ids means the CSR order is the edge order (and no edge is dropped)
+    "edge_ids": lambda plan: plan.edge_ids if plan.edge_ids.shape[0] else np.arange(plan.cols.shape[0]),
+    "kept": lambda plan: np.flatnonzero(plan.valid_edges()),
+    "gather_kept": lambda plan: plan.gather[plan.valid_edges()],
+    "scatter_kept": lambda plan: plan.scatter[plan.valid_edges()],
+}
+
+
+def _on_device(plan, xp, name: str):
+    """The plan's array `name` on the current device, uploaded at its first use there and kept on the plan."""
+    cache = plan.__dict__.setdefault("_device_arrays", {})
+    cuda = getattr(xp, "cuda", None)   # the emulated CuPy of the tests has no devices
+    key = (id(xp), cuda.Device().id if cuda is not None else -1, name)
+    arr = cache.get(key)
+    if arr is None:
+        arr = cache[key] = xp.asarray(_HOST_ARRAYS[name](plan))
+    return arr
+
+
+def _host(index):
+    """An index (array or tuple of arrays) on the host: the plan is validated and grouped there."""
+    if isinstance(index, tuple):
+        return tuple(_host(part) for part in index)
+    return index.get() if is_device_array(index) else index
+
+
+# ---- kernel launches ----------------------------------------------------------------------------------------
+
+def _edge_weight(w2, xp, dtype):
+    """(weight rows, weighted, heads) for the edge kernels: a dummy one-element array without a weight."""
+    if w2 is None:
+        return xp.zeros(1, dtype), False, 1
+    return w2.reshape(-1), True, w2.shape[1]
+
+
+def _run_edges(update: str, src3, gather, scatter, w2, out3, xp) -> None:
+    """out3[o, scatter[e], f] = update(out3[...], w2[e, head(f)] * src3[o, gather[e], f]) for every kept edge."""
+    outer, n_src, inner = src3.shape
+    n_edges = gather.shape[0]
+    if outer * n_edges * inner == 0:
+        return
+    weight, weighted, heads = _edge_weight(w2, xp, src3.dtype)
+    build(gather_scatter_spec(update))(src3.reshape(-1), gather, scatter, weight, weighted, n_edges, inner, heads,
+                                       n_src, out3.shape[1], out3.reshape(-1), size=outer * n_edges * inner)
+
+
+def _forward(op, src3, plan, w2, out3, xp) -> None:
+    """The forward kernel from the identity-filled `out3`: atomics per edge, or CSR rows for wide CAS updates."""
+    if op.gpu_cas and out3.dtype.itemsize > _ATOMIC_WORD:
+        outer, n_dst, inner = out3.shape
+        if outer * n_dst * inner == 0:
+            return
+        weight, weighted, heads = _edge_weight(w2, xp, out3.dtype)
+        build(gather_scatter_ordered_spec(op.gpu_update))(
+            src3.reshape(-1), _on_device(plan, xp, "indptr"), _on_device(plan, xp, "cols"),
+            _on_device(plan, xp, "edge_ids"), weight, weighted, n_dst, inner, heads, src3.shape[1],
+            out3.reshape(-1), size=out3.size)
+    else:
+        gather, scatter = _on_device(plan, xp, "gather"), _on_device(plan, xp, "scatter")
+        _run_edges(op.gpu_update, src3, gather, scatter, w2, out3, xp)
+
+
+def gather_scatter_gpu(src, gather_index, scatter_index, op, *, weight, dim_size, axis, fill_value, mode, plan):
+    """`cyscatter.gather_scatter` on CuPy arrays (`op` an `Op`); see there."""
+    be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight)
+    xp = be.xp
+    src = be.asarray(src)
+    plan, axis, batch, feat = resolve(src, _host(gather_index), _host(scatter_index), plan, axis, dim_size, mode)
+    w, heads = check_weight(weight, plan.index_shape, feat, xp=xp)
+    vdtype = value_dtype(src.dtype, w)
+    if w is not None and op.ordered and w.dtype.kind == "c":
+        raise TypeError(f"op {op.name!r} needs ordered values; weight dtype {w.dtype} is complex")
+    result_dtype = op.result_dtype(vdtype)
+    fill = fill_for(fill_value, result_dtype, xp)
+    outer, inner = prod(batch), prod(feat)
+    out3 = op.fresh((outer, plan.size, inner), result_dtype, xp)
+    src3 = be.rows_view(src, out3.dtype, outer, plan.src_size, inner)
+    w2 = None if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype, xp=xp)
+    _forward(op, src3, plan, w2, out3, xp)
+    counts = _on_device(plan, xp, "counts") if op.counts or fill is not None else None
+    return finish_fresh(op, out3, counts, fill, result_dtype, xp).reshape(batch + plan.dims + feat)
+
+
+# ---- reverse functions ------------------------------------------------------------------------------------------
+
+class _Call:
+    """One reverse call on the device, as `cyscatter._gather_scatter_reverse._Call` on the host: canonical views
+    src3 (outer, S, inner), the plan, the weight rows, and the dtype the derivatives are computed in."""
+
+    def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
+                 tangents: dict):
+        self.be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, out=out,
+                             weight=weight, **tangents)
+        xp = self.xp = self.be.xp
+        self.op = get_op(op)
+        if src is None:
+            raise TypeError(f"{fun} needs src (the forward call's src), got None")
+        self.src = self.be.asarray(src)
+        self.plan, self.axis, self.batch, self.feat = resolve(self.src, _host(gather_index), _host(scatter_index),
+                                                              plan, axis, dim_size, mode)
+        self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, xp=xp)
+        vdtype = value_dtype(self.src.dtype, self.w)
+        self.op.check_dtype(vdtype)
+        # derivatives are real or complex: integers in float64, float16 in float32, else the promoted dtype
+        dtype = np.result_type(vdtype, *[native(xp.asarray(t).dtype) for t in tangents.values() if t is not None])
+        self.dtype = np.dtype(np.float64) if dtype.kind in "iu" else \
+            np.dtype(np.float32) if dtype == np.float16 else dtype
+        self.outer, self.inner = prod(self.batch), prod(self.feat)
+        self.out_shape = self.batch + self.plan.dims + self.feat
+        self.src3 = self.be.rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner)
+        self.w2 = None if self.w is None else \
+            weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype, xp=xp)
+        self.out3 = None if out is None else self.table(out, "out")
+        if self.out3 is None and self.op.name not in _LINEAR:
+            raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
+
+    def device(self, name: str):
+        return _on_device(self.plan, self.xp, name)
+
+    def _numeric(self, a, arg: str):
+        a = self.be.asarray(a)
+        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+            raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
+        return a
+
+    def table(self, a, arg: str):
+        """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
+        a = self._numeric(a, arg)
+        if a.shape != self.out_shape:
+            raise ValueError(f"{arg} shape {a.shape} differs from the output shape {self.out_shape}")
+        return self.xp.ascontiguousarray(a.reshape(self.outer, self.plan.size, self.inner), dtype=self.dtype)
+
+    def entries(self, a, arg: str):
+        """`a` (shape of src) as a C-contiguous (outer, S, inner) array of the derivative dtype."""
+        a = self._numeric(a, arg)
+        if a.shape != self.src.shape:
+            raise ValueError(f"{arg} shape {a.shape} differs from the src shape {self.src.shape}")
+        return self.xp.ascontiguousarray(a.reshape(self.src3.shape), dtype=self.dtype)
+
+    def zeros(self, shape):
+        return self.xp.zeros(shape, self.dtype)
+
+    def per_destination(self, g3):
+        """The cotangent each edge of a destination row receives, for the linear ops: g, -g or g / count."""
+        if self.op.name == "sub":
+            return -g3
+        if self.op.name == "mean":
+            return g3 / self.xp.maximum(self.device("counts"), 1)[None, :, None].astype(g3.real.dtype)
+        return g3
+
+    # ---- max/min: the tied winning edges of each output element
+
+    def _edge_args(self):
+        """The leading arguments of the edge kernels, from the forward's side (src rows to output rows)."""
+        weight, weighted, heads = _edge_weight(self.w2, self.xp, self.dtype)
+        return (self.src3.reshape(-1), self.device("gather"), self.device("scatter"), weight, weighted,
+                self.plan.n_edges, self.inner, heads, self.plan.src_size, self.plan.size)
+
+    def _edge_size(self) -> int:
+        return self.outer * self.plan.n_edges * self.inner
+
+    def tie_counts(self):
+        ties = self.xp.zeros(self.out3.shape, np.int64)
+        if self._edge_size():
+            build(TIE_COUNTS)(*self._edge_args(), self.out3.reshape(-1), ties.reshape(-1), size=self._edge_size())
+        return ties
+
+    def _per_tie(self, total, ties):
+        """`total` divided by the tie counts, 0 where no edge ties (an output element no edge reaches)."""
+        result = total / self.xp.maximum(ties, 1).astype(self.dtype)
+        result[ties == 0] = 0
+        return result
+
+    def share(self, g3):
+        """Each output element's cotangent divided among its tied winning edges."""
+        return self._per_tie(g3, self.tie_counts())
+
+    # ---- weight gradients
+
+    def dots(self, cot3, tied: bool):
+        """(n_edges, heads): per edge and head the dot of `cot3` at its destination with its source row (max/min:
+        only the features where the edge ties)."""
+        result = self.zeros((self.plan.n_edges, self.heads))
+        if result.size == 0:
+            return result
+        args = (cot3.reshape(-1), self.src3.reshape(-1), self.device("gather"), self.device("scatter"),
+                self.plan.n_edges, self.outer, self.inner, self.heads, self.plan.src_size, self.plan.size)
+        if tied:
+            weight, weighted, _ = _edge_weight(self.w2, self.xp, self.dtype)
+            build(EDGE_DOTS_TIED)(*args, self.out3.reshape(-1), weight, weighted, result.reshape(-1),
+                                  size=result.size)
+        else:
+            build(EDGE_DOTS)(*args, result.reshape(-1), size=result.size)
+        return result
+
+    def weight_shaped(self, rows2):
+        """Per-edge (n, heads) values summed back onto the shape of `weight` (its broadcast dims) or I."""
+        k = len(self.plan.index_shape)
+        if self.w is None:
+            return rows2.reshape(self.plan.index_shape)
+        full = rows2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
+        summed = tuple(k + i for i, s in enumerate(self.w.shape[k:]) if s == 1)
+        return full.sum(axis=summed, keepdims=True).reshape(self.w.shape) if summed else full
+
+    # ---- materialised messages (mul, div)
+
+    def scale(self, w2):
+        """The kept edges' weight per feature, (1, kept, inner)."""
+        return self.xp.repeat(w2[self.device("kept")], self.inner // self.heads, axis=1)[None]
+
+    def messages(self, src3):
+        """(messages (outer, kept, inner), gathered src rows) of the kept edges."""
+        taken = src3[:, self.device("gather_kept"), :]
+        return (taken if self.w2 is None else taken * self.scale(self.w2)), taken
+
+    def core_vjp(self, g3):
+        """d out / d message times the cotangent, per kept edge (outer, kept, inner), by the core rules."""
+        msgs, taken = self.messages(self.src3)
+        return scatter_vjp_src(self.op.name, g3, msgs, self.device("scatter_kept"), self.out3, axis=1), taken
+
+
+def _cast_like(result, like):
+    """The gradient in the dtype of the value it differentiates, when that is inexact."""
+    return result.astype(native(like.dtype), copy=False) if like.dtype.kind in "fc" else result
+
+
+def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis, mode,
+                               plan):
+    """`cyscatter.gather_scatter_vjp_src` on CuPy arrays; see there."""
+    call = _Call("gather_scatter_vjp_src", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
+                 plan, {"grad_out": grad_out})
+    g3 = call.table(grad_out, "grad_out")
+    result = call.zeros(call.src3.shape)
+    name = call.op.name
+    if name in _LINEAR:   # the transposed product: the forward kernel from the output rows back to the source rows
+        _run_edges("add", call.per_destination(g3), call.device("scatter"), call.device("gather"), call.w2, result,
+                   call.xp)
+    elif name in ("max", "min"):
+        size = call._edge_size()
+        if size:
+            build(TIED_SHARES_BACK)(*call._edge_args(), call.out3.reshape(-1), call.share(g3).reshape(-1),
+                                    result.reshape(-1), size=size)
+    else:
+        d, _ = call.core_vjp(g3)
+        if call.w2 is not None:
+            d = d * call.scale(call.w2)
+        scatter_into(result, d, call.device("gather_kept"), "add", axis=1)
+    return _cast_like(result.reshape(call.src.shape), call.src)
+
+
+def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis,
+                                  mode, plan):
+    """`cyscatter.gather_scatter_vjp_weight` on CuPy arrays; see there."""
+    call = _Call("gather_scatter_vjp_weight", op, src, gather_index, scatter_index, out, weight, dim_size, axis,
+                 mode, plan, {"grad_out": grad_out})
+    g3 = call.table(grad_out, "grad_out")
+    name = call.op.name
+    if name in _LINEAR:
+        result = call.dots(call.per_destination(g3), tied=False)
+    elif name in ("max", "min"):
+        result = call.dots(call.share(g3), tied=True)
+    else:
+        d, taken = call.core_vjp(g3)
+        per_feature = (d * taken).sum(axis=0)                                  # (kept, inner)
+        result = call.zeros((call.plan.n_edges, call.heads))
+        kept = call.device("kept")
+        result[kept] = per_feature.reshape(kept.shape[0], call.heads, -1).sum(axis=2)
+    shaped = call.weight_shaped(result)
+    return shaped if call.w is None else _cast_like(shaped, call.w)
+
+
+def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_dot, dim_size, axis,
+                           mode, plan):
+    """`cyscatter.gather_scatter_jvp` on CuPy arrays; see there."""
+    call = _Call("gather_scatter_jvp", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
+                 {"src_dot": src_dot, "weight_dot": weight_dot})
+    s_dot3 = None if src_dot is None else call.entries(src_dot, "src_dot")
+    w_dot2 = None
+    if weight_dot is not None:
+        wd = call._numeric(weight_dot, "weight_dot")
+        if wd.shape != call.w.shape:
+            raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w.shape}")
+        w_dot2 = weight_rows(wd, call.plan.index_shape, call.feat, call.heads, call.dtype, xp=call.xp)
+    name = call.op.name
+    size3 = (call.outer, call.plan.size, call.inner)
+    if name in _LINEAR:   # bilinear: both tangent products accumulate into one table
+        result = call.zeros(size3)
+        gather, scatter = call.device("gather"), call.device("scatter")
+        if s_dot3 is not None:
+            _run_edges("add", s_dot3, gather, scatter, call.w2, result, call.xp)
+        if w_dot2 is not None:
+            _run_edges("add", call.src3, gather, scatter, w_dot2, result, call.xp)
+        result = call.per_destination(result)
+    elif name in ("max", "min"):
+        total = call.zeros(size3)
+        if call._edge_size():
+            dummy = call.zeros(1)
+            build(TIED_TANGENTS)(*call._edge_args(), call.out3.reshape(-1),
+                                 dummy if s_dot3 is None else s_dot3.reshape(-1), s_dot3 is not None,
+                                 dummy if w_dot2 is None else w_dot2.reshape(-1), w_dot2 is not None,
+                                 total.reshape(-1), size=call._edge_size())
+        result = call._per_tie(total, call.tie_counts())
+    else:
+        msgs, taken = call.messages(call.src3)
+        t_msgs = call.xp.zeros_like(msgs)
+        if s_dot3 is not None:
+            t_msgs += call.messages(s_dot3)[0]
+        if w_dot2 is not None:
+            t_msgs += taken * call.scale(w_dot2)
+        result = scatter_jvp(name, msgs, call.device("scatter_kept"), call.out3, t_msgs, axis=1)
+    return result.reshape(call.out_shape)

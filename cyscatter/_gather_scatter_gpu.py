@@ -141,6 +141,7 @@ class _Call:
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, _host(gather_index), _host(scatter_index),
                                                               plan, axis, dim_size, mode)
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, xp=xp)
+        self.w_shape = None if weight is None else self.be.asarray(weight).shape   # before trailing 1s are dropped
         vdtype = value_dtype(self.src.dtype, self.w)
         self.op.check_dtype(vdtype)
         # derivatives are real or complex: integers in float64, float16 in float32, else the promoted dtype
@@ -242,7 +243,7 @@ class _Call:
             return rows2.reshape(self.plan.index_shape)
         full = rows2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
         summed = tuple(k + i for i, s in enumerate(self.w.shape[k:]) if s == 1)
-        return full.sum(axis=summed, keepdims=True).reshape(self.w.shape) if summed else full
+        return (full.sum(axis=summed, keepdims=True) if summed else full).reshape(self.w_shape)
 
     # ---- materialised messages (mul, div)
 
@@ -320,9 +321,9 @@ def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *
     w_dot2 = None
     if weight_dot is not None:
         wd = call._numeric(weight_dot, "weight_dot")
-        if wd.shape != call.w.shape:
-            raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w.shape}")
-        w_dot2 = weight_rows(wd, call.plan.index_shape, call.feat, call.heads, call.dtype, xp=call.xp)
+        if wd.shape != call.w_shape:
+            raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w_shape}")
+        w_dot2 = weight_rows(wd.reshape(call.w.shape), call.plan.index_shape, call.feat, call.heads, call.dtype, xp=call.xp)
     name = call.op.name
     size3 = (call.outer, call.plan.size, call.inner)
     if name in _LINEAR:   # bilinear: both tangent products accumulate into one table

@@ -188,7 +188,7 @@ class _Call:
         if self.op.name == "sub":
             return -g3
         if self.op.name == "mean":
-            return g3 / self.xp.maximum(self.device("counts"), 1)[None, :, None].astype(g3.real.dtype)
+            return g3 * self.xp.maximum(self.device("counts"), 1)[None, :, None].astype(g3.real.dtype)
         return g3
 
     # ---- max/min: the tied winning edges of each output element

@@ -26,12 +26,14 @@ from grad._products import others_product
 
 
 @primitive
-def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", indices_are_sorted=False,
+            num_threads=None):
     """Differentiable `cyscatter.scatter`: same parameters, result and errors.
 
     Differentiable with respect to `src` in reverse and forward mode, to any order (mul: to second order).
     `index`, `dim_size` and `fill_value` are not differentiable; positions filled with `fill_value` pass no
-    gradient, nor do entries dropped under ``mode="drop"``.
+    gradient, nor do entries dropped under ``mode="drop"``. `indices_are_sorted` and `num_threads` are the
+    forward call's speed settings (they change no value).
 
     Notes
     -----
@@ -47,7 +49,8 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     >>> grad(lambda s: anp.sum(csgrad.scatter(s, index, "max")))(src)   # the tie at 5 shares the gradient
     array([0. , 0.5, 0.5, 1. ])
     """
-    return cs.scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, mode=mode)
+    return cs.scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, mode=mode,
+                      indices_are_sorted=indices_are_sorted, num_threads=num_threads)
 
 
 @primitive
@@ -161,12 +164,13 @@ def _partials_rule(op):
 
 # ---- registration -----------------------------------------------------------------------------------------------
 
-def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", **_speed):
     require_inexact(src, "src", "scatter")
     return Linearization(op, ans, None, src, index, axis, mode).vjp_src
 
 
-def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
+                 **_speed):
     require_inexact(src, "src", "scatter")
     return Linearization(op, ans, None, src, index, axis, mode).jvp(src_dot=src_dot)
 

@@ -109,8 +109,9 @@ def _gather(src, index, n, inner, n_src, out):
 
 
 def _exclusive_products(src, order, indptr, n, inner, n_groups, partials, size):
-    src3, part3 = _raw(src).reshape(-1, n, inner), _raw(partials, src.dtype).reshape(-1, n, inner)
-    assert size == src3.shape[0] * n_groups * inner
+    outer = size // (n_groups * inner)   # not from src: a group-less call may have no entries at all
+    assert size == outer * n_groups * inner
+    src3, part3 = _raw(src).reshape(outer, n, inner), _raw(partials, src.dtype).reshape(outer, n, inner)
     for g in range(n_groups):
         members = order[indptr[g]:indptr[g + 1]]
         for pos, k in enumerate(members):

@@ -70,3 +70,13 @@ def test_integer_src_is_refused_and_signature_is_real():
         agrad(lambda x: anp.sum(csgrad.gather_scatter(x, GI, SI, "add", dim_size=5)))(np.ones((6, 2), int))
     params = inspect.signature(csgrad.gather_scatter).parameters
     assert list(params)[:4] == ["src", "gather_index", "scatter_index", "op"] and "weight" in params
+
+
+def test_grad_scatter_takes_the_speed_settings():
+    from grad import scatter
+    x, index = RNG.standard_normal(8), np.array([0, 0, 1, 1, 1, 2, 3, 3])
+
+    def loss(x, **kw):
+        return anp.sum(scatter(x, index, "max", **kw) ** 2)
+    np.testing.assert_array_equal(agrad(lambda x: loss(x, indices_are_sorted=True, num_threads=2))(x),
+                                  agrad(loss)(x))

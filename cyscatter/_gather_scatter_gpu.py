@@ -188,7 +188,7 @@ class _Call:
         if self.op.name == "sub":
             return -g3
         if self.op.name == "mean":
-            return g3 * self.xp.maximum(self.device("counts"), 1)[None, :, None].astype(g3.real.dtype)
+            return g3 / self.xp.maximum(self.device("counts"), 1)[None, :, None].astype(g3.real.dtype)
         return g3
 
     # ---- max/min: the tied winning edges of each output element
@@ -209,10 +209,9 @@ class _Call:
         return ties
 
     def _per_tie(self, total, ties):
-        """`total` divided by the tie counts, 0 where no edge ties (an output element no edge reaches)."""
-        result = total / self.xp.maximum(ties, 1).astype(self.dtype)
-        result[ties == 0] = 0
-        return result
+        """`total` divided by the tie counts. Where no edge ties (an output element no edge reaches) it is left
+        as it is: no edge reads a share there, and a tangent total there is 0."""
+        return total / self.xp.maximum(ties, 1).astype(self.dtype)
 
     def share(self, g3):
         """Each output element's cotangent divided among its tied winning edges."""

@@ -48,7 +48,8 @@ class _Call:
             np.dtype(np.float32) if dtype == np.float16 else dtype
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
-        self.src3 = rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner)
+        # C-contiguous: the reverse kernels walk src and their results with one set of strides
+        self.src3 = np.ascontiguousarray(rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner))
         self.w2 = None if self.w is None else \
             weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
         self.out3 = None if out is None else self.table(out, "out")

@@ -486,6 +486,41 @@ cdef inline const int64_t* _ids(const int64_t[::1] edge_ids) noexcept nogil:
     return &edge_ids[0] if edge_ids.shape[0] > 0 else NULL
 
 
+# ---- argument checks of the entry points ---------------------------------------------------------------------
+# The `def` functions are importable, so they check what the kernels assume (a crash is never an answer): views
+# that the kernels walk with one set of strides must share shape and strides, edge ids must address the weights.
+
+cdef Py_ssize_t _max_id(const int64_t[::1] ids) noexcept nogil:
+    """Largest entry (-1 for none), or -2 when one is negative."""
+    cdef Py_ssize_t k, top = -1
+    for k in range(ids.shape[0]):
+        if ids[k] < 0:
+            return -2
+        if ids[k] > top:
+            top = ids[k]
+    return top
+
+
+cdef int _edges_ok(str fun, const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t[::1] edge_ids,
+                   Py_ssize_t table_rows, Py_ssize_t owned_rows, Py_ssize_t weight_rows, bint weighted,
+                   Py_ssize_t heads, Py_ssize_t inner) except -1:
+    cdef Py_ssize_t status, top
+    with nogil:
+        status = check_csr(indptr, cols, table_rows)
+        top = _max_id(edge_ids) if edge_ids.shape[0] else cols.shape[0] - 1
+    if status != -1 or indptr.shape[0] != owned_rows + 1:
+        raise ValueError(f"{fun}: the CSR does not fit the operands (status {status})")
+    if edge_ids.shape[0] not in (0, cols.shape[0]) or top < -1:
+        raise ValueError(f"{fun}: edge_ids must be empty or one non-negative id per CSR entry")
+    if weighted and (heads < 1 or inner % heads or top >= weight_rows):
+        raise ValueError(f"{fun}: the weight rows ({weight_rows} x {heads}) do not fit the edges and features")
+    return 0
+
+
+cdef bint _same_layout(object a, object b):
+    return a.shape == b.shape and (a.size == 0 or a.strides == b.strides)
+
+
 def forward(int opcode, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
             const int64_t[::1] edge_ids, const value_t[:, ::1] weight, bint weighted,
             value_t[:, :, ::contiguous] out, int num_threads):
@@ -501,8 +536,10 @@ def forward(int opcode, const value_t[:, :, ::contiguous] src, const int64_t[::1
     cdef OpDiv div
     cdef OpMax mx
     cdef OpMin mn
-    if weighted and weight.shape[0] < cols.shape[0] and edge_ids.shape[0] == 0:
-        raise ValueError("forward: fewer weights than edges")
+    if src.shape[0] != out.shape[0] or src.shape[2] != out.shape[2]:
+        raise ValueError("forward: src and out disagree in batch or feature size")
+    _edges_ok("forward", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted, heads,
+              src.shape[2])
     with nogil:
         if opcode == OP_ADD:
             status = gather_scatter_csr(add, src, indptr, cols, ids, w, heads, out, num_threads)
@@ -527,8 +564,14 @@ def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_
                  int num_threads):
     """`extreme_ties_csr`: share mode (grad_out) unless a tangent is used. The arrays must come from one
     validated plan, as `cyscatter._gather_scatter` makes them."""
-    if check_csr(indptr, cols, src.shape[1]) != -1 or indptr.shape[0] != out.shape[1] + 1:
-        raise ValueError("extreme_ties: the CSR does not fit src and out")
+    if not (_same_layout(out, grad_out) and _same_layout(out, result)) or src.shape[0] != out.shape[0] \
+            or src.shape[2] != out.shape[2] or (use_tangent_src and not _same_layout(src, tangent_src)):
+        raise ValueError("extreme_ties: out, grad_out and result (and src, tangent_src) must share shape and strides")
+    if use_tangent_w and (not weighted or tangent_w.shape[0] != weight.shape[0] or
+                          tangent_w.shape[1] != weight.shape[1]):
+        raise ValueError("extreme_ties: tangent_w must have the weight's shape")
+    _edges_ok("extreme_ties", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted,
+              weight.shape[1] if weighted else 1, src.shape[2])
     with nogil:
         extreme_ties_csr(is_max, src, indptr, cols, _ids(edge_ids),
                          &weight[0, 0] if weighted and weight.shape[0] else NULL, weight.shape[1] if weighted else 1,
@@ -541,8 +584,11 @@ def extreme_back(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr
                  const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
                  real_t[:, :, ::contiguous] result, int num_threads):
     """`extreme_back_csr` on the transposed CSR (cols: destination rows)."""
-    if check_csr(indptr, cols, out.shape[1]) != -1 or indptr.shape[0] != src.shape[1] + 1:
-        raise ValueError("extreme_back: the transposed CSR does not fit src and out")
+    if not (_same_layout(src, result) and _same_layout(out, share)) or src.shape[0] != out.shape[0] \
+            or src.shape[2] != out.shape[2]:
+        raise ValueError("extreme_back: src and result, out and share must share shape and strides")
+    _edges_ok("extreme_back", indptr, cols, edge_ids, out.shape[1], src.shape[1], weight.shape[0], weighted,
+              weight.shape[1] if weighted else 1, src.shape[2])
     with nogil:
         extreme_back_csr(src, indptr, cols, _ids(edge_ids), &weight[0, 0] if weighted and weight.shape[0] else NULL,
                          weight.shape[1] if weighted else 1, out, share, result, num_threads)
@@ -552,9 +598,11 @@ def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] 
          const int64_t[::1] scatter, value_t[:, ::1] result, const value_t[:, :, ::contiguous] out, int ties,
          const value_t[:, ::1] weight, bint weighted, int num_threads):
     """`edge_dots`; `ties` 0 (plain), 1 (max) or 2 (min: `out` and, when `weighted`, `weight` give the ties)."""
-    if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or \
-            (result.shape[1] and g.shape[2] % result.shape[1]):
-        raise ValueError("dots: the edges and heads do not fit")
+    if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or result.shape[1] < 1 or \
+            g.shape[2] % result.shape[1] or g.shape[0] != src.shape[0] or g.shape[2] != src.shape[2] or \
+            (ties and not _same_layout(g, out)) or (weighted and (weight.shape[0] != result.shape[0] or
+                                                                   weight.shape[1] != result.shape[1])):
+        raise ValueError("dots: the edges, heads and operands do not fit")
     with nogil:
         edge_dots(g, src, gather, scatter, result,
                   &out[0, 0, 0] if ties and out.shape[0] and out.shape[1] and out.shape[2] else NULL, ties == 1,

@@ -256,3 +256,21 @@ def test_plan_misuse():
         cs.gather_scatter_jvp("add", np.ones((2, 2)), plan=plan, src_dot=np.ones((2, 2)), weight_dot=np.ones(2))
     with pytest.raises(TypeError, match="src_dot or weight_dot"):
         cs.gather_scatter_jvp("add", np.ones((2, 2)), plan=plan)
+
+
+def test_importable_kernel_entry_points_validate_their_arguments():
+    from cyscatter import fused_kernels as fk
+    src, out, none = np.ones((1, 4, 2)), np.zeros((1, 3, 2)), np.zeros(0, np.int64)
+    ptr, cols = np.array([0, 1, 2, 3]), np.array([0, 1, 2])
+    bad_calls = [
+        lambda: fk.forward(0, src, np.array([0, 1, 2, 9]), cols, none, np.zeros((0, 1)), False, out, 1),
+        lambda: fk.forward(0, src, ptr, np.array([0, 1, 7]), none, np.zeros((0, 1)), False, out, 1),
+        lambda: fk.forward(0, src, ptr, cols, np.array([0, 1, 99]), np.ones((3, 1)), True, out, 1),
+        lambda: fk.forward(0, src, ptr, cols, none, np.ones((2, 1)), True, out, 1),
+        lambda: fk.extreme_back(src, np.arange(5), np.array([0, 1, 2, 0]), none, np.zeros((0, 1)), False, out,
+                                out, np.zeros((1, 4, 2), order="F"), 1),
+        lambda: fk.dots(out, src, cols, cols, np.zeros((3, 1)), out[:, ::-1], 1, np.zeros((0, 1)), False, 1),
+    ]
+    for call in bad_calls:
+        with pytest.raises(ValueError):
+            call()

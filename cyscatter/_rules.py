@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cyscatter import _canonical, kernels
+from cyscatter import _canonical, fused_kernels, kernels
 from cyscatter._ops import register_rules
 
 
@@ -78,15 +78,50 @@ def _win_counts(ctx: Reverse) -> tuple[np.ndarray, np.ndarray, np.ndarray | None
     return src_win, nwin, dst_win
 
 
-def _extreme_src(ctx, g3):
+def _fused_shares(ctx, g3, is_max: bool):
+    """CPU float32/64: (each output element's cotangent share among its tied candidates, the entries' CSR by
+    destination and, by entry, the transposed one) from the fused max/min kernels: two passes over src, no
+    n x F temporaries (the winners found as the forward's values, initial dst included)."""
+    src3 = np.ascontiguousarray(ctx.src3)
+    out3 = np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
+    g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
+    flat = np.ascontiguousarray(ctx.plan.flat, dtype=np.int64)
+    positions = np.arange(flat.shape[0], dtype=np.int64)
+    _, indptr, _, cols = fused_kernels.csr(flat, ctx.plan.size, positions, flat.shape[0], True)
+    dst3 = None if ctx.dst3 is None else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
+    share = np.empty_like(g3)
+    none, no_weight = np.zeros(0, np.int64), np.zeros((0, 1), src3.dtype)
+    fused_kernels.extreme_ties(is_max, src3, indptr, cols, none, no_weight, False, out3, g3, src3,
+                               False, no_weight, False, share, 0, dst3)
+    return share, src3, out3
+
+
+def _fused(ctx) -> bool:
+    return ctx.xp is np and ctx.dtype in (np.float32, np.float64) and ctx.out3 is not None
+
+
+def _extreme_src(ctx, g3, is_max: bool):
     xp = ctx.xp
+    if _fused(ctx):
+        share, src3, out3 = _fused_shares(ctx, g3, is_max)
+        valid = ctx.plan.valid()
+        by_entry = np.zeros(valid.shape[0] + 1, np.int64)
+        np.cumsum(valid, out=by_entry[1:])
+        result = np.empty_like(src3)
+        fused_kernels.extreme_back(src3, by_entry, np.ascontiguousarray(ctx.plan.flat[valid], dtype=np.int64),
+                                   np.zeros(0, np.int64), np.zeros((0, 1), src3.dtype), False, out3, share,
+                                   result, 0)
+        return result
     src_win, nwin, _ = _win_counts(ctx)
     share = xp.where(nwin > 0, g3 / xp.maximum(nwin, 1), 0)   # nwin is 0 only where no entry landed
     return xp.where(src_win, ctx.take(share.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
 
 
-def _extreme_dst(ctx, g3):
+def _extreme_dst(ctx, g3, is_max: bool):
     xp = ctx.xp
+    if _fused(ctx):
+        share = _fused_shares(ctx, g3, is_max)[0]
+        return np.where(_winners(xp, ctx.dst3, ctx.out3), share, 0).astype(ctx.dtype, copy=False)
     _, nwin, dst_win = _win_counts(ctx)
     return xp.where(dst_win, g3 / xp.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)
 
@@ -148,5 +183,7 @@ register_rules("sub", vjp_src=lambda ctx, g3: -ctx.take(g3), vjp_dst=_identity_d
 register_rules("mean", vjp_src=_mean_src, vjp_dst=_identity_dst)
 register_rules("mul", vjp_src=_mul_src, vjp_dst=_mul_dst)
 register_rules("div", vjp_src=_div_src, vjp_dst=_div_dst)
-register_rules("max", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
-register_rules("min", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
+register_rules("max", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
+               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))
+register_rules("min", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, False),
+               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, False))

@@ -45,12 +45,13 @@ cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] sr
 
 # max/min, by destination row: result[o, r, f] = (sum over the edges p of row r that tie with out[o, r, f] of
 # a[o, r, f] (share mode: a = grad_out, tangent_src and tangent_w NULL), or of
-# w * tangent_src[o, cols[p], f] + tangent_w[e] * src[o, cols[p], f] (tangent mode)) / (number of such edges);
-# 0 where no edge ties. Share mode gives each tied edge its part of the cotangent; tangent mode is the JVP.
+# w * tangent_src[o, cols[p], f] + tangent_w[e] * src[o, cols[p], f] (tangent mode)) / (number of such edges,
+# plus one where `dst_init`, an in-place scatter's initial value, ties too); 0 where nothing ties. Share mode
+# gives each tied candidate its part of the cotangent; tangent mode is the JVP.
 cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                            const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
                            const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
-                           const real_t* tangent_src, const real_t* tangent_w,
+                           const real_t* tangent_src, const real_t* tangent_w, const real_t* dst_init,
                            real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil
 
 # max/min, by source row (the transposed CSR: cols = destination rows): result[o, s, f] = sum over the edges p

@@ -276,9 +276,9 @@ cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] sr
 
 cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, const int64_t* cols,
                      const int64_t* edge_ids, const real_t* weight, const real_t* out, const real_t* grad_out,
-                     const real_t* tangent_src, const real_t* tangent_w, real_t* result, const Geo* G,
-                     Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
-    # `out`, `grad_out` and `result` share the owned side's strides; `tangent_src` the gathered side's
+                     const real_t* tangent_src, const real_t* tangent_w, const real_t* dst_init, real_t* result,
+                     const Geo* G, Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
+    # `out`, `grad_out`, `dst_init` and `result` share the owned side's strides; `tangent_src` the gathered side's
     cdef Py_ssize_t o, r, p, e, f, f0, n, at
     cdef real_t w, msg, tangent
     cdef real_t count[CHUNK]
@@ -292,7 +292,9 @@ cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, cons
             while f0 < G.inner:
                 n = min(<Py_ssize_t>CHUNK, G.inner - f0)
                 for f in range(n):
-                    count[f] = 0
+                    # an in-place scatter's initial value is a candidate too (its tangent is not carried here)
+                    count[f] = 1 if dst_init != NULL and _ties(dst_init[o * G.o_outer + r * G.o_row + f0 + f],
+                                                               orow[f0 + f]) else 0
                     acc[f] = 0
                 for p in range(indptr[r], indptr[r + 1]):
                     at = o * G.s_outer + cols[p] * G.s_row
@@ -322,7 +324,7 @@ cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, cons
 cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                            const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
                            const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
-                           const real_t* tangent_src, const real_t* tangent_w,
+                           const real_t* tangent_src, const real_t* tangent_w, const real_t* dst_init,
                            real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
     """The caller (the `def` wrapper, or a cimporting one) has checked the CSR and that out, grad_out and result
     share one shape and strides, and tangent_src src's."""
@@ -339,12 +341,12 @@ cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, co
         g = &grad_out[0, 0, 0]
     if m == 0 or parts == 1 or rows < 2:
         _ties_rows(is_max, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, edge_ids, weight,
-                   &out[0, 0, 0], g, tangent_src, tangent_w, &result[0, 0, 0], &G, 0, rows)
+                   &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows)
         return
     _cuts(&indptr[0], rows, parts, cut)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         _ties_rows(is_max, &src[0, 0, 0], &indptr[0], &cols[0], edge_ids, weight, &out[0, 0, 0], g, tangent_src,
-                   tangent_w, &result[0, 0, 0], &G, cut[t], cut[t + 1])
+                   tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1])
 
 
 cdef void _back_rows(const real_t* src, const int64_t* indptr, const int64_t* cols, const int64_t* edge_ids,
@@ -561,12 +563,17 @@ def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_
                  const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
                  const real_t[:, :, ::contiguous] tangent_src, bint use_tangent_src,
                  const real_t[:, ::1] tangent_w, bint use_tangent_w, real_t[:, :, ::contiguous] result,
-                 int num_threads):
-    """`extreme_ties_csr`: share mode (grad_out) unless a tangent is used. The arrays must come from one
-    validated plan, as `cyscatter._gather_scatter` makes them."""
+                 int num_threads, const real_t[:, :, ::contiguous] dst_init=None):
+    """`extreme_ties_csr`: share mode (grad_out) unless a tangent is used; `dst_init` (out's layout): the initial
+    values of an in-place scatter, counted as candidates."""
     if not (_same_layout(out, grad_out) and _same_layout(out, result)) or src.shape[0] != out.shape[0] \
             or src.shape[2] != out.shape[2] or (use_tangent_src and not _same_layout(src, tangent_src)):
         raise ValueError("extreme_ties: out, grad_out and result (and src, tangent_src) must share shape and strides")
+    cdef const real_t* dst_ptr = NULL
+    if dst_init is not None and not _same_layout(out, dst_init):
+        raise ValueError("extreme_ties: dst_init must share out's shape and strides")
+    if dst_init is not None and out.shape[0] and out.shape[1] and out.shape[2]:
+        dst_ptr = &dst_init[0, 0, 0]
     if use_tangent_w and (not weighted or tangent_w.shape[0] != weight.shape[0] or
                           tangent_w.shape[1] != weight.shape[1]):
         raise ValueError("extreme_ties: tangent_w must have the weight's shape")
@@ -576,7 +583,8 @@ def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_
         extreme_ties_csr(is_max, src, indptr, cols, _ids(edge_ids),
                          &weight[0, 0] if weighted and weight.shape[0] else NULL, weight.shape[1] if weighted else 1,
                          out, grad_out, &tangent_src[0, 0, 0] if use_tangent_src and tangent_src.shape[1] else NULL,
-                         &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL, result, num_threads)
+                         &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL,
+                         dst_ptr, result, num_threads)
 
 
 def extreme_back(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,

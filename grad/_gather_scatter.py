@@ -75,7 +75,7 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     >>> x, w = np.array([1., 2., 3.]), np.array([1., 1., 2.])
     >>> gi, si = np.array([0, 1, 2]), np.array([0, 0, 1])
     >>> grad(lambda w: anp.sum(csgrad.gather_scatter(x, gi, si, "add", weight=w) ** 2))(w)
-    array([ 6.,  12., 36.])
+    array([ 6., 12., 36.])
     """
     opname = cs.get_op(op).name
     src_v = np.asarray(_value(src))

@@ -8,9 +8,9 @@ from cyscatter._backend import backend_of
 from cyscatter._canonical import prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
-from cyscatter._index import parse_coords, plan_index
+from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
-from cyscatter._scatter import scatter, split_src
+from cyscatter._scatter import scatter, size_arg, split_src
 
 
 def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -36,7 +36,10 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode):
     axis, batch, feat = split_src(src, coords, axis)
     plan = plan_index(index, dim_size, mode, coords=coords)
     outer, inner = prod(batch), prod(feat)
-    _, arg = winners(op, rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
+    sized = size_arg(dim_size, plan)
+    check_table_bytes((outer, plan.size, inner), np.int64, *sized)
+    with sized_by(*sized):
+        _, arg = winners(op, rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
     return arg.reshape(batch + plan.dims + feat)
 
 

@@ -16,12 +16,13 @@ xp = np
 asarray = np.asarray
 
 
-def normalize_axis(axis, ndim: int, span: int, arg: str = "axis") -> int:
-    """`axis` such that dims [axis, axis + span) of an ndim-array hold the index; negative counts from the end."""
+def normalize_axis(axis, ndim: int, span: int, arg: str = "axis", array: str = "src") -> int:
+    """`axis` such that dims [axis, axis + span) of an ndim-array (the argument `array`) hold the index; negative
+    counts from the end."""
     axis = as_int(axis, f"{arg} must be an integer, got {axis!r}")
     normalized = axis + ndim if axis < 0 else axis
     if not 0 <= normalized <= ndim - span:
-        raise ValueError(f"{arg}={axis} does not fit: the array has {ndim} dims and the index needs {span} "
+        raise ValueError(f"{arg}={axis} does not fit: {array} has {ndim} dims and the index needs {span} "
                          f"of them starting at {arg} (valid: {-ndim} .. {ndim - span})")
     return normalized
 
@@ -113,7 +114,7 @@ def precheck(plan) -> None:
 
 def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
-        raise TypeError("gather does not support object arrays")
+        raise TypeError("gather does not support src dtype object")
     status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)

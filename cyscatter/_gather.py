@@ -67,6 +67,8 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None, num_threads=Non
             return out
     be = backend_of(src=src, index=index)
     src = be.asarray(src)
+    if src.dtype.hasobject:
+        raise TypeError(f"gather does not support src dtype {src.dtype}")
     coords = parse_coords(index, xp=be.xp)
     plan, batch, feat = split_gather_src(src, coords, axis, mode)
     outer, inner = prod(batch), prod(feat)
@@ -120,6 +122,9 @@ def gather_into(dst, src, index, *, axis=0, mode="raise", num_threads=None):
     be = backend_of(dst=dst, src=src, index=index)
     target, dst = dst, be.check_writable(dst)   # a subclass is written through a plain view
     src = be.asarray(src)
+    for arg, arr in (("dst", dst), ("src", src)):
+        if arr.dtype.hasobject:
+            raise TypeError(f"gather_into does not support {arg} dtype {arr.dtype}")
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
     coords = parse_coords(index, xp=be.xp)

@@ -6,15 +6,17 @@ import numpy as np
 
 from cyscatter._backend import backend_of
 from cyscatter._canonical import prod
-from cyscatter._index import parse_coords, plan_index
+from cyscatter._index import check_table_bytes, parse_coords, plan_index
+from cyscatter._ops import native
 from cyscatter._rules import Reverse
-from cyscatter._scatter import split_src
+from cyscatter._scatter import size_arg, split_src
 
 
-def float_dtypes(dtype, name: str, *, complex_ok: bool = False) -> tuple[np.dtype, np.dtype]:
+def float_dtypes(dtype, name: str, *, complex_ok: bool = False, arg: str = "src") -> tuple[np.dtype, np.dtype]:
     """(result dtype, compute dtype) of a float-valued group op: integers give float64, float16 computes in
-    float32; complex only where `complex_ok`; TypeError naming the op and dtype otherwise."""
-    dtype = np.dtype(dtype)
+    float32; complex only where `complex_ok`; TypeError naming the op and dtype otherwise. The dtypes are native
+    (the kernels have no loops for swapped bytes; NumPy's ufuncs give native results too)."""
+    dtype = native(dtype)
     if dtype.kind in "iu":
         return np.dtype(np.float64), np.dtype(np.float64)
     if dtype.kind == "f":
@@ -22,22 +24,25 @@ def float_dtypes(dtype, name: str, *, complex_ok: bool = False) -> tuple[np.dtyp
     if dtype.kind == "c" and complex_ok:
         return dtype, dtype
     allowed = "integers, float16/32/64" + (", complex64/128" if complex_ok else "")
-    raise TypeError(f"{name} does not support src dtype {dtype} (supported: {allowed})")
+    raise TypeError(f"{name} does not support {arg} dtype {dtype} (supported: {allowed})")
 
 
-def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_ok=False):
+def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_ok=False, src_arg="src"):
     """(context, result dtype, batch shape B, feature shape F) of a group op on `src` (NumPy or CuPy).
 
     The context holds the validated index plan, `src` as (outer, n, inner) in the compute dtype (`compute`, or
     the `float_dtypes` rule), and the core's take (gather) and put (scatter) helpers on the arrays' backend.
+    `src_arg` is the argument that holds `src`, for the errors.
     """
     be = backend_of(src=src, index=index)
     src = be.asarray(src)
-    result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok)
+    result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok, arg=src_arg)
     coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat = split_src(src, coords, axis)
+    axis, batch, feat = split_src(src, coords, axis, src_arg)
     plan = plan_index(None, dim_size, mode, coords=coords)
-    src3 = be.rows_view(src, compute or rule_compute, prod(batch), plan.n, prod(feat))
+    compute = compute or rule_compute
+    check_table_bytes((prod(batch), plan.size, prod(feat)), compute, *size_arg(dim_size, plan))
+    src3 = be.rows_view(src, compute, prod(batch), plan.n, prod(feat))
     return Reverse(be, plan, src3, None, None), result, batch, feat
 
 

@@ -7,6 +7,7 @@ only ever see a flat int32/int64 vector.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,6 +142,30 @@ def _checked_total(dims: tuple, given, arg: str) -> tuple:
     if total > _INT64_MAX:
         raise ValueError(f"{arg}={given!r} addresses {total} rows, more than an int64 row number can reach")
     return dims
+
+
+# NumPy refuses arrays of more than 2**63 - 1 bytes ("array is too big"); the fresh tables also take up to 64 bytes
+# more to start on a cache line
+_MAX_TABLE_BYTES = _INT64_MAX - 64
+
+
+def check_table_bytes(shape: tuple, dtype, arg: str, given) -> None:
+    """ValueError naming `arg` (= `given`) when an array of `shape` and `dtype`, the output it sizes, could not
+    exist: its byte count would pass what an array can address (and, unchecked, wrap around)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > _MAX_TABLE_BYTES:
+        raise ValueError(f"{arg}={given!r} asks for an output of shape {tuple(shape)} and dtype {np.dtype(dtype)}: "
+                         f"{nbytes} bytes, too big for any array (at most 2**63 - 1 bytes)")
+
+
+@contextmanager
+def sized_by(arg: str, given):
+    """Re-raise a MemoryError of the block as one that names the argument which sized the arrays (NumPy's own
+    names only a shape)."""
+    try:
+        yield
+    except MemoryError as err:
+        raise MemoryError(f"{arg}={given!r} asks for more memory than can be allocated: {err}") from None
 
 
 def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int) -> np.ndarray:

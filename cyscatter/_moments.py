@@ -6,6 +6,8 @@ import numpy as np
 
 from cyscatter._docs import fill_doc
 from cyscatter._groups import dst_shape, group_view
+from cyscatter._index import sized_by
+from cyscatter._scatter import size_arg
 
 
 # ---- canonical (outer, rows, inner) forms, shared with the reverse functions -------------------------------------
@@ -84,8 +86,10 @@ def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool):
     ddof = check_ddof(ddof)
     ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True)
     real = np.finfo(result).dtype   # complex64 -> float32
-    var = var3(ctx, ddof)
-    return (ctx.xp.sqrt(var) if std else var).astype(real, copy=False).reshape(dst_shape(ctx, batch, feat))
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        var = var3(ctx, ddof)
+        out = (ctx.xp.sqrt(var) if std else var).astype(real, copy=False)
+    return out.reshape(dst_shape(ctx, batch, feat))
 
 
 @_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",

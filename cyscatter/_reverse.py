@@ -12,9 +12,25 @@ from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, precheck, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
-from cyscatter._index import check_sizes, parse_coords, plan_index
+from cyscatter._index import check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
 from cyscatter._scatter import _reduce_into, scatter, scatter_into, split_src
+
+def check_numeric(arr, arg: str):
+    """`arr` (an output, cotangent or tangent) if it holds numbers; integers are then cast to float64 like the
+    inputs. Bool, object, string, datetime or record arrays raise TypeError naming `arg`: cast to a float, they
+    would give wrong numbers silently (a string '1.5' parses, True is 1)."""
+    if arr.dtype.kind not in "iufc":
+        raise TypeError(f"{arg} must hold numbers (integers, floats or complex), got dtype {arr.dtype}")
+    return arr
+
+
+def check_given(arg: str, value, what: str = ""):
+    """TypeError naming a required array argument given as None."""
+    if value is None:
+        raise TypeError(f"{arg}{what} is required, got None")
+    return value
+
 
 def _float_dtype(*arrays) -> np.dtype:
     dtype = np.result_type(*[a.dtype for a in arrays if a is not None])
@@ -29,15 +45,15 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     canonical view in the context's floating dtype.
     """
     op = get_op(op)
-    if out is None:
-        raise TypeError("out (the result of the forward scatter) is required, got None")
+    check_given("out", out, " (the result of the forward scatter)")
     for name, arr, _ in extra[:1]:   # the cotangent or tangent the function is about; later extras are optional
-        if arr is None:
-            raise TypeError(f"{name} is required, got None")
+        check_given(name, arr)
+    check_given("src", src)
     extra = (("dst", dst, "out"), *extra)
     be = backend_of(src=src, index=index, out=out, **{name: a for name, a, _ in extra})
-    arrays = {"src": be.asarray(src), "out": be.asarray(out)}
-    others = {name: (be.asarray(a), like) for name, a, like in extra if a is not None}
+    arrays = {"src": be.asarray(src), "out": check_numeric(be.asarray(out), "out")}
+    others = {name: (check_numeric(be.asarray(a), name) if name != "dst" else be.asarray(a), like)
+              for name, a, like in extra if a is not None}
     src, out = arrays["src"], arrays["out"]
     op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
     if "dst" in others:
@@ -183,19 +199,23 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     >>> cs.gather_vjp_src(np.array([1., 2., 3.]), np.array([1, 1, 0]), (3,))
     array([3., 3., 0.])
     """
+    check_given("grad_out", grad_out)
     be = backend_of(grad_out=grad_out, index=index)
-    grad_out = be.asarray(grad_out)
+    grad_out = check_numeric(be.asarray(grad_out), "grad_out")
     src_shape = check_sizes(src_shape, "src_shape")
     coords = parse_coords(index, xp=be.xp)
     m = len(coords)
     if len(src_shape) < m:
         raise ValueError(f"src_shape={src_shape} has {len(src_shape)} dims but the index addresses {m}")
-    axis = normalize_axis(axis, len(src_shape), m)
+    axis = normalize_axis(axis, len(src_shape), m, array="src_shape")
     expected = src_shape[:axis] + tuple(coords[0].shape) + src_shape[axis + m:]
     if tuple(grad_out.shape) != expected:
         raise ValueError(f"grad_out shape {grad_out.shape} does not match src_shape {src_shape} gathered with an "
                          f"index of shape {coords[0].shape} at axis {axis}: expected {expected}")
-    grad_src = be.xp.zeros(src_shape, _float_dtype(grad_out))
+    dtype = _float_dtype(grad_out)
+    check_table_bytes(src_shape, dtype, "src_shape", src_shape)
+    with sized_by("src_shape", src_shape):
+        grad_src = be.xp.zeros(src_shape, dtype)
     return scatter_into(grad_src, grad_out, index, "add", axis=axis, mode=mode)
 
 
@@ -276,6 +296,10 @@ def gather_jvp(src_dot, index, *, axis=0, mode="raise"):
     >>> cs.gather_jvp(np.array([0.5, 1., 2.]), np.array([2, 2, 0]))
     array([2. , 2. , 0.5])
     """
+    check_given("src_dot", src_dot)
+    be = backend_of(src_dot=src_dot, index=index)
+    src_dot = check_numeric(be.asarray(src_dot), "src_dot")
+    normalize_axis(axis, src_dot.ndim, len(index) if isinstance(index, tuple) else 1, array="src_dot")
     return gather(src_dot, index, axis=axis, mode=mode)
 
 

@@ -13,10 +13,10 @@ import numpy as np
 from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis
 from cyscatter._groups import group_view
-from cyscatter._index import parse_coords
+from cyscatter._index import parse_coords, sized_by
 from cyscatter._moments import check_ddof, deviations3
-from cyscatter._reverse import _float_dtype, scatter_jvp, scatter_vjp_src
-from cyscatter._scatter import split_src
+from cyscatter._reverse import _float_dtype, check_given, check_numeric, scatter_jvp, scatter_vjp_src
+from cyscatter._scatter import size_arg, split_src
 from cyscatter._segment import check_indptr, segment, segment_ids
 from cyscatter._softmax import mask_dropped
 
@@ -30,22 +30,31 @@ def _grad_dtype(name: str, *arrays) -> np.dtype:
     return dtype
 
 
-def _check_shape(name: str, arr, shape: tuple):
+def _check_shape(name: str, arr, like: str, shape: tuple):
     if arr.shape != shape:
-        raise ValueError(f"{name} shape {arr.shape} != {shape}")
+        raise ValueError(f"{name} shape {arr.shape} != {like} shape {shape}")
     return arr
 
 
-def _dst_view(name, src, index, out, axis, mode, grad_out=None, src_dot=None):
+def _dst_view(name, src, index, out, axis, mode, **given):
     """Context for an op whose output has shape B + D + F (groups read off `out`), on the arrays' backend, and
-    the canonical rows of `out`, `grad_out` (shaped like out) and `src_dot` (shaped like src) when given."""
+    the canonical rows of `out` and of the one array in `given`: `grad_out` (shaped like out) or `src_dot`
+    (shaped like src)."""
+    (arg, value), = given.items()
+    for arg, value in (("src", src), ("out", out), (arg, value)):
+        check_given(arg, value)
+    grad_out, src_dot = given.get("grad_out"), given.get("src_dot")
     be = backend_of(src=src, index=index, out=out, grad_out=grad_out, src_dot=src_dot)
-    src, out = be.asarray(src), be.asarray(out)
+    src, out = check_numeric(be.asarray(src), "src"), check_numeric(be.asarray(out), "out")
     coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
-    dims = out.shape[axis:axis + len(coords)]
-    _check_shape("out", out, batch + dims + feat)
-    given = {k: _check_shape(k, be.asarray(v), out.shape if k != "src_dot" else src.shape)
+    m = len(coords)
+    if out.ndim != len(batch) + m + len(feat) or out.shape[:axis] != batch or out.shape[axis + m:] != feat:
+        raise ValueError(f"out shape {out.shape} does not match src shape {src.shape} and an index of shape "
+                         f"{coords[0].shape} addressing {m} axis(es) at axis {axis}")
+    dims = out.shape[axis:axis + m]
+    given = {k: _check_shape(k, check_numeric(be.asarray(v), k), *(("out", out.shape) if k != "src_dot" else
+                                                                    ("src", src.shape)))
              for k, v in (("grad_out", grad_out), ("src_dot", src_dot)) if v is not None}
     dtype = _grad_dtype(name, src, out, *given.values())
     ctx = group_view(name, src, index, dims, axis, mode, compute=dtype)[0]
@@ -57,11 +66,13 @@ def _dst_view(name, src, index, out, axis, mode, grad_out=None, src_dot=None):
 
 def _src_view(name, out, index, dim_size, axis, mode, other_name, other):
     """Context for an op whose output has the shape of src (softmax): `out` as the rows, and `other` alike."""
+    check_given("out", out)
+    check_given(other_name, other)
     be = backend_of(out=out, index=index, **{other_name: other})
-    out = be.asarray(out)
-    other = _check_shape(other_name, be.asarray(other), out.shape)
+    out = check_numeric(be.asarray(out), "out")
+    other = _check_shape(other_name, check_numeric(be.asarray(other), other_name), "out", out.shape)
     dtype = _grad_dtype(name, out, other)
-    ctx = group_view(name, out, index, dim_size, axis, mode, compute=dtype)[0]
+    ctx = group_view(name, out, index, dim_size, axis, mode, compute=dtype, src_arg="out")[0]
     return ctx, be.rows_view(other, dtype, *ctx.src3.shape)
 
 
@@ -132,13 +143,17 @@ def scatter_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="ra
     grad_src : ndarray, shape of `out`, float dtype
     """
     ctx, g3 = _src_view("scatter_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
-    return _softmax_map(ctx, g3).reshape(np.shape(out))
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        grad = _softmax_map(ctx, g3)
+    return grad.reshape(np.shape(out))
 
 
 def scatter_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
     """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`."""
     ctx, dot3 = _src_view("scatter_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
-    return _softmax_map(ctx, dot3).reshape(np.shape(out))
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        tangent = _softmax_map(ctx, dot3)
+    return tangent.reshape(np.shape(out))
 
 
 def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="raise"):
@@ -148,14 +163,16 @@ def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode
     (whose output is the constant -inf) get 0.
     """
     ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
-    grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
     return mask_dropped(ctx, grad, 0).reshape(np.shape(out))
 
 
 def scatter_log_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
     """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``."""
     ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
-    tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
     return mask_dropped(ctx, tangent, 0).reshape(np.shape(out))
 
 
@@ -250,11 +267,16 @@ def gather_segment_vjp_src(grad_out, indptr, *, axis=0):
 
     `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
     """
-    grad_out = backend_of(grad_out=grad_out).asarray(grad_out)
+    check_given("grad_out", grad_out)
+    be = backend_of(grad_out=grad_out, indptr=indptr)
+    grad_out = check_numeric(be.asarray(grad_out), "grad_out")
+    rows = grad_out.shape[normalize_axis(axis, grad_out.ndim, 1, array="grad_out")]
+    check_indptr(indptr, rows, xp=be.xp, rows_of="grad_out")
     return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
 
 
 def _segment_index(src, indptr, axis):
+    check_given("src", src)
     be = backend_of(src=src, indptr=indptr)
     src_shape = np.shape(src)
     return segment_ids(check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)], xp=be.xp))

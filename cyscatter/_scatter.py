@@ -6,7 +6,7 @@ import numpy as np
 from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
-from cyscatter._index import parse_coords, plan_index
+from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter import kernels
 from cyscatter._ops import FAST, get_op
 from cyscatter._threads import check_threads
@@ -16,7 +16,7 @@ from cyscatter._sorted import run_scatter_runs
 def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[int, tuple, tuple]:
     """(axis, batch shape B, feature shape F) of `src` around an index of shape I = coords[0].shape."""
     ishape = coords[0].shape
-    axis = normalize_axis(axis, src.ndim, len(ishape))
+    axis = normalize_axis(axis, src.ndim, len(ishape), array=arg)
     if src.shape[axis:axis + len(ishape)] != ishape:
         raise ValueError(f"{arg} shape {src.shape} does not hold the index shape {ishape} at axis {axis}")
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
@@ -49,6 +49,11 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
             xp.copyto(work3, sums, where=reached)
     else:
         run_scatter(op.opcode, src3, plan, work3, threads=threads)
+
+
+def size_arg(dim_size, plan) -> tuple[str, object]:
+    """(name, value) of what sized an allocating call's output, for its errors: `dim_size`, or the index."""
+    return ("dim_size", dim_size) if dim_size is not None else ("the dim_size inferred from index", plan.dims)
 
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -170,11 +175,15 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     plan = plan_index(None, dim_size, mode, coords=coords)
     fill = fill_for(fill_value, result_dtype, be.xp)
     outer, inner = prod(batch), prod(feat)
-    work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
-    src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
-    counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
-    _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
-    return finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads).reshape(batch + plan.dims + feat)
+    arg, given = size_arg(dim_size, plan)
+    check_table_bytes((outer, plan.size, inner), op.compute_dtype(result_dtype), arg, given)
+    with sized_by(arg, given):
+        work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
+        src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
+        counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
+        _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
+        out = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
+    return out.reshape(batch + plan.dims + feat)
 
 
 @fill_doc

@@ -13,11 +13,12 @@ from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
+from cyscatter._index import check_table_bytes, sized_by
 from cyscatter._ops import get_op
 from cyscatter._scatter import fill_for, finish_fresh, scatter
 
 
-def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np):
+def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np, rows_of: str = "src"):
     """`indptr` as a contiguous int32/int64 vector of the array module `xp`, validated; `rows` (if given) is
     what it must end at.
 
@@ -34,7 +35,7 @@ def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np):
     if ptr[0] != 0:
         raise ValueError(f"{arg}[0] = {ptr[0]} must be 0")
     if rows is not None and ptr[-1] != rows:
-        raise ValueError(f"{arg}[-1] = {ptr[-1]} must equal the number of rows of src along axis, {rows}")
+        raise ValueError(f"{arg}[-1] = {ptr[-1]} must equal the number of rows of {rows_of} along axis, {rows}")
     if ptr.dtype not in (np.int32, np.int64):
         if ptr.dtype == np.uint64 and ptr.max() > np.iinfo(np.int64).max:
             raise ValueError(f"{arg} holds {ptr.max()}, larger than any row count")
@@ -53,9 +54,11 @@ def segment_ids(indptr):
     """
     xp = backend_of(indptr=indptr).xp
     ptr = check_indptr(indptr, xp=xp)
+    check_table_bytes((int(ptr[-1]),), np.int64, "indptr[-1]", int(ptr[-1]))
     # row k lies in the segment whose end is the first end after k (equal ends: empty segments, skipped);
     # searchsorted rather than repeat, whose CuPy version takes no array of counts
-    return xp.searchsorted(ptr[1:], xp.arange(int(ptr[-1]), dtype=ptr.dtype), side="right").astype(np.int64)
+    with sized_by("indptr[-1]", int(ptr[-1])):
+        return xp.searchsorted(ptr[1:], xp.arange(int(ptr[-1]), dtype=ptr.dtype), side="right").astype(np.int64)
 
 
 @fill_doc
@@ -176,5 +179,8 @@ def gather_segment(src, indptr, *, axis=0):
         raise ValueError(f"indptr has {ptr.size} entries, so it describes {ptr.size - 1} segments, but src has "
                          f"{src.shape[axis]} rows along axis {axis}")
     if be.xp is np:
-        return np.repeat(src, np.diff(ptr), axis=axis)
+        check_table_bytes(src.shape[:axis] + (int(ptr[-1]),) + src.shape[axis + 1:], src.dtype, "indptr[-1]",
+                          int(ptr[-1]))
+        with sized_by("indptr[-1]", int(ptr[-1])):
+            return np.repeat(src, np.diff(ptr), axis=axis)
     return gather(src, segment_ids(ptr), axis=axis)

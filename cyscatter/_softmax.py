@@ -7,6 +7,8 @@ import numpy as np
 from cyscatter import kernels
 from cyscatter._docs import fill_doc
 from cyscatter._groups import dst_shape, group_view, src_shape
+from cyscatter._index import sized_by
+from cyscatter._scatter import size_arg
 
 
 # ---- canonical (outer, rows, inner) forms, shared with the reverse functions -------------------------------------
@@ -90,7 +92,9 @@ def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise"):
     array([6.93147181e-01,           -inf, 1.00000000e+04])
     """
     ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode)
-    return logsumexp3(ctx).astype(result, copy=False).reshape(dst_shape(ctx, batch, feat))
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        out = logsumexp3(ctx).astype(result, copy=False)
+    return out.reshape(dst_shape(ctx, batch, feat))
 
 
 @_softmax_doc
@@ -125,7 +129,9 @@ def scatter_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
     array([0.5, 0.5, 0. , 1. ])
     """
     ctx, result, batch, feat = group_view("scatter_softmax", src, index, dim_size, axis, mode)
-    return softmax3(ctx).astype(result, copy=False).reshape(src_shape(ctx, batch, feat))
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        out = softmax3(ctx).astype(result, copy=False)
+    return out.reshape(src_shape(ctx, batch, feat))
 
 
 @_softmax_doc
@@ -160,4 +166,6 @@ def scatter_log_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
     array([-0.69314718, -0.69314718,        -inf,  0.        ])
     """
     ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode)
-    return log_softmax3(ctx).astype(result, copy=False).reshape(src_shape(ctx, batch, feat))
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        out = log_softmax3(ctx).astype(result, copy=False)
+    return out.reshape(src_shape(ctx, batch, feat))

@@ -125,6 +125,32 @@ cdef Py_ssize_t scatter_arg_rows(extreme_t op, const value_t[:, :, ::contiguous]
 
 
 # ---- Python entry points ---------------------------------------------------------------------------------------
+# The loops run without bounds checks, so the wrappers check every extent they rely on: an entry point reachable
+# by import must not let a wrong shape write outside an array.
+
+cdef int _check_rows(str kernel, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, Py_ssize_t index_len,
+                     str index_name, tuple tables) except -1:
+    """src is (outer, n, inner) and its index (or CSR pointer) `index_len` long; each (name, shape, rows) table
+    must be (outer, rows, inner) (rows < 0: any)."""
+    if index_len != n:
+        raise ValueError(f"{kernel}: {index_name} has {index_len} entries for {n} rows of src")
+    for name, shape, rows in tables:
+        if shape[0] != outer or shape[2] != inner or (rows >= 0 and shape[1] != rows):
+            want = f"({outer}, {rows if rows >= 0 else 'size'}, {inner})"
+            raise ValueError(f"{kernel}: {name} shape {shape} does not fit src shape {(outer, n, inner)}: "
+                             f"expected {want}")
+    return 0
+
+
+cdef tuple _shape3(const value_t[:, :, ::contiguous] a):
+    return (a.shape[0], a.shape[1], a.shape[2])
+
+
+cdef int _check_opcode(int opcode, str kernel) except -1:
+    if opcode < OP_ADD or opcode > OP_MIN:
+        raise ValueError(f"{kernel}: unknown op code {opcode}")
+    return 0
+
 
 def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
                    value_t[:, :, ::contiguous] out):
@@ -136,6 +162,9 @@ def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const inde
     cdef OpDiv div
     cdef OpMax mx
     cdef OpMin mn
+    _check_opcode(opcode, "segment_reduce")
+    _check_rows("segment_reduce", src.shape[0], src.shape[1], src.shape[2], src.shape[1], "src", (
+        ("out", _shape3(out), max(indptr.shape[0] - 1, 0)),))
     with nogil:
         if opcode == OP_ADD:
             status = segment_reduce_rows(add, src, indptr, out)
@@ -163,6 +192,11 @@ def scatter_runs(int opcode, const value_t[:, :, ::contiguous] src, const index_
     cdef OpDiv div
     cdef OpMax mx
     cdef OpMin mn
+    _check_opcode(opcode, "scatter_runs")
+    _check_rows("scatter_runs", src.shape[0], src.shape[1], src.shape[2], index.shape[0], "index", (
+        ("out", _shape3(out), -1),))
+    if counts is not None and counts.shape[0] != out.shape[1]:
+        raise ValueError(f"scatter_runs: counts has {counts.shape[0]} entries for {out.shape[1]} rows of out")
     if counts is not None and counts.shape[0] > 0:
         counts_ptr = &counts[0]
     with nogil:
@@ -189,6 +223,8 @@ def scatter_arg(int opcode, const value_t[:, :, ::contiguous] src, const index_t
     cdef OpMin mn
     if opcode not in (OP_MAX, OP_MIN):
         raise ValueError(f"scatter_arg takes OP_MAX or OP_MIN, got op code {opcode}")
+    _check_rows("scatter_arg", src.shape[0], src.shape[1], src.shape[2], index.shape[0], "index", (
+        ("best", _shape3(best), -1), ("arg", (arg.shape[0], arg.shape[1], arg.shape[2]), best.shape[1])))
     with nogil:
         if opcode == OP_MAX:
             status = scatter_arg_rows(mx, src, index, best, arg, mode)

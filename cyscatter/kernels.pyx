@@ -13,6 +13,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cpython.mem cimport PyMem_RawMalloc, PyMem_RawCalloc, PyMem_RawFree
 from cpython.ref cimport Py_INCREF
+from cpython.pyport cimport PY_SSIZE_T_MAX
 
 cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
@@ -1036,17 +1037,61 @@ def check_index(cnp.ndarray index not None, Py_ssize_t size):
     return status
 
 
+cdef Py_ssize_t _first_bad_group(Py_ssize_t n, const int64_t[::1] order, const int64_t[::1] indptr) noexcept nogil:
+    """First group g whose bounds leave [0, len(order)] or decrease, or len(indptr) - 1 when an entry of `order`
+    outside [0, n) is reached; -1 when the groups are safe to walk."""
+    cdef Py_ssize_t g, p, ngroups = indptr.shape[0] - 1
+    for g in range(ngroups):
+        if indptr[g] < 0 or indptr[g] > indptr[g + 1] or indptr[g + 1] > order.shape[0]:
+            return g
+    for g in range(ngroups):
+        for p in range(indptr[g], indptr[g + 1]):
+            if <uint64_t>order[p] >= <uint64_t>n:
+                return ngroups
+    return -1
+
+
+cdef tuple _shape3(const value_t[:, :, ::contiguous] a):
+    return (a.shape[0], a.shape[1], a.shape[2])
+
+
+cdef int _check_groups(tuple shape, tuple others, const int64_t[::1] order, const int64_t[::1] indptr) except -1:
+    """The kernels of group products index `partials` by `order` and `order` by `indptr` without bounds checks:
+    refuse any argument that would make them read or write outside the arrays."""
+    cdef Py_ssize_t bad, n = shape[1]
+    for name, other in others:
+        if other != shape:
+            raise ValueError(f"{name} shape {other} != src shape {shape}")
+    with nogil:
+        bad = _first_bad_group(n, order, indptr)
+    if bad == indptr.shape[0] - 1:
+        raise ValueError(f"order holds an entry outside [0, {shape[1]}), the rows of src")
+    if bad >= 0:
+        raise ValueError(f"indptr[{bad}:{bad + 2}] = [{indptr[bad]}, {indptr[bad + 1]}] is not a group of order "
+                         f"(bounds must not decrease and must lie in [0, {order.shape[0]}])")
+    return 0
+
+
 def exclusive_products_jvp(const value_t[:, :, ::contiguous] src, const value_t[:, :, ::contiguous] tangent,
                            const int64_t[::1] order, const int64_t[::1] indptr, value_t[:, :, ::contiguous] partials,
                            value_t[:, :, ::contiguous] partials_dot):
-    """Fill `partials` as `exclusive_products` does and `partials_dot` with their derivative along `tangent`."""
+    """Fill `partials` as `exclusive_products` does and `partials_dot` with their derivative along `tangent`.
+
+    Raises ValueError, before writing anything, for operands whose shapes differ or groups that leave them."""
+    _check_groups(_shape3(src), (("tangent", _shape3(tangent)), ("partials", _shape3(partials)),
+                                 ("partials_dot", _shape3(partials_dot))), order, indptr)
     with nogil:
         group_exclusive_products_jvp(src, tangent, order, indptr, partials, partials_dot)
 
 
 def exclusive_products(const value_t[:, :, ::contiguous] src, const int64_t[::1] order, const int64_t[::1] indptr,
                        value_t[:, :, ::contiguous] partials):
-    """Fill `partials` with each element's product of the other members of its group (see the cdef kernel)."""
+    """Fill `partials` with each element's product of the other members of its group (see the cdef kernel):
+    group g is ``order[indptr[g]:indptr[g + 1]]``, entries of ``range(src.shape[1])``.
+
+    Raises ValueError, before writing anything, for `partials` of another shape than `src` or groups that leave
+    the arrays."""
+    _check_groups(_shape3(src), (("partials", _shape3(partials)),), order, indptr)
     with nogil:
         group_exclusive_products(src, order, indptr, partials)
 
@@ -1229,8 +1274,19 @@ cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object id
     cdef cnp.ndarray buf, out
     cdef char* data
     cdef int d
-    cdef bint zero = identity == 0
+    cdef bint zero = identity == 0, empty = False
     for d in range(nd):
+        if dims[d] < 0:
+            raise ValueError(f"table dims must be non-negative, got {[dims[k] for k in range(nd)]}")
+        empty = empty or dims[d] == 0
+    for d in range(nd):
+        if empty:   # no bytes, whatever the other dims (NumPy accepts such shapes)
+            nbytes = 0
+            break
+        if nbytes > (PY_SSIZE_T_MAX - CACHE_LINE) // dims[d]:
+            # unchecked, the product wraps and a small buffer would be taken for a huge array
+            raise ValueError(f"a table of shape {tuple([dims[k] for k in range(nd)])} and dtype {descr} is too big "
+                             f"for any array (more than 2**63 - 1 bytes)")
         nbytes *= dims[d]
     # zeros come from calloc: large outputs get zero pages from the OS as the kernel first touches them
     if nbytes < ALIGN_MIN_BYTES or row_items * descr.itemsize <= 16:
@@ -1283,7 +1339,10 @@ def scatter_simple(src, index, int opcode, identity, dim_size, int num_threads):
     for d in range(1, cnp.PyArray_NDIM(s)):
         dims[d] = cnp.PyArray_DIM(s, d)
     _rows_layout(s, size, &L)
-    out = _fresh_table(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s), identity, L.inner)
+    try:
+        out = _fresh_table(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s), identity, L.inner)
+    except (ValueError, MemoryError):   # the general path raises them again, naming dim_size
+        return None
     if _run_scatter(opcode, s, <cnp.ndarray>index, out, &L, num_threads) >= 0:
         return None
     return out

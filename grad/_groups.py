@@ -18,6 +18,7 @@ from __future__ import annotations
 import autograd.numpy as anp
 import numpy as np
 from autograd.extend import defjvp, defvjp, notrace_primitive, primitive
+from autograd.tracer import getval
 
 import cyscatter as cs
 from cyscatter._canonical import normalize_axis
@@ -54,9 +55,10 @@ class Groups:
     def members_only(self, v):
         return anp.where(self.valid, v, 0.0)
 
-    def dof_factor(self, ddof, std_ans=None):
-        """c of the module docstring, shaped to broadcast against the group array."""
-        dof = self.group_dims(self.counts - ddof)
+    def dof_factor(self, ddof, dtype, std_ans=None):
+        """c of the module docstring in `dtype` (src's: float32 gradients stay float32), shaped to broadcast
+        against the group array."""
+        dof = self.group_dims(self.counts - ddof).astype(dtype)
         ok = dof > 0
         if std_ans is None:
             return np.where(ok, 2.0 / np.where(ok, dof, 1.0), 0.0)
@@ -149,7 +151,8 @@ def _moment_parts(std, ans, src, index, ddof, dim_size, axis, mode):
     """(groups, deviations from the group mean (differentiable), factor c)."""
     groups = Groups(src, index, dim_size, axis, mode, "scatter_std" if std else "scatter_var")
     mean = scatter(src, index, "mean", dim_size=groups.dims, axis=groups.axis, mode=mode)
-    return groups, src - groups.take(mean), groups.dof_factor(ddof, ans if std else None)
+    dtype = np.asarray(getval(src)).dtype
+    return groups, src - groups.take(mean), groups.dof_factor(ddof, dtype, ans if std else None)
 
 
 def _moment_vjp(std):

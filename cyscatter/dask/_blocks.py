@@ -93,9 +93,10 @@ def arg_partial(src, flat, *, op, nb, rows, starts, ishape):
     local = flat.reshape(-1) - np.int64(lo) if lo else flat.reshape(-1)   # other partitions: skipped (see above)
     best, arg = winners(op, src3, _rows_plan(local, hi - lo), hi - lo)
     found = arg < n
-    where = np.unravel_index(arg[found], flat.shape)
+    if flat.ndim:   # a 0-d index has one entry, at position 0 in the block and in the whole index alike
+        where = np.unravel_index(arg[found], flat.shape)
+        arg[found] = np.ravel_multi_index(tuple(w + s for w, s in zip(where, starts)), ishape)
     arg[~found] = prod(ishape)
-    arg[found] = np.ravel_multi_index(tuple(w + s for w, s in zip(where, starts)), ishape)
     return best, arg
 
 

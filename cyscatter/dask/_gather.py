@@ -10,12 +10,13 @@ from dask.base import tokenize
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import check_mode
+from cyscatter._scatter import fill_for
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, block_shape, flat_rows, known_shape, new_array, partitions, positions
 
 
 @fill_doc
-def gather(src, index, *, axis=0, mode="raise", fill_value=0):
+def gather(src, index, *, axis=0, mode="raise", fill_value=None):
     """Lazy gather of Dask arrays: ``cyscatter.gather`` computed block by block.
 
     Parameters
@@ -27,8 +28,11 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
         As for ``cyscatter.gather``: any integer dtype; known chunk sizes.
     {axis}
     {mode}
-    fill_value : scalar, default 0
-        Value of the output rows whose entry is dropped under ``mode="drop"``.
+    fill_value : scalar, optional
+        Value of the output rows whose entry is dropped under ``mode="drop"``; default all-zero bytes (0, False,
+        ''). Checked and cast as ``cyscatter.gather`` does: NumPy's ``same_kind`` rule (2.5 or NaN into an
+        integer array: TypeError), a Python scalar the dtype holds exactly (2.0 into integers), and a value
+        out of the dtype's range (-1 for uint8) ValueError.
 
     Returns
     -------
@@ -38,9 +42,10 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     Raises
     ------
     TypeError
-        A non-integer index or an object `src`.
+        A non-integer index, an object `src`, a `fill_value` the dtype of `src` cannot take.
     ValueError
-        Unknown mode, mismatched shapes, unknown chunk sizes, an `axis` that does not fit.
+        Unknown mode, mismatched shapes, unknown chunk sizes, an `axis` that does not fit, a `fill_value` out of
+        the range of the dtype of `src`.
     IndexError
         When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
         its index chunk and that chunk's location.
@@ -61,12 +66,17 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     """
     coords = as_coords(index)
     m, ni = len(coords), coords[0].ndim
+    if not isinstance(src, da.Array):
+        src = np.asarray(src)
+    if src.dtype.hasobject:   # before Dask's own chunking, which cannot size object blocks
+        raise TypeError(f"gather does not support src dtype {src.dtype}")
     src = known_shape(da.asarray(src), "src")
     axis = normalize_axis(axis, src.ndim, m)
-    if src.dtype.hasobject:
-        raise TypeError("gather does not support object arrays")
     check_mode(mode)
-    fill = np.full((), fill_value, src.dtype)[()] if mode == "drop" else None
+    fill = None
+    if mode == "drop":   # the in-memory gather's rule, so that both refuse and cast the same values
+        fill = fill_for(fill_value, src.dtype)
+        fill = (np.zeros((), src.dtype) if fill is None else fill)[()]
     dims = src.shape[axis:axis + m]
     if m > 1:
         src = src.rechunk({axis + k: -1 for k in range(1, m)})

@@ -12,6 +12,7 @@ from dask.base import tokenize
 from cyscatter._canonical import prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import _dims_from, check_mode
+from cyscatter._integers import as_int
 from cyscatter._ops import get_op
 from cyscatter._scatter import fill_for, split_src
 from cyscatter.dask import _blocks
@@ -134,11 +135,36 @@ def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every) -> Se
     src = _as_dask_src(src, coords, nb, nf)
     result_dtype = op.result_dtype(src.dtype)
     dims = _dims_from(dim_size, coords, "dim_size")
-    if not (isinstance(split_every, int) and split_every >= 2):
+    if as_int(split_every, f"split_every={split_every!r} must be an integer >= 2") < 2:
         raise ValueError(f"split_every={split_every!r} must be an integer >= 2")
-    d0_chunks = normalize_chunks((dim_chunks,), shape=dims[:1])[0]
+    d0_chunks = check_dim_chunks(dim_chunks, dims[0])
     flat = flat_rows(coords, src.chunks[nb:nb + ni], dims, mode)
-    return Setup(src, flat, nb, ni, dims, d0_chunks, split_every, result_dtype)
+    return Setup(src, flat, nb, ni, dims, d0_chunks, int(split_every), result_dtype)
+
+
+def check_dim_chunks(dim_chunks, rows: int) -> tuple:
+    """Chunk sizes along the first destination axis (of `rows` rows) from `dim_chunks`: None (one chunk), a
+    positive int (blocks of that many rows) or a sequence of non-negative ints adding up to `rows`; NumPy
+    integers are taken as ints. TypeError / ValueError naming dim_chunks otherwise."""
+    if dim_chunks is None:
+        return (rows,)
+    what = f"dim_chunks={dim_chunks!r} must be a positive integer or a sequence of non-negative integers"
+    if isinstance(dim_chunks, (tuple, list)) or np.ndim(dim_chunks) > 0:
+        sizes = tuple(as_int(c, what) for c in dim_chunks)
+        if any(c < 0 for c in sizes):
+            raise ValueError(what)
+        if sum(sizes) != rows:
+            raise ValueError(f"dim_chunks={dim_chunks!r} add up to {sum(sizes)}, not to the {rows} rows of the "
+                             "first destination axis")
+        return sizes if sizes else (0,)
+    step = as_int(dim_chunks, what)
+    if step < 1:
+        raise ValueError(what)
+    try:
+        return normalize_chunks((step,), shape=(rows,))[0]
+    except MemoryError:
+        raise MemoryError(f"dim_chunks={dim_chunks!r} cuts the {rows} rows of dim_size into {-(-rows // step)} "
+                          "blocks: their graph does not fit in memory") from None
 
 
 def reduction_graph(name: str, setup: Setup, reduce_task, combine, finish_task, dtype) -> da.Array:

@@ -9,6 +9,8 @@ derivatives need the product of the other members of a group, go through the mat
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from cyscatter import fused_kernels
@@ -48,11 +50,16 @@ class _Call:
             np.dtype(np.float32) if dtype == np.float16 else dtype
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
-        # C-contiguous: the reverse kernels walk src and their results with one set of strides
-        self.src3 = np.ascontiguousarray(rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner))
+        self.src_rows = (self.outer, self.plan.src_size, self.inner)
         self.w2 = None if self.w is None else \
             weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
         self.out3 = None if out is None else self.table(out, "out")
+
+    @cached_property
+    def src3(self):
+        """src as a C-contiguous (outer, S, inner) array (the reverse kernels walk it and their results with one
+        set of strides); made only when read: the add/sub/mean src gradient needs src's shape alone."""
+        return np.ascontiguousarray(rows_view(self.src, self.dtype, *self.src_rows))
 
     def table(self, a, arg: str):
         """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
@@ -70,7 +77,7 @@ class _Call:
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.src.shape:
             raise ValueError(f"{arg} shape {a.shape} differs from the src shape {self.src.shape}")
-        return np.ascontiguousarray(a.reshape(self.src3.shape), dtype=self.dtype)
+        return np.ascontiguousarray(a.reshape(self.src_rows), dtype=self.dtype)
 
     def need_out(self, fun: str):
         if self.out3 is None and self.op.name not in ("add", "sub", "mean"):
@@ -183,7 +190,7 @@ def gather_scatter_vjp_src(op, grad_out, src, gather_index=None, scatter_index=N
                  plan, num_threads, [np.asarray(grad_out)])
     call.need_out("gather_scatter_vjp_src")
     g3 = call.table(grad_out, "grad_out")
-    result = np.zeros(call.src3.shape, call.dtype)
+    result = np.zeros(call.src_rows, call.dtype)
     name = call.op.name
     if name in ("add", "sub", "mean"):
         run_forward(OpCode.OP_ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,

@@ -51,8 +51,8 @@ class _Edges:
         return replace(self, fill_value=None)
 
     def zeros_src(self):
-        # the transposes read only src's shape and dtype
-        return np.zeros(self.src_shape, self.src_dtype)
+        # the transposes read only src's shape and dtype: a broadcast zero allocates nothing
+        return np.broadcast_to(np.zeros((), self.src_dtype), self.src_shape)
 
     def ones_weight(self):
         return None if self.weight_shape is None else np.ones(self.weight_shape, self.weight_dtype)

@@ -16,7 +16,7 @@ from cyscatter import fused_kernels, kernels
 from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._index import check_mode, parse_coords, plan_index
+from cyscatter._index import check_mode, check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op, native
 from cyscatter._scatter import fill_for, finish_fresh
 from cyscatter._threads import check_threads
@@ -69,8 +69,10 @@ class GatherScatterPlan:
         """Source rows, ``prod(src_dims)``."""
         return prod(self.src_dims)
 
-    def _group(self, key, size, other, other_size):
-        status, indptr, edge_ids, cols = fused_kernels.csr(key, size, other, other_size, self.mode == "drop")
+    def _group(self, key, size, other, other_size, size_arg: str = "dim_size"):
+        check_table_bytes((size + 1,), np.int64, size_arg, size)
+        with sized_by(size_arg, size):
+            status, indptr, edge_ids, cols = fused_kernels.csr(key, size, other, other_size, self.mode == "drop")
         if status >= 0:
             bad_side = self._scatter_plan if not 0 <= key[status] < size else self._gather_plan
             raise bad_side.error(status)
@@ -81,7 +83,7 @@ class GatherScatterPlan:
     @cached_property
     def transpose(self) -> tuple:
         """(indptr, edge_ids, cols) of the edges grouped by source row: the reverse pass's CSR."""
-        arrays = self._group(self.gather, self.src_size, self.scatter, self.size)
+        arrays = self._group(self.gather, self.src_size, self.scatter, self.size, "src_size")
         for a in arrays:
             a.flags.writeable = False
         return arrays
@@ -167,7 +169,7 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
         raise TypeError("gather_scatter needs gather_index and scatter_index, or a plan")
     m = len(plan.src_dims) if plan is not None else \
         (len(gather_index) if isinstance(gather_index, tuple) else 1)
-    axis = normalize_axis(axis, src.ndim, m)
+    axis = normalize_axis(axis, src.ndim, m, array="src")
     src_dims = src.shape[axis:axis + m]
     if plan is None:
         plan = gather_scatter_plan(gather_index, scatter_index, src_size=src_dims, dim_size=dim_size,
@@ -216,7 +218,10 @@ def team(threads: int, work: int) -> int:
 
 
 def value_dtype(src_dtype, w) -> np.dtype:
-    """dtype of the messages ``w * src`` (NumPy's promotion), in native byte order."""
+    """dtype of the messages ``w * src`` (NumPy's promotion), in native byte order; a bool or non-numeric src is
+    refused as `scatter` refuses it, whatever the weight would promote it to."""
+    if src_dtype == np.bool_ or src_dtype.kind not in "iufc":
+        raise TypeError(f"src must hold numbers (integers, floats or complex), got dtype {src_dtype}")
     return native(src_dtype if w is None else np.result_type(src_dtype, w.dtype))
 
 
@@ -299,6 +304,8 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
         from cyscatter._gather_scatter_gpu import gather_scatter_gpu
         return gather_scatter_gpu(src, gather_index, scatter_index, op, weight=weight, dim_size=dim_size,
                                   axis=axis, fill_value=fill_value, mode=mode, plan=plan)
+    if src is None:
+        raise TypeError("src must be an array of numbers, got None")
     src = np.asarray(src)
     plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode)
     w, heads = check_weight(weight, plan.index_shape, feat)

@@ -15,7 +15,7 @@ import numpy as np
 
 from cyscatter import fused_kernels
 from cyscatter._backend import backend_of
-from cyscatter._canonical import prod, rows_view
+from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather_scatter import check_weight, resolve, run_forward, team, value_dtype, weight_rows
 from cyscatter._ops import get_op, native
@@ -31,12 +31,15 @@ class _Call:
     and the dtype the derivatives are computed in."""
 
     def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
-                 num_threads, cotangents):
+                 num_threads, cotangents: dict):
         self.op = get_op(op)
         self.threads = check_threads(num_threads)
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")
         self.src = np.asarray(src)
+        arrays = {name: _numbers(a, name) for name, a in cotangents.items() if a is not None}
+        if plan is None and dim_size is None:
+            dim_size = _dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
                                                               dim_size, mode)
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat)
@@ -44,7 +47,7 @@ class _Call:
         vdtype = value_dtype(self.src.dtype, self.w)
         self.op.check_dtype(vdtype)
         # derivatives are real or complex: integers in float64, float16 in float32, else the promoted dtype
-        dtypes = [vdtype] + [native(c.dtype) for c in cotangents if c is not None]
+        dtypes = [vdtype] + [native(a.dtype) for a in arrays.values()]
         dtype = np.result_type(*dtypes)
         self.dtype = np.dtype(np.float64) if dtype.kind in "iu" else \
             np.dtype(np.float32) if dtype == np.float16 else dtype
@@ -126,6 +129,26 @@ class _Call:
         return keep, taken * scale, taken
 
 
+def _numbers(a, arg: str):
+    """`a` as an array of numbers; TypeError naming `arg` for anything else (bool, strings, dates, objects)."""
+    a = np.asarray(a)
+    if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+        raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
+    return a
+
+
+def _dims_like(shaped, src, gather_index, scatter_index, axis):
+    """The destination shape D read off an array shaped B + D + F (grad_out, out), as the core reverse functions
+    read it off `out`; None (inferred from the index) when there is none or it has too few dims."""
+    if shaped is None or gather_index is None or scatter_index is None:
+        return None
+    m_gather = len(gather_index) if isinstance(gather_index, tuple) else 1
+    m_scatter = len(scatter_index) if isinstance(scatter_index, tuple) else 1
+    axis = normalize_axis(axis, src.ndim, m_gather, array="src")
+    shape = np.shape(shaped)
+    return tuple(shape[axis:axis + m_scatter]) if len(shape) >= axis + m_scatter else None
+
+
 def _on_gpu(fun: str, **arrays):
     """The CuPy implementation of `fun` when the arrays live on the GPU (TypeError when mixed), else None."""
     if backend_of(**arrays).xp is np:
@@ -187,7 +210,7 @@ def gather_scatter_vjp_src(op, grad_out, src, gather_index=None, scatter_index=N
         return gpu(op, grad_out, src, gather_index, scatter_index, out, weight=weight, dim_size=dim_size, axis=axis,
                    mode=mode, plan=plan)
     call = _Call("gather_scatter_vjp_src", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
-                 plan, num_threads, [np.asarray(grad_out)])
+                 plan, num_threads, {"grad_out": grad_out})
     call.need_out("gather_scatter_vjp_src")
     g3 = call.table(grad_out, "grad_out")
     result = np.zeros(call.src_rows, call.dtype)
@@ -250,7 +273,7 @@ def gather_scatter_vjp_weight(op, grad_out, src, gather_index=None, scatter_inde
         return gpu(op, grad_out, src, gather_index, scatter_index, out, weight=weight, dim_size=dim_size, axis=axis,
                    mode=mode, plan=plan)
     call = _Call("gather_scatter_vjp_weight", op, src, gather_index, scatter_index, out, weight, dim_size, axis,
-                 mode, plan, num_threads, [np.asarray(grad_out)])
+                 mode, plan, num_threads, {"grad_out": grad_out})
     call.need_out("gather_scatter_vjp_weight")
     g3 = call.table(grad_out, "grad_out")
     n, name = call.plan.n_edges, call.op.name
@@ -329,7 +352,7 @@ def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None,
         return gpu(op, src, gather_index, scatter_index, out, src_dot, weight=weight, weight_dot=weight_dot,
                    dim_size=dim_size, axis=axis, mode=mode, plan=plan)
     call = _Call("gather_scatter_jvp", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
-                 plan, num_threads, [np.asarray(t) for t in (src_dot, weight_dot) if t is not None])
+                 plan, num_threads, {"src_dot": src_dot, "weight_dot": weight_dot})
     call.need_out("gather_scatter_jvp")
     s_dot3 = None if src_dot is None else call.entries(src_dot, "src_dot")
     w_dot2 = None

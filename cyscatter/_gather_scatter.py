@@ -8,21 +8,27 @@ is reduced in one pass over its edges, reading the source rows it needs. A `Gath
 """
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 
 from cyscatter import fused_kernels, kernels
 from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._index import check_mode, check_table_bytes, parse_coords, plan_index, sized_by
+from cyscatter._index import check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op, native
-from cyscatter._scatter import fill_for, finish_fresh
+from cyscatter._scatter import fill_for, finish_fresh, scatter
 from cyscatter._threads import check_threads
 
 _MIN_WORK = 32768   # element updates per thread below which fewer threads are used (as the core kernels)
-_NO_IDS = np.zeros(0, np.int64)
+
+
+def _frozen(a) -> np.ndarray:
+    """A read-only int64 copy of `a` over an immutable buffer: its writeable flag cannot be set back."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    return np.frombuffer(a.tobytes(), dtype=np.int64).reshape(a.shape)
+
+
+_NO_IDS = _frozen(np.zeros(0, np.int64))
 
 
 class GatherScatterPlan:
@@ -48,16 +54,32 @@ class GatherScatterPlan:
     """
 
     def __init__(self, gather_plan, scatter_plan, mode: str):
-        self._gather_plan, self._scatter_plan = gather_plan, scatter_plan
-        self.index_shape, self.src_dims, self.dims, self.mode = scatter_plan.shape, gather_plan.dims, \
-            scatter_plan.dims, mode
-        self.gather = np.ascontiguousarray(gather_plan.flat, dtype=np.int64)
-        self.scatter = np.ascontiguousarray(scatter_plan.flat, dtype=np.int64)
-        self.n_edges = self.gather.shape[0]
-        self.indptr, self.edge_ids, self.cols = self._group(self.scatter, self.size, self.gather, self.src_size)
-        self.counts = np.diff(self.indptr)
-        for a in (self.gather, self.scatter, self.indptr, self.edge_ids, self.cols, self.counts):
-            a.flags.writeable = False
+        # the kernels trust what a plan holds (they check bounds, not meaning): its arrays live in immutable
+        # buffers and its attributes cannot be rebound, so a plan stays the graph it was made from
+        set_ = super().__setattr__
+        set_("_gather_plan", gather_plan)
+        set_("_scatter_plan", scatter_plan)
+        set_("_cache", {})   # the grouping by source row, made at the first reverse pass; device copies (GPU)
+        set_("index_shape", scatter_plan.shape)
+        set_("src_dims", gather_plan.dims)
+        set_("dims", scatter_plan.dims)
+        set_("mode", mode)
+        set_("gather", _frozen(gather_plan.flat))
+        set_("scatter", _frozen(scatter_plan.flat))
+        set_("n_edges", self.gather.shape[0])
+        indptr, edge_ids, cols = self._group(self.scatter, self.size, self.gather, self.src_size, "dim_size",
+                                             scatter_plan, gather_plan)
+        set_("indptr", indptr)
+        set_("edge_ids", edge_ids)
+        set_("cols", cols)
+        set_("counts", _frozen(np.diff(indptr)))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a GatherScatterPlan is immutable: make a new one with gather_scatter_plan "
+                             f"(cannot set {name!r})")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"a GatherScatterPlan is immutable (cannot delete {name!r})")
 
     @property
     def size(self) -> int:
@@ -69,24 +91,23 @@ class GatherScatterPlan:
         """Source rows, ``prod(src_dims)``."""
         return prod(self.src_dims)
 
-    def _group(self, key, size, other, other_size, size_arg: str = "dim_size"):
+    def _group(self, key, size, other, other_size, size_arg, key_plan, other_plan):
         check_table_bytes((size + 1,), np.int64, size_arg, size)
         with sized_by(size_arg, size):
             status, indptr, edge_ids, cols = fused_kernels.csr(key, size, other, other_size, self.mode == "drop")
         if status >= 0:
-            bad_side = self._scatter_plan if not 0 <= key[status] < size else self._gather_plan
-            raise bad_side.error(status)
+            raise (key_plan if not 0 <= key[status] < size else other_plan).error(status)
         if edge_ids.shape[0] == self.n_edges and np.array_equal(edge_ids, np.arange(self.n_edges)):
             edge_ids = _NO_IDS   # already in destination order: the kernels read the weights in sequence
-        return indptr, edge_ids, cols
+        return _frozen(indptr), _frozen(edge_ids), _frozen(cols)
 
-    @cached_property
+    @property
     def transpose(self) -> tuple:
-        """(indptr, edge_ids, cols) of the edges grouped by source row: the reverse pass's CSR."""
-        arrays = self._group(self.gather, self.src_size, self.scatter, self.size, "src_size")
-        for a in arrays:
-            a.flags.writeable = False
-        return arrays
+        """(indptr, edge_ids, cols) of the edges grouped by source row: the reverse pass's CSR (made once)."""
+        if "transpose" not in self._cache:
+            self._cache["transpose"] = self._group(self.gather, self.src_size, self.scatter, self.size, "src_size",
+                                                   self._gather_plan, self._scatter_plan)
+        return self._cache["transpose"]
 
     def valid_edges(self) -> np.ndarray:
         """Boolean mask of shape (n_edges,): the edges that take part (all unless mode="drop")."""
@@ -163,7 +184,7 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
             raise ValueError("pass either plan or gather_index and scatter_index, not both (the plan holds them)")
         if mode is not None and mode != plan.mode:
             raise ValueError(f"mode={mode!r} differs from the plan's mode {plan.mode!r}")
-        if dim_size is not None and _sizes(dim_size) != plan.dims:
+        if dim_size is not None and check_sizes(dim_size, "dim_size") != plan.dims:
             raise ValueError(f"dim_size={dim_size!r} differs from the plan's destination shape {plan.dims}")
     elif gather_index is None or scatter_index is None:
         raise TypeError("gather_scatter needs gather_index and scatter_index, or a plan")
@@ -180,11 +201,7 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
     return plan, axis, src.shape[:axis], src.shape[axis + m:]
 
 
-def _sizes(value) -> tuple:
-    return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) or np.ndim(value) else (int(value),)
-
-
-def check_weight(weight, index_shape: tuple, feat: tuple, arg: str = "weight", xp=np):
+def check_weight(weight, index_shape: tuple, feat: tuple, op=None, arg: str = "weight", xp=np):
     """`weight` as an array of shape I + W, W broadcasting against the leading feature dims F[:len(W)], with W's
     trailing 1s dropped (a weight of shape (E, 1) scales whole rows: one weight per edge, not one per feature);
     None stays None. Returns (weight array, heads), heads = prod(F[:len(W)])."""
@@ -193,6 +210,8 @@ def check_weight(weight, index_shape: tuple, feat: tuple, arg: str = "weight", x
     w = xp.asarray(weight)
     if w.dtype == np.bool_ or w.dtype.kind not in "iufc":
         raise TypeError(f"{arg} must hold numbers, got dtype {w.dtype}")
+    if op is not None and op.ordered and w.dtype.kind == "c":
+        raise TypeError(f"op {op.name!r} needs ordered values; {arg} dtype {w.dtype} is complex")
     k = len(index_shape)
     lead = w.shape[k:]
     if w.shape[:k] != index_shape or len(lead) > len(feat) or \
@@ -283,7 +302,11 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     -----
     {semantics}
     Without a plan each call validates the indices and groups the edges by destination (a stable counting sort,
-    O(E), 16 bytes per edge); a plan does this once. float16 messages are computed and reduced in float32.
+    O(E), 16 bytes per edge); a plan does this once. Two exceptions to "each message rounded to the value
+    dtype": float16 messages are computed and reduced in float32 (max/min still give the composition's bits,
+    since rounding keeps the order; sums are more accurate and may not overflow where the composition does);
+    integer messages that the kernels would widen (small integer dtypes, or div/mean) are formed as NumPy forms
+    them, in their own dtype with its wrap-around, and so are materialised (E x F) before the scatter.
 
     Examples
     --------
@@ -308,13 +331,18 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
         raise TypeError("src must be an array of numbers, got None")
     src = np.asarray(src)
     plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode)
-    w, heads = check_weight(weight, plan.index_shape, feat)
+    w, heads = check_weight(weight, plan.index_shape, feat, op)
     vdtype = value_dtype(src.dtype, w)
-    if w is not None and op.ordered and w.dtype.kind == "c":
-        raise TypeError(f"op {op.name!r} needs ordered values; weight dtype {w.dtype} is complex")
     result_dtype = op.result_dtype(vdtype)
     fill = fill_for(fill_value, result_dtype)
     outer, inner = prod(batch), prod(feat)
+    if w is not None and vdtype.kind in "iu" and op.compute_dtype(result_dtype) != vdtype:
+        # integer messages the kernel would compute wider (small integers in int64, div and mean in float64)
+        # than w * src wraps or rounds in its own dtype: the messages are formed as NumPy forms them
+        msgs3, keep = messages(rows_view(src, vdtype, outer, plan.src_size, inner), plan, w, heads, feat, vdtype)
+        out = scatter(msgs3, plan.scatter[keep], op, dim_size=plan.size, axis=1, fill_value=fill_value,
+                      num_threads=num_threads)
+        return out.reshape(batch + plan.dims + feat)
     out3 = op.fresh((outer, plan.size, inner), result_dtype)
     src3 = rows_view(src, out3.dtype, outer, plan.src_size, inner)
     run_forward(op.opcode, src3, plan, w, heads, feat, out3, threads)
@@ -322,9 +350,22 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     return finish_fresh(op, out3, counts, fill, result_dtype, threads=threads).reshape(batch + plan.dims + feat)
 
 
+def messages(src3, plan, w, heads: int, feat: tuple, dtype):
+    """(messages (outer, kept, inner) of the kept edges in `dtype`, their edge positions): the E x F matrix the
+    fused kernels avoid, for the few cases that need it (integer messages, the mul/div reverse rules)."""
+    keep = np.flatnonzero(plan.valid_edges())
+    taken = src3[:, plan.gather[keep], :].astype(dtype, copy=False)
+    if w is None:
+        return taken, keep
+    rows = weight_rows(w, plan.index_shape, feat, heads, dtype)[keep]
+    return taken * np.repeat(rows, src3.shape[2] // max(heads, 1), axis=1)[None], keep
+
+
 def run_forward(opcode, src3, plan, w, heads, feat, out3, threads, transpose: bool = False) -> None:
     """The fused kernel from `src3` into `out3` (started at the identity) along the plan's CSR by destination,
     or, `transpose`, along its CSR by source (src3 then holds destination rows, out3 source rows)."""
+    if out3.shape[0] == 0 or out3.shape[2] == 0:
+        return   # no batch slice or no feature: nothing to compute (a head dim of length 0 included)
     indptr, edge_ids, cols = plan.transpose if transpose else (plan.indptr, plan.edge_ids, plan.cols)
     w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
     parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2])

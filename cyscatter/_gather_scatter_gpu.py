@@ -24,9 +24,10 @@ from cyscatter._canonical import prod
 from cyscatter._cuda_kernels import (EDGE_DOTS, EDGE_DOTS_TIED, TIE_COUNTS, TIED_SHARES_BACK, TIED_TANGENTS, build,
                                      gather_scatter_ordered_spec, gather_scatter_spec)
 from cyscatter._gather_scatter import check_weight, resolve, value_dtype, weight_rows
+from cyscatter._gather_scatter_reverse import derivative_policy, dims_like
 from cyscatter._ops import get_op, native
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
-from cyscatter._scatter import fill_for, finish_fresh, scatter_into
+from cyscatter._scatter import fill_for, finish_fresh, scatter, scatter_into
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS: wider CAS updates (complex128 mul/div) take the CSR kernel
 _LINEAR = ("add", "sub", "mean")
@@ -50,7 +51,7 @@ _HOST_ARRAYS = {   # what `_on_device` can upload, from the plan's NumPy arrays
 
 def _on_device(plan, xp, name: str):
     """The plan's array `name` on the current device, uploaded at its first use there and kept on the plan."""
-    cache = plan.__dict__.setdefault("_device_arrays", {})
+    cache = plan._cache.setdefault("device_arrays", {})
     cuda = getattr(xp, "cuda", None)   # the emulated CuPy of the tests has no devices
     key = (id(xp), cuda.Device().id if cuda is not None else -1, name)
     arr = cache.get(key)
@@ -108,13 +109,20 @@ def gather_scatter_gpu(src, gather_index, scatter_index, op, *, weight, dim_size
     xp = be.xp
     src = be.asarray(src)
     plan, axis, batch, feat = resolve(src, _host(gather_index), _host(scatter_index), plan, axis, dim_size, mode)
-    w, heads = check_weight(weight, plan.index_shape, feat, xp=xp)
+    w, heads = check_weight(weight, plan.index_shape, feat, op, xp=xp)
     vdtype = value_dtype(src.dtype, w)
-    if w is not None and op.ordered and w.dtype.kind == "c":
-        raise TypeError(f"op {op.name!r} needs ordered values; weight dtype {w.dtype} is complex")
     result_dtype = op.result_dtype(vdtype)
     fill = fill_for(fill_value, result_dtype, xp)
     outer, inner = prod(batch), prod(feat)
+    if w is not None and vdtype.kind in "iu" and op.compute_dtype(result_dtype) != vdtype:
+        # integer messages the kernel would compute wider than w * src wraps or rounds in its own dtype: formed
+        # as NumPy forms them, then scattered (as on the CPU)
+        own = be.rows_view(src, vdtype, outer, plan.src_size, inner)[:, _on_device(plan, xp, "gather_kept"), :]
+        rows = weight_rows(w, plan.index_shape, feat, heads, vdtype, xp=xp)[_on_device(plan, xp, "kept")]
+        msgs = own * xp.repeat(rows, inner // max(heads, 1), axis=1)[None]
+        out = scatter(msgs, _on_device(plan, xp, "scatter_kept"), op, dim_size=plan.size, axis=1,
+                      fill_value=fill_value)
+        return out.reshape(batch + plan.dims + feat)
     out3 = op.fresh((outer, plan.size, inner), result_dtype, xp)
     src3 = be.rows_view(src, out3.dtype, outer, plan.src_size, inner)
     w2 = None if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype, xp=xp)
@@ -138,16 +146,16 @@ class _Call:
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")
         self.src = self.be.asarray(src)
-        self.plan, self.axis, self.batch, self.feat = resolve(self.src, _host(gather_index), _host(scatter_index),
-                                                              plan, axis, dim_size, mode)
-        self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, xp=xp)
+        arrays = {name: self._numeric(a, name) for name, a in tangents.items() if a is not None}
+        gather_index, scatter_index = _host(gather_index), _host(scatter_index)
+        if plan is None and dim_size is None:
+            dim_size = dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
+        self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
+                                                              dim_size, mode)
+        self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op, xp=xp)
         self.w_shape = None if weight is None else self.be.asarray(weight).shape   # before trailing 1s are dropped
-        vdtype = value_dtype(self.src.dtype, self.w)
-        self.op.check_dtype(vdtype)
-        # derivatives are real or complex: integers in float64, float16 in float32, else the promoted dtype
-        dtype = np.result_type(vdtype, *[native(xp.asarray(t).dtype) for t in tangents.values() if t is not None])
-        self.dtype = np.dtype(np.float64) if dtype.kind in "iu" else \
-            np.dtype(np.float32) if dtype == np.float16 else dtype
+        vdtype = self.vdtype = value_dtype(self.src.dtype, self.w)
+        self.dtype, self.materialise = derivative_policy(self.op, vdtype, arrays)
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
         self.src3 = self.be.rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner)
@@ -156,6 +164,13 @@ class _Call:
         self.out3 = None if out is None else self.table(out, "out")
         if self.out3 is None and self.op.name not in _LINEAR:
             raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
+        if self.op.ordered and vdtype == np.float16:
+            # the forward compared float32 messages and rounded only the winner: find the winners as it did
+            out32 = self.op.fresh(self.out3.shape, vdtype, xp)
+            _forward(self.op, self.be.rows_view(self.src, out32.dtype, *self.src3.shape), self.plan,
+                     None if self.w is None else weight_rows(self.w, self.plan.index_shape, self.feat, self.heads,
+                                                             out32.dtype, xp=xp), out32, xp)
+            self.out3 = out32.astype(self.dtype)
 
     def device(self, name: str):
         return _on_device(self.plan, self.xp, name)
@@ -251,9 +266,16 @@ class _Call:
         return self.xp.repeat(w2[self.device("kept")], self.inner // self.heads, axis=1)[None]
 
     def messages(self, src3):
-        """(messages (outer, kept, inner), gathered src rows) of the kept edges."""
+        """(messages (outer, kept, inner), gathered src rows) of the kept edges; integer messages formed in their
+        own dtype first (with its wrap-around), as the forward formed them."""
         taken = src3[:, self.device("gather_kept"), :]
-        return (taken if self.w2 is None else taken * self.scale(self.w2)), taken
+        if self.w2 is None:
+            return taken, taken
+        if self.vdtype.kind in "iu" and src3 is self.src3:
+            own = self.be.rows_view(self.src, self.vdtype, *self.src3.shape)[:, self.device("gather_kept"), :]
+            w_own = weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.vdtype, xp=self.xp)
+            return (own * self.scale(w_own)).astype(self.dtype), taken
+        return taken * self.scale(self.w2), taken
 
     def core_vjp(self, g3):
         """d out / d message times the cotangent, per kept edge (outer, kept, inner), by the core rules."""
@@ -277,7 +299,7 @@ def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, o
     if name in _LINEAR:   # the transposed product: the forward kernel from the output rows back to the source rows
         _run_edges("add", call.per_destination(g3), call.device("scatter"), call.device("gather"), call.w2, result,
                    call.xp)
-    elif name in ("max", "min"):
+    elif name in ("max", "min") and not call.materialise:
         size = call._edge_size()
         if size:
             build(TIED_SHARES_BACK)(*call._edge_args(), call.out3.reshape(-1), call.share(g3).reshape(-1),
@@ -299,7 +321,7 @@ def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index
     name = call.op.name
     if name in _LINEAR:
         result = call.dots(call.per_destination(g3), tied=False)
-    elif name in ("max", "min"):
+    elif name in ("max", "min") and not call.materialise:
         result = call.dots(call.share(g3), tied=True)
     else:
         d, taken = call.core_vjp(g3)
@@ -333,7 +355,7 @@ def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *
         if w_dot2 is not None:
             _run_edges("add", call.src3, gather, scatter, w_dot2, result, call.xp)
         result = call.per_destination(result)
-    elif name in ("max", "min"):
+    elif name in ("max", "min") and not call.materialise:
         total = call.zeros(size3)
         if call._edge_size():
             dummy = call.zeros(1)

@@ -5,7 +5,8 @@ transposed product (the same kernel along the CSR by source row), the `weight` g
 (SDDMM); max/min find each output element's tied winning edges again (the forward's exact messages) and split the
 cotangent evenly among them, as `scatter` does; none of them allocates an E x F array. mul and div, whose
 derivatives need the product of the other members of a group, go through the materialised messages and the core
-`scatter` rules.
+`scatter` rules, and so do max/min on integer messages (whose ties are those of the integers, compared, as
+`scatter_vjp_src` compares them, in float64: exact up to 2**53).
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from cyscatter import fused_kernels
 from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._gather_scatter import check_weight, resolve, run_forward, team, value_dtype, weight_rows
+from cyscatter._gather_scatter import (check_weight, messages, resolve, run_forward, team, value_dtype,
+                                       weight_rows)
 from cyscatter._ops import get_op, native
 from cyscatter.kernels import OpCode
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
@@ -39,24 +41,25 @@ class _Call:
         self.src = np.asarray(src)
         arrays = {name: _numbers(a, name) for name, a in cotangents.items() if a is not None}
         if plan is None and dim_size is None:
-            dim_size = _dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
+            dim_size = dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
                                                               dim_size, mode)
-        self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat)
+        self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op)
         self.w_shape = None if weight is None else np.shape(weight)
-        vdtype = value_dtype(self.src.dtype, self.w)
-        self.op.check_dtype(vdtype)
-        # derivatives are real or complex: integers in float64, float16 in float32, else the promoted dtype
-        dtypes = [vdtype] + [native(a.dtype) for a in arrays.values()]
-        dtype = np.result_type(*dtypes)
-        self.dtype = np.dtype(np.float64) if dtype.kind in "iu" else \
-            np.dtype(np.float32) if dtype == np.float16 else dtype
+        vdtype = self.vdtype = value_dtype(self.src.dtype, self.w)
+        self.dtype, self.materialise = derivative_policy(self.op, vdtype, arrays)
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
         self.src_rows = (self.outer, self.plan.src_size, self.inner)
         self.w2 = None if self.w is None else \
             weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
         self.out3 = None if out is None else self.table(out, "out")
+        if self.out3 is not None and self.op.ordered and vdtype == np.float16:
+            # the forward compared float32 messages and rounded only the winner: find the winners as it did
+            out32 = self.op.fresh(self.out3.shape, vdtype)
+            run_forward(self.op.opcode, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.w,
+                        self.heads, self.feat, out32, self.threads)
+            self.out3 = out32.astype(self.dtype, copy=False)
 
     @cached_property
     def src3(self):
@@ -117,16 +120,40 @@ class _Call:
         summed = tuple(k + i for i, s in enumerate(self.w.shape[k:]) if s == 1)
         return (full.sum(axis=summed, keepdims=True) if summed else full).reshape(self.w_shape)
 
-    # ---- materialised messages (mul, div) -------------------------------------------------------------------
+    # ---- materialised messages (mul, div, integer max/min) ---------------------------------------------------
 
-    def messages(self, src3, w2):
-        """(valid edge positions, messages (outer, kept, inner), gathered src rows) of the valid edges."""
-        keep = np.flatnonzero(self.plan.valid_edges())
-        taken = src3[:, self.plan.gather[keep], :]
-        if w2 is None:
-            return keep, taken, taken
-        scale = np.repeat(w2[keep], self.inner // self.heads, axis=1)[None]
-        return keep, taken * scale, taken
+    def forward_messages(self):
+        """(kept edge positions, the forward's messages, the gathered src rows), in the derivative dtype; integer
+        messages formed in their own dtype first (with its wrap-around), as the forward formed them."""
+        if self.vdtype.kind in "iu":
+            msgs, keep = messages(rows_view(self.src, self.vdtype, *self.src_rows), self.plan, self.w, self.heads,
+                                  self.feat, self.vdtype)
+            msgs = msgs.astype(self.dtype, copy=False)
+        else:
+            msgs, keep = messages(self.src3, self.plan, self.w, self.heads, self.feat, self.dtype)
+        return keep, msgs, self.src3[:, self.plan.gather[keep], :]
+
+    def scale(self, rows2, keep):
+        """Per-edge (n, heads) values of the kept edges, repeated over each head's features: (1, kept, inner)."""
+        return np.repeat(rows2[keep], self.inner // self.heads, axis=1)[None]
+
+
+def derivative_policy(op, vdtype, arrays: dict) -> tuple:
+    """(dtype the derivatives are computed in, whether the messages must be materialised) for an op on messages
+    of `vdtype` with the cotangents/tangents `arrays` (name: array); shared by the CPU and GPU reverse passes.
+
+    Derivatives are real or complex: integers in float64, float16 in float32, else NumPy's promotion; a complex
+    cotangent of a real output is refused (its imaginary part would be dropped). mul/div need the products of
+    the other messages, integer max/min the integer messages themselves (their ties, -0.0 aside): both are
+    materialised.
+    """
+    op.check_dtype(vdtype)
+    for name, a in arrays.items():
+        if a.dtype.kind == "c" and (op.ordered or vdtype.kind != "c"):
+            raise TypeError(f"{name} is complex ({a.dtype}) but op {op.name!r} on {vdtype} values has a real output")
+    dtype = np.result_type(vdtype, *[native(a.dtype) for a in arrays.values()])
+    dtype = np.dtype(np.float64) if dtype.kind in "iu" else np.dtype(np.float32) if dtype == np.float16 else dtype
+    return dtype, op.name in ("mul", "div") or (op.ordered and vdtype.kind in "iu")
 
 
 def _numbers(a, arg: str):
@@ -137,7 +164,7 @@ def _numbers(a, arg: str):
     return a
 
 
-def _dims_like(shaped, src, gather_index, scatter_index, axis):
+def dims_like(shaped, src, gather_index, scatter_index, axis):
     """The destination shape D read off an array shaped B + D + F (grad_out, out), as the core reverse functions
     read it off `out`; None (inferred from the index) when there is none or it has too few dims."""
     if shaped is None or gather_index is None or scatter_index is None:
@@ -215,19 +242,19 @@ def gather_scatter_vjp_src(op, grad_out, src, gather_index=None, scatter_index=N
     g3 = call.table(grad_out, "grad_out")
     result = np.zeros(call.src_rows, call.dtype)
     name = call.op.name
-    if name in ("add", "sub", "mean"):
+    if call.materialise:
+        keep, msgs, _ = call.forward_messages()
+        d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
+        if call.w2 is not None:
+            d = d * call.scale(call.w2, keep)
+        np.add.at(result, (slice(None), call.plan.gather[keep]), d)
+    elif name in ("add", "sub", "mean"):
         run_forward(OpCode.OP_ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
                     call.threads, transpose=True)
-    elif name in ("max", "min"):
+    elif call.inner and call.outer:
         indptr, ids, cols = call.plan.transpose
         fused_kernels.extreme_back(call.src3, indptr, cols, ids, call._w2(), call.w is not None, call.out3,
                                    call.share(g3), result, call._parts())
-    else:
-        keep, msgs, _ = call.messages(call.src3, call.w2)
-        d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
-        if call.w2 is not None:
-            d = d * np.repeat(call.w2[keep], call.inner // call.heads, axis=1)[None]
-        np.add.at(result, (slice(None), call.plan.gather[keep]), d)
     return _cast_like(result.reshape(call.src.shape), call.src)
 
 
@@ -278,16 +305,16 @@ def gather_scatter_vjp_weight(op, grad_out, src, gather_index=None, scatter_inde
     g3 = call.table(grad_out, "grad_out")
     n, name = call.plan.n_edges, call.op.name
     result = np.zeros((n, call.heads), call.dtype)
-    if name in ("add", "sub", "mean", "max", "min"):
+    if call.materialise:
+        keep, msgs, taken = call.forward_messages()
+        d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
+        per_feature = (d * taken).sum(axis=0)                                  # (kept, inner)
+        result[keep] = per_feature.reshape(len(keep), call.heads, -1).sum(axis=2)
+    elif call.inner and call.outer:
         ties = {"max": 1, "min": 2}.get(name, 0)
         cot = call.share(g3) if ties else call.per_destination(g3)
         fused_kernels.dots(cot, call.src3, call.plan.gather, call.plan.scatter, result,
                            call.out3 if ties else cot, ties, call._w2(), call.w is not None, call._parts())
-    else:
-        keep, msgs, taken = call.messages(call.src3, call.w2)
-        d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
-        per_feature = (d * taken).sum(axis=0)                                  # (kept, inner)
-        result[keep] = per_feature.reshape(len(keep), call.heads, -1).sum(axis=2)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else _cast_like(shaped, call.w)
 
@@ -366,7 +393,16 @@ def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None,
         w_dot2 = weight_rows(wd, call.plan.index_shape, call.feat, call.heads, call.dtype)
     name = call.op.name
     size3 = (call.outer, call.plan.size, call.inner)
-    if name in ("add", "sub", "mean"):
+    if call.materialise:
+        keep, msgs, taken = call.forward_messages()
+        t_msgs = np.zeros_like(msgs)
+        if s_dot3 is not None:
+            t = s_dot3[:, call.plan.gather[keep], :]
+            t_msgs += t if call.w2 is None else t * call.scale(call.w2, keep)
+        if w_dot2 is not None:
+            t_msgs += taken * call.scale(w_dot2, keep)
+        result = scatter_jvp(name, msgs, call.plan.scatter[keep], call.out3, t_msgs, axis=1)
+    elif name in ("add", "sub", "mean"):
         result = np.zeros(size3, call.dtype)
         if s_dot3 is not None:
             run_forward(OpCode.OP_ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)
@@ -375,19 +411,12 @@ def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None,
             run_forward(OpCode.OP_ADD, call.src3, call.plan, wd, call.heads, call.feat, part, call.threads)
             result += part
         result = call.per_destination(result)
-    elif name in ("max", "min"):
-        result = np.empty(size3, call.dtype)
-        fused_kernels.extreme_ties(name == "max", call.src3, call.plan.indptr, call.plan.cols, call.plan.edge_ids,
-                                   call._w2(), call.w is not None, call.out3, call.out3,
-                                   call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
-                                   np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2, w_dot2 is not None,
-                                   result, call._parts())
     else:
-        keep, msgs, taken = call.messages(call.src3, call.w2)
-        t_msgs = np.zeros_like(msgs)
-        if s_dot3 is not None:
-            t_msgs += call.messages(s_dot3, call.w2)[1]
-        if w_dot2 is not None:
-            t_msgs += taken * np.repeat(w_dot2[keep], call.inner // call.heads, axis=1)[None]
-        result = scatter_jvp(name, msgs, call.plan.scatter[keep], call.out3, t_msgs, axis=1)
+        result = np.zeros(size3, call.dtype)
+        if call.inner and call.outer:
+            fused_kernels.extreme_ties(name == "max", call.src3, call.plan.indptr, call.plan.cols,
+                                       call.plan.edge_ids, call._w2(), call.w is not None, call.out3, call.out3,
+                                       call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
+                                       np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,
+                                       w_dot2 is not None, result, call._parts())
     return result.reshape(call.out_shape)

@@ -168,7 +168,7 @@ def sized_by(arg: str, given):
         raise MemoryError(f"{arg}={given!r} asks for more memory than can be allocated: {err}") from None
 
 
-def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int) -> np.ndarray:
+def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg: str = "index") -> np.ndarray:
     """One coordinate as a flat int32/int64 vector with wrap/clip applied and uint64 made safe."""
     xp = array_module(coord)
     flat = coord.reshape(-1)
@@ -188,7 +188,8 @@ def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int) -> n
         flat = flat.astype(np.int64)
     if mode in ("wrap", "clip") and flat.size:
         if size == 0:
-            raise IndexError(f"index along destination axis {axis} cannot be {mode}ped into an axis of size 0")
+            label = arg if m == 1 else f"{arg}[{axis}]"
+            raise IndexError(f"{label} cannot be {mode}ped into an axis of size 0 (indexed axis {axis})")
         flat = xp.mod(flat, size) if mode == "wrap" else xp.clip(flat, 0, size - 1)
     return xp.ascontiguousarray(flat)
 
@@ -206,7 +207,7 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     m = len(coords)
     flats = []
     for axis, (coord, size) in enumerate(zip(coords, dims)):
-        flat = _coordinate(coord, size, mode, axis, m)
+        flat = _coordinate(coord, size, mode, axis, m, arg)
         if flat is None:
             bad = int(array_module(coord).argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
             plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords, arg)

@@ -274,3 +274,82 @@ def test_importable_kernel_entry_points_validate_their_arguments():
     for call in bad_calls:
         with pytest.raises(ValueError):
             call()
+
+
+# ---- found by an independent hostile campaign ---------------------------------------------------------------------
+
+def test_float16_max_min_gradients_find_the_forward_winners():
+    # the forward compares float32 messages and rounds only the winner to float16: the reverse pass must compare
+    # the same float32 values (against the rounded out, no edge would tie and every gradient would be 0)
+    src, w = np.array([1.1, 0.3], np.float16), np.array([1.3, 0.2], np.float16)
+    gi, si = np.array([0, 1]), np.array([0, 0])
+    for op, winner in (("max", 0), ("min", 1)):
+        out = cs.gather_scatter(src, gi, si, op, weight=w)
+        g = np.ones(1, np.float16)
+        expected_src, expected_w = np.zeros(2), np.zeros(2)
+        expected_src[winner], expected_w[winner] = w[winner], src[winner]
+        np.testing.assert_allclose(cs.gather_scatter_vjp_src(op, g, src, gi, si, out, weight=w), expected_src)
+        np.testing.assert_allclose(cs.gather_scatter_vjp_weight(op, g, src, gi, si, out, weight=w), expected_w)
+        np.testing.assert_allclose(cs.gather_scatter_jvp(op, src, gi, si, out, src_dot=np.ones(2, np.float16),
+                                                         weight=w), [w[winner]], rtol=1e-3)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "div", "mean", "add"])
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint8"])
+def test_integer_messages_wrap_and_divide_as_numpy_forms_them(op, dtype):
+    src = np.array([100, -100, 0, 7], dtype=np.int64).astype(dtype)
+    w = np.array([2, 3, -3, 0], dtype=np.int64).astype(dtype)   # uint8: -100 and -3 wrap as NumPy wraps them
+    gi, si = np.array([0, 1, 2, 3]), np.array([0, 0, 1, 1])
+    with np.errstate(all="ignore"):
+        expected = ref_gather_scatter(src, gi, si, op, weight=w)
+        got = cs.gather_scatter(src, gi, si, op, weight=w)
+    assert_same(got, expected)
+    big = np.array([2**62, 2**62])
+    np.testing.assert_array_equal(cs.gather_scatter(big, np.array([0, 1]), np.array([0, 0]), "mean",
+                                                    weight=np.array([3, 1])), [0.0])   # 3 * 2**62 wraps to -2**62
+
+
+def test_zero_length_head_dims():
+    gi, si = np.array([0, 1, 2]), np.array([0, 0, 1])
+    for src in (np.zeros((3, 0)), np.zeros((3, 0, 2))):
+        w = np.ones((3, 0))
+        out = cs.gather_scatter(src, gi, si, weight=w)
+        assert out.shape == (2,) + src.shape[1:]
+        assert cs.gather_scatter_vjp_src("add", out, src, gi, si, weight=w).shape == src.shape
+        assert cs.gather_scatter_vjp_weight("max", out, src, gi, si, out, weight=w).shape == w.shape
+        assert cs.gather_scatter_jvp("max", src, gi, si, out, src_dot=src, weight=w).shape == out.shape
+
+
+def test_a_plan_cannot_be_changed():
+    plan = cs.gather_scatter_plan(np.array([0, 1]), np.array([1, 1]))
+    with pytest.raises(AttributeError, match="immutable"):
+        plan.index_shape = (1,)
+    with pytest.raises(AttributeError, match="immutable"):
+        del plan.dims
+    for name in ("gather", "scatter", "indptr", "edge_ids", "cols", "counts"):
+        with pytest.raises(ValueError):
+            getattr(plan, name).flags.writeable = True
+    for a in plan.transpose:
+        with pytest.raises(ValueError):
+            a.flags.writeable = True
+
+
+def test_messages_name_the_argument_at_fault():
+    src, gi, si = np.array([1.0, 2.0]), np.array([0, 1]), np.array([0, 0])
+    out = np.array([2.0])
+    cases = [
+        (lambda: cs.gather_scatter(None, gi, si), TypeError, "src"),
+        (lambda: cs.gather_scatter_vjp_src("max", np.ones(1, complex), src, gi, si, out), TypeError, "grad_out"),
+        (lambda: cs.gather_scatter_vjp_src("add", np.ones(1, complex), src, gi, si), TypeError, "grad_out"),
+        (lambda: cs.gather_scatter_jvp("min", src, gi, si, out, src_dot=np.ones(2, complex)), TypeError, "src_dot"),
+        (lambda: cs.gather_scatter_vjp_weight("max", np.ones(1), src, gi, si, out, weight=np.ones(2, complex)),
+         TypeError, "weight"),
+        (lambda: cs.gather_scatter_vjp_src("add", np.ones(1), src > 1, gi, si), TypeError, "src"),
+        (lambda: cs.gather_scatter(src, plan=cs.gather_scatter_plan(gi, si), dim_size="x"), TypeError,
+         "dim_size"),
+        (lambda: cs.gather_scatter(np.zeros((0, 2)), gi, si, mode="wrap"), IndexError, "gather_index"),
+        (lambda: cs.gather_scatter_plan(gi, si, dim_size=2**62), ValueError, "dim_size"),
+    ]
+    for call, error, name in cases:
+        with pytest.raises(error, match=rf"(?<![\w.]){name}(?!\w)"):
+            call()

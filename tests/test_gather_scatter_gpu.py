@@ -236,11 +236,11 @@ def test_plan_uploads_once_per_device(cp):
     gi, si = edges("int", rng)
     plan = cs.gather_scatter_plan(gi, si, src_size=7, dim_size=6)
     first = cs.gather_scatter(cp.asarray(src), op="mean", plan=plan)
-    cached = dict(plan._device_arrays)
+    cached = dict(plan._cache["device_arrays"])
     assert cached and all(type(a) is cp.ndarray for a in cached.values())
     second = cs.gather_scatter(cp.asarray(src), op="mean", plan=plan)
     cs.gather_scatter_vjp_src("mean", second, cp.asarray(src), plan=plan)
-    assert all(plan._device_arrays[k] is a for k, a in cached.items())   # the same device arrays, not re-uploaded
+    assert all(plan._cache["device_arrays"][k] is a for k, a in cached.items())   # the same device arrays, not re-uploaded
     np.testing.assert_allclose(first.get(), second.get(), rtol=1e-12)
     np.testing.assert_allclose(cs.gather_scatter(src, op="mean", plan=plan), first.get(), rtol=1e-12)   # host too
 
@@ -269,7 +269,7 @@ def test_bad_input_raises_before_any_launch(cp):
     with pytest.raises(TypeError, match=r"needs out"):
         cs.gather_scatter_vjp_src("max", cp.ones((3, 2)), src, gi, gi)
     with pytest.raises(ValueError, match=r"grad_out shape"):
-        cs.gather_scatter_vjp_src("add", cp.ones((2, 2)), src, gi, gi)
+        cs.gather_scatter_vjp_src("add", cp.ones((2, 2)), src, gi, gi, dim_size=3)
     with pytest.raises(ValueError, match=r"weight_dot shape"):
         cs.gather_scatter_jvp("add", src, gi, gi, weight=cp.ones(3), weight_dot=cp.ones(2))
 

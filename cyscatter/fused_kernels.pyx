@@ -48,12 +48,14 @@ cdef struct Geo:
 
 cdef inline Py_ssize_t _ahead(Py_ssize_t row_bytes, Py_ssize_t table_rows) noexcept nogil:
     """Edges of look-ahead for the src-row prefetch: none while the gathered table fits in L2 (the prefetch then
-    only costs instructions), else about 2 KB of rows ahead, at least 2 and at most 32 edges."""
+    only costs instructions), else about 4 KB of rows ahead, at least 4 and at most 32 edges. Measured (NOTES.md,
+    fused gather-scatter): rows of 64 float32 from a 1e5-row table, 56 ms without prefetch, 29 / 23 / 21 ms 4 / 8
+    / 16 edges ahead; rows of 64 float64 from 1e6 rows, 2.3 s without, 1.8 s 4 ahead, 1.1 s 8 ahead."""
     if _prefetch_edges >= 0:
         return _prefetch_edges
     if row_bytes * table_rows <= 256 * 1024:
         return 0
-    return max(2, min(32, 2048 // max(row_bytes, 1)))
+    return max(4, min(32, 4096 // max(row_bytes, 1)))
 
 
 cdef inline void _prefetch_row(const void* row, Py_ssize_t row_bytes) noexcept nogil:

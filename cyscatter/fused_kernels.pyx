@@ -66,10 +66,9 @@ cdef inline void _prefetch_row(const void* row, Py_ssize_t row_bytes) noexcept n
 
 
 cdef inline bint _ties(real_t m, real_t o) noexcept nogil:
-    """The message `m` is the value the forward pass kept in `o`: equal with the same sign of zero, or both NaN."""
-    if m != m:
-        return o != o
-    return m == o and signbit(m) == signbit(o)
+    """The message `m` is the value the forward pass kept in `o`: equal with the same sign of zero, or both NaN.
+    Written without branches (the reverse loops run it per element and edge, and it is true at random)."""
+    return ((m == o) & (signbit(m) == signbit(o))) | ((m != m) & (o != o))
 
 
 cdef inline Py_ssize_t _cut(const int64_t* indptr, Py_ssize_t rows, Py_ssize_t target) noexcept nogil:
@@ -217,6 +216,9 @@ cdef void _forward_rows(op_t op, const value_t* src, const int64_t* indptr, cons
             for p in range(indptr[r], indptr[r + 1]):
                 if ahead and p + ahead < m:
                     _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    if edge_ids != NULL and weight != NULL:
+                        # along the transposed CSR the weights are read in a permuted order: one miss per edge
+                        cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
                 x = src + o * G.s_outer + cols[p] * G.s_row
                 if weight == NULL:
                     if op_t is OpAdd:
@@ -276,17 +278,20 @@ cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] sr
 
 # ---- max / min reverse -------------------------------------------------------------------------------------------
 
-cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, const int64_t* cols,
+cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
                      const int64_t* edge_ids, const real_t* weight, const real_t* out, const real_t* grad_out,
                      const real_t* tangent_src, const real_t* tangent_w, const real_t* dst_init, real_t* result,
-                     const Geo* G, Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
-    # `out`, `grad_out`, `dst_init` and `result` share the owned side's strides; `tangent_src` the gathered side's
-    cdef Py_ssize_t o, r, p, e, f, f0, n, at
-    cdef real_t w, msg, tangent
+                     const Geo* G, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
+    # `out`, `grad_out`, `dst_init` and `result` share the owned side's strides; `tangent_src` the gathered side's.
+    # Features are walked one head at a time (a constant weight, no division per element), a chunk at a time.
+    cdef Py_ssize_t o, r, p, e, f, f0, n, at, a, b, h, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
+    cdef real_t w, tw, tangent
+    cdef bint tie
     cdef real_t count[CHUNK]
     cdef real_t acc[CHUNK]
     cdef const real_t* x
     cdef const real_t* orow
+    cdef bint tangents = tangent_src != NULL or tangent_w != NULL
     for o in range(G.outer):
         for r in range(r0, r1):
             orow = out + o * G.o_outer + r * G.o_row
@@ -299,20 +304,33 @@ cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, cons
                                                                orow[f0 + f]) else 0
                     acc[f] = 0
                 for p in range(indptr[r], indptr[r + 1]):
+                    if ahead and p + ahead < m:
+                        _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
                     at = o * G.s_outer + cols[p] * G.s_row
                     x = src + at
                     e = edge_ids[p] if edge_ids != NULL else p
-                    for f in range(f0, f0 + n):
-                        w = weight[e * G.heads + f // G.chunk] if weight != NULL else 1
-                        msg = w * x[f] if weight != NULL else x[f]
-                        if _ties(msg, orow[f]):
-                            count[f - f0] += 1
-                            tangent = 0
-                            if tangent_src != NULL:
-                                tangent = w * tangent_src[at + f] if weight != NULL else tangent_src[at + f]
-                            if tangent_w != NULL:
-                                tangent = tangent + tangent_w[e * G.heads + f // G.chunk] * x[f]
-                            acc[f - f0] += tangent
+                    a, h = f0, f0 // G.chunk
+                    while a < f0 + n:
+                        b = min(f0 + n, (h + 1) * G.chunk)
+                        w = weight[e * G.heads + h] if weight != NULL else 1
+                        if not tangents:
+                            if weight == NULL:
+                                for f in range(a, b):
+                                    count[f - f0] += _ties(x[f], orow[f])
+                            else:
+                                for f in range(a, b):
+                                    count[f - f0] += _ties(w * x[f], orow[f])
+                        else:
+                            tw = tangent_w[e * G.heads + h] if tangent_w != NULL else 0
+                            for f in range(a, b):
+                                tie = _ties(w * x[f], orow[f]) if weight != NULL else _ties(x[f], orow[f])
+                                if tie:
+                                    count[f - f0] += 1
+                                    tangent = 0
+                                    if tangent_src != NULL:
+                                        tangent = w * tangent_src[at + f] if weight != NULL else tangent_src[at + f]
+                                    acc[f - f0] += tangent + tw * x[f]
+                        a, h = b, h + 1
                 for f in range(f0, f0 + n):
                     if count[f - f0] == 0:
                         result[o * G.o_outer + r * G.o_row + f] = 0
@@ -330,7 +348,7 @@ cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, co
                            real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
     """The caller (the `def` wrapper, or a cimporting one) has checked the CSR and that out, grad_out and result
     share one shape and strides, and tangent_src src's."""
-    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0]
+    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], ahead
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
     cdef const real_t* g = NULL
@@ -341,21 +359,23 @@ cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, co
               src.strides[1] // sizeof(real_t), out.strides[0] // sizeof(real_t), out.strides[1] // sizeof(real_t))
     if tangent_src == NULL and tangent_w == NULL:
         g = &grad_out[0, 0, 0]
+    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), src.shape[1])
     if m == 0 or parts == 1 or rows < 2:
-        _ties_rows(is_max, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, edge_ids, weight,
-                   &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows)
+        _ties_rows(is_max, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight,
+                   &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead)
         return
     _cuts(&indptr[0], rows, parts, cut)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-        _ties_rows(is_max, &src[0, 0, 0], &indptr[0], &cols[0], edge_ids, weight, &out[0, 0, 0], g, tangent_src,
-                   tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1])
+        _ties_rows(is_max, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], g, tangent_src,
+                   tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
 
 
-cdef void _back_rows(const real_t* src, const int64_t* indptr, const int64_t* cols, const int64_t* edge_ids,
-                     const real_t* weight, const real_t* out, const real_t* share, real_t* result, const Geo* G,
-                     Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
-    # here the owned rows are the source rows (src and result share G.o_*), cols the destination rows (G.s_*)
-    cdef Py_ssize_t o, s, p, e, f, at
+cdef void _back_rows(const real_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
+                     const int64_t* edge_ids, const real_t* weight, const real_t* out, const real_t* share,
+                     real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
+    # here the owned rows are the source rows (src and result share G.o_*), cols the destination rows (G.s_*),
+    # whose out and share rows are read at random: prefetched `ahead` edges early, as the forward's src rows
+    cdef Py_ssize_t o, s, p, e, f, at, h, lo, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
     cdef real_t w
     cdef const real_t* x
     cdef real_t* res
@@ -366,16 +386,20 @@ cdef void _back_rows(const real_t* src, const int64_t* indptr, const int64_t* co
             for f in range(G.inner):
                 res[f] = 0
             for p in range(indptr[s], indptr[s + 1]):
+                if ahead and p + ahead < m:
+                    _prefetch_row(out + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    _prefetch_row(share + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
                 at = o * G.s_outer + cols[p] * G.s_row
+                if weight == NULL:
+                    for f in range(G.inner):
+                        res[f] = res[f] + (share[at + f] if _ties(x[f], out[at + f]) else 0)
+                    continue
                 e = edge_ids[p] if edge_ids != NULL else p
-                for f in range(G.inner):
-                    if weight == NULL:
-                        if _ties(x[f], out[at + f]):
-                            res[f] += share[at + f]
-                    else:
-                        w = weight[e * G.heads + f // G.chunk]
-                        if _ties(w * x[f], out[at + f]):
-                            res[f] += w * share[at + f]
+                for h in range(G.heads):
+                    w = weight[e * G.heads + h]
+                    lo = h * G.chunk
+                    for f in range(lo, lo + G.chunk):
+                        res[f] = res[f] + (w * share[at + f] if _ties(w * x[f], out[at + f]) else 0)
 
 
 cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
@@ -383,7 +407,7 @@ cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[:
                            const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
                            real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
     """The caller has checked the transposed CSR, that src and result share shape and strides, out and share."""
-    cdef Py_ssize_t rows = src.shape[1], m = cols.shape[0]
+    cdef Py_ssize_t rows = src.shape[1], m = cols.shape[0], ahead
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
     cdef Geo G
@@ -391,15 +415,16 @@ cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[:
         return
     _geometry(&G, src.shape[0], src.shape[2], heads, out.strides[0] // sizeof(real_t),
               out.strides[1] // sizeof(real_t), src.strides[0] // sizeof(real_t), src.strides[1] // sizeof(real_t))
+    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), 2 * out.shape[1])   # two tables: out and share
     if m == 0 or out.shape[1] == 0 or parts == 1 or rows < 2:
-        _back_rows(&src[0, 0, 0], &indptr[0], &cols[0] if m else NULL, edge_ids, weight,
+        _back_rows(&src[0, 0, 0], &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight,
                    &out[0, 0, 0] if out.shape[1] else NULL, &share[0, 0, 0] if out.shape[1] else NULL,
-                   &result[0, 0, 0], &G, 0, rows)
+                   &result[0, 0, 0], &G, 0, rows, ahead)
         return
     _cuts(&indptr[0], rows, parts, cut)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-        _back_rows(&src[0, 0, 0], &indptr[0], &cols[0], edge_ids, weight, &out[0, 0, 0], &share[0, 0, 0],
-                   &result[0, 0, 0], &G, cut[t], cut[t + 1])
+        _back_rows(&src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &share[0, 0, 0],
+                   &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
 
 
 # ---- per-edge dots (SDDMM) ---------------------------------------------------------------------------------------

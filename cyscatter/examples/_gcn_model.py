@@ -15,6 +15,7 @@ from typing import NamedTuple
 import autograd.numpy as anp
 import numpy as np
 from autograd import value_and_grad
+from autograd.extend import defjvp, defvjp, primitive
 from autograd.misc.optimizers import adam
 from autograd.scipy.special import logsumexp
 from tqdm.auto import tqdm
@@ -62,6 +63,18 @@ def init_params(sizes: list[int], seed: int) -> list[tuple[np.ndarray, np.ndarra
     return params
 
 
+@primitive
+def relu(x):
+    """``max(x, 0)`` with derivative 1 where x > 0 and 0 elsewhere (torch's and JAX's rule). autograd's own
+    ``anp.maximum(x, 0.0)`` splits the derivative at ties and builds float64 temporaries of the whole layer for
+    it: 2.3 of the 6.3 s of a training step on a graph of 1e6 nodes."""
+    return np.maximum(x, 0)
+
+
+defvjp(relu, lambda ans, x: lambda g: g * (x > 0))
+defjvp(relu, lambda g, ans, x: g * (x > 0))
+
+
 def gcn_logits(params, graph: Graph, mp: MessagePassing, aggr: str, edge_weight=None):
     """Two layers of: gather along the edges -> linear transform -> aggregate (scatter) into the nodes.
 
@@ -70,14 +83,14 @@ def gcn_logits(params, graph: Graph, mp: MessagePassing, aggr: str, edge_weight=
     `edge_weight` then scales it.
     """
     (w1, b1), (w2, b2) = params
-    hidden = anp.maximum(mp.propagate(anp.dot(graph.features, w1), graph, aggr, edge_weight) + b1, 0.0)
+    hidden = relu(mp.propagate(anp.dot(graph.features, w1), graph, aggr, edge_weight) + b1)
     return mp.propagate(anp.dot(hidden, w2), graph, aggr, edge_weight) + b2
 
 
 def mlp_logits(params, graph: Graph):
     """The graph-less baseline: the same two layers and parameters with no message passing."""
     (w1, b1), (w2, b2) = params
-    hidden = anp.maximum(anp.dot(graph.features, w1) + b1, 0.0)
+    hidden = relu(anp.dot(graph.features, w1) + b1)
     return anp.dot(hidden, w2) + b2
 
 

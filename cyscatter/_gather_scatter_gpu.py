@@ -24,7 +24,7 @@ from cyscatter._canonical import prod
 from cyscatter._cuda_kernels import (EDGE_DOTS, EDGE_DOTS_TIED, TIE_COUNTS, TIED_SHARES_BACK, TIED_TANGENTS, build,
                                      gather_scatter_ordered_spec, gather_scatter_spec)
 from cyscatter._gather_scatter import check_weight, resolve, value_dtype, weight_rows
-from cyscatter._gather_scatter_reverse import derivative_policy, dims_like
+from cyscatter._gather_scatter_reverse import derivative_policy, dims_like, weight_shaped
 from cyscatter._ops import get_op, native
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._scatter import fill_for, finish_fresh, scatter, scatter_into
@@ -251,13 +251,7 @@ class _Call:
         return result
 
     def weight_shaped(self, rows2):
-        """Per-edge (n, heads) values summed back onto the shape of `weight` (its broadcast dims) or I."""
-        k = len(self.plan.index_shape)
-        if self.w is None:
-            return rows2.reshape(self.plan.index_shape)
-        full = rows2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
-        summed = tuple(k + i for i, s in enumerate(self.w.shape[k:]) if s == 1)
-        return (full.sum(axis=summed, keepdims=True) if summed else full).reshape(self.w_shape)
+        return weight_shaped(rows2, self.plan.index_shape, self.feat, self.w, self.w_shape)
 
     # ---- materialised messages (mul, div)
 

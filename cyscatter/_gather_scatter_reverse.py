@@ -112,13 +112,7 @@ class _Call:
         return team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
 
     def weight_shaped(self, rows2):
-        """Per-edge (n, heads) values summed back onto the shape of `weight` (its broadcast dims) or I."""
-        k = len(self.plan.index_shape)
-        if self.w is None:
-            return rows2.reshape(self.plan.index_shape)
-        full = rows2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
-        summed = tuple(k + i for i, s in enumerate(self.w.shape[k:]) if s == 1)
-        return (full.sum(axis=summed, keepdims=True) if summed else full).reshape(self.w_shape)
+        return weight_shaped(rows2, self.plan.index_shape, self.feat, self.w, self.w_shape)
 
     # ---- materialised messages (mul, div, integer max/min) ---------------------------------------------------
 
@@ -136,6 +130,17 @@ class _Call:
     def scale(self, rows2, keep):
         """Per-edge (n, heads) values of the kept edges, repeated over each head's features: (1, kept, inner)."""
         return np.repeat(rows2[keep], self.inner // self.heads, axis=1)[None]
+
+
+def weight_shaped(rows2, index_shape: tuple, feat: tuple, w, w_shape):
+    """Per-edge (n, heads) values summed back onto the shape `w_shape` of the weight (over its broadcast dims; `w`
+    is the weight with its trailing 1s dropped), or onto I when there is no weight."""
+    k = len(index_shape)
+    if w is None:
+        return rows2.reshape(index_shape)
+    full = rows2.reshape(index_shape + feat[:w.ndim - k])
+    summed = tuple(k + i for i, s in enumerate(w.shape[k:]) if s == 1)
+    return (full.sum(axis=summed, keepdims=True) if summed else full).reshape(w_shape)
 
 
 def derivative_policy(op, vdtype, arrays: dict) -> tuple:

@@ -1,26 +1,64 @@
 """The debug build (CYSCATTER_DEBUG=1) really checks bounds: a kernel handed inconsistent arrays reports an
 IndexError instead of reading or writing past a buffer. Skipped in a release build, where the same call would
 corrupt memory. The kernels are noexcept, so such an error is "unraisable"; pyproject.toml turns pytest's warning
-about it into an error, so a bounds error anywhere in the suite fails the test that caused it."""
+about it into an error, so a bounds error anywhere in the suite fails the test that caused it.
+
+Every `def` entry point now validates its operands before a kernel runs (so nothing reachable from Python can
+go out of bounds), so the bad call is made from C: a scratch extension cimports the unvalidated `cdef` kernel
+from the installed `kernels.pxd`."""
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
 
+import cyscatter as cs
 from cyscatter import kernels
 
 pytestmark = pytest.mark.skipif(not kernels.BOUNDS_CHECKED,
                                 reason="release build (CYSCATTER_DEBUG=1 builds a checked one)")
 
+SCRATCH = """
+from libc.stdint cimport int64_t
+from cyscatter.kernels cimport group_exclusive_products
 
-def test_out_of_bounds_access_in_a_kernel_is_reported(monkeypatch):
+def unchecked_products(double[:, :, ::1] src, int64_t[::1] order, int64_t[::1] indptr, double[:, :, ::1] out):
+    group_exclusive_products[double](src, order, indptr, out)
+"""
+
+SETUP = """
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+import numpy as np
+setup(ext_modules=cythonize([Extension("scratch_debug", ["scratch_debug.pyx"], include_dirs=[np.get_include()])],
+                            include_path=[{include!r}], compiler_directives={{"language_level": 3}}),
+      script_args=["build_ext", "--inplace", "-q"])
+"""
+
+
+def test_entry_points_refuse_what_would_go_out_of_bounds():
+    src = np.ones((1, 2, 1))
+    with pytest.raises(ValueError, match="order"):
+        kernels.exclusive_products(src, np.array([0, 5], np.int64), np.array([0, 2], np.int64), np.zeros_like(src))
+
+
+def test_out_of_bounds_access_in_a_kernel_is_reported(monkeypatch, tmp_path):
+    pytest.importorskip("Cython")
+    (tmp_path / "scratch_debug.pyx").write_text(textwrap.dedent(SCRATCH))
+    (tmp_path / "setup.py").write_text(SETUP.format(include=cs.get_include()))
+    build = subprocess.run([sys.executable, "setup.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import scratch_debug
+    finally:
+        sys.path.remove(str(tmp_path))
     reported = []
     monkeypatch.setattr(sys, "unraisablehook", reported.append)
     src = np.ones((1, 2, 1))
-    partials = np.zeros_like(src)
     order = np.array([0, 5], np.int64)          # position 5 is past the 2 entries of src
-    indptr = np.array([0, 2], np.int64)
-    kernels.exclusive_products(src, order, indptr, partials)
+    scratch_debug.unchecked_products(src, order, np.array([0, 2], np.int64), np.zeros_like(src))
     assert reported and issubclass(reported[0].exc_type, IndexError)

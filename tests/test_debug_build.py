@@ -8,15 +8,13 @@ go out of bounds), so the bad call is made from C: a scratch extension cimports 
 from the installed `kernels.pxd`."""
 from __future__ import annotations
 
-import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
-import cyscatter as cs
 from cyscatter import kernels
+from testing import build_scratch_extension
 
 pytestmark = pytest.mark.skipif(not kernels.BOUNDS_CHECKED,
                                 reason="release build (CYSCATTER_DEBUG=1 builds a checked one)")
@@ -29,14 +27,6 @@ def unchecked_products(double[:, :, ::1] src, int64_t[::1] order, int64_t[::1] i
     group_exclusive_products[double](src, order, indptr, out)
 """
 
-SETUP = """
-from Cython.Build import cythonize
-from setuptools import Extension, setup
-import numpy as np
-setup(ext_modules=cythonize([Extension("scratch_debug", ["scratch_debug.pyx"], include_dirs=[np.get_include()])],
-                            include_path=[{include!r}], compiler_directives={{"language_level": 3}}),
-      script_args=["build_ext", "--inplace", "-q"])
-"""
 
 
 def test_entry_points_refuse_what_would_go_out_of_bounds():
@@ -47,15 +37,7 @@ def test_entry_points_refuse_what_would_go_out_of_bounds():
 
 def test_out_of_bounds_access_in_a_kernel_is_reported(monkeypatch, tmp_path):
     pytest.importorskip("Cython")
-    (tmp_path / "scratch_debug.pyx").write_text(textwrap.dedent(SCRATCH))
-    (tmp_path / "setup.py").write_text(SETUP.format(include=cs.get_include()))
-    build = subprocess.run([sys.executable, "setup.py"], cwd=tmp_path, capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-3000:]
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import scratch_debug
-    finally:
-        sys.path.remove(str(tmp_path))
+    scratch_debug = build_scratch_extension(tmp_path, "scratch_debug", SCRATCH)
     reported = []
     monkeypatch.setattr(sys, "unraisablehook", reported.append)
     src = np.ones((1, 2, 1))

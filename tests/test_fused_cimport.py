@@ -1,15 +1,11 @@
 """The fused gather-scatter kernels' .pxd can be cimported by third-party Cython code: a scratch extension
 groups the edges with `build_csr` and runs `gather_scatter_csr` without the GIL; checked against the plain-loop
 reference."""
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pytest
 
-import cyscatter as cs
 from reference_gather_scatter import ref_gather_scatter
+from testing import build_scratch_extension
 
 pytest.importorskip("Cython")
 
@@ -35,27 +31,11 @@ def weighted_max(const double[:, :, ::contiguous] src, const int64_t[::1] gather
 import numpy as np
 """
 
-SETUP = """
-from Cython.Build import cythonize
-from setuptools import Extension, setup
-import numpy as np
-setup(ext_modules=cythonize([Extension("scratch_fused", ["scratch_fused.pyx"], include_dirs=[np.get_include()])],
-                            include_path=[{include!r}], compiler_directives={{"language_level": 3}}),
-      script_args=["build_ext", "--inplace", "-q"])
-"""
 
 
 @pytest.mark.slow
 def test_cimport_fused_kernel(tmp_path):
-    (tmp_path / "scratch_fused.pyx").write_text(textwrap.dedent(SCRATCH))
-    (tmp_path / "setup.py").write_text(SETUP.format(include=cs.get_include()))
-    build = subprocess.run([sys.executable, "setup.py"], cwd=tmp_path, capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-3000:]
-    sys.path.insert(0, str(tmp_path))
-    try:
-        import scratch_fused
-    finally:
-        sys.path.remove(str(tmp_path))
+    scratch_fused = build_scratch_extension(tmp_path, "scratch_fused", SCRATCH)
     rng = np.random.default_rng(2)
     src = rng.standard_normal((1, 6, 3))
     gather, scatter, weight = rng.integers(0, 6, 20), rng.integers(0, 4, 20), rng.standard_normal(20)

@@ -88,3 +88,33 @@ class Backend:
             return self.asarray(a) if isinstance(a, np.ndarray) or (
                 isinstance(a, tuple) and a and all(isinstance(x, np.ndarray) for x in a)) else a
         return self.to_numpy(func(*map(move, args), **{k: move(v) for k, v in kwargs.items()}))
+
+
+_SCRATCH_SETUP = """
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+import numpy as np
+setup(ext_modules=cythonize([Extension({name!r}, [{name!r} + ".pyx"], include_dirs=[np.get_include()])],
+                            include_path=[{include!r}], compiler_directives={{"language_level": 3}}),
+      script_args=["build_ext", "--inplace", "-q"])
+"""
+
+
+def build_scratch_extension(tmp_path, name: str, source: str):
+    """Compile `source` as the Cython module `name` in `tmp_path` against the imported cyscatter's .pxd files
+    (`cyscatter.get_include()`) and import it: how third-party code cimports the kernels."""
+    import importlib
+    import subprocess
+    import sys
+    import textwrap
+
+    import cyscatter
+    (tmp_path / f"{name}.pyx").write_text(textwrap.dedent(source))
+    (tmp_path / "setup.py").write_text(_SCRATCH_SETUP.format(name=name, include=cyscatter.get_include()))
+    build = subprocess.run([sys.executable, "setup.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(tmp_path))

@@ -23,21 +23,16 @@ hostile value, unless `EXCEPTIONS` says otherwise for the documented reason give
 """
 from __future__ import annotations
 
-import array
-import importlib
-import inspect
 import re
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pytest
 
 import cyscatter as cs
+from public_calls import BASELINES, PUBLIC, call, resolve, signature
 
 da = pytest.importorskip("dask.array")
-csd = pytest.importorskip("cyscatter.dask")
-csgrad = pytest.importorskip("grad")
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::numpy.exceptions.ComplexWarning")
 
@@ -59,127 +54,6 @@ class InterfaceOnly:
         self.values = np.ascontiguousarray(values)
         self.__array_interface__ = self.values.__array_interface__
 
-
-# ---- the baselines: one call per public function that works --------------------------------------------------
-
-SRC = np.array([1.0, 4.0, 2.0, 3.0])
-IDX = np.array([0, 1, 0, 1])
-PTR = np.array([0, 2, 2, 4])
-
-
-def _chunked(a):
-    return da.from_array(a, chunks=2)
-
-
-def _signature(fn) -> inspect.Signature:
-    """The parameters of a public function; an autograd primitive's are those of the function it wraps."""
-    return inspect.signature(getattr(fn, "fun", fn))
-
-
-def _forward(name, *args, **kwargs):
-    return getattr(cs, name)(*args, **kwargs)
-
-
-def _baselines() -> dict[str, Callable[[], dict]]:
-    """Qualified name -> arguments of a call that works (fresh arrays each time)."""
-    src, idx, ptr = SRC.copy, IDX.copy, PTR.copy
-    lse = lambda: _forward("scatter_logsumexp", SRC, IDX, dim_size=3)   # noqa: E731
-    sm = lambda: _forward("scatter_softmax", SRC, IDX, dim_size=3)   # noqa: E731
-    lsm = lambda: _forward("scatter_log_softmax", SRC, IDX, dim_size=3)   # noqa: E731
-    var = lambda: _forward("scatter_var", SRC, IDX, ddof=1, dim_size=3)   # noqa: E731
-    std = lambda: _forward("scatter_std", SRC, IDX, ddof=1, dim_size=3)   # noqa: E731
-    group = dict(dim_size=3, axis=0, mode="raise")
-    base = {
-        "cyscatter.scatter": lambda: dict(src=src(), index=idx(), op="max", dim_size=3, axis=0, fill_value=-1.0,
-                                          mode="raise", indices_are_sorted=False, num_threads=2),
-        "cyscatter.scatter_into": lambda: dict(dst=np.zeros(3), src=src(), index=idx(), op="max", axis=0,
-                                               mode="raise", indices_are_sorted=False, num_threads=2),
-        "cyscatter.gather": lambda: dict(src=src(), index=idx(), axis=0, mode="drop", fill_value=-1.0,
-                                         num_threads=2),
-        "cyscatter.gather_into": lambda: dict(dst=np.zeros(4), src=src(), index=idx(), axis=0, mode="raise",
-                                              num_threads=2),
-        "cyscatter.scatter_vjp_src": lambda: dict(op="max", grad_out=np.ones(3), src=src(), index=idx(),
-                                                  out=_forward("scatter", SRC, IDX, "max", dim_size=3), dst=None,
-                                                  axis=0, mode="raise"),
-        "cyscatter.scatter_vjp_dst": lambda: dict(op="max", grad_out=np.ones(3), dst=np.full(3, 2.0), src=src(),
-                                                  index=idx(), out=np.array([2.0, 4.0, 2.0]), axis=0, mode="raise"),
-        "cyscatter.gather_vjp_src": lambda: dict(grad_out=np.ones(4), index=idx(), src_shape=(3,), axis=0,
-                                                 mode="raise"),
-        "cyscatter.scatter_jvp": lambda: dict(op="max", src=src(), index=idx(), out=np.array([2.0, 4.0, 2.0]),
-                                              src_dot=np.ones(4), dst=np.full(3, 2.0), dst_dot=np.ones(3), axis=0,
-                                              mode="raise"),
-        "cyscatter.gather_jvp": lambda: dict(src_dot=src(), index=idx(), axis=0, mode="raise"),
-        "cyscatter.get_op": lambda: dict(op="add"),
-        "cyscatter.get_include": lambda: dict(),
-        "cyscatter.set_num_threads": lambda: dict(num_threads=2),
-        "cyscatter.get_num_threads": lambda: dict(),
-        "cyscatter.scatter_argmax": lambda: dict(src=src(), index=idx(), **group),
-        "cyscatter.scatter_argmin": lambda: dict(src=src(), index=idx(), **group),
-        "cyscatter.scatter_logsumexp": lambda: dict(src=src(), index=idx(), **group),
-        "cyscatter.scatter_softmax": lambda: dict(src=src(), index=idx(), **group),
-        "cyscatter.scatter_log_softmax": lambda: dict(src=src(), index=idx(), **group),
-        "cyscatter.scatter_var": lambda: dict(src=src(), index=idx(), ddof=1, **group),
-        "cyscatter.scatter_std": lambda: dict(src=src(), index=idx(), ddof=1, **group),
-        "cyscatter.segment": lambda: dict(src=src(), indptr=ptr(), op="max", axis=0, fill_value=-1.0),
-        "cyscatter.gather_segment": lambda: dict(src=np.array([1.0, 2.0, 3.0]), indptr=ptr(), axis=0),
-        "cyscatter.segment_ids": lambda: dict(indptr=ptr()),
-        "cyscatter.scatter_logsumexp_vjp": lambda: dict(grad_out=np.ones(3), src=src(), index=idx(), out=lse(),
-                                                        axis=0, mode="raise"),
-        "cyscatter.scatter_logsumexp_jvp": lambda: dict(src=src(), index=idx(), out=lse(), src_dot=np.ones(4),
-                                                        axis=0, mode="raise"),
-        "cyscatter.scatter_softmax_vjp": lambda: dict(grad_out=np.arange(4.0), out=sm(), index=idx(), **group),
-        "cyscatter.scatter_softmax_jvp": lambda: dict(out=sm(), index=idx(), src_dot=np.arange(4.0), **group),
-        "cyscatter.scatter_log_softmax_vjp": lambda: dict(grad_out=np.arange(4.0), out=lsm(), index=idx(),
-                                                          **group),
-        "cyscatter.scatter_log_softmax_jvp": lambda: dict(out=lsm(), index=idx(), src_dot=np.arange(4.0), **group),
-        "cyscatter.scatter_var_vjp": lambda: dict(grad_out=np.ones(3), src=src(), index=idx(), out=var(), ddof=1,
-                                                  axis=0, mode="raise"),
-        "cyscatter.scatter_var_jvp": lambda: dict(src=src(), index=idx(), out=var(), src_dot=np.ones(4), ddof=1,
-                                                  axis=0, mode="raise"),
-        "cyscatter.scatter_std_vjp": lambda: dict(grad_out=np.ones(3), src=src(), index=idx(), out=std(), ddof=1,
-                                                  axis=0, mode="raise"),
-        "cyscatter.scatter_std_jvp": lambda: dict(src=src(), index=idx(), out=std(), src_dot=np.ones(4), ddof=1,
-                                                  axis=0, mode="raise"),
-        "cyscatter.segment_vjp_src": lambda: dict(op="max", grad_out=np.ones(3), src=src(), indptr=ptr(),
-                                                  out=_forward("segment", SRC, PTR, "max"), axis=0),
-        "cyscatter.segment_jvp": lambda: dict(op="max", src=src(), indptr=ptr(),
-                                              out=_forward("segment", SRC, PTR, "max"), src_dot=np.ones(4), axis=0),
-        "cyscatter.gather_segment_vjp_src": lambda: dict(grad_out=np.ones(4), indptr=ptr(), axis=0),
-        # message passing in one pass: edges (IDX -> IDX), one weight per edge
-        "cyscatter.gather_scatter": lambda: dict(src=src(), gather_index=idx(), scatter_index=idx(), op="max",
-                                                 weight=np.ones(4), dim_size=3, axis=0, fill_value=-1.0,
-                                                 mode="raise", plan=None, num_threads=2),
-        "cyscatter.gather_scatter_plan": lambda: dict(gather_index=idx(), scatter_index=idx(), src_size=4,
-                                                      dim_size=3, mode="raise"),
-        **{f"cyscatter.gather_scatter_{vjp}": (lambda: dict(
-            op="max", grad_out=np.ones(3), src=src(), gather_index=idx(), scatter_index=idx(),
-            out=_forward("gather_scatter", SRC, IDX, IDX, "max", dim_size=3), weight=np.ones(4), dim_size=3,
-            axis=0, mode="raise", plan=None, num_threads=2)) for vjp in ("vjp_src", "vjp_weight")},
-        "cyscatter.gather_scatter_jvp": lambda: dict(
-            op="max", src=src(), gather_index=idx(), scatter_index=idx(),
-            out=_forward("gather_scatter", SRC, IDX, IDX, "max", dim_size=3), src_dot=np.ones(4),
-            weight=np.ones(4), weight_dot=np.ones(4), dim_size=3, axis=0, mode="raise", plan=None, num_threads=2),
-        # Dask: src and index chunked in two
-        "cyscatter.dask.scatter": lambda: dict(src=_chunked(SRC), index=_chunked(IDX), op="max", dim_size=3,
-                                               axis=0, fill_value=-1.0, mode="raise", dim_chunks=2, split_every=2),
-        "cyscatter.dask.gather": lambda: dict(src=_chunked(SRC), index=_chunked(IDX), axis=0, mode="drop",
-                                              fill_value=-1.0),
-        # one output block: nothing in the graph grows with dim_size
-        "cyscatter.dask.scatter_argmax": lambda: dict(src=_chunked(SRC), index=_chunked(IDX), dim_size=3, axis=0,
-                                                      mode="raise", dim_chunks=None, split_every=2),
-        "cyscatter.dask.scatter_argmin": lambda: dict(src=_chunked(SRC), index=_chunked(IDX), dim_size=3, axis=0,
-                                                      mode="raise", dim_chunks=None, split_every=2),
-    }
-    # grad: the autograd primitives take the arguments of their namesakes (without num_threads)
-    for name in csgrad.__all__:
-        core = base[f"cyscatter.{name}"]
-        params = _signature(getattr(csgrad, name)).parameters
-        base[f"grad.{name}"] = (lambda core=core, params=params:
-                                {k: v for k, v in core().items() if k in params})
-    return base
-
-
-BASELINES = _baselines()
 
 # ---- roles and hostile values ----------------------------------------------------------------------------------
 
@@ -486,23 +360,6 @@ def _exceptions() -> dict:
 EXCEPTIONS = _exceptions()
 
 
-def _resolve(qualname: str):
-    module, _, name = qualname.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
-def _public_functions() -> list[str]:
-    names = []
-    for module in ("cyscatter", "cyscatter.dask", "grad"):
-        mod = importlib.import_module(module)
-        for name in mod.__all__:
-            obj = getattr(mod, name)
-            if callable(obj) and not isinstance(obj, type):
-                names.append(f"{module}.{name}")
-    return names
-
-
-PUBLIC = _public_functions()
 # classes are covered by the functions that make and take them (GatherScatterPlan: gather_scatter_plan, plan=)
 _NOT_COVERED = re.compile(r"\.GatherScatterPlan$")
 
@@ -555,12 +412,6 @@ def _hostile_value(case: Case):
     return make(base)
 
 
-def _result(value):
-    if isinstance(value, da.Array):
-        return value.compute(scheduler="sync")
-    return value
-
-
 def _names(message: str, arg: str) -> bool:
     """The message names the argument as a word (``dim_size``, ``index[0]``; not ``src`` inside ``src_dot``)."""
     return re.search(rf"(?<![\w.]){re.escape(arg)}(?!\w)", message) is not None
@@ -602,7 +453,7 @@ def test_every_public_function_has_a_baseline():
     missing = [f for f in PUBLIC if f not in BASELINES and not _NOT_COVERED.search(f)]
     assert not missing, f"add a baseline call for {missing}"
     for function in BASELINES:
-        params = _signature(_resolve(function)).parameters
+        params = signature(resolve(function)).parameters
         named = [p for p in params.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
         assert set(BASELINES[function]()) == {p.name for p in named}, f"{function}: baseline misses an argument"
 
@@ -611,32 +462,20 @@ def test_campaign_size():
     assert len(CASES) > 2000
 
 
-def _call(function: str, kwargs: dict):
-    fn = _resolve(function)
-    params = _signature(fn).parameters
-    positional = [kwargs[p.name] for p in params.values() if p.kind == p.POSITIONAL_OR_KEYWORD and p.name in kwargs]
-    keywords = {p.name: kwargs[p.name] for p in params.values() if p.kind == p.KEYWORD_ONLY and p.name in kwargs}
-    try:
-        return _result(fn(*positional, **keywords))
-    finally:
-        if function.endswith("set_num_threads"):
-            cs.set_num_threads(None)
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_hostile(case):
     kwargs = BASELINES[case.function]()
-    expected = _call(case.function, BASELINES[case.function]()) if case.expect == SAME else None
+    expected = call(case.function, BASELINES[case.function]()) if case.expect == SAME else None
     kwargs[case.arg] = _hostile_value(case)
     before = _snapshot(kwargs)
     in_place = case.function in ("cyscatter.scatter_into", "cyscatter.gather_into")
     if case.expect == LAZY:
-        fn = _resolve(case.function)
+        fn = resolve(case.function)
         assert isinstance(fn(**kwargs), da.Array)
         _assert_unchanged(kwargs, before)
         return
     if case.expect in (SAME, OK):
-        got = _call(case.function, kwargs)
+        got = call(case.function, kwargs)
         _assert_unchanged(kwargs, before, skip=("dst",) if in_place else ())
         if case.expect == SAME:
             _same(got, expected)
@@ -644,6 +483,6 @@ def test_hostile(case):
     errors = (TypeError, ValueError, IndexError) + ((MemoryError,) if case.expect == MEMORY else ())
     named = case.expect.partition(":")[2] or case.arg
     with pytest.raises(errors) as info:
-        _call(case.function, kwargs)
+        call(case.function, kwargs)
     assert _names(str(info.value), named), f"{type(info.value).__name__} does not name {named}: {info.value}"
     _assert_unchanged(kwargs, before)

@@ -8,11 +8,21 @@ from __future__ import annotations
 import os
 
 # OpenMP threads that spin while they wait take whole cores from other processes: on a busy 2-core machine a
-# parallel call ran 20-40x slower than on one thread. Passive waiting costs microseconds per parallel call. Set
-# before the kernels load libgomp (a user's own OMP_WAIT_POLICY wins; if another library loaded libgomp first,
-# its setting stays).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# parallel call ran 20-40x slower than on one thread. Passive waiting costs microseconds per parallel call.
+# libgomp reads its environment once, when it loads with the kernels: the variable is set for that moment
+# only, so the environment of the user's process and of its children stays the one they had. A user's own
+# OMP_WAIT_POLICY wins; if another library loaded libgomp first, its setting stays.
+_WAIT_POLICY_SET = "OMP_WAIT_POLICY" not in os.environ
+if _WAIT_POLICY_SET:
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+try:
+    from cyscatter import kernels  # noqa: F401  (loads libgomp now)
+finally:
+    if _WAIT_POLICY_SET:
+        del os.environ["OMP_WAIT_POLICY"]
+del _WAIT_POLICY_SET
 
+from cyscatter._backend import take_dlpack_in
 from cyscatter._argext import scatter_argmax, scatter_argmin
 from cyscatter._gather import gather, gather_into
 from cyscatter._gather_scatter import GatherScatterPlan, gather_scatter, gather_scatter_plan
@@ -46,6 +56,9 @@ __all__ = [
     "gather_scatter", "gather_scatter_plan", "GatherScatterPlan", "gather_scatter_vjp_src",
     "gather_scatter_vjp_weight", "gather_scatter_jvp",
 ]
+
+
+take_dlpack_in(globals(), __all__)
 
 
 def get_include() -> str:

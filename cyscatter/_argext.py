@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import group_kernels
-from cyscatter._backend import backend_of
+from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
@@ -30,7 +30,7 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode):
     if be.xp is not np:
         return _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
     op = get_op(name)
-    src = np.asarray(src)
+    src = host_asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))
     coords = parse_coords(index)
     axis, batch, feat = split_src(src, coords, axis)

@@ -1,22 +1,65 @@
-"""Backend dispatch: NumPy arrays run on the Cython kernels, CuPy (CUDA) arrays on the GPU kernels.
+"""Backend dispatch: host arrays run on the Cython kernels, CUDA arrays on the GPU kernels.
 
 Every public function starts with one `backend_of(...)` call naming its array arguments; the module it returns
-(`cyscatter._canonical` or `cyscatter._cuda`) supplies the array namespace (``xp``) and the canonical-view
-helpers, so the validation and the semantics are written once for both. Device arrays are recognised by their
-type (``__cuda_array_interface__``), without importing CuPy: `import cyscatter` never does.
+(`cyscatter._canonical` or `cyscatter._cuda`) supplies the array namespace (``xp``), `asarray` and the
+canonical-view helpers, so the validation and the semantics are written once for both.
+
+Where an array lives is asked of each object through the array protocols, never of its class: the class of a
+PyTorch tensor or a JAX array defines ``__cuda_array_interface__`` whether the instance is on the CPU or not.
+In order: ``__dlpack_device__`` (the DLPack device type), then ``__cuda_array_interface__`` on the instance,
+then ``__array__`` / ``__array_interface__`` / ``__dlpack__`` (host). `import cyscatter` imports neither CuPy
+nor any array library it meets.
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import sys
 from types import ModuleType
 
 import numpy as np
 
+# DLPack device types (dlpack.h, DLDeviceType)
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_ROCM, _DL_ROCM_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 10, 11, 13
+_DL_HOST = {_DL_CPU, _DL_CUDA_HOST, _DL_ROCM_HOST}   # memory the CPU can read in place
+_DL_DEVICE = {_DL_CUDA, _DL_ROCM, _DL_CUDA_MANAGED}   # what CuPy takes
+_DL_NAMES = {4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 12: "ExtDev", 14: "oneAPI", 15: "WebGPU",
+             16: "Hexagon", 17: "MAIA"}
+
+
+def _dlpack_device(a) -> int | None:
+    """The DLPack device type of `a`, None when it exports none (or the export fails)."""
+    if getattr(type(a), "__dlpack_device__", None) is None:
+        return None
+    try:
+        return int(a.__dlpack_device__()[0])
+    except Exception:   # a producer whose device query fails is judged by the other protocols
+        return None
+
+
+def where_is(a) -> str | None:
+    """'host', 'gpu', 'other' (a device neither NumPy nor CuPy reads) or None (lists, scalars, None: these
+    go wherever the arrays of the call go)."""
+    if type(a) is np.ndarray:   # the common case, without a protocol call
+        return "host"
+    device = _dlpack_device(a)
+    if device is not None:
+        return "host" if device in _DL_HOST else "gpu" if device in _DL_DEVICE else "other"
+    try:
+        if hasattr(a, "__cuda_array_interface__"):   # a property that raises AttributeError off the GPU
+            return "gpu"
+    except Exception:
+        pass
+    if isinstance(a, np.ndarray) or any(hasattr(type(a), p) for p in ("__array__", "__array_interface__",
+                                                                        "__dlpack__")):
+        return "host"
+    return None
+
 
 def is_device_array(a) -> bool:
-    """True for a CUDA array (CuPy, or anything exporting ``__cuda_array_interface__``), by its type alone."""
-    return hasattr(type(a), "__cuda_array_interface__")
+    """True for a CUDA array (CuPy's, or any object on a CUDA device by DLPack or ``__cuda_array_interface__``)."""
+    return where_is(a) == "gpu"
 
 
 def array_module(a) -> ModuleType:
@@ -24,31 +67,56 @@ def array_module(a) -> ModuleType:
     return sys.modules["cupy"] if type(a).__module__.partition(".")[0] == "cupy" else np
 
 
-def _where(a) -> str | None:
-    if is_device_array(a):
-        return "gpu"
-    if isinstance(a, np.ndarray):
-        return "host"
-    return None   # lists, scalars, None: taken by whichever backend the arrays choose
-
-
-def _describe(a) -> str:
+def host_asarray(a, dtype=None) -> np.ndarray:
+    """`a` as a NumPy array, without a copy where its layout allows (NumPy's `asarray` for anything with
+    ``__array__`` or the array interface: NumPy arrays and subclasses, PyTorch CPU tensors, JAX CPU arrays,
+    pandas and xarray objects, lists, scalars; `numpy.from_dlpack` for an object that only speaks DLPack)."""
+    if type(a) is np.ndarray or isinstance(a, (list, tuple, int, float, complex, np.generic)) or a is None:
+        return np.asarray(a, dtype)
     kind = type(a)
-    return f"a {kind.__module__.partition('.')[0]}.{kind.__name__} ({'GPU' if is_device_array(a) else 'host'})"
+    if not hasattr(kind, "__array__") and not hasattr(kind, "__array_interface__") and hasattr(kind, "__dlpack__"):
+        a = np.from_dlpack(a)
+    return np.asarray(a, dtype)
+
+
+def _describe(a, where: str | None = None) -> str:
+    kind = type(a)
+    where = where or where_is(a)
+    place = {"gpu": "GPU", "host": "host"}.get(where, "device")
+    return f"a {kind.__module__.partition('.')[0]}.{kind.__name__} ({place})"
+
+
+def _refuse(name: str, member, where: str | None) -> None:
+    """TypeError for an argument no backend can take as it is."""
+    if where == "other":
+        device = _dlpack_device(member)
+        raise TypeError(f"{name} is {_describe(member, where)} on DLPack device type "
+                        f"{_DL_NAMES.get(device, device)}: cyscatter runs on the CPU (NumPy) and on CUDA "
+                        f"(CuPy); move {name} to the CPU first")
+    if getattr(member, "requires_grad", False) is True and type(member).__module__.partition(".")[0] == "torch":
+        raise TypeError(f"{name} is a torch.Tensor that requires grad: cyscatter computes with NumPy and would "
+                        f"drop torch's autograd graph; pass {name}.detach(), or build a torch.autograd.Function "
+                        "from cyscatter's split reverse functions (README: 'Gradients')")
 
 
 def backend_of(**arrays) -> ModuleType:
     """The backend module for these named arguments (tuple values: each member counts).
 
-    Raises TypeError naming one argument on each side when host (NumPy) and device (CUDA) arrays are mixed.
+    Raises TypeError naming the argument for a tensor that requires grad, one on a device neither backend
+    runs on, and (naming one argument on each side) for host and CUDA arrays mixed in one call.
     """
     seen = {}
     for name, value in arrays.items():
         members = value if isinstance(value, tuple) else (value,)
         for i, member in enumerate(members):
-            where = _where(member)
-            if where is not None and where not in seen:
-                seen[where] = (name if len(members) == 1 else f"{name}[{i}]", member)
+            where = where_is(member)
+            if where is None:
+                continue
+            label = name if len(members) == 1 else f"{name}[{i}]"
+            if type(member) is not np.ndarray:
+                _refuse(label, member, where)
+            if where not in seen:
+                seen[where] = (label, member)
     if len(seen) == 2:
         (gpu_name, gpu), (host_name, host) = seen["gpu"], seen["host"]
         raise TypeError(f"{gpu_name} is {_describe(gpu)} but {host_name} is {_describe(host)}: pass all arrays "
@@ -60,3 +128,54 @@ def backend_of(**arrays) -> ModuleType:
     except ImportError as exc:
         raise ImportError(f"{seen['gpu'][0]} is a CUDA array; cyscatter runs those with CuPy, which is not "
                           "installed (pip install 'cyscatter[gpu]')") from exc
+
+
+def _dlpack_only(a) -> bool:
+    """A host array NumPy reads only through DLPack (no ``__array__``, no array interface)."""
+    kind = type(a)
+    return (hasattr(kind, "__dlpack__") and not hasattr(kind, "__array__")
+            and not hasattr(kind, "__array_interface__") and where_is(a) == "host")
+
+
+def _plain(a) -> bool:
+    kind = type(a)
+    if kind in _PLAIN:
+        return True
+    if kind is tuple:
+        return not any(_dlpack_only(x) for x in a)
+    return not _dlpack_only(a)
+
+
+_PLAIN = {np.ndarray, int, float, bool, str, type(None)}
+
+
+def _from_dlpack(a):
+    if type(a) is tuple:
+        return tuple(_from_dlpack(x) for x in a)
+    return np.from_dlpack(a) if _dlpack_only(a) else a
+
+
+def takes_dlpack(fn):
+    """`fn` taking host arrays that speak only DLPack: each such argument (or tuple member) becomes the NumPy
+    array `numpy.from_dlpack` makes of it, which shares its memory, before `fn` runs. Every other library's
+    array already converts through ``__array__`` wherever the code reads an array; a ``dst`` argument is passed
+    as it is (the in-place functions write through DLPack themselves and return the object they were given)."""
+    params = list(inspect.signature(fn).parameters)
+    dst_at = params.index("dst") if "dst" in params else -1
+
+    @functools.wraps(fn)
+    def taking_dlpack(*args, **kwargs):
+        if all(_plain(a) for a in args) and all(_plain(v) for v in kwargs.values()):
+            return fn(*args, **kwargs)
+        args = tuple(a if i == dst_at else _from_dlpack(a) for i, a in enumerate(args))
+        return fn(*args, **{k: v if k == "dst" else _from_dlpack(v) for k, v in kwargs.items()})
+
+    return taking_dlpack
+
+
+def take_dlpack_in(namespace: dict, names) -> None:
+    """Replace the functions among `names` in a module's `namespace` by their `takes_dlpack` form (same
+    signature, doc and module): the public functions of a package, where user arrays come in."""
+    for name in names:
+        if inspect.isfunction(namespace.get(name)):
+            namespace[name] = takes_dlpack(namespace[name])

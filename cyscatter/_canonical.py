@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._backend import host_asarray, where_is
 from cyscatter._integers import as_int
 
 # The backend interface (see `cyscatter._backend`): `cyscatter._cuda` provides the same names for CuPy arrays.
 xp = np
-asarray = np.asarray
+asarray = host_asarray
 
 
 def normalize_axis(axis, ndim: int, span: int, arg: str = "axis", array: str = "src") -> int:
@@ -73,10 +74,22 @@ def check_writable(dst, arg: str = "dst", array_type: type = np.ndarray) -> np.n
     """`dst` must be an `array_type` we may write: writeable and without elements that alias one another.
 
     Returns the array to write: `dst`, or for a subclass (np.matrix, a masked array) a plain view of its memory,
-    since subclasses may refuse the reshapes the kernels need."""
+    since subclasses may refuse the reshapes the kernels need. Another library's array (a PyTorch CPU tensor) is
+    written through its DLPack export, which never copies; one exported read-only (a JAX array) is refused, and
+    so is an object without DLPack (pandas, xarray): `numpy.asarray` may hand back a copy, and writing a copy
+    would lose the result."""
     if not isinstance(dst, array_type):
-        raise TypeError(f"{arg} must be a {array_type.__module__.partition('.')[0]}.{array_type.__name__} to be "
-                        f"written in place, got {type(dst).__name__}")
+        library = array_type.__module__.partition('.')[0]
+        if array_type is np.ndarray and hasattr(type(dst), "__dlpack__") and where_is(dst) == "host":
+            dst = np.from_dlpack(dst)
+            if not dst.flags.writeable:
+                raise ValueError(f"{arg} is exported read-only through DLPack (as JAX arrays are): it cannot be "
+                                 "written in place; use the functional form (scatter, gather), which returns "
+                                 "a new array")
+        else:
+            raise TypeError(f"{arg} must be a {library}.{array_type.__name__} (or, on the CPU, an array that "
+                            f"exports DLPack, such as a torch.Tensor) to be written in place, got "
+                            f"{type(dst).__module__.partition('.')[0]}.{type(dst).__name__}")
     if not getattr(dst.flags, "writeable", True):   # CuPy arrays have no read-only flag
         raise ValueError(f"{arg} is read-only (flags.writeable is False)")
     if dst.size > 1 and _self_overlapping(dst):

@@ -16,11 +16,20 @@ import functools
 import cupy
 
 from cyscatter import _canonical
+from cyscatter._backend import where_is
 from cyscatter._cuda_kernels import COUNT_ROWS, EXCLUSIVE_PRODUCTS, GATHER, build, ordered_spec, scatter_spec
 from cyscatter._ops import OPS
 
 xp = cupy
-asarray = cupy.asarray
+
+
+def asarray(a, dtype=None):
+    """`a` as a CuPy array: CuPy's `asarray` (CuPy arrays, ``__cuda_array_interface__`` exporters such as CUDA
+    torch tensors, host data copied over), `cupy.from_dlpack` for an object that only speaks DLPack."""
+    if not isinstance(a, cupy.ndarray) and where_is(a) == "gpu" and not hasattr(a, "__cuda_array_interface__"):
+        a = cupy.from_dlpack(a)
+    return cupy.asarray(a, dtype)
+
 check_writable = functools.partial(_canonical.check_writable, array_type=cupy.ndarray)
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS

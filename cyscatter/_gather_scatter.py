@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import fused_kernels, kernels
-from cyscatter._backend import backend_of
+from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._index import check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
@@ -207,7 +207,7 @@ def check_weight(weight, index_shape: tuple, feat: tuple, op=None, arg: str = "w
     None stays None. Returns (weight array, heads), heads = prod(F[:len(W)])."""
     if weight is None:
         return None, 1
-    w = xp.asarray(weight)
+    w = host_asarray(weight) if xp is np else xp.asarray(weight)
     if w.dtype == np.bool_ or w.dtype.kind not in "iufc":
         raise TypeError(f"{arg} must hold numbers, got dtype {w.dtype}")
     if op is not None and op.ordered and w.dtype.kind == "c":
@@ -329,7 +329,7 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
                                   axis=axis, fill_value=fill_value, mode=mode, plan=plan)
     if src is None:
         raise TypeError("src must be an array of numbers, got None")
-    src = np.asarray(src)
+    src = host_asarray(src)
     plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode)
     w, heads = check_weight(weight, plan.index_shape, feat, op)
     vdtype = value_dtype(src.dtype, w)

@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from cyscatter import fused_kernels
-from cyscatter._backend import backend_of
+from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather_scatter import (check_weight, messages, resolve, run_forward, team, value_dtype,
@@ -38,7 +38,7 @@ class _Call:
         self.threads = check_threads(num_threads)
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")
-        self.src = np.asarray(src)
+        self.src = host_asarray(src)
         arrays = {name: _numbers(a, name) for name, a in cotangents.items() if a is not None}
         if plan is None and dim_size is None:
             dim_size = dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
@@ -69,7 +69,7 @@ class _Call:
 
     def table(self, a, arg: str):
         """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
-        a = np.asarray(a)
+        a = host_asarray(a)
         if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.out_shape:
@@ -78,7 +78,7 @@ class _Call:
 
     def entries(self, a, arg: str):
         """`a` (shape of src) as a C-contiguous (outer, S, inner) array of the derivative dtype."""
-        a = np.asarray(a)
+        a = host_asarray(a)
         if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.src.shape:
@@ -163,7 +163,7 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
 
 def _numbers(a, arg: str):
     """`a` as an array of numbers; TypeError naming `arg` for anything else (bool, strings, dates, objects)."""
-    a = np.asarray(a)
+    a = host_asarray(a)
     if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
         raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
     return a
@@ -191,7 +191,7 @@ def _on_gpu(fun: str, **arrays):
 
 def _cast_like(result, like):
     """The gradient in the dtype of the value it differentiates, when that is inexact."""
-    dtype = np.asarray(like).dtype
+    dtype = host_asarray(like).dtype
     return result.astype(native(dtype), copy=False) if dtype.kind in "fc" else result
 
 
@@ -389,7 +389,7 @@ def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None,
     s_dot3 = None if src_dot is None else call.entries(src_dot, "src_dot")
     w_dot2 = None
     if weight_dot is not None:
-        wd = np.asarray(weight_dot)
+        wd = host_asarray(weight_dot)
         if wd.dtype == np.bool_ or wd.dtype.kind not in "iufc":
             raise TypeError(f"weight_dot must hold numbers, got dtype {wd.dtype}")
         if wd.shape != call.w_shape:

@@ -14,7 +14,7 @@ import numpy as np
 
 from cyscatter import kernels
 from cyscatter._integers import as_int
-from cyscatter._backend import array_module
+from cyscatter._backend import array_module, host_asarray
 
 MODES = ("raise", "drop", "wrap", "clip")
 _INT64_MAX = np.iinfo(np.int64).max
@@ -93,7 +93,7 @@ def parse_coords(index, arg: str = "index", xp=np) -> tuple:
     coords = []
     for i, part in enumerate(parts):
         name = arg if len(parts) == 1 else f"{arg}[{i}]"
-        arr = xp.asarray(part)
+        arr = host_asarray(part) if xp is np else xp.asarray(part)
         if arr.size == 0 and arr.dtype == np.float64 and not hasattr(part, "dtype"):
             arr = arr.astype(np.intp)   # an empty Python list, as NumPy's own a[[]]
         if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import _rules
-from cyscatter._backend import backend_of
+from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, precheck, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
@@ -344,7 +344,7 @@ def others_product(src, index, dim_size, *, axis=0, mode="raise", src_dot=None):
     >>> others_product(src, idx, 2, src_dot=np.array([1., 0., 0., 1.]))[1]
     array([0., 1., 1., 0.])
     """
-    src = np.asarray(src)
+    src = host_asarray(src)
     coords = parse_coords(index)
     axis, batch, feat = split_src(src, coords, axis)
     if src_dot is not None and np.shape(src_dot) != src.shape:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import group_kernels
-from cyscatter._backend import backend_of
+from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
@@ -26,7 +26,7 @@ def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np, ro
     a last entry other than `rows`, or a decreasing step (naming the segment and its bounds). On the GPU the
     checks read a few scalars back to the host (a synchronisation) so that a bad pointer raises here.
     """
-    ptr = xp.asarray(indptr)
+    ptr = host_asarray(indptr) if xp is np else xp.asarray(indptr)
     if ptr.dtype == np.bool_ or ptr.dtype.kind not in "iu":
         raise TypeError(f"{arg} must hold integers, got dtype {ptr.dtype}")
     if ptr.ndim != 1 or ptr.size == 0:
@@ -113,7 +113,7 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     be = backend_of(src=src, indptr=indptr)
     if be.xp is not np:
         return _segment_by_scatter(be, src, indptr, op, axis, fill_value)
-    src = np.asarray(src)
+    src = host_asarray(src)
     result_dtype = op.result_dtype(src.dtype)
     axis = normalize_axis(axis, src.ndim, 1)
     rows = src.shape[axis]

@@ -26,6 +26,9 @@ class ndarray(np.ndarray):
     def __cuda_array_interface__(self):
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data.ptr, False), "version": 3}
 
+    def __dlpack_device__(self):
+        return (2, 0)   # kDLCUDA, device 0: what a real CuPy array reports
+
     @property
     def data(self):
         return types.SimpleNamespace(ptr=self.__array_interface__["data"][0])

@@ -1,9 +1,16 @@
 """Threads of the CPU kernels: a per-call `num_threads`, else a process default, else OpenMP's own default
-(``OMP_NUM_THREADS``, or every core). Results do not depend on the thread count (see `set_num_threads`)."""
+(``OMP_NUM_THREADS``, or every core; `threadpoolctl` changes it). Results do not depend on the thread count
+(see `set_num_threads`)."""
 from __future__ import annotations
+
+import os
 
 from cyscatter import kernels
 from cyscatter._integers import as_int
+
+# A child forked after threaded calls runs on one thread (see kernels._after_fork_in_child: GNU OpenMP cannot
+# start threads there); spawn and forkserver children start fresh and keep their threads.
+os.register_at_fork(after_in_child=kernels._after_fork_in_child)
 
 
 def check_threads(num_threads, arg: str = "num_threads") -> int:
@@ -24,8 +31,9 @@ def set_num_threads(num_threads: int | None) -> None:
     Parameters
     ----------
     num_threads : int or None
-        A positive count, or None to go back to OpenMP's default (``OMP_NUM_THREADS`` when set, else every
-        core). Small calls use fewer threads than asked: starting threads costs more than it saves there.
+        A positive count, or None (the default at import) to follow OpenMP's thread count: what
+        ``threadpoolctl.threadpool_limits`` sets, else ``OMP_NUM_THREADS``, else every core. Small calls use
+        fewer threads than asked: starting threads costs more than it saves there.
 
     Raises
     ------
@@ -38,10 +46,23 @@ def set_num_threads(num_threads: int | None) -> None:
     results are bitwise identical whatever the thread count, float sums included (the sign and payload of a
     NaN made from two NaNs aside, which IEEE 754 leaves open), and no atomics are used.
     Without OpenMP at build time (``CYSCATTER_OPENMP=0``) everything runs on one thread.
+
+    Which count a call uses, first match wins: its own ``num_threads=``; the count set here; OpenMP's thread
+    count of the calling thread, which ``threadpoolctl.threadpool_limits`` (it finds the kernels' libgomp, as
+    it finds scikit-learn's) and ``omp_set_num_threads`` change, and ``OMP_NUM_THREADS`` starts; every core.
+    So a `threadpoolctl` limit holds unless this function (or ``num_threads=``) asked for a count: call
+    ``set_num_threads(None)`` to follow it again. Like NumPy's BLAS under threadpoolctl, the limit is
+    OpenMP's per-thread setting: it applies to calls made from the thread that set it.
+
+    A child process forked (``multiprocessing``'s default start method on Linux, joblib, Dask's process
+    scheduler) after this process ran a call on several threads runs every call on one thread, whatever is
+    asked: GNU OpenMP cannot start threads in such a child (it would wait forever). Children started by
+    ``spawn`` or ``forkserver`` keep their threads. `get_num_threads` tells which applies.
     """
     kernels.set_num_threads(check_threads(num_threads))
 
 
 def get_num_threads() -> int:
-    """Threads a large call uses when it passes no ``num_threads`` (1 for a build without OpenMP)."""
+    """Threads a large call uses when it passes no ``num_threads`` (1 for a build without OpenMP, and in a child
+    forked after threaded calls; see `set_num_threads`)."""
     return kernels.get_num_threads()

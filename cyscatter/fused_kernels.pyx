@@ -11,15 +11,15 @@ from cython.parallel cimport prange
 from cython.view cimport contiguous
 from libc.math cimport signbit
 from libc.stdint cimport int64_t, uint64_t
+from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t,
-                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, combine_rows)
+                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, combine_rows, team_size)
 from cyscatter.fused_kernels cimport real_t
 
 import numpy as np
 
 cdef extern from "_cpu.h" nogil:
-    int cyscatter_omp_max_threads()
     void cyscatter_prefetch_r(const void* p)
 
 cdef extern from "_fused.h" nogil:
@@ -84,8 +84,8 @@ cdef inline Py_ssize_t _cut(const int64_t* indptr, Py_ssize_t rows, Py_ssize_t t
 
 
 cdef inline int _team(int requested) noexcept nogil:
-    cdef int t = requested if requested > 0 else cyscatter_omp_max_threads()
-    return max(1, min(t, MAX_THREADS))
+    """The kernels' thread count rule (`team_size`), the caller having sized `requested` to the work."""
+    return team_size(requested, PY_SSIZE_T_MAX)
 
 
 cdef void _cuts(const int64_t* indptr, Py_ssize_t rows, int parts, Py_ssize_t* cut) noexcept nogil:

@@ -81,6 +81,11 @@ cdef struct Layout:
     Py_ssize_t table_outer_stride
     Py_ssize_t table_row_stride
 
+# Threads for a call of `work` element updates: `requested`, or the default when 0 (see `set_num_threads`);
+# fewer for small work; one in a child forked after threads ran (GNU OpenMP cannot start a team there).
+# Every parallel region of the kernels takes its thread count from here.
+cdef int team_size(int requested, Py_ssize_t work) noexcept nogil
+
 # Pointer-level kernels, run on `num_threads` OpenMP threads (0: the default, see `set_num_threads`); each
 # destination element receives its updates in index order whatever the thread count, so results are bitwise
 # identical. They return -1 or the first offending index position.

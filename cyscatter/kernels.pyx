@@ -123,14 +123,51 @@ cdef int _partition = -1           # destination-partitioned scatter: -1 auto, 0
 cdef Py_ssize_t _block_bytes = 256 * 1024   # destination block of one partition (about half of L2)
 
 
-cdef inline int _team_size(int requested, Py_ssize_t work) noexcept nogil:
-    """Threads for a call of `work` element updates: `requested` (0: default), fewer for small work."""
+# GNU OpenMP keeps its thread pool across fork() but not the pool's threads: a child forked after the parent
+# started a team waits forever on the first team it starts (libgomp has no fork handler). So a child forked
+# after a team ran here runs every call on one thread, which takes no pool; `_after_fork_in_child` (registered
+# with os.register_at_fork by cyscatter._threads) sets the cap. A child of a parent that never started a team
+# keeps its threads.
+cdef bint _teams_started = False
+cdef bint _forked_after_teams = False
+
+
+cdef inline int _threads_for(int requested, Py_ssize_t work) noexcept nogil:
+    """Threads for a call of `work` element updates: `requested` (0: default), fewer for small work, one in a
+    child forked after a team ran."""
     cdef int t = requested if requested > 0 else _default_threads
+    if _forked_after_teams:
+        return 1
     if t <= 0:
         t = cyscatter_omp_max_threads()
     if work // _min_work < t:
         t = <int>(work // _min_work)
     return max(1, min(t, MAX_THREADS))
+
+
+cdef inline int _team_size(int requested, Py_ssize_t work) noexcept nogil:
+    """`_threads_for`, noting that a team of several threads is about to start."""
+    global _teams_started
+    cdef int t = _threads_for(requested, work)
+    if t > 1 and not _teams_started:
+        _teams_started = True
+    return t
+
+
+cdef int team_size(int requested, Py_ssize_t work) noexcept nogil:
+    return _team_size(requested, work)
+
+
+def _after_fork_in_child():
+    """Called in a child process right after fork(): one thread per call from now on if a team ran before."""
+    global _forked_after_teams
+    if _teams_started:
+        _forked_after_teams = True
+
+
+def _teams_have_started():
+    """True once a call of this process ran on several threads (what makes a forked child single-threaded)."""
+    return bool(_teams_started)
 
 
 cdef inline Py_ssize_t _prefetch_distance(Py_ssize_t row_bytes, Py_ssize_t rows, Py_ssize_t n) noexcept nogil:
@@ -1106,7 +1143,7 @@ def set_num_threads(int n):
 
 def get_num_threads():
     """Threads a large call uses by default (1 when the extension was built without OpenMP)."""
-    return _team_size(0, _min_work * MAX_THREADS) if cyscatter_have_openmp() else 1
+    return _threads_for(0, _min_work * MAX_THREADS) if cyscatter_have_openmp() else 1
 
 
 def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,

@@ -13,13 +13,41 @@ from cyscatter._threads import check_threads
 from cyscatter._sorted import run_scatter_runs
 
 
-def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src") -> tuple[int, tuple, tuple]:
-    """(axis, batch shape B, feature shape F) of `src` around an index of shape I = coords[0].shape."""
+def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src",
+              expanded_check: bool = True) -> tuple[int, tuple, tuple]:
+    """(axis, batch shape B, feature shape F) of `src` around an index of shape I = coords[0].shape.
+
+    Refuses a torch-style expanded index (see `refuse_expanded_index`) unless `expanded_check` is False (an
+    index whose values are not at hand, as Dask's)."""
     ishape = coords[0].shape
     axis = normalize_axis(axis, src.ndim, len(ishape), array=arg)
     if src.shape[axis:axis + len(ishape)] != ishape:
         raise ValueError(f"{arg} shape {src.shape} does not hold the index shape {ishape} at axis {axis}")
+    if expanded_check and len(coords) == 1 and len(ishape) >= 2 and axis + len(ishape) == src.ndim:
+        refuse_expanded_index(coords[0], arg)
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
+
+
+def refuse_expanded_index(index, arg: str = "src") -> None:
+    """ValueError for an index shaped like all of `src` and expanded along its last axis (stride 0): the
+    ``index.view(-1, 1).expand_as(src)`` of PyTorch's ``scatter_reduce`` / pytorch_scatter, or its
+    ``np.broadcast_to`` twin.
+
+    There each index entry addresses one element (``out[index[i, j], j]``); here (NNlib, NumPy) every index
+    dim is an entry dim, so the same index would reduce each row's features into one number: a silent
+    difference in shape and numbers, refused with the call that means what PyTorch means. The rule looks at
+    the layout, not the values: an index that merely holds equal values along a row is an NNlib index like any
+    other (a copy of an expanded index, too, is read with NNlib's meaning).
+    """
+    if index.shape[-1] < 2 or index.strides[-1] != 0 or index.size == 0:
+        return
+    one = "index[" + ", ".join([":"] * (index.ndim - 1)) + ", 0]"
+    raise ValueError(
+        f"index has the shape of {arg} {index.shape} and is expanded along its last axis (stride 0), as a "
+        f"torch-style expanded index (index.view(-1, 1).expand_as({arg})). Here every index dim is an entry dim "
+        f"(NNlib, NumPy), so this call would reduce each row of {arg} to one number. To reduce rows as PyTorch "
+        f"does, pass the index without its expanded axis: {one} (shape {index.shape[:-1]}). To scatter each "
+        f"element on its own, pass {arg}.ravel() and np.ascontiguousarray(index).ravel()")
 
 
 def _runner(be, indices_are_sorted: bool):

@@ -130,7 +130,8 @@ def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every) -> Se
     check_mode(mode)
     coords = as_coords(index)
     src = known_shape(src, "src") if isinstance(src, da.Array) else np.asarray(src)
-    axis, batch, feat = split_src(stand_in(src), tuple(stand_in(c) for c in coords), axis)
+    axis, batch, feat = split_src(stand_in(src), tuple(stand_in(c) for c in coords), axis,
+                                   expanded_check=False)
     nb, ni, nf = len(batch), coords[0].ndim, len(feat)
     src = _as_dask_src(src, coords, nb, nf)
     result_dtype = op.result_dtype(src.dtype)

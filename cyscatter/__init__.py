@@ -22,7 +22,6 @@ finally:
         del os.environ["OMP_WAIT_POLICY"]
 del _WAIT_POLICY_SET
 
-from cyscatter._backend import take_dlpack_in
 from cyscatter._argext import scatter_argmax, scatter_argmin
 from cyscatter._gather import gather, gather_into
 from cyscatter._gather_scatter import GatherScatterPlan, gather_scatter, gather_scatter_plan
@@ -58,7 +57,6 @@ __all__ = [
 ]
 
 
-take_dlpack_in(globals(), __all__)
 
 
 def get_include() -> str:

@@ -79,6 +79,11 @@ def host_asarray(a, dtype=None) -> np.ndarray:
     return np.asarray(a, dtype)
 
 
+def shape_of(a) -> tuple:
+    """The shape of an array argument of any kind (a DLPack-only producer's through `numpy.from_dlpack`)."""
+    return tuple(np.shape(np.from_dlpack(a) if _dlpack_only(a) else a))
+
+
 def _describe(a, where: str | None = None) -> str:
     kind = type(a)
     where = where or where_is(a)
@@ -165,8 +170,15 @@ def takes_dlpack(fn):
 
     @functools.wraps(fn)
     def taking_dlpack(*args, **kwargs):
-        if all(_plain(a) for a in args) and all(_plain(v) for v in kwargs.values()):
-            return fn(*args, **kwargs)
+        for a in args:   # a plain loop: this runs on every call (0.1-0.2 us for NumPy arguments)
+            if type(a) not in _PLAIN and not _plain(a):
+                break
+        else:
+            for a in kwargs.values():
+                if type(a) not in _PLAIN and not _plain(a):
+                    break
+            else:
+                return fn(*args, **kwargs)
         args = tuple(a if i == dst_at else _from_dlpack(a) for i, a in enumerate(args))
         return fn(*args, **{k: v if k == "dst" else _from_dlpack(v) for k, v in kwargs.items()})
 

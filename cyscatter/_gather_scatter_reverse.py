@@ -15,7 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from cyscatter import fused_kernels
-from cyscatter._backend import backend_of, host_asarray
+from cyscatter._backend import backend_of, host_asarray, shape_of
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather_scatter import (check_weight, messages, resolve, run_forward, team, value_dtype,
@@ -45,7 +45,7 @@ class _Call:
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
                                                               dim_size, mode)
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op)
-        self.w_shape = None if weight is None else np.shape(weight)
+        self.w_shape = None if weight is None else shape_of(weight)
         vdtype = self.vdtype = value_dtype(self.src.dtype, self.w)
         self.dtype, self.materialise = derivative_policy(self.op, vdtype, arrays)
         self.outer, self.inner = prod(self.batch), prod(self.feat)
@@ -177,7 +177,7 @@ def dims_like(shaped, src, gather_index, scatter_index, axis):
     m_gather = len(gather_index) if isinstance(gather_index, tuple) else 1
     m_scatter = len(scatter_index) if isinstance(scatter_index, tuple) else 1
     axis = normalize_axis(axis, src.ndim, m_gather, array="src")
-    shape = np.shape(shaped)
+    shape = shape_of(shaped)
     return tuple(shape[axis:axis + m_scatter]) if len(shape) >= axis + m_scatter else None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._backend import backend_of
+from cyscatter._backend import backend_of, shape_of
 from cyscatter._canonical import normalize_axis
 from cyscatter._groups import group_view
 from cyscatter._index import parse_coords, sized_by
@@ -106,7 +106,7 @@ def scatter_logsumexp_vjp(grad_out, src, index, out, *, axis=0, mode="raise"):
     softmax there is NaN; dropped entries get 0.
     """
     ctx, rows = _dst_view("scatter_logsumexp_vjp", src, index, out, axis, mode, grad_out=grad_out)
-    return (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(np.shape(src))
+    return (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(shape_of(src))
 
 
 def scatter_logsumexp_jvp(src, index, out, src_dot, *, axis=0, mode="raise"):
@@ -115,7 +115,7 @@ def scatter_logsumexp_jvp(src, index, out, src_dot, *, axis=0, mode="raise"):
     Returns an ndarray of the shape of `out`; the arguments are those of `scatter_logsumexp_vjp`.
     """
     ctx, rows = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
-    return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(np.shape(out))
+    return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(shape_of(out))
 
 
 # ---- softmax and log-softmax -----------------------------------------------------------------------------------
@@ -145,7 +145,7 @@ def scatter_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="ra
     ctx, g3 = _src_view("scatter_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         grad = _softmax_map(ctx, g3)
-    return grad.reshape(np.shape(out))
+    return grad.reshape(shape_of(out))
 
 
 def scatter_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
@@ -153,7 +153,7 @@ def scatter_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="rai
     ctx, dot3 = _src_view("scatter_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         tangent = _softmax_map(ctx, dot3)
-    return tangent.reshape(np.shape(out))
+    return tangent.reshape(shape_of(out))
 
 
 def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="raise"):
@@ -165,7 +165,7 @@ def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode
     ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
-    return mask_dropped(ctx, grad, 0).reshape(np.shape(out))
+    return mask_dropped(ctx, grad, 0).reshape(shape_of(out))
 
 
 def scatter_log_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
@@ -173,7 +173,7 @@ def scatter_log_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode=
     ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
-    return mask_dropped(ctx, tangent, 0).reshape(np.shape(out))
+    return mask_dropped(ctx, tangent, 0).reshape(shape_of(out))
 
 
 # ---- variance and standard deviation ---------------------------------------------------------------------------
@@ -196,13 +196,13 @@ def _moment_factor(ctx, out3, ddof, std: bool):
 def _moment_vjp(name, std, grad_out, src, index, out, ddof, axis, mode):
     ctx, rows = _dst_view(name, src, index, out, axis, mode, grad_out=grad_out)
     dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std)
-    return (ctx.take(rows["grad_out"] * factor) * dev).reshape(np.shape(src))
+    return (ctx.take(rows["grad_out"] * factor) * dev).reshape(shape_of(src))
 
 
 def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode):
     ctx, rows = _dst_view(name, src, index, out, axis, mode, src_dot=src_dot)
     dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std)
-    return (ctx.put(dev * rows["src_dot"]) * factor).reshape(np.shape(out))
+    return (ctx.put(dev * rows["src_dot"]) * factor).reshape(shape_of(out))
 
 
 def scatter_var_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
@@ -278,5 +278,5 @@ def gather_segment_vjp_src(grad_out, indptr, *, axis=0):
 def _segment_index(src, indptr, axis):
     check_given("src", src)
     be = backend_of(src=src, indptr=indptr)
-    src_shape = np.shape(src)
+    src_shape = shape_of(src)
     return segment_ids(check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)], xp=be.xp))

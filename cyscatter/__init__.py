@@ -22,6 +22,10 @@ finally:
         del os.environ["OMP_WAIT_POLICY"]
 del _WAIT_POLICY_SET
 
+from cyscatter._machine import apply as _apply_machine   # the kernels' thresholds for this machine's caches
+
+_apply_machine()
+
 from cyscatter._argext import scatter_argmax, scatter_argmin
 from cyscatter._gather import gather, gather_into
 from cyscatter._gather_scatter import GatherScatterPlan, gather_scatter, gather_scatter_plan

@@ -37,6 +37,8 @@ cdef enum:
 
 # Edges to look ahead when prefetching src rows (-1: auto, 0: off); `_tune` sets it for the benchmarks.
 cdef Py_ssize_t _prefetch_edges = -1
+# Gathered tables up to this size are not prefetched: a quarter of the L2 (cyscatter._machine sets it).
+cdef Py_ssize_t _l2_share = 256 * 1024
 
 
 cdef struct Geo:
@@ -47,13 +49,14 @@ cdef struct Geo:
 
 
 cdef inline Py_ssize_t _ahead(Py_ssize_t row_bytes, Py_ssize_t table_rows) noexcept nogil:
-    """Edges of look-ahead for the src-row prefetch: none while the gathered table fits in L2 (the prefetch then
+    """Edges of look-ahead for the src-row prefetch: none while the gathered table fits in a quarter of the L2
+    (`_l2_share`; the prefetch then
     only costs instructions), else about 4 KB of rows ahead, at least 4 and at most 32 edges. Measured (NOTES.md,
     fused gather-scatter): rows of 64 float32 from a 1e5-row table, 56 ms without prefetch, 29 / 23 / 21 ms 4 / 8
     / 16 edges ahead; rows of 64 float64 from 1e6 rows, 2.3 s without, 1.8 s 4 ahead, 1.1 s 8 ahead."""
     if _prefetch_edges >= 0:
         return _prefetch_edges
-    if row_bytes * table_rows <= 256 * 1024:
+    if row_bytes * table_rows <= _l2_share:
         return 0
     return max(4, min(32, 4096 // max(row_bytes, 1)))
 
@@ -488,6 +491,13 @@ cdef void edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::c
 
 
 # ---- Python entry points -----------------------------------------------------------------------------------------
+
+def _set_machine(Py_ssize_t l2_share):
+    """The machine-dependent threshold (see cyscatter._machine): no src-row prefetch for tables up to
+    `l2_share` bytes."""
+    global _l2_share
+    _l2_share = max(0, l2_share)
+
 
 def set_prefetch_edges(Py_ssize_t edges):
     """Edges of look-ahead of the src-row prefetch (-1: auto, 0: off); for benchmarks, via `cyscatter._tune`."""

@@ -120,7 +120,11 @@ cdef int _stream = -1              # gather output with non-temporal stores (-1:
 cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1: auto, 0: off)
 cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
 cdef int _partition = -1           # destination-partitioned scatter: -1 auto, 0 off, 1 wherever possible
-cdef Py_ssize_t _block_bytes = 256 * 1024   # destination block of one partition (about half of L2)
+cdef Py_ssize_t _block_bytes = 256 * 1024   # destination block of one partition (a quarter of the L2)
+# Machine-dependent thresholds, set at import by cyscatter._machine.apply (the rules and their figures are
+# there); these initial values are the conservative ones of an unknown machine.
+cdef size_t _stream_min_bytes = 0           # smallest gather output written with streaming stores (0: never)
+cdef Py_ssize_t _l2_share = 256 * 1024      # tables up to this size are not prefetched (a quarter of the L2)
 
 
 # GNU OpenMP keeps its thread pool across fork() but not the pool's threads: a child forked after the parent
@@ -174,11 +178,11 @@ cdef inline Py_ssize_t _prefetch_distance(Py_ssize_t row_bytes, Py_ssize_t rows,
     """Index entries to look ahead when prefetching table rows of `row_bytes` bytes (0: no prefetch).
 
     Measured (NOTES.md): rows that miss L2 gain 1.3-3x from a prefetch about 4 KB of rows ahead (16 rows of
-    256 B, 64 of 4 B); a table that fits in L2 only pays for the extra instructions.
+    256 B, 64 of 4 B); a table that fits in a quarter of the L2 only pays for the extra instructions.
     """
     cdef Py_ssize_t ahead = _prefetch_rows
     if ahead < 0:
-        if rows * row_bytes <= 256 * 1024:
+        if rows * row_bytes <= _l2_share:
             return 0
         ahead = min(64, max(16, 4096 // max(row_bytes, 1)))
     return ahead if ahead < n else 0
@@ -746,7 +750,7 @@ cdef bint _streams(const void* out, const Layout* L, size_t item) noexcept nogil
     if (row % 16 or (<size_t>out) % 16 or (L.entry_row_stride * item) % 16
             or (L.entry_outer_stride * item) % 16):
         return False
-    return _stream == 1 or total > 64 * 1024 * 1024
+    return _stream == 1 or (_stream_min_bytes > 0 and total >= _stream_min_bytes)
 
 
 cdef Py_ssize_t gather_layout(const item_t* src, const index_t* index, item_t* out, const Layout* L,
@@ -1144,6 +1148,21 @@ def set_num_threads(int n):
 def get_num_threads():
     """Threads a large call uses by default (1 when the extension was built without OpenMP)."""
     return _threads_for(0, _min_work * MAX_THREADS) if cyscatter_have_openmp() else 1
+
+
+def _set_machine(size_t stream_min_bytes, Py_ssize_t l2_share, Py_ssize_t block_bytes):
+    """The machine-dependent thresholds (see cyscatter._machine): streaming-store gathers from
+    `stream_min_bytes` of output (0: never), no row prefetch for tables up to `l2_share` bytes, destination
+    blocks of `block_bytes`."""
+    global _stream_min_bytes, _l2_share, _block_bytes
+    _stream_min_bytes = stream_min_bytes
+    _l2_share = max(0, l2_share)
+    _block_bytes = max(CACHE_LINE, block_bytes)
+
+
+def _machine():
+    """The thresholds `_set_machine` set, as a dict."""
+    return {"stream_min_bytes": _stream_min_bytes, "l2_share": _l2_share, "block_bytes": _block_bytes}
 
 
 def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,

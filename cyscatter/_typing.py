@@ -29,10 +29,6 @@ Mode = Literal["raise", "drop", "wrap", "clip"]
 
 # an op name or a registry entry (`cyscatter.OPS`, `cyscatter.get_op`)
 OpLike: TypeAlias = Union[ScatterOp, Op]
-# an array argument: anything NumPy converts, or a CuPy array (untyped, so Any to a type checker)
-ArrayInput: TypeAlias = ArrayLike
-# an integer index: one integer array, or a tuple of m arrays addressing m axes (NumPy advanced indexing)
-IndexLike: TypeAlias = Union[ArrayInput, tuple[ArrayInput, ...]]
 
 
 class DeviceArray(Protocol):
@@ -45,6 +41,10 @@ class DeviceArray(Protocol):
 # a device index: one device array, or a tuple of them
 DeviceIndex: TypeAlias = Union[DeviceArray, tuple[DeviceArray, ...]]
 
+# an array argument: anything NumPy converts, or a device array
+ArrayInput: TypeAlias = Union[ArrayLike, DeviceArray]
+# an integer index: one integer array, or a tuple of m arrays addressing m axes (NumPy advanced indexing)
+IndexLike: TypeAlias = Union[ArrayInput, tuple[ArrayInput, ...]]
 # a destination shape: one size per indexed axis (an int for one axis)
 DimSize: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex], NDArray[np.integer[Any]]]
 # a scalar for the untouched rows of an output, cast to its dtype (strings and bytes: gather of text)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, IndexLike, Mode, OpLike
 
+
 def check_numeric(arr, arg: str):
     """`arr` (an output, cotangent or tangent) if it holds numbers; integers are then cast to float64 like the
     inputs. Bool, object, string, datetime or record arrays raise TypeError naming `arg`: cast to a float, they

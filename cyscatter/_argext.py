@@ -1,6 +1,8 @@
 """scatter_argmax and scatter_argmin: the position of each group's max/min winner."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter import group_kernels
@@ -11,6 +13,13 @@ from cyscatter._gather import gather
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
 from cyscatter._scatter import scatter, size_arg, split_src
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, _FuncT
 
 
 def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -104,19 +113,51 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
     """
 
 
-def arg_doc(which: str, zero: str, example: str, result: str, template: str = _DOC):
+def arg_doc(which: str, zero: str, example: str, result: str, template: str = _DOC) -> Callable[[_FuncT], _FuncT]:
     """Fill `template` for argmax or argmin (also used by cyscatter.dask)."""
-    def decorate(func):
+    def decorate(func: _FuncT) -> _FuncT:
         func.__doc__ = template.format(which=which, zero=zero, example=example, result=result)
         return fill_doc(func)
     return decorate
 
 
+@overload
+def scatter_argmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                   mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_argmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                   mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                   mode: Mode = ...) -> NDArray[np.int64]: ...
+
+
 @arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2")
-def scatter_argmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                   mode: Mode = "raise") -> Any:
     return _scatter_arg("max", src, index, dim_size, axis, mode)
 
 
+@overload
+def scatter_argmin(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                   mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_argmin(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                   mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                   mode: Mode = ...) -> NDArray[np.int64]: ...
+
+
 @arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2")
-def scatter_argmin(src, index, *, dim_size=None, axis=0, mode="raise"):
+def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                   mode: Mode = "raise") -> Any:
     return _scatter_arg("min", src, index, dim_size, axis, mode)

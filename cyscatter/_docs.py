@@ -1,5 +1,11 @@
 """Docstring fragments shared by the public functions (numpydoc), filled in with `fill_doc`."""
+from __future__ import annotations
+
 import textwrap
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cyscatter._typing import _FuncT
 
 
 def _index_fragment(role: str, table: str) -> str:
@@ -114,7 +120,7 @@ FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "max", "min", "mul", "d
         As in `gather_scatter`."""
 
 
-def fill_doc(func):
+def fill_doc(func: _FuncT) -> _FuncT:
     """Replace ``{name}`` fields of `func.__doc__` by the shared fragments."""
     func.__doc__ = func.__doc__.format(**FRAGMENTS)
     return func

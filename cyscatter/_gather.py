@@ -1,6 +1,8 @@
 """gather and gather_into: the public gather functions (NNlib's `gather` and `gather!`)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter import kernels
@@ -11,6 +13,13 @@ from cyscatter._index import parse_coords, plan_index
 from cyscatter._scatter import fill_for
 from cyscatter._threads import check_threads
 
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, FillValue, IndexLike, Mode, _DstT
+
 
 def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
     """(plan, batch shape B, feature shape F) for gathering from `src` at `axis` with an m-coordinate index."""
@@ -20,8 +29,24 @@ def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
     return plan, src.shape[:axis], src.shape[axis + m:]
 
 
+@overload
+def gather(src: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
+           fill_value: FillValue | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather(src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...,
+           fill_value: FillValue | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
+           fill_value: FillValue | None = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def gather(src, index, *, axis=0, mode="raise", fill_value=None, num_threads=None):
+def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
+           fill_value: FillValue | None = None, num_threads: SupportsIndex | None = None) -> Any:
     """Gather rows of `src`: ``out[b, k, f] = src[b, index[k], f]`` (tuple index: ``src[b, i0[k], ..., f]``).
 
     NNlib's ``gather(src, idx)``; for an integer index it equals ``np.take(src, index, axis)`` and for a
@@ -84,7 +109,8 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None, num_threads=Non
 
 
 @fill_doc
-def gather_into(dst, src, index, *, axis=0, mode="raise", num_threads=None):
+def gather_into(dst: _DstT, src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
+                num_threads: SupportsIndex | None = None) -> _DstT:
     """Gather rows of `src` into `dst` in place: ``dst[b, k, f] = src[b, index[k], f]`` (NNlib's ``gather!``).
 
     Parameters

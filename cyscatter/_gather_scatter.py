@@ -8,6 +8,8 @@ is reduced in one pass over its edges, reading the source rows it needs. A `Gath
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter import fused_kernels, kernels
@@ -18,6 +20,13 @@ from cyscatter._index import check_mode, check_sizes, check_table_bytes, parse_c
 from cyscatter._ops import get_op, native
 from cyscatter._scatter import fill_for, finish_fresh, scatter
 from cyscatter._threads import check_threads
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
 
 _MIN_WORK = 32768   # element updates per thread below which fewer threads are used (as the core kernels)
 
@@ -118,7 +127,8 @@ class GatherScatterPlan:
                 f"mode={self.mode!r}, edges={int(self.indptr[-1])} of {self.n_edges})")
 
 
-def gather_scatter_plan(gather_index, scatter_index, *, src_size=None, dim_size=None, mode="raise"):
+def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, src_size: DimSize | None = None,
+                        dim_size: DimSize | None = None, mode: Mode = "raise") -> GatherScatterPlan:
     """Validate and group the edges of a graph once, for many `gather_scatter` calls and their reverse passes.
 
     Parameters
@@ -244,9 +254,32 @@ def value_dtype(src_dtype, w) -> np.dtype:
     return native(src_dtype if w is None else np.result_type(src_dtype, w.dtype))
 
 
+@overload
+def gather_scatter(src: DeviceArray, gather_index: IndexLike | None = ..., scatter_index: IndexLike | None = ...,
+                   op: OpLike = ..., *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode | None = ...,
+                   plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter(src: ArrayInput, gather_index: DeviceIndex, scatter_index: IndexLike | None = ..., op: OpLike = ...,
+                   *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                   fill_value: FillValue | None = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                   num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = ..., scatter_index: IndexLike | None = ...,
+                   op: OpLike = ..., *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode | None = ...,
+                   plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weight=None, dim_size=None, axis=0,
-                   fill_value=None, mode=None, plan=None, num_threads=None):
+def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatter_index: IndexLike | None = None,
+                   op: OpLike = "add", *, weight: ArrayInput | None = None, dim_size: DimSize | None = None,
+                   axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode | None = None,
+                   plan: GatherScatterPlan | None = None, num_threads: SupportsIndex | None = None) -> Any:
     """Gather rows along the edges and scatter-reduce them into destination rows, in one pass (message passing).
 
     ``out[b, scatter_index[e], f] = op(out[b, scatter_index[e], f], weight[e] * src[b, gather_index[e], f])``:

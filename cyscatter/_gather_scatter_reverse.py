@@ -10,6 +10,8 @@ derivatives need the product of the other members of a group, go through the mat
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 from functools import cached_property
 
 import numpy as np
@@ -24,6 +26,14 @@ from cyscatter._ops import get_op, native
 from cyscatter.kernels import OpCode
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._threads import check_threads
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._gather_scatter import GatherScatterPlan
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
 
 _FUSED = ("add", "sub", "mean", "max", "min")
 
@@ -195,9 +205,36 @@ def _cast_like(result, like):
     return result.astype(native(dtype), copy=False) if dtype.kind in "fc" else result
 
 
+@overload
+def gather_scatter_vjp_src(op: OpLike, grad_out: DeviceArray, src: ArrayInput, gather_index: IndexLike | None = ...,
+                           scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
+                           weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                           mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                           num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: DeviceIndex,
+                           scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
+                           weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                           mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                           num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = ...,
+                           scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
+                           weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                           mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                           num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def gather_scatter_vjp_src(op, grad_out, src, gather_index=None, scatter_index=None, out=None, *, weight=None,
-                           dim_size=None, axis=0, mode=None, plan=None, num_threads=None):
+def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = None,
+                           scatter_index: IndexLike | None = None, out: ArrayInput | None = None, *,
+                           weight: ArrayInput | None = None, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                           mode: Mode | None = None, plan: GatherScatterPlan | None = None,
+                           num_threads: SupportsIndex | None = None) -> Any:
     """Gradient of `gather_scatter` with respect to `src`: the VJP ``grad_out -> grad_src``.
 
     For add it is the transposed product ``grad_src[s] = sum over edges e from s of weight[e] * grad_out[d_e]``
@@ -263,9 +300,36 @@ def gather_scatter_vjp_src(op, grad_out, src, gather_index=None, scatter_index=N
     return _cast_like(result.reshape(call.src.shape), call.src)
 
 
+@overload
+def gather_scatter_vjp_weight(op: OpLike, grad_out: DeviceArray, src: ArrayInput, gather_index: IndexLike | None = ...,
+                              scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
+                              weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
+                              axis: SupportsIndex = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                              num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: DeviceIndex,
+                              scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
+                              weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
+                              axis: SupportsIndex = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                              num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = ...,
+                              scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
+                              weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
+                              axis: SupportsIndex = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                              num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def gather_scatter_vjp_weight(op, grad_out, src, gather_index=None, scatter_index=None, out=None, *, weight=None,
-                              dim_size=None, axis=0, mode=None, plan=None, num_threads=None):
+def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = None,
+                              scatter_index: IndexLike | None = None, out: ArrayInput | None = None, *,
+                              weight: ArrayInput | None = None, dim_size: DimSize | None = None,
+                              axis: SupportsIndex = 0, mode: Mode | None = None, plan: GatherScatterPlan | None = None,
+                              num_threads: SupportsIndex | None = None) -> Any:
     """Gradient of `gather_scatter` with respect to `weight`: the VJP ``grad_out -> grad_weight``.
 
     For add, per edge e the dot product of the cotangent row at its destination with its source row,
@@ -324,9 +388,39 @@ def gather_scatter_vjp_weight(op, grad_out, src, gather_index=None, scatter_inde
     return shaped if call.w is None else _cast_like(shaped, call.w)
 
 
+@overload
+def gather_scatter_jvp(op: OpLike, src: DeviceArray, gather_index: IndexLike | None = ...,
+                       scatter_index: IndexLike | None = ..., out: ArrayInput | None = ...,
+                       src_dot: ArrayInput | None = ..., *, weight: ArrayInput | None = ...,
+                       weight_dot: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                       mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                       num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: DeviceIndex, scatter_index: IndexLike | None = ...,
+                       out: ArrayInput | None = ..., src_dot: ArrayInput | None = ..., *,
+                       weight: ArrayInput | None = ..., weight_dot: ArrayInput | None = ...,
+                       dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode | None = ...,
+                       plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | None = ...,
+                       scatter_index: IndexLike | None = ..., out: ArrayInput | None = ...,
+                       src_dot: ArrayInput | None = ..., *, weight: ArrayInput | None = ...,
+                       weight_dot: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                       mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                       num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None, src_dot=None, *, weight=None,
-                       weight_dot=None, dim_size=None, axis=0, mode=None, plan=None, num_threads=None):
+def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | None = None,
+                       scatter_index: IndexLike | None = None, out: ArrayInput | None = None,
+                       src_dot: ArrayInput | None = None, *, weight: ArrayInput | None = None,
+                       weight_dot: ArrayInput | None = None, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                       mode: Mode | None = None, plan: GatherScatterPlan | None = None,
+                       num_threads: SupportsIndex | None = None) -> Any:
     """Forward derivative of `gather_scatter`: the tangent of `out` given tangents of `src` and `weight`.
 
     add/sub/mean are bilinear in (src, weight): ``out_dot = gather_scatter(src_dot, weight) +

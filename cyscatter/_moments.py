@@ -2,12 +2,21 @@
 then the sum of squared deviations), from the core add and gather kernels."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter._docs import fill_doc
 from cyscatter._groups import dst_shape, group_view
 from cyscatter._index import sized_by
 from cyscatter._scatter import size_arg
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, _FuncT
 
 
 # ---- canonical (outer, rows, inner) forms, shared with the reverse functions -------------------------------------
@@ -74,8 +83,8 @@ _DOC = """{title}
     """
 
 
-def _moment_doc(title: str, name: str, result: str):
-    def decorate(func):
+def _moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _FuncT]:
+    def decorate(func: _FuncT) -> _FuncT:
         func.__doc__ = _DOC.format(title=title, name=name, result=result)
         return fill_doc(func)
     return decorate
@@ -94,11 +103,43 @@ def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool):
 
 @_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
              "var", "2.33333333,        nan,        nan")
-def scatter_var(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+@overload
+def scatter_var(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, std=False)
 
 
 @_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
              "std", "1.52752523,        nan,        nan")
-def scatter_std(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+@overload
+def scatter_std(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, std=True)

@@ -134,7 +134,7 @@ FAST = {name: (op.opcode, {dt: op.identity(dt) for dt in KERNEL_DTYPES if _kerne
         for name, op in _BY_NAME.items()}
 
 
-def get_op(op) -> Op:
+def get_op(op: str | Op) -> Op:
     """The registry entry for an op name or alias; `TypeError`/`ValueError` naming the bad value otherwise."""
     if isinstance(op, Op):
         return op

@@ -5,6 +5,8 @@ PyTorch, Yota-style) can build its rules from these. The per-op rules live in `c
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter import _rules
@@ -15,6 +17,14 @@ from cyscatter._gather import gather
 from cyscatter._index import check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
 from cyscatter._scatter import _reduce_into, scatter, scatter_into, split_src
+
+if TYPE_CHECKING:
+    from typing import Any, Sequence, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, IndexLike, Mode, OpLike
+
 
 def check_numeric(arr, arg: str):
     """`arr` (an output, cotangent or tangent) if it holds numbers; integers are then cast to float64 like the
@@ -78,8 +88,24 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     return op, ctx, views, src.shape, out.shape
 
 
+@overload
+def scatter_vjp_src(op: OpLike, grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                    dst: ArrayInput | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *,
+                    dst: ArrayInput | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                    dst: ArrayInput | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def scatter_vjp_src(op, grad_out, src, index, out, *, dst=None, axis=0, mode="raise"):
+def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                    dst: ArrayInput | None = None, axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of a scatter with respect to `src` (NNlib's ``∇scatter_src``): the VJP ``grad_out -> grad_src``.
 
     Parameters
@@ -120,8 +146,24 @@ def scatter_vjp_src(op, grad_out, src, index, out, *, dst=None, axis=0, mode="ra
     return op.rules["vjp_src"](ctx, views["grad_out"]).reshape(src_shape)
 
 
+@overload
+def scatter_vjp_dst(op: OpLike, grad_out: DeviceArray, dst: ArrayInput, src: ArrayInput, index: IndexLike,
+                    out: ArrayInput, *, axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: DeviceIndex,
+                    out: ArrayInput, *, axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: IndexLike,
+                    out: ArrayInput, *, axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def scatter_vjp_dst(op, grad_out, dst, src, index, out, *, axis=0, mode="raise"):
+def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: IndexLike,
+                    out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of ``scatter_into`` with respect to the initial `dst` (NNlib's ``∇scatter_dst``).
 
     Parameters
@@ -167,8 +209,24 @@ def scatter_vjp_dst(op, grad_out, dst, src, index, out, *, axis=0, mode="raise")
     return op.rules["vjp_dst"](ctx, views["grad_out"]).reshape(out_shape)
 
 
+@overload
+def gather_vjp_src(grad_out: DeviceArray, index: IndexLike, src_shape: SupportsIndex | Sequence[SupportsIndex], *,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def gather_vjp_src(grad_out: ArrayInput, index: DeviceIndex, src_shape: SupportsIndex | Sequence[SupportsIndex], *,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIndex | Sequence[SupportsIndex], *,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
+def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIndex | Sequence[SupportsIndex], *,
+                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of ``gather`` with respect to `src` (NNlib's ``∇gather_src``): a scatter-add of `grad_out`.
 
     Parameters
@@ -219,8 +277,28 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     return scatter_into(grad_src, grad_out, index, "add", axis=axis, mode=mode)
 
 
+@overload
+def scatter_jvp(op: OpLike, src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                dst: ArrayInput | None = ..., dst_dot: ArrayInput | None = ..., axis: SupportsIndex = ...,
+                mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_jvp(op: OpLike, src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *,
+                dst: ArrayInput | None = ..., dst_dot: ArrayInput | None = ..., axis: SupportsIndex = ...,
+                mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                dst: ArrayInput | None = ..., dst_dot: ArrayInput | None = ..., axis: SupportsIndex = ...,
+                mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def scatter_jvp(op, src, index, out, src_dot, *, dst=None, dst_dot=None, axis=0, mode="raise"):
+def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                dst: ArrayInput | None = None, dst_dot: ArrayInput | None = None, axis: SupportsIndex = 0,
+                mode: Mode = "raise") -> Any:
     """Forward derivative of a scatter: the tangent of `out` given tangents of `src` (and `dst`).
 
     Parameters
@@ -273,7 +351,20 @@ def scatter_jvp(op, src, index, out, src_dot, *, dst=None, dst_dot=None, axis=0,
     return out_dot.reshape(out_shape)
 
 
-def gather_jvp(src_dot, index, *, axis=0, mode="raise"):
+@overload
+def gather_jvp(src_dot: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def gather_jvp(src_dot: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ...,
+               mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of ``gather``: the gather of the tangent (gather is linear).
 
     Parameters

@@ -8,6 +8,8 @@ logsumexp ``p^T``; softmax ``diag(y) - y y^T`` (symmetric: the VJP and JVP are o
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter._backend import backend_of, shape_of
@@ -19,6 +21,13 @@ from cyscatter._reverse import _float_dtype, check_given, check_numeric, scatter
 from cyscatter._scatter import size_arg, split_src
 from cyscatter._segment import check_indptr, segment, segment_ids
 from cyscatter._softmax import mask_dropped
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
 
 
 # ---- shared plumbing -----------------------------------------------------------------------------------------
@@ -84,7 +93,23 @@ def _lse_weights(ctx, out3):
         return mask_dropped(ctx, ctx.xp.exp(ctx.src3 - ctx.take(out3)), 0)
 
 
-def scatter_logsumexp_vjp(grad_out, src, index, out, *, axis=0, mode="raise"):
+@overload
+def scatter_logsumexp_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                          axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_logsumexp` with respect to `src`: ``grad_out[index[k]] * softmax(src)[k]``.
 
     Parameters
@@ -109,7 +134,23 @@ def scatter_logsumexp_vjp(grad_out, src, index, out, *, axis=0, mode="raise"):
     return (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(shape_of(src))
 
 
-def scatter_logsumexp_jvp(src, index, out, src_dot, *, axis=0, mode="raise"):
+@overload
+def scatter_logsumexp_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                          axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_logsumexp`: ``out_dot[j] = sum(softmax(src)[k] * src_dot[k])`` over j's group.
 
     Returns an ndarray of the shape of `out`; the arguments are those of `scatter_logsumexp_vjp`.
@@ -126,7 +167,23 @@ def _softmax_map(ctx, v3):
     return y3 * (v3 - ctx.take(ctx.put(y3 * v3)))
 
 
-def scatter_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="raise"):
+@overload
+def scatter_softmax_vjp(grad_out: DeviceArray, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
+                        axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_softmax` with respect to `src`: ``y * (g - sum(g * y over the group))``, y = `out`.
 
     Parameters
@@ -148,7 +205,23 @@ def scatter_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="ra
     return grad.reshape(shape_of(out))
 
 
-def scatter_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
+@overload
+def scatter_softmax_jvp(out: DeviceArray, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax_jvp(out: ArrayInput, index: DeviceIndex, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
+                        axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`."""
     ctx, dot3 = _src_view("scatter_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
@@ -156,7 +229,23 @@ def scatter_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="rai
     return tangent.reshape(shape_of(out))
 
 
-def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="raise"):
+@overload
+def scatter_log_softmax_vjp(grad_out: DeviceArray, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: DeviceIndex, *,
+                            dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
+                            axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_log_softmax` w.r.t. `src`: ``g - exp(out) * sum(g over the group)``.
 
     Arguments as for `scatter_softmax_vjp`, with `out` the result of `scatter_log_softmax`; dropped entries
@@ -168,7 +257,23 @@ def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode
     return mask_dropped(ctx, grad, 0).reshape(shape_of(out))
 
 
-def scatter_log_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
+@overload
+def scatter_log_softmax_jvp(out: DeviceArray, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax_jvp(out: ArrayInput, index: DeviceIndex, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
+                            axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``."""
     ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
@@ -205,7 +310,23 @@ def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode):
     return (ctx.put(dev * rows["src_dot"]) * factor).reshape(shape_of(out))
 
 
-def scatter_var_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
+@overload
+def scatter_var_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
+                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_var` w.r.t. `src`: ``grad_out[j] * 2 (src_k - mean_j) / (count_j - ddof)``.
 
     Parameters
@@ -224,12 +345,44 @@ def scatter_var_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
     return _moment_vjp("scatter_var_vjp", False, grad_out, src, index, out, ddof, axis, mode)
 
 
-def scatter_var_jvp(src, index, out, src_dot, *, ddof=0, axis=0, mode="raise"):
+@overload
+def scatter_var_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
+                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``."""
     return _moment_jvp("scatter_var_jvp", False, src, index, out, src_dot, ddof, axis, mode)
 
 
-def scatter_std_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
+@overload
+def scatter_std_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
+                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_std` w.r.t. `src`: ``grad_out[j] (src_k - mean_j) / ((count_j - ddof) std_j)``.
 
     Arguments as for `scatter_var_vjp`, with `out` the result of `scatter_std`. Where a group's std is 0
@@ -239,14 +392,41 @@ def scatter_std_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
     return _moment_vjp("scatter_std_vjp", True, grad_out, src, index, out, ddof, axis, mode)
 
 
-def scatter_std_jvp(src, index, out, src_dot, *, ddof=0, axis=0, mode="raise"):
+@overload
+def scatter_std_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
+                    axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
+                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0)."""
     return _moment_jvp("scatter_std_jvp", True, src, index, out, src_dot, ddof, axis, mode)
 
 
 # ---- CSR segments ----------------------------------------------------------------------------------------------
 
-def segment_vjp_src(op, grad_out, src, indptr, out, *, axis=0):
+@overload
+def segment_vjp_src(op: OpLike, grad_out: DeviceArray, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
+                    axis: SupportsIndex = ...) -> Any: ...
+
+
+@overload
+def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
+                    axis: SupportsIndex = ...) -> NDArray[Any]: ...
+
+
+def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
+                    axis: SupportsIndex = 0) -> Any:
     """Gradient of `segment` w.r.t. `src`: `scatter_vjp_src` with the index ``segment_ids(indptr)``.
 
     The same rules as scatter's (mean by count, mul by the exact product of the others, max/min split among
@@ -256,13 +436,32 @@ def segment_vjp_src(op, grad_out, src, indptr, out, *, axis=0):
     return scatter_vjp_src(op, grad_out, src, ids, out, axis=axis)
 
 
-def segment_jvp(op, src, indptr, out, src_dot, *, axis=0):
+@overload
+def segment_jvp(op: OpLike, src: DeviceArray, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
+                axis: SupportsIndex = ...) -> Any: ...
+
+
+@overload
+def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
+                axis: SupportsIndex = ...) -> NDArray[Any]: ...
+
+
+def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
+                axis: SupportsIndex = 0) -> Any:
     """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``."""
     ids = _segment_index(src, indptr, axis)
     return scatter_jvp(op, src, ids, out, src_dot, axis=axis)
 
 
-def gather_segment_vjp_src(grad_out, indptr, *, axis=0):
+@overload
+def gather_segment_vjp_src(grad_out: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> Any: ...
+
+
+@overload
+def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> NDArray[Any]: ...
+
+
+def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = 0) -> Any:
     """Gradient of `gather_segment` w.r.t. its `src`: the segment sums of `grad_out` (``segment(g, indptr)``).
 
     `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.

@@ -1,6 +1,8 @@
 """scatter and scatter_into: the public scatter-reduce functions (NNlib's `scatter` and `scatter!`)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter._backend import backend_of
@@ -11,6 +13,14 @@ from cyscatter import kernels
 from cyscatter._ops import FAST, get_op
 from cyscatter._threads import check_threads
 from cyscatter._sorted import run_scatter_runs
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import (ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike,
+                                   _DstT)
 
 
 def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src",
@@ -134,9 +144,28 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0)
     return work3.astype(result_dtype, copy=False)
 
 
+@overload
+def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
+            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
+            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
+            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
-            indices_are_sorted=False, num_threads=None):
+def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
+            axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode = "raise",
+            indices_are_sorted: bool = False, num_threads: SupportsIndex | None = None) -> Any:
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -215,8 +244,9 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
 
 
 @fill_doc
-def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are_sorted=False,
-                 num_threads=None):
+def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "add", *, axis: SupportsIndex = 0,
+                 mode: Mode = "raise", indices_are_sorted: bool = False,
+                 num_threads: SupportsIndex | None = None) -> _DstT:
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`

@@ -6,6 +6,8 @@ segment s holds rows ``indptr[s]:indptr[s + 1]``. `segment` equals `scatter` wit
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter import group_kernels
@@ -16,6 +18,13 @@ from cyscatter._gather import gather
 from cyscatter._index import check_table_bytes, sized_by
 from cyscatter._ops import get_op
 from cyscatter._scatter import fill_for, finish_fresh, scatter
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, FillValue, OpLike
 
 
 def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np, rows_of: str = "src"):
@@ -47,7 +56,15 @@ def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np, ro
     return xp.ascontiguousarray(ptr)
 
 
-def segment_ids(indptr):
+@overload
+def segment_ids(indptr: DeviceArray) -> Any: ...
+
+
+@overload
+def segment_ids(indptr: ArrayInput) -> NDArray[np.int64]: ...
+
+
+def segment_ids(indptr: ArrayInput) -> Any:
     """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s (int64).
 
     A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
@@ -61,8 +78,19 @@ def segment_ids(indptr):
         return xp.searchsorted(ptr[1:], xp.arange(int(ptr[-1]), dtype=ptr.dtype), side="right").astype(np.int64)
 
 
+@overload
+def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex = ...,
+            fill_value: FillValue | None = ...) -> Any: ...
+
+
+@overload
+def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex = ...,
+            fill_value: FillValue | None = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def segment(src, indptr, op="add", *, axis=0, fill_value=None):
+def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex = 0,
+            fill_value: FillValue | None = None) -> Any:
     """Reduce consecutive segments of rows: ``out[b, s, f] = op-reduction of src[b, indptr[s]:indptr[s+1], f]``.
 
     pytorch_scatter's ``segment_csr`` and NumPy's ``op.reduceat(src, indptr[:-1])``, but an empty segment gets
@@ -138,8 +166,16 @@ def _segment_by_scatter(be, src, indptr, op, axis, fill_value):
     return scatter(src, segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
 
 
+@overload
+def gather_segment(src: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> Any: ...
+
+
+@overload
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def gather_segment(src, indptr, *, axis=0):
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = 0) -> Any:
     """Broadcast each segment's row back to its members: ``out[b, k, f] = src[b, s, f]`` for k in segment s.
 
     The gather counterpart (and adjoint) of `segment`: pytorch_scatter's ``gather_csr``, NumPy's

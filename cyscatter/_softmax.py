@@ -2,6 +2,8 @@
 gather kernels (each group is shifted by its own maximum before `exp`)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from cyscatter import kernels
@@ -9,6 +11,13 @@ from cyscatter._docs import fill_doc
 from cyscatter._groups import dst_shape, group_view, src_shape
 from cyscatter._index import sized_by
 from cyscatter._scatter import size_arg
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, _FuncT
 
 
 # ---- canonical (outer, rows, inner) forms, shared with the reverse functions -------------------------------------
@@ -58,13 +67,29 @@ _NONFINITE = """A group whose maximum is +inf or NaN gives NaN for each member, 
     softmax 0, log-softmax -inf."""
 
 
-def _softmax_doc(func):
+def _softmax_doc(func: _FuncT) -> _FuncT:
     func.__doc__ = func.__doc__.replace("{nonfinite}", _NONFINITE)
     return fill_doc(func)
 
 
+@overload
+def scatter_logsumexp(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @fill_doc
-def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise"):
+def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                      mode: Mode = "raise") -> Any:
     """Log-sum-exp of each group: ``out[b, j, f] = log(sum(exp(src[b, k, f]) for k with index[k] == j))``.
 
     pytorch_scatter's ``scatter_logsumexp``; per group it equals ``scipy.special.logsumexp``. Computed as
@@ -97,8 +122,24 @@ def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise"):
     return out.reshape(dst_shape(ctx, batch, feat))
 
 
+@overload
+def scatter_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @_softmax_doc
-def scatter_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                    mode: Mode = "raise") -> Any:
     """Softmax within each group: ``out[b, k, f] = exp(src[b, k, f] - m) / sum(exp(src[b, k', f] - m))`` over
     the members k' of k's group (``index[k'] == index[k]``), m the group maximum.
 
@@ -134,8 +175,24 @@ def scatter_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
     return out.reshape(src_shape(ctx, batch, feat))
 
 
+@overload
+def scatter_log_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                        mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @_softmax_doc
-def scatter_log_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                        mode: Mode = "raise") -> Any:
     """Log-softmax within each group: ``out[b, k, f] = src[b, k, f] - m - log(sum(exp(src[b, k', f] - m)))``
     over the members k' of k's group, m the group maximum.
 

@@ -1,4 +1,6 @@
 # Type stubs of the compiled cyscatter.fused_kernels module (see fused_kernels.pyx for the loops).
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -6,16 +8,17 @@ def set_prefetch_edges(edges: int) -> None: ...
 def csr(key: npt.NDArray[np.int64], size: int, other: npt.NDArray[np.int64], other_size: int,
         drop: bool) -> tuple[int, npt.NDArray[np.int64] | None, npt.NDArray[np.int64] | None,
                              npt.NDArray[np.int64] | None]: ...
-def forward(opcode: int, src: npt.NDArray, indptr: npt.NDArray[np.int64], cols: npt.NDArray[np.int64],
-            edge_ids: npt.NDArray[np.int64], weight: npt.NDArray, weighted: bool, out: npt.NDArray,
+def forward(opcode: int, src: npt.NDArray[Any], indptr: npt.NDArray[np.int64], cols: npt.NDArray[np.int64],
+            edge_ids: npt.NDArray[np.int64], weight: npt.NDArray[Any], weighted: bool, out: npt.NDArray[Any],
             num_threads: int) -> int: ...
-def extreme_ties(is_max: bool, src: npt.NDArray, indptr: npt.NDArray[np.int64], cols: npt.NDArray[np.int64],
-                 edge_ids: npt.NDArray[np.int64], weight: npt.NDArray, weighted: bool, out: npt.NDArray,
-                 grad_out: npt.NDArray, tangent_src: npt.NDArray, use_tangent_src: bool, tangent_w: npt.NDArray,
-                 use_tangent_w: bool, result: npt.NDArray, num_threads: int) -> None: ...
-def extreme_back(src: npt.NDArray, indptr: npt.NDArray[np.int64], cols: npt.NDArray[np.int64],
-                 edge_ids: npt.NDArray[np.int64], weight: npt.NDArray, weighted: bool, out: npt.NDArray,
-                 share: npt.NDArray, result: npt.NDArray, num_threads: int) -> None: ...
-def dots(g: npt.NDArray, src: npt.NDArray, gather: npt.NDArray[np.int64], scatter: npt.NDArray[np.int64],
-         result: npt.NDArray, out: npt.NDArray, ties: int, weight: npt.NDArray, weighted: bool,
-         num_threads: int) -> None: ...
+def extreme_ties(is_max: bool, src: npt.NDArray[Any], indptr: npt.NDArray[np.int64],
+                 cols: npt.NDArray[np.int64], edge_ids: npt.NDArray[np.int64], weight: npt.NDArray[Any],
+                 weighted: bool, out: npt.NDArray[Any], grad_out: npt.NDArray[Any], tangent_src: npt.NDArray[Any],
+                 use_tangent_src: bool, tangent_w: npt.NDArray[Any], use_tangent_w: bool, result: npt.NDArray[Any],
+                 num_threads: int, dst_init: npt.NDArray[Any] | None = ...) -> None: ...
+def extreme_back(src: npt.NDArray[Any], indptr: npt.NDArray[np.int64], cols: npt.NDArray[np.int64],
+                 edge_ids: npt.NDArray[np.int64], weight: npt.NDArray[Any], weighted: bool, out: npt.NDArray[Any],
+                 share: npt.NDArray[Any], result: npt.NDArray[Any], num_threads: int) -> None: ...
+def dots(g: npt.NDArray[Any], src: npt.NDArray[Any], gather: npt.NDArray[np.int64],
+         scatter: npt.NDArray[np.int64], result: npt.NDArray[Any], out: npt.NDArray[Any], ties: int,
+         weight: npt.NDArray[Any], weighted: bool, num_threads: int) -> None: ...

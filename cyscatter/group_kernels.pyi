@@ -1,9 +1,12 @@
 # Type stubs of the compiled cyscatter.group_kernels module (see group_kernels.pyx for the loops).
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
-def segment_reduce(opcode: int, src: npt.NDArray, indptr: npt.NDArray[np.integer], out: npt.NDArray) -> int: ...
-def scatter_runs(opcode: int, src: npt.NDArray, index: npt.NDArray[np.integer], out: npt.NDArray,
+def segment_reduce(opcode: int, src: npt.NDArray[Any], indptr: npt.NDArray[np.integer[Any]],
+                   out: npt.NDArray[Any]) -> int: ...
+def scatter_runs(opcode: int, src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]], out: npt.NDArray[Any],
                  counts: npt.NDArray[np.int64] | None = ..., mode: int = ...) -> int: ...
-def scatter_arg(opcode: int, src: npt.NDArray, index: npt.NDArray[np.integer], best: npt.NDArray,
+def scatter_arg(opcode: int, src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]], best: npt.NDArray[Any],
                 arg: npt.NDArray[np.int64], mode: int = ...) -> int: ...

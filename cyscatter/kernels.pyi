@@ -1,5 +1,6 @@
 # Type stubs of the compiled cyscatter.kernels module (see kernels.pyx for the loops).
 import enum
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -7,24 +8,34 @@ import numpy.typing as npt
 BOUNDS_CHECKED: bool
 
 class OpCode(enum.IntEnum):
-    OP_ADD: int
-    OP_SUB: int
-    OP_MUL: int
-    OP_DIV: int
-    OP_MAX: int
-    OP_MIN: int
+    OP_ADD = 0
+    OP_SUB = 1
+    OP_MUL = 2
+    OP_DIV = 3
+    OP_MAX = 4
+    OP_MIN = 5
 
 class IndexMode(enum.IntEnum):
-    MODE_RAISE: int
-    MODE_DROP: int
+    MODE_RAISE = 0
+    MODE_DROP = 1
 
-def scatter_reduce(opcode: int, src: npt.NDArray, index: npt.NDArray[np.integer], out: npt.NDArray,
-                   counts: npt.NDArray[np.int64] | None = ..., mode: int = ...) -> int: ...
-def gather(src: npt.NDArray, index: npt.NDArray[np.integer], out: npt.NDArray, mode: int = ...) -> int: ...
-def check_index(index: npt.NDArray[np.integer], size: int) -> int: ...
-def exclusive_products(src: npt.NDArray, order: npt.NDArray[np.int64], indptr: npt.NDArray[np.int64],
-                       partials: npt.NDArray) -> None: ...
-def exclusive_products_jvp(src: npt.NDArray, tangent: npt.NDArray, order: npt.NDArray[np.int64],
-                           indptr: npt.NDArray[np.int64], partials: npt.NDArray,
-                           partials_dot: npt.NDArray) -> None: ...
-def fresh_table(shape: tuple[int, ...], dtype: npt.DTypeLike, identity: object) -> npt.NDArray: ...
+def scatter_reduce(opcode: int, src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]], out: npt.NDArray[Any],
+                   counts: npt.NDArray[np.int64] | None = ..., mode: int = ..., num_threads: int = ...) -> int: ...
+def gather(src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]], out: npt.NDArray[Any], mode: int = ...,
+           num_threads: int = ...) -> int: ...
+def check_index(index: npt.NDArray[np.integer[Any]], size: int) -> int: ...
+def exclusive_products(src: npt.NDArray[Any], order: npt.NDArray[np.int64], indptr: npt.NDArray[np.int64],
+                       partials: npt.NDArray[Any]) -> None: ...
+def exclusive_products_jvp(src: npt.NDArray[Any], tangent: npt.NDArray[Any], order: npt.NDArray[np.int64],
+                           indptr: npt.NDArray[np.int64], partials: npt.NDArray[Any],
+                           partials_dot: npt.NDArray[Any]) -> None: ...
+def fresh_table(shape: tuple[int, ...], dtype: npt.DTypeLike, identity: object) -> npt.NDArray[Any]: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...
+def divide_by_counts(out: npt.NDArray[Any], counts: npt.NDArray[Any], num_threads: int = ...) -> bool: ...
+# the fast paths of the public functions: None (or False) when the call is not the common case
+def scatter_simple(src: npt.NDArray[Any], index: object, opcode: int, identity: object, dim_size: object,
+                   num_threads: int) -> npt.NDArray[Any] | None: ...
+def scatter_into_simple(dst: npt.NDArray[Any], src: object, index: object, opcode: int, allowed: bool,
+                        num_threads: int) -> bool | None: ...
+def gather_simple(src: npt.NDArray[Any], index: object, num_threads: int) -> npt.NDArray[Any] | None: ...

@@ -2,16 +2,42 @@
 ``getitem``/``untake`` pair). Both are linear, so they are their own JVPs and derivatives of any order follow."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import autograd.numpy as anp
 import numpy as np
-from autograd.extend import defjvp, defvjp, primitive
+from autograd.extend import defjvp, defvjp
 
 import cyscatter as cs
 from grad._args import layout, require_inexact, valid_entries
+from grad._primitive import primitive
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, FillValue, IndexLike, Mode
+
+
+@overload
+def gather(src: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
+           fill_value: FillValue | None = ...) -> Any: ...
+
+
+@overload
+def gather(src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...,
+           fill_value: FillValue | None = ...) -> Any: ...
+
+
+@overload
+def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
+           fill_value: FillValue | None = ...) -> NDArray[Any]: ...
 
 
 @primitive
-def gather(src, index, *, axis=0, mode="raise", fill_value=0):
+def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
+           fill_value: FillValue | None = 0) -> Any:
     """Differentiable `cyscatter.gather`: same parameters, result and errors.
 
     Differentiable with respect to `src`: the VJP is the scatter-add `cyscatter.gather_vjp_src`, the JVP the
@@ -37,8 +63,24 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     return summed.astype(dtype, copy=False) if dtype.kind in "fc" else summed
 
 
+@overload
+def gather_into(dst: DeviceArray, src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ...,
+                mode: Mode = ...) -> Any: ...
+
+
+@overload
+def gather_into(dst: ArrayInput, src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ...,
+                mode: Mode = ...) -> Any: ...
+
+
+@overload
+def gather_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ...,
+                mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @primitive
-def gather_into(dst, src, index, *, axis=0, mode="raise"):
+def gather_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0,
+                mode: Mode = "raise") -> Any:
     """Functional, differentiable `cyscatter.gather_into`: returns an updated copy of `dst`, which is unchanged.
 
     Same parameters and errors as `cyscatter.gather_into`. Differentiable with respect to `dst` (only the rows

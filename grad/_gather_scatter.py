@@ -14,17 +14,26 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 from autograd import make_jvp, make_vjp
-from autograd.extend import defjvp, defvjp, primitive
+from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval
 
 import cyscatter as cs
 from cyscatter._gather_scatter import GatherScatterPlan, resolve
 from grad._args import require_inexact
 from grad._gather import gather
+from grad._primitive import primitive
 from grad._scatter import scatter
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,31 @@ class _Edges:
         return None if self.weight_shape is None else np.ones(self.weight_shape, self.weight_dtype)
 
 
-def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weight=None, dim_size=None, axis=0,
-                   fill_value=None, mode=None, plan=None, num_threads=None):
+@overload
+def gather_scatter(src: DeviceArray, gather_index: IndexLike | None = ..., scatter_index: IndexLike | None = ...,
+                   op: OpLike = ..., *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode | None = ...,
+                   plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter(src: ArrayInput, gather_index: DeviceIndex, scatter_index: IndexLike | None = ..., op: OpLike = ...,
+                   *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                   fill_value: FillValue | None = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
+                   num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = ..., scatter_index: IndexLike | None = ...,
+                   op: OpLike = ..., *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode | None = ...,
+                   plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
+def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatter_index: IndexLike | None = None,
+                   op: OpLike = "add", *, weight: ArrayInput | None = None, dim_size: DimSize | None = None,
+                   axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode | None = None,
+                   plan: GatherScatterPlan | None = None, num_threads: SupportsIndex | None = None) -> Any:
     """Differentiable `cyscatter.gather_scatter`: same parameters, result and errors.
 
     Differentiable with respect to `src` and `weight` in reverse and forward mode, to any order. add, sub and

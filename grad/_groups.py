@@ -15,9 +15,11 @@ count <= ddof, or std is 0). `segment` and `gather_segment` are `scatter` and `g
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import autograd.numpy as anp
 import numpy as np
-from autograd.extend import defjvp, defvjp, notrace_primitive, primitive
+from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval
 
 import cyscatter as cs
@@ -26,7 +28,15 @@ from cyscatter._index import plan_index
 from cyscatter._segment import check_indptr
 from grad._args import layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
+from grad._primitive import notrace_primitive, primitive
 from grad._scatter import scatter
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 class Groups:
@@ -73,8 +83,24 @@ class Groups:
 
 # ---- logsumexp ---------------------------------------------------------------------------------------------------
 
+@overload
+def scatter_logsumexp(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @primitive
-def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise"):
+def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                      mode: Mode = "raise") -> Any:
     """Differentiable `cyscatter.scatter_logsumexp` (same parameters, result and errors), any order."""
     return cs.scatter_logsumexp(src, index, dim_size=dim_size, axis=axis, mode=mode)
 
@@ -95,14 +121,46 @@ def _lse_jvp(src_dot, ans, src, index, dim_size=None, axis=0, mode="raise"):
 
 # ---- softmax and log-softmax ---------------------------------------------------------------------------------------
 
+@overload
+def scatter_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @primitive
-def scatter_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                    mode: Mode = "raise") -> Any:
     """Differentiable `cyscatter.scatter_softmax` (same parameters, result and errors), any order."""
     return cs.scatter_softmax(src, index, dim_size=dim_size, axis=axis, mode=mode)
 
 
+@overload
+def scatter_log_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                        mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @primitive
-def scatter_log_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                        mode: Mode = "raise") -> Any:
     """Differentiable `cyscatter.scatter_log_softmax` (same parameters, result and errors), any order."""
     return cs.scatter_log_softmax(src, index, dim_size=dim_size, axis=axis, mode=mode)
 
@@ -132,14 +190,46 @@ def _log_softmax_jvp(src_dot, ans, src, index, dim_size=None, axis=0, mode="rais
 
 # ---- variance and standard deviation ---------------------------------------------------------------------------
 
+@overload
+def scatter_var(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @primitive
-def scatter_var(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Differentiable `cyscatter.scatter_var` for real `src` (same parameters, result and errors), any order."""
     return cs.scatter_var(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
 
 
+@overload
+def scatter_std(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @primitive
-def scatter_std(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Differentiable `cyscatter.scatter_std` for real `src` (same parameters, result and errors), any order.
 
     Where a group's std is 0 its members get gradient 0 (the central-difference derivative of the kink).
@@ -175,14 +265,33 @@ def _rows_along(src, axis) -> int:
     return np.shape(src)[normalize_axis(axis, np.ndim(src), 1)]
 
 
-def segment(src, indptr, op="add", *, axis=0, fill_value=None):
+@overload
+def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex = ...,
+            fill_value: FillValue | None = ...) -> Any: ...
+
+
+@overload
+def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex = ...,
+            fill_value: FillValue | None = ...) -> NDArray[Any]: ...
+
+
+def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex = 0,
+            fill_value: FillValue | None = None) -> Any:
     """Differentiable `cyscatter.segment`: `grad.scatter` with the index ``segment_ids(indptr)`` (the same values,
     bit for bit, and the same derivatives to any order; it runs the scatter kernel, not the CSR one)."""
     ptr = check_indptr(indptr, _rows_along(src, axis))
     return scatter(src, cs.segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
 
 
-def gather_segment(src, indptr, *, axis=0):
+@overload
+def gather_segment(src: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> Any: ...
+
+
+@overload
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> NDArray[Any]: ...
+
+
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = 0) -> Any:
     """Differentiable `cyscatter.gather_segment`: `grad.gather` with the index ``segment_ids(indptr)``."""
     ptr = check_indptr(indptr)
     if ptr.size - 1 != _rows_along(src, axis):

@@ -9,6 +9,7 @@ import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
 from cyscatter._reverse import others_product as _others_product
+from grad._primitive import primitive
 
 
 @primitive

@@ -14,20 +14,49 @@ scatter itself), so their own derivatives, the second derivatives of mul and div
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import autograd.numpy as anp
 import numpy as np
-from autograd.extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums, primitive
+from autograd.extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from autograd.tracer import getval, isbox
 
 import cyscatter as cs
 from grad._args import layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
+from grad._primitive import primitive
 from grad._products import others_product
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
+
+
+@overload
+def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
+            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
+            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
+            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @primitive
-def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", indices_are_sorted=False,
-            num_threads=None):
+def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
+            axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode = "raise",
+            indices_are_sorted: bool = False, num_threads: SupportsIndex | None = None) -> Any:
     """Differentiable `cyscatter.scatter`: same parameters, result and errors.
 
     Differentiable with respect to `src` in reverse and forward mode, to any order (mul: to second order).
@@ -53,8 +82,24 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
                       indices_are_sorted=indices_are_sorted, num_threads=num_threads)
 
 
+@overload
+def scatter_into(dst: DeviceArray, src: ArrayInput, index: IndexLike, op: OpLike = ..., *, axis: SupportsIndex = ...,
+                 mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_into(dst: ArrayInput, src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, axis: SupportsIndex = ...,
+                 mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike = ..., *, axis: SupportsIndex = ...,
+                 mode: Mode = ...) -> NDArray[Any]: ...
+
+
 @primitive
-def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
+def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike = "add", *, axis: SupportsIndex = 0,
+                 mode: Mode = "raise") -> Any:
     """Functional, differentiable `cyscatter.scatter_into`: returns an updated copy of `dst`, which is unchanged.
 
     Same parameters and errors as `cyscatter.scatter_into` (in-place mean adds the group mean to `dst`).

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 from dask.base import tokenize
@@ -10,6 +11,13 @@ from cyscatter._argext import arg_doc
 from cyscatter._ops import get_op
 from cyscatter.dask import _blocks
 from cyscatter.dask._scatter import prepare, reduction_graph
+
+if TYPE_CHECKING:
+    from typing import Sequence, SupportsIndex
+
+    import dask.array as da
+
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode
 
 _DOC = """Lazy ``cyscatter.scatter_arg{which}`` of Dask arrays: the position of each group's {which} winner.
 
@@ -82,10 +90,14 @@ def _scatter_arg(which, src, index, dim_size, axis, mode, dim_chunks, split_ever
 
 
 @arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2, 4", _DOC)
-def scatter_argmax(src, index, *, dim_size, axis=0, mode="raise", dim_chunks=None, split_every=4):
+def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
+                   mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+                   split_every: SupportsIndex = 4) -> da.Array:
     return _scatter_arg("max", src, index, dim_size, axis, mode, dim_chunks, split_every)
 
 
 @arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2, 4", _DOC)
-def scatter_argmin(src, index, *, dim_size, axis=0, mode="raise", dim_chunks=None, split_every=4):
+def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
+                   mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+                   split_every: SupportsIndex = 4) -> da.Array:
     return _scatter_arg("min", src, index, dim_size, axis, mode, dim_chunks, split_every)

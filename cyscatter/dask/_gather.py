@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import TYPE_CHECKING
 
 import dask.array as da
 import numpy as np
@@ -14,9 +15,15 @@ from cyscatter._scatter import fill_for
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, block_shape, flat_rows, known_shape, new_array, partitions, positions
 
+if TYPE_CHECKING:
+    from typing import SupportsIndex
+
+    from cyscatter._typing import ArrayInput, FillValue, IndexLike, Mode
+
 
 @fill_doc
-def gather(src, index, *, axis=0, mode="raise", fill_value=None):
+def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
+           fill_value: FillValue | None = None) -> da.Array:
     """Lazy gather of Dask arrays: ``cyscatter.gather`` computed block by block.
 
     Parameters

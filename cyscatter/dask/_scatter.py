@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import dask.array as da
 import numpy as np
@@ -19,6 +19,11 @@ from cyscatter.dask import _blocks
 from cyscatter.dask._graph import (as_coords, block_shape, flat_rows, known_shape, new_array, partitions,
                                    positions, stand_in, tree_reduce)
 
+if TYPE_CHECKING:
+    from typing import Sequence, SupportsIndex
+
+    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike
+
 
 def _as_dask_src(src, coords, nb: int, nf: int) -> da.Array:
     """`src` as a Dask array; a NumPy `src` is cut along the index dims as the index is."""
@@ -28,8 +33,10 @@ def _as_dask_src(src, coords, nb: int, nf: int) -> da.Array:
 
 
 @fill_doc
-def scatter(src, index, op="add", *, dim_size, axis=0, fill_value=None, mode="raise", dim_chunks=None,
-            split_every=4):
+def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize, axis: SupportsIndex = 0,
+            fill_value: FillValue | None = None, mode: Mode = "raise",
+            dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+            split_every: SupportsIndex = 4) -> da.Array:
     """Lazy scatter-reduce of Dask arrays: ``cyscatter.scatter`` computed block by block.
 
     Each pair (src block, index block) is reduced by the core kernel into a partial output that starts at the

@@ -1,0 +1,62 @@
+"""Types of the public signatures, defined once (issue 16); users import them from `cyscatter.typing`.
+
+The op and mode names are `Literal` types so that a type checker catches ``op="avg"`` or ``mode="ignore"``;
+`tests/test_typing.py` checks that they list exactly what the op registry (`cyscatter._ops`) and `MODES`
+(`cyscatter._index`) accept, so the registry stays the single source of truth.
+
+Results: the public functions are overloaded on where their arrays live. A call whose first array argument or
+whose index is a `DeviceArray` (a CuPy array, or any typed object exporting ``__cuda_array_interface__``: it runs
+on the GPU and gives a CuPy array) is typed as returning `Any`; CuPy ships no type information, so to a type
+checker a CuPy array is `Any` and takes that overload too. Every other call (NumPy arrays, Python scalars and
+sequences, objects NumPy converts) is typed as returning a NumPy array, ``NDArray``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, SupportsIndex, TypeAlias, Union
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray   # cheap: NumPy has loaded its typing modules already
+
+if TYPE_CHECKING:
+    from cyscatter._ops import Op
+else:   # at run time the alias names the class without importing the registry (and the kernels) here
+    Op = "cyscatter._ops.Op"
+
+# every name `scatter(..., op=...)` accepts: the registry's names and aliases, in the registry's order
+ScatterOp = Literal["add", "sum", "sub", "mul", "prod", "div", "max", "amax", "min", "amin", "mean"]
+# the out-of-range index modes (`cyscatter._index.MODES`)
+Mode = Literal["raise", "drop", "wrap", "clip"]
+
+# an op name or a registry entry (`cyscatter.OPS`, `cyscatter.get_op`)
+OpLike: TypeAlias = Union[ScatterOp, Op]
+
+
+class DeviceArray(Protocol):
+    """An array in GPU memory, recognised as `cyscatter._backend` recognises it: by ``__cuda_array_interface__``."""
+
+    @property
+    def __cuda_array_interface__(self) -> Any: ...
+
+
+# a device index: one device array, or a tuple of them
+DeviceIndex: TypeAlias = Union[DeviceArray, tuple[DeviceArray, ...]]
+
+# an array argument: anything NumPy converts, or a device array
+ArrayInput: TypeAlias = Union[ArrayLike, DeviceArray]
+# an integer index: one integer array, or a tuple of m arrays addressing m axes (NumPy advanced indexing)
+IndexLike: TypeAlias = Union[ArrayInput, tuple[ArrayInput, ...]]
+# a destination shape: one size per indexed axis (an int for one axis)
+DimSize: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex], NDArray[np.integer[Any]]]
+# a scalar for the untouched rows of an output, cast to its dtype (strings and bytes: gather of text)
+FillValue: TypeAlias = Union[complex, str, bytes, np.generic]
+
+__all__ = ["ScatterOp", "Mode", "OpLike", "ArrayInput", "IndexLike", "DeviceArray", "DeviceIndex", "DimSize",
+           "FillValue"]
+
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
+
+    # `scatter_into`/`gather_into` return their `dst`, whatever array type it is
+    _DstT = TypeVar("_DstT", bound=NDArray[Any])
+    # a decorator that returns the function it is given (docstring fillers)
+    _FuncT = TypeVar("_FuncT", bound=Callable[..., Any])

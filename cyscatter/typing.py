@@ -1,0 +1,30 @@
+"""Types for annotating code that calls cyscatter (issue 16).
+
+    from cyscatter.typing import ScatterOp, Mode
+
+    def pool(x: NDArray[np.float64], index: NDArray[np.int64], op: ScatterOp = "max") -> NDArray[np.float64]:
+        return cyscatter.scatter(x, index, op)
+
+ScatterOp
+    ``Literal`` of every op name and alias `scatter` accepts (``"add"``, ``"sum"``, ``"mean"``, ...).
+Mode
+    ``Literal`` of the out-of-range index modes: ``"raise"``, ``"drop"``, ``"wrap"``, ``"clip"``.
+Op, OpLike
+    A registry entry (the class of `cyscatter.OPS` and `cyscatter.get_op`); ``ScatterOp`` or an ``Op``.
+ArrayInput, IndexLike
+    What the array and index arguments accept (an index may be a tuple of arrays, one per indexed axis).
+DeviceArray, DeviceIndex
+    A GPU array (``__cuda_array_interface__``: CuPy) and an index of them. A call whose first array argument or
+    index is one runs on the GPU and is typed as returning ``Any`` (CuPy has no type information); every other
+    call is typed as returning a NumPy array, ``numpy.typing.NDArray``.
+DimSize, FillValue
+    A destination shape (an int or a sequence of ints) and a fill scalar.
+"""
+from __future__ import annotations
+
+from cyscatter._ops import Op
+from cyscatter._typing import (ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike,
+                               ScatterOp)
+
+__all__ = ["ScatterOp", "Mode", "Op", "OpLike", "ArrayInput", "IndexLike", "DeviceArray", "DeviceIndex", "DimSize",
+           "FillValue"]

@@ -162,15 +162,13 @@ def _from_dlpack(a):
 
 def takes_dlpack(fn):
     """`fn` taking host arrays that speak only DLPack: each such argument (or tuple member) becomes the NumPy
-    array `numpy.from_dlpack` makes of it, which shares its memory, before `fn` runs. Every other library's
-    array already converts through ``__array__`` wherever the code reads an array; a ``dst`` argument is passed
-    as it is (the in-place functions write through DLPack themselves and return the object they were given)."""
-    params = list(inspect.signature(fn).parameters)
-    dst_at = params.index("dst") if "dst" in params else -1
+    array `numpy.from_dlpack` makes of it, which shares its memory, before `fn` runs (for `grad` and
+    `cyscatter.dask`, whose functions read their arguments in many places; the core converts where it reads,
+    at no cost per call). Every other library's array converts through ``__array__`` where it is read."""
 
     @functools.wraps(fn)
     def taking_dlpack(*args, **kwargs):
-        for a in args:   # a plain loop: this runs on every call (0.1-0.2 us for NumPy arguments)
+        for a in args:   # a plain loop: this runs on every call
             if type(a) not in _PLAIN and not _plain(a):
                 break
         else:
@@ -179,8 +177,7 @@ def takes_dlpack(fn):
                     break
             else:
                 return fn(*args, **kwargs)
-        args = tuple(a if i == dst_at else _from_dlpack(a) for i, a in enumerate(args))
-        return fn(*args, **{k: v if k == "dst" else _from_dlpack(v) for k, v in kwargs.items()})
+        return fn(*map(_from_dlpack, args), **{k: _from_dlpack(v) for k, v in kwargs.items()})
 
     return taking_dlpack
 

@@ -38,11 +38,20 @@ class DeviceArray(Protocol):
     def __cuda_array_interface__(self) -> Any: ...
 
 
+class DLPackArray(Protocol):
+    """An array exporting DLPack (``__dlpack__`` and ``__dlpack_device__``): taken on the CPU through
+    `numpy.from_dlpack`, on a CUDA device through CuPy (see `cyscatter._backend`)."""
+
+    def __dlpack__(self, **kwargs: Any) -> Any: ...
+
+    def __dlpack_device__(self) -> tuple[Any, int]: ...
+
+
 # a device index: one device array, or a tuple of them
 DeviceIndex: TypeAlias = Union[DeviceArray, tuple[DeviceArray, ...]]
 
-# an array argument: anything NumPy converts, or a device array
-ArrayInput: TypeAlias = Union[ArrayLike, DeviceArray]
+# an array argument: anything NumPy converts, a DLPack producer, or a device array
+ArrayInput: TypeAlias = Union[ArrayLike, DLPackArray, DeviceArray]
 # an integer index: one integer array, or a tuple of m arrays addressing m axes (NumPy advanced indexing)
 IndexLike: TypeAlias = Union[ArrayInput, tuple[ArrayInput, ...]]
 # a destination shape: one size per indexed axis (an int for one axis)
@@ -50,8 +59,8 @@ DimSize: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex], NDArray[np.in
 # a scalar for the untouched rows of an output, cast to its dtype (strings and bytes: gather of text)
 FillValue: TypeAlias = Union[complex, str, bytes, np.generic]
 
-__all__ = ["ScatterOp", "Mode", "OpLike", "ArrayInput", "IndexLike", "DeviceArray", "DeviceIndex", "DimSize",
-           "FillValue"]
+__all__ = ["ScatterOp", "Mode", "OpLike", "ArrayInput", "IndexLike", "DeviceArray", "DLPackArray", "DeviceIndex",
+           "DimSize", "FillValue"]
 
 if TYPE_CHECKING:
     from typing import Callable, TypeVar

@@ -13,6 +13,8 @@ Op, OpLike
     A registry entry (the class of `cyscatter.OPS` and `cyscatter.get_op`); ``ScatterOp`` or an ``Op``.
 ArrayInput, IndexLike
     What the array and index arguments accept (an index may be a tuple of arrays, one per indexed axis).
+DLPackArray
+    An array exporting DLPack (``__dlpack__``, ``__dlpack_device__``), one of the kinds `ArrayInput` takes.
 DeviceArray, DeviceIndex
     A GPU array (``__cuda_array_interface__``: CuPy) and an index of them. A call whose first array argument or
     index is one runs on the GPU and is typed as returning ``Any`` (CuPy has no type information); every other
@@ -23,8 +25,8 @@ DimSize, FillValue
 from __future__ import annotations
 
 from cyscatter._ops import Op
-from cyscatter._typing import (ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike,
-                               ScatterOp)
+from cyscatter._typing import (ArrayInput, DeviceArray, DeviceIndex, DimSize, DLPackArray, FillValue, IndexLike, Mode,
+                               OpLike, ScatterOp)
 
-__all__ = ["ScatterOp", "Mode", "Op", "OpLike", "ArrayInput", "IndexLike", "DeviceArray", "DeviceIndex", "DimSize",
-           "FillValue"]
+__all__ = ["ScatterOp", "Mode", "Op", "OpLike", "ArrayInput", "IndexLike", "DLPackArray", "DeviceArray", "DeviceIndex",
+           "DimSize", "FillValue"]

@@ -7,20 +7,9 @@ from __future__ import annotations
 
 import os
 
-# OpenMP threads that spin while they wait take whole cores from other processes: on a busy 2-core machine a
-# parallel call ran 20-40x slower than on one thread. Passive waiting costs microseconds per parallel call.
-# libgomp reads its environment once, when it loads with the kernels: the variable is set for that moment
-# only, so the environment of the user's process and of its children stays the one they had. A user's own
-# OMP_WAIT_POLICY wins; if another library loaded libgomp first, its setting stays.
-_WAIT_POLICY_SET = "OMP_WAIT_POLICY" not in os.environ
-if _WAIT_POLICY_SET:
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-try:
-    from cyscatter import kernels  # noqa: F401  (loads libgomp now)
-finally:
-    if _WAIT_POLICY_SET:
-        del os.environ["OMP_WAIT_POLICY"]
-del _WAIT_POLICY_SET
+from cyscatter._wait_policy import load_kernels as _load_kernels
+
+_load_kernels()   # first of all: libgomp loads with it, with passive waiting unless the user chose otherwise
 
 from cyscatter._machine import apply as _apply_machine   # the kernels' thresholds for this machine's caches
 

@@ -91,6 +91,20 @@ def _describe(a, where: str | None = None) -> str:
     return f"a {kind.__module__.partition('.')[0]}.{kind.__name__} ({place})"
 
 
+def check_foreign(name: str, member, where: str | None = None) -> None:
+    """TypeError naming `name` for another library's array no backend can take as it is (see `_refuse`), or
+    that NumPy cannot read (a host array of a dtype NumPy lacks, such as torch's bfloat16, a sparse or meta
+    tensor). Dask collections are left to cyscatter.dask (reading one would compute it)."""
+    where = where or where_is(member)
+    _refuse(name, member, where)
+    if where == "host" and not hasattr(type(member), "__dask_graph__"):
+        try:
+            host_asarray(member)
+        except Exception as err:   # torch raises RuntimeError/TypeError, DLPack BufferError
+            raise TypeError(f"{name} is {_describe(member, where)} that NumPy cannot read as an array "
+                            f"({type(err).__name__}: {err})") from None
+
+
 def _refuse(name: str, member, where: str | None) -> None:
     """TypeError for an argument no backend can take as it is."""
     if where == "other":
@@ -102,6 +116,11 @@ def _refuse(name: str, member, where: str | None) -> None:
         raise TypeError(f"{name} is a torch.Tensor that requires grad: cyscatter computes with NumPy and would "
                         f"drop torch's autograd graph; pass {name}.detach(), or build a torch.autograd.Function "
                         "from cyscatter's split reverse functions (README: 'Gradients')")
+    lazy = [bit for bit in ("neg", "conj") if callable(getattr(member, f"is_{bit}", None)) and
+            type(member).__module__.partition(".")[0] == "torch" and getattr(member, f"is_{bit}")()]
+    if lazy:   # torch's DLPack export drops these bits: the memory holds other numbers than the tensor shows
+        raise TypeError(f"{name} is a torch.Tensor with its {lazy[0]} bit set (a lazy view whose memory holds "
+                        f"other numbers than it shows); pass {name}.resolve_{lazy[0]}()")
 
 
 def backend_of(**arrays) -> ModuleType:
@@ -119,7 +138,7 @@ def backend_of(**arrays) -> ModuleType:
                 continue
             label = name if len(members) == 1 else f"{name}[{i}]"
             if type(member) is not np.ndarray:
-                _refuse(label, member, where)
+                check_foreign(label, member, where)
             if where not in seen:
                 seen[where] = (label, member)
     if len(seen) == 2:
@@ -160,31 +179,47 @@ def _from_dlpack(a):
     return np.from_dlpack(a) if _dlpack_only(a) else a
 
 
-def takes_dlpack(fn):
-    """`fn` taking host arrays that speak only DLPack: each such argument (or tuple member) becomes the NumPy
-    array `numpy.from_dlpack` makes of it, which shares its memory, before `fn` runs (for `grad` and
-    `cyscatter.dask`, whose functions read their arguments in many places; the core converts where it reads,
-    at no cost per call). Every other library's array converts through ``__array__`` where it is read."""
+def _foreign(a) -> bool:
+    """Not a NumPy array, scalar, string or None (nor a tuple of only those): an object to check and convert."""
+    kind = type(a)
+    if kind in _PLAIN:
+        return False
+    if kind is tuple:
+        return any(_foreign(x) for x in a)
+    return where_is(a) is not None and not isinstance(a, np.ndarray)
+
+
+def takes_foreign(fn):
+    """`fn` checking other libraries' arrays by argument name (`check_foreign`) and taking host arrays that speak
+    only DLPack as the NumPy arrays `numpy.from_dlpack` makes of them (sharing their memory), before `fn` runs:
+    for `grad` and `cyscatter.dask`, whose functions read their arguments in many places (the core checks in
+    `backend_of` and converts where it reads, at no cost per call)."""
+    signature = inspect.signature(fn)
 
     @functools.wraps(fn)
-    def taking_dlpack(*args, **kwargs):
+    def taking_foreign(*args, **kwargs):
         for a in args:   # a plain loop: this runs on every call
-            if type(a) not in _PLAIN and not _plain(a):
+            if type(a) not in _PLAIN and _foreign(a):
                 break
         else:
             for a in kwargs.values():
-                if type(a) not in _PLAIN and not _plain(a):
+                if type(a) not in _PLAIN and _foreign(a):
                     break
             else:
                 return fn(*args, **kwargs)
+        for name, value in signature.bind_partial(*args, **kwargs).arguments.items():
+            members = value if type(value) is tuple else (value,)
+            for i, member in enumerate(members):
+                if _foreign(member):
+                    check_foreign(name if len(members) == 1 else f"{name}[{i}]", member)
         return fn(*map(_from_dlpack, args), **{k: _from_dlpack(v) for k, v in kwargs.items()})
 
-    return taking_dlpack
+    return taking_foreign
 
 
-def take_dlpack_in(namespace: dict, names) -> None:
-    """Replace the functions among `names` in a module's `namespace` by their `takes_dlpack` form (same
+def take_foreign_in(namespace: dict, names) -> None:
+    """Replace the functions among `names` in a module's `namespace` by their `takes_foreign` form (same
     signature, doc and module): the public functions of a package, where user arrays come in."""
     for name in names:
         if inspect.isfunction(namespace.get(name)):
-            namespace[name] = takes_dlpack(namespace[name])
+            namespace[name] = takes_foreign(namespace[name])

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
-from cyscatter._backend import backend_of
+from cyscatter._backend import backend_of, check_foreign
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
@@ -33,12 +33,12 @@ def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src",
     axis = normalize_axis(axis, src.ndim, len(ishape), array=arg)
     if src.shape[axis:axis + len(ishape)] != ishape:
         raise ValueError(f"{arg} shape {src.shape} does not hold the index shape {ishape} at axis {axis}")
-    if expanded_check and len(coords) == 1 and len(ishape) >= 2 and axis + len(ishape) == src.ndim:
-        refuse_expanded_index(coords[0], arg)
+    if expanded_check:
+        refuse_expanded_index(coords, src.shape, axis, arg)
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
 
 
-def refuse_expanded_index(index, arg: str = "src") -> None:
+def refuse_expanded_index(coords: tuple, src_shape: tuple, axis: int, arg: str = "src") -> None:
     """ValueError for an index shaped like all of `src` and expanded along its last axis (stride 0): the
     ``index.view(-1, 1).expand_as(src)`` of PyTorch's ``scatter_reduce`` / pytorch_scatter, or its
     ``np.broadcast_to`` twin.
@@ -49,11 +49,15 @@ def refuse_expanded_index(index, arg: str = "src") -> None:
     the layout, not the values: an index that merely holds equal values along a row is an NNlib index like any
     other (a copy of an expanded index, too, is read with NNlib's meaning).
     """
-    if index.shape[-1] < 2 or index.strides[-1] != 0 or index.size == 0:
+    index = coords[0]
+    if (len(coords) != 1 or index.ndim < 2 or axis + index.ndim != len(src_shape) or index.shape[-1] < 2
+            or index.size == 0 or index.strides[-1] != 0):
         return
     one = "index[" + ", ".join([":"] * (index.ndim - 1)) + ", 0]"
+    where = f"the shape of {arg} {tuple(src_shape)}" if axis == 0 else \
+        f"the shape {index.shape} of {arg} {tuple(src_shape)} after axis={axis}"
     raise ValueError(
-        f"index has the shape of {arg} {index.shape} and is expanded along its last axis (stride 0), as a "
+        f"index has {where} and is expanded along its last axis (stride 0), as a "
         f"torch-style expanded index (index.view(-1, 1).expand_as({arg})). Here every index dim is an entry dim "
         f"(NNlib, NumPy), so this call would reduce each row of {arg} to one number. To reduce rows as PyTorch "
         f"does, pass the index without its expanded axis: {one} (shape {index.shape[:-1]}). To scatter each "
@@ -107,6 +111,8 @@ def fill_for(fill_value, result_dtype, xp=np):
     """
     if fill_value is None:
         return None
+    if type(fill_value) not in (bool, int, float, complex, str, bytes) and not isinstance(fill_value, np.generic):
+        check_foreign("fill_value", fill_value)
     dtype = np.dtype(result_dtype)
     value = np.asarray(fill_value)
     if dtype.kind not in _KIND_RANK:   # strings, datetimes, records (gather): NumPy's own cast decides

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from typing import SupportsIndex
 
 from cyscatter import kernels
 from cyscatter._integers import as_int
@@ -25,7 +26,7 @@ def check_threads(num_threads, arg: str = "num_threads") -> int:
     return min(n, 2**30)   # the kernels start at most 256 threads (MAX_THREADS) whatever is asked
 
 
-def set_num_threads(num_threads: int | None) -> None:
+def set_num_threads(num_threads: SupportsIndex | None) -> None:
     """Set how many threads the CPU kernels use when a call passes no ``num_threads``.
 
     Parameters

@@ -42,7 +42,9 @@ class DLPackArray(Protocol):
     """An array exporting DLPack (``__dlpack__`` and ``__dlpack_device__``): taken on the CPU through
     `numpy.from_dlpack`, on a CUDA device through CuPy (see `cyscatter._backend`)."""
 
-    def __dlpack__(self, **kwargs: Any) -> Any: ...
+    # the Array API standard's signature (keyword-only), as torch, JAX and NumPy define it
+    def __dlpack__(self, *, stream: Any = ..., max_version: Any = ..., dl_device: Any = ...,
+                   copy: Any = ...) -> Any: ...
 
     def __dlpack_device__(self) -> tuple[Any, int]: ...
 
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from typing import Callable, TypeVar
 
     # `scatter_into`/`gather_into` return their `dst`, whatever array type it is
-    _DstT = TypeVar("_DstT", bound=NDArray[Any])
+    # (a NumPy array, a CPU array written through DLPack such as a torch tensor, or a CuPy array)
+    _DstT = TypeVar("_DstT", bound=Union[NDArray[Any], DLPackArray, DeviceArray])
     # a decorator that returns the function it is given (docstring fillers)
     _FuncT = TypeVar("_FuncT", bound=Callable[..., Any])

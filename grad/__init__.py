@@ -14,7 +14,7 @@ except ImportError as error:   # pragma: no cover - depends on the environment
     raise ImportError("the grad package needs autograd: pip install 'cyscatter[grad]' (or pip install autograd)"
                       ) from error
 
-from cyscatter._backend import take_dlpack_in
+from cyscatter._backend import take_foreign_in
 from grad._gather import gather, gather_into
 from grad._gather_scatter import gather_scatter
 from grad._groups import (gather_segment, scatter_argmax, scatter_argmin, scatter_log_softmax, scatter_logsumexp,
@@ -29,4 +29,4 @@ for _public in (scatter, scatter_into, gather, gather_into, scatter_logsumexp, s
                 scatter_log_softmax, scatter_var, scatter_std, gather_scatter):
     _public.__module__ = __name__   # autograd's wrapper keeps name and doc, not the module (help(), doctest)
 del _public
-take_dlpack_in(globals(), __all__)
+take_foreign_in(globals(), __all__)

@@ -63,3 +63,11 @@ def test_set_num_threads_overrides_threadpoolctl_until_reset():
             assert cs.get_num_threads() == 1
         finally:
             cs.set_num_threads(None)
+
+
+def test_a_value_set_with_putenv_is_kept():
+    """os.putenv writes the C environment only (os.environ does not see it): it must survive the import."""
+    code = ("import os; os.putenv('OMP_WAIT_POLICY', 'ACTIVE'); import cyscatter, subprocess; "
+            "print(subprocess.run(['sh', '-c', 'echo ${OMP_WAIT_POLICY-unset}'], capture_output=True, "
+            "text=True).stdout.strip())")
+    assert _run(code).stdout.strip() == "ACTIVE"

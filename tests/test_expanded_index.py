@@ -80,3 +80,19 @@ def test_an_index_with_feature_dims_is_not_checked():
     expected = np.zeros((3, 2))
     np.add.at(expected, index.ravel(), src.reshape(-1, 2))
     np.testing.assert_array_equal(cs.scatter(src, index, "add"), expected)
+
+
+def test_dask_refuses_an_in_memory_expanded_index():
+    csd = pytest.importorskip("cyscatter.dask")
+    with pytest.raises(ValueError, match=r"torch-style expanded index"):
+        csd.scatter(SRC, EXPANDED, dim_size=3)
+    with pytest.raises(ValueError, match=r"torch-style expanded index"):
+        csd.scatter_argmin(SRC, EXPANDED, dim_size=3)
+    np.testing.assert_array_equal(csd.scatter(SRC, EXPANDED[:, 0], dim_size=3).compute(),
+                                  _torch_style_sum(SRC, IDX, 3))
+
+
+def test_the_message_shows_src_with_its_batch_dims():
+    src = np.ones((5, 4, 3))
+    with pytest.raises(ValueError, match=r"index has the shape \(4, 3\) of src \(5, 4, 3\) after axis=1"):
+        cs.scatter(src, EXPANDED, axis=1)

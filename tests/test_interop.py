@@ -202,3 +202,45 @@ def test_a_torch_dst_is_written_in_place():
     gathered = torch.zeros(2, dtype=torch.int64)
     assert cs.gather_into(gathered, np.array([5, 6, 7]), np.array([2, 0])) is gathered
     np.testing.assert_array_equal(gathered.numpy(), [7, 5])
+
+
+# ---- torch tensors NumPy cannot read, or reads wrong: refused by name, nothing written -------------------------
+
+def _unreadable_tensors():
+    torch = pytest.importorskip("torch")
+    return {
+        "bfloat16": torch.ones(4, dtype=torch.bfloat16),
+        "meta": torch.zeros(4, device="meta"),
+        "sparse": torch.ones(4).to_sparse(),
+        "neg bit": torch.zeros(4, dtype=torch.complex128).conj().imag,   # memory holds -x of what it shows
+        "conj bit": torch.ones(4, dtype=torch.complex128).conj(),
+        "requires grad": torch.ones(4, requires_grad=True),
+    }
+
+
+CALLS_WITH = {   # the call, and the argument its message must name
+    "src": (lambda t: cs.scatter(t, np.array([0, 1, 0, 1])), "src"),
+    "gather src": (lambda t: cs.gather(t, np.array([0, 3])), "src"),
+    "fill_value": (lambda t: cs.scatter(np.ones(4), np.array([0, 1, 0, 1]), dim_size=3, fill_value=t), "fill_value"),
+    "grad": (lambda t: pytest.importorskip("grad").scatter(t, np.array([0, 1, 0, 1])), "src"),
+    "dask": (lambda t: pytest.importorskip("cyscatter.dask").scatter(t, np.array([0, 1, 0, 1]), dim_size=2), "src"),
+}
+
+
+@pytest.mark.parametrize("kind", ["bfloat16", "meta", "sparse", "neg bit", "conj bit", "requires grad"])
+@pytest.mark.parametrize("where", CALLS_WITH)
+def test_tensors_numpy_cannot_read_are_refused_by_name(kind, where):
+    call, name = CALLS_WITH[where]
+    with pytest.raises(TypeError, match=rf"\b{name}\b"):
+        call(_unreadable_tensors()[kind])
+
+
+@pytest.mark.parametrize("kind", ["bfloat16", "neg bit", "conj bit"])
+@pytest.mark.parametrize("function", ["scatter_into", "gather_into"])
+def test_a_dst_numpy_cannot_write_right_is_refused_untouched(kind, function):
+    dst = _unreadable_tensors()[kind]
+    before = dst.clone()
+    call = getattr(cs, function)
+    with pytest.raises(TypeError, match=r"\bdst\b"):
+        call(dst, np.ones(4), np.array([0, 1, 2, 3]))
+    assert bool((dst == before).all())

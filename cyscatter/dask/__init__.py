@@ -18,10 +18,10 @@ try:
 except ImportError as err:   # pragma: no cover - depends on the environment
     raise ImportError('cyscatter.dask needs Dask: pip install "cyscatter[dask]"') from err
 
-from cyscatter._backend import take_dlpack_in
+from cyscatter._backend import take_foreign_in
 from cyscatter.dask._argext import scatter_argmax, scatter_argmin
 from cyscatter.dask._gather import gather
 from cyscatter.dask._scatter import scatter
 
 __all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin"]
-take_dlpack_in(globals(), __all__)
+take_foreign_in(globals(), __all__)

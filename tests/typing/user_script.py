@@ -114,6 +114,25 @@ argmax: NDArray[np.int64] = csgrad.scatter_argmax(src, index)
 argmin: NDArray[np.int64] = csgrad.scatter_argmin(src, index, dim_size=3)
 
 
+# ---- other libraries' arrays: a DLPack producer (torch, JAX and NumPy define __dlpack__ this way) ----------------
+class Producer:
+    def __init__(self, values: NDArray[np.float64]) -> None:
+        self.values = values
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        return self.values.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
+from_dlpack: NDArray[Any] = cs.scatter(Producer(src), index, "add")
+written: Producer = cs.scatter_into(Producer(np.zeros(3)), src, index)   # the dst it was given
+cs.set_num_threads(np.int64(1))   # NumPy integers wherever an int is taken
+cs.set_num_threads(None)
+
+
 def loss(x: Any) -> Any:   # traced by autograd: x and the results are boxes, which no type describes
     pooled = csgrad.scatter(x, index, op, dim_size=3)
     return anp.sum(csgrad.gather(pooled, index) ** 2)

@@ -42,7 +42,8 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None, num_threads=Non
 
     Returns
     -------
-    out : ndarray, shape B + I + F, dtype of `src`
+    out : ndarray, shape B + I + F
+        The gathered rows, dtype of `src`.
 
     Raises
     ------

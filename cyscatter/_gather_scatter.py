@@ -37,6 +37,14 @@ class GatherScatterPlan:
     Made by `gather_scatter_plan`; pass it as ``plan=`` to `gather_scatter` and its reverse functions, with no
     `gather_index`/`scatter_index`. Immutable; safe to share between threads and calls.
 
+    Parameters
+    ----------
+    gather_plan, scatter_plan : internal index plans
+        The validated gather and scatter indices; made by `gather_scatter_plan`, which is the way to build a
+        plan (the constructor is not public API).
+    mode : {"raise", "drop", "wrap", "clip"}
+        The out-of-range mode the indices were validated with.
+
     Attributes
     ----------
     index_shape : tuple of int
@@ -284,7 +292,7 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     Returns
     -------
     out : ndarray, shape B + D + F
-        dtype of the messages (`src`, or NumPy's promotion of `src` and `weight`), except float64 for integer
+        The dtype of the messages (`src`, or NumPy's promotion of `src` and `weight`), except float64 for integer
         messages with div and mean.
 
     Raises

@@ -215,7 +215,7 @@ def gather_scatter_vjp_src(op, grad_out, src, gather_index=None, scatter_index=N
     Returns
     -------
     grad_src : ndarray, shape of `src`
-        dtype of `src` when it is inexact, else float64.
+        The dtype of `src` when it is inexact, else float64.
 
     Raises
     ------
@@ -281,7 +281,7 @@ def gather_scatter_vjp_weight(op, grad_out, src, gather_index=None, scatter_inde
     Returns
     -------
     grad_weight : ndarray, shape of `weight` (I without one: the gradient of an all-ones weight)
-        dtype of `weight` when it is inexact, else the derivative dtype (float64 for integers).
+        The dtype of `weight` when it is inexact, else the derivative dtype (float64 for integers).
 
     Raises
     ------
@@ -351,7 +351,7 @@ def gather_scatter_jvp(op, src, gather_index=None, scatter_index=None, out=None,
         The forward call's weight.
     weight_dot : array_like, shape of `weight`, optional
         Tangent of `weight` (None: zero; without `weight` it raises ValueError).
-    dim_size, axis, mode, plan, num_threads
+    dim_size, axis, mode, plan, num_threads : optional
         As in `gather_scatter`.
 
     Returns

@@ -91,14 +91,21 @@ def scatter_logsumexp_vjp(grad_out, src, index, out, *, axis=0, mode="raise"):
     ----------
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
-    src, index, axis, mode
-        As given to `scatter_logsumexp`.
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_logsumexp`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_logsumexp`.
     out : array_like, shape B + D + F
         Its result.
+    axis : int, default 0
+        As given to `scatter_logsumexp`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_logsumexp`.
 
     Returns
     -------
-    grad_src : ndarray, shape of `src`, float dtype (float64 for integer or float16 inputs)
+    grad_src : ndarray, shape of `src`
+        Float dtype (float64 for integer or float16 inputs).
 
     Notes
     -----
@@ -112,7 +119,25 @@ def scatter_logsumexp_vjp(grad_out, src, index, out, *, axis=0, mode="raise"):
 def scatter_logsumexp_jvp(src, index, out, src_dot, *, axis=0, mode="raise"):
     """Forward derivative of `scatter_logsumexp`: ``out_dot[j] = sum(softmax(src)[k] * src_dot[k])`` over j's group.
 
-    Returns an ndarray of the shape of `out`; the arguments are those of `scatter_logsumexp_vjp`.
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_logsumexp`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_logsumexp`.
+    out : array_like, shape B + D + F
+        Its result.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    axis : int, default 0
+        As given to `scatter_logsumexp`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_logsumexp`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
     """
     ctx, rows = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
     return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(shape_of(out))
@@ -135,12 +160,19 @@ def scatter_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="ra
         Cotangent of the output.
     out : array_like, shape B + I + F
         The result of `scatter_softmax` (the gradient needs only it, not `src`).
-    index, dim_size, axis, mode
-        As given to `scatter_softmax` (`dim_size` matters for ``mode="wrap"``/``"clip"``).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_softmax`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_softmax` (it matters for ``mode="wrap"``/``"clip"``).
+    axis : int, default 0
+        As given to `scatter_softmax`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_softmax`.
 
     Returns
     -------
-    grad_src : ndarray, shape of `out`, float dtype
+    grad_src : ndarray, shape of `out`
+        Float dtype.
     """
     ctx, g3 = _src_view("scatter_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
@@ -149,7 +181,28 @@ def scatter_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="ra
 
 
 def scatter_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
-    """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`."""
+    """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`.
+
+    Parameters
+    ----------
+    out : array_like, shape B + I + F
+        The result of `scatter_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_softmax`.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_softmax`.
+    axis : int, default 0
+        As given to `scatter_softmax`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_softmax`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
     ctx, dot3 = _src_view("scatter_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         tangent = _softmax_map(ctx, dot3)
@@ -159,8 +212,25 @@ def scatter_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="rai
 def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode="raise"):
     """Gradient of `scatter_log_softmax` w.r.t. `src`: ``g - exp(out) * sum(g over the group)``.
 
-    Arguments as for `scatter_softmax_vjp`, with `out` the result of `scatter_log_softmax`; dropped entries
-    (whose output is the constant -inf) get 0.
+    Parameters
+    ----------
+    grad_out : array_like, shape B + I + F
+        Cotangent of the output.
+    out : array_like, shape B + I + F
+        The result of `scatter_log_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_log_softmax`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_log_softmax`.
+    axis : int, default 0
+        As given to `scatter_log_softmax`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_log_softmax`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `out`
+        Float dtype; dropped entries (whose output is the constant -inf) get 0.
     """
     ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
@@ -169,7 +239,28 @@ def scatter_log_softmax_vjp(grad_out, out, index, *, dim_size=None, axis=0, mode
 
 
 def scatter_log_softmax_jvp(out, index, src_dot, *, dim_size=None, axis=0, mode="raise"):
-    """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``."""
+    """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``.
+
+    Parameters
+    ----------
+    out : array_like, shape B + I + F
+        The result of `scatter_log_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_log_softmax`.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_log_softmax`.
+    axis : int, default 0
+        As given to `scatter_log_softmax`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_log_softmax`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype; dropped entries get 0.
+    """
     ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
@@ -211,36 +302,112 @@ def scatter_var_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
     Parameters
     ----------
     grad_out : array_like, shape B + D + F
-    src, index, ddof, axis, mode
-        As given to `scatter_var` (real dtypes only).
+        Cotangent of the output.
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_var` (real dtypes only).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_var`.
     out : array_like, shape B + D + F
         Its result.
+    ddof : int, default 0
+        As given to `scatter_var`.
+    axis : int, default 0
+        As given to `scatter_var`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_var`.
 
     Returns
     -------
-    grad_src : ndarray, shape of `src`, float dtype. Members of groups with ``count <= ddof`` (NaN result)
+    grad_src : ndarray, shape of `src`
+        Float dtype. Members of groups with ``count <= ddof`` (NaN result)
         get 0.
     """
     return _moment_vjp("scatter_var_vjp", False, grad_out, src, index, out, ddof, axis, mode)
 
 
 def scatter_var_jvp(src, index, out, src_dot, *, ddof=0, axis=0, mode="raise"):
-    """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``."""
+    """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_var` (real dtypes only).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_var`.
+    out : array_like, shape B + D + F
+        Its result.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    ddof : int, default 0
+        As given to `scatter_var`.
+    axis : int, default 0
+        As given to `scatter_var`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_var`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
     return _moment_jvp("scatter_var_jvp", False, src, index, out, src_dot, ddof, axis, mode)
 
 
 def scatter_std_vjp(grad_out, src, index, out, *, ddof=0, axis=0, mode="raise"):
     """Gradient of `scatter_std` w.r.t. `src`: ``grad_out[j] (src_k - mean_j) / ((count_j - ddof) std_j)``.
 
-    Arguments as for `scatter_var_vjp`, with `out` the result of `scatter_std`. Where a group's std is 0
-    (all members equal) the gradient is taken as 0, the symmetric (central-difference) derivative of the
-    kink; groups with ``count <= ddof`` pass 0.
+    Parameters
+    ----------
+    grad_out : array_like, shape B + D + F
+        Cotangent of the output.
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_std` (real dtypes only).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_std`.
+    out : array_like, shape B + D + F
+        Its result.
+    ddof : int, default 0
+        As given to `scatter_std`.
+    axis : int, default 0
+        As given to `scatter_std`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_std`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype. Where a group's std is 0 (all members equal) the gradient
+        is taken as 0, the symmetric (central-difference) derivative of the kink; groups with ``count <= ddof``
+        pass 0.
     """
     return _moment_vjp("scatter_std_vjp", True, grad_out, src, index, out, ddof, axis, mode)
 
 
 def scatter_std_jvp(src, index, out, src_dot, *, ddof=0, axis=0, mode="raise"):
-    """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0)."""
+    """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0).
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_std` (real dtypes only).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_std`.
+    out : array_like, shape B + D + F
+        Its result.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    ddof : int, default 0
+        As given to `scatter_std`.
+    axis : int, default 0
+        As given to `scatter_std`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_std`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
     return _moment_jvp("scatter_std_jvp", True, src, index, out, src_dot, ddof, axis, mode)
 
 
@@ -250,14 +417,55 @@ def segment_vjp_src(op, grad_out, src, indptr, out, *, axis=0):
     """Gradient of `segment` w.r.t. `src`: `scatter_vjp_src` with the index ``segment_ids(indptr)``.
 
     The same rules as scatter's (mean by count, mul by the exact product of the others, max/min split among
-    tied winners); `out` is the result of `segment`, `grad_out` its cotangent (shape B + (S,) + F).
+    tied winners).
+
+    Parameters
+    ----------
+    op : str
+        The op given to `segment`.
+    grad_out : array_like, shape B + (S,) + F
+        Cotangent of the output.
+    src : array_like, shape B + (n,) + F
+        The `src` given to `segment`.
+    indptr : 1-D int array of length S + 1
+        The CSR pointer given to `segment`.
+    out : array_like, shape B + (S,) + F
+        The result of `segment`.
+    axis : int, default 0
+        As given to `segment`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype (float64 for integer inputs).
     """
     ids = _segment_index(src, indptr, axis)
     return scatter_vjp_src(op, grad_out, src, ids, out, axis=axis)
 
 
 def segment_jvp(op, src, indptr, out, src_dot, *, axis=0):
-    """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``."""
+    """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``.
+
+    Parameters
+    ----------
+    op : str
+        The op given to `segment`.
+    src : array_like, shape B + (n,) + F
+        The `src` given to `segment`.
+    indptr : 1-D int array of length S + 1
+        The CSR pointer given to `segment`.
+    out : array_like, shape B + (S,) + F
+        The result of `segment`.
+    src_dot : array_like, shape B + (n,) + F
+        Tangent of `src`.
+    axis : int, default 0
+        As given to `segment`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
     ids = _segment_index(src, indptr, axis)
     return scatter_jvp(op, src, ids, out, src_dot, axis=axis)
 
@@ -266,6 +474,20 @@ def gather_segment_vjp_src(grad_out, indptr, *, axis=0):
     """Gradient of `gather_segment` w.r.t. its `src`: the segment sums of `grad_out` (``segment(g, indptr)``).
 
     `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + (n,) + F
+        Cotangent of the output of `gather_segment`.
+    indptr : 1-D int array of length S + 1
+        The CSR pointer given to `gather_segment`.
+    axis : int, default 0
+        As given to `gather_segment`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape B + (S,) + F
+        Float dtype (float64 for integer inputs).
     """
     check_given("grad_out", grad_out)
     be = backend_of(grad_out=grad_out, indptr=indptr)

@@ -48,9 +48,17 @@ def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np, ro
 
 
 def segment_ids(indptr):
-    """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s (int64).
+    """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s.
 
-    A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
+    Parameters
+    ----------
+    indptr : 1-D int array of length S + 1
+        CSR pointer: starts at 0, never decreases.
+
+    Returns
+    -------
+    ids : ndarray of int64, shape (indptr[-1],)
+        A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
     """
     xp = backend_of(indptr=indptr).xp
     ptr = check_indptr(indptr, xp=xp)
@@ -86,7 +94,7 @@ def segment(src, indptr, op="add", *, axis=0, fill_value=None):
     Returns
     -------
     out : ndarray, shape B + (S,) + F
-        dtype of `src`, except float64 for integer `src` with div and mean.
+        The dtype of `src`, except float64 for integer `src` with div and mean.
 
     Raises
     ------
@@ -155,7 +163,8 @@ def gather_segment(src, indptr, *, axis=0):
 
     Returns
     -------
-    out : ndarray, shape B + (indptr[-1],) + F, dtype of `src`
+    out : ndarray, shape B + (indptr[-1],) + F
+        Each segment's row repeated for its members, dtype of `src`.
 
     Raises
     ------

@@ -18,6 +18,20 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=0):
     gather of the tangent; rows filled with `fill_value` under ``mode="drop"`` pass no gradient. `index` and
     `fill_value` are not differentiable.
 
+    Parameters
+    ----------
+    src : array_like, shape B + D + F
+        Rows to gather.
+    index : int array or tuple of int arrays, shape I
+        Source row of each output entry, as in `cyscatter.gather`.
+    axis, mode, fill_value : optional
+        As in `cyscatter.gather` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + I + F
+        The gathered rows.
+
     Examples
     --------
     >>> import numpy as np, autograd.numpy as anp, grad as csgrad
@@ -43,6 +57,22 @@ def gather_into(dst, src, index, *, axis=0, mode="raise"):
 
     Same parameters and errors as `cyscatter.gather_into`. Differentiable with respect to `dst` (only the rows
     whose entry is dropped under ``mode="drop"`` keep their value, and pass on their gradient) and `src`.
+
+    Parameters
+    ----------
+    dst : array_like, shape B + I + F
+        The initial destination (not modified).
+    src : array_like, shape B + D + F
+        Rows to gather.
+    index : int array or tuple of int arrays, shape I
+        Source row of each output entry, as in `cyscatter.gather_into`.
+    axis, mode : optional
+        As in `cyscatter.gather_into` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape of `dst`
+        A new array: `dst` with the gathered rows written in.
 
     Examples
     --------

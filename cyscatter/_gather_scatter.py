@@ -118,7 +118,13 @@ class GatherScatterPlan:
         return self._cache["transpose"]
 
     def valid_edges(self) -> np.ndarray:
-        """Boolean mask of shape (n_edges,): the edges that take part (all unless mode="drop")."""
+        """The edges that take part: all unless ``mode="drop"`` dropped some.
+
+        Returns
+        -------
+        ndarray of bool, shape (n_edges,)
+            True for each edge whose two ends are in range.
+        """
         return self._gather_plan.valid() & self._scatter_plan.valid()
 
     def __repr__(self) -> str:

@@ -40,6 +40,10 @@ def public_callables():
             obj = getattr(module, name)
             if callable(obj):
                 yield f"{package}.{name}", obj
+            if inspect.isclass(obj):   # its public methods have pages of their own
+                for method, member in vars(obj).items():
+                    if not method.startswith("_") and inspect.isfunction(member):
+                        yield f"{package}.{name}.{method}", member
 
 
 def findings(qualname: str, obj) -> list[tuple[str, str]]:

@@ -52,6 +52,7 @@ def findings(qualname: str, obj) -> list[tuple[str, str]]:
     An autograd primitive whose signature is still the wrapper's is validated through the function it wraps
     (``.fun``: same docstring, real parameters); where that is not reachable (``notrace_primitive``), the
     parameter-matching checks wait for the real signature."""
+    pytest.importorskip("numpydoc")   # the docs extra; .ci/run installs it for its documentation block
     from numpydoc.docscrape import get_doc_object
     from numpydoc.validate import get_validation_checks, validate
 

@@ -30,7 +30,8 @@ root_doc = "index"
 exclude_patterns = ["_build", "recipes", "Thumbs.db", ".DS_Store"]
 templates_path: list[str] = []
 
-html_theme = "alabaster"
+html_theme = "alabaster"               # ships with Sphinx: nothing more to install
+html_theme_options = {"page_width": "1240px", "sidebar_width": "240px"}   # room for 112-column examples
 html_title = f"cyscatter {release}"
 html_static_path: list[str] = []
 html_copy_source = False   # the pages' .rst are in the repository; no _sources/ copies in the site

@@ -26,6 +26,9 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext"}
+# `name` in a docstring links to the object when Sphinx knows it (cyscatter.scatter_vjp_src) and is shown as code
+# otherwise (a parameter name): numpydoc's convention
+default_role = "py:obj"
 root_doc = "index"
 exclude_patterns = ["_build", "recipes", "Thumbs.db", ".DS_Store"]
 templates_path: list[str] = []

@@ -4,6 +4,7 @@ JAX gradient recipes of docs/recipes, checked against finite differences and the
 from __future__ import annotations
 
 import doctest
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -20,9 +21,10 @@ PACKAGES = {"cyscatter": None, "cyscatter.dask": "dask", "grad": "autograd"}
 
 # ---- numpydoc validation -----------------------------------------------------------------------------------------
 
-def _conf_checks() -> set:
+@functools.cache
+def _conf_checks() -> frozenset:
     """The checks docs/conf.py applies during the build (one list for the build and this test)."""
-    return set(runpy.run_path(str(DOCS / "conf.py"))["numpydoc_validation_checks"])
+    return frozenset(runpy.run_path(str(DOCS / "conf.py"))["numpydoc_validation_checks"])
 
 
 def _wrapper_signature(obj) -> bool:

@@ -55,6 +55,9 @@ __all__ = [
 def get_include() -> str:
     """Directory holding ``cyscatter/kernels.pxd``, for ``include_path`` when cythonizing code that cimports it.
 
-    Returns the folder *above* the package, so ``from cyscatter.kernels cimport ...`` resolves.
+    Returns
+    -------
+    str
+        The folder *above* the package, so ``from cyscatter.kernels cimport ...`` resolves.
     """
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

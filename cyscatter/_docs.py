@@ -116,7 +116,7 @@ FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "max", "min", "mul", "d
         The forward result; needed by max, min, mul and div.
     weight : array_like, shape I + W, optional
         The forward call's weight.
-    dim_size, axis, mode, plan, num_threads
+    dim_size, axis, mode, plan, num_threads : optional
         As in `gather_scatter`."""
 
 

@@ -67,7 +67,8 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
 
     Returns
     -------
-    out : ndarray, shape B + I + F, dtype of `src`
+    out : ndarray, shape B + I + F
+        The gathered rows, dtype of `src`.
 
     Raises
     ------

@@ -46,6 +46,14 @@ class GatherScatterPlan:
     Made by `gather_scatter_plan`; pass it as ``plan=`` to `gather_scatter` and its reverse functions, with no
     `gather_index`/`scatter_index`. Immutable; safe to share between threads and calls.
 
+    Parameters
+    ----------
+    gather_plan, scatter_plan : internal index plans
+        The validated gather and scatter indices; made by `gather_scatter_plan`, which is the way to build a
+        plan (the constructor is not public API).
+    mode : {"raise", "drop", "wrap", "clip"}
+        The out-of-range mode the indices were validated with.
+
     Attributes
     ----------
     index_shape : tuple of int
@@ -119,7 +127,13 @@ class GatherScatterPlan:
         return self._cache["transpose"]
 
     def valid_edges(self) -> np.ndarray:
-        """Boolean mask of shape (n_edges,): the edges that take part (all unless mode="drop")."""
+        """The edges that take part: all unless ``mode="drop"`` dropped some.
+
+        Returns
+        -------
+        ndarray of bool, shape (n_edges,)
+            True for each edge whose two ends are in range.
+        """
         return self._gather_plan.valid() & self._scatter_plan.valid()
 
     def __repr__(self) -> str:
@@ -317,7 +331,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     Returns
     -------
     out : ndarray, shape B + D + F
-        dtype of the messages (`src`, or NumPy's promotion of `src` and `weight`), except float64 for integer
+        The dtype of the messages (`src`, or NumPy's promotion of `src` and `weight`), except float64 for integer
         messages with div and mean.
 
     Raises

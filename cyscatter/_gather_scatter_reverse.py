@@ -252,7 +252,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     Returns
     -------
     grad_src : ndarray, shape of `src`
-        dtype of `src` when it is inexact, else float64.
+        The dtype of `src` when it is inexact, else float64.
 
     Raises
     ------
@@ -345,7 +345,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     Returns
     -------
     grad_weight : ndarray, shape of `weight` (I without one: the gradient of an all-ones weight)
-        dtype of `weight` when it is inexact, else the derivative dtype (float64 for integers).
+        The dtype of `weight` when it is inexact, else the derivative dtype (float64 for integers).
 
     Raises
     ------
@@ -445,7 +445,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
         The forward call's weight.
     weight_dot : array_like, shape of `weight`, optional
         Tangent of `weight` (None: zero; without `weight` it raises ValueError).
-    dim_size, axis, mode, plan, num_threads
+    dim_size, axis, mode, plan, num_threads : optional
         As in `gather_scatter`.
 
     Returns

@@ -101,8 +101,6 @@ def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool):
     return out.reshape(dst_shape(ctx, batch, feat))
 
 
-@_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
-             "var", "2.33333333,        nan,        nan")
 @overload
 def scatter_var(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
                 axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
@@ -118,13 +116,13 @@ def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_siz
                 axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
+@_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
+             "var", "2.33333333,        nan,        nan")
 def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
                 axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, std=False)
 
 
-@_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
-             "std", "1.52752523,        nan,        nan")
 @overload
 def scatter_std(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
                 axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
@@ -140,6 +138,8 @@ def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_siz
                 axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
+@_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
+             "std", "1.52752523,        nan,        nan")
 def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
                 axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, std=True)

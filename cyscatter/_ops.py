@@ -135,7 +135,25 @@ FAST = {name: (op.opcode, {dt: op.identity(dt) for dt in KERNEL_DTYPES if _kerne
 
 
 def get_op(op: str | Op) -> Op:
-    """The registry entry for an op name or alias; `TypeError`/`ValueError` naming the bad value otherwise."""
+    """The registry entry for an op name or alias.
+
+    Parameters
+    ----------
+    op : str
+        An op name ("add", "sub", "mul", "div", "max", "min", "mean") or alias ("sum", "prod", "amax", "amin").
+
+    Returns
+    -------
+    Op
+        The registry entry (its ``name`` is the canonical name: ``get_op("sum").name == "add"``).
+
+    Raises
+    ------
+    TypeError
+        `op` is not a string.
+    ValueError
+        Unknown op name (the message lists the known ones).
+    """
     if isinstance(op, Op):
         return op
     if not isinstance(op, str):

@@ -174,6 +174,7 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     dst : array_like, shape B + D + F
         The destination before the update.
     src : array_like, shape B + I + F
+        The `src` of the forward call.
     {index}
     out : array_like, shape B + D + F
         `dst` after the update.
@@ -182,7 +183,8 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
 
     Returns
     -------
-    grad_dst : ndarray, shape of `dst`, floating dtype
+    grad_dst : ndarray, shape of `dst`
+        Floating dtype (float32 stays float32; integers give float64).
 
     Raises
     ------
@@ -241,7 +243,8 @@ def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIn
 
     Returns
     -------
-    grad_src : ndarray, shape `src_shape`, dtype of `grad_out`
+    grad_src : ndarray, shape `src_shape`
+        The scatter-add of `grad_out`, in its dtype.
 
     Raises
     ------
@@ -304,15 +307,24 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     Parameters
     ----------
     {op}
-    {forward_args}
+    src : array_like, shape B + I + F
+        The `src` the forward scatter was called with.
+    {index}
+    out : array_like, shape B + D + F
+        The forward result (for in-place forms: `dst` after the update).
     src_dot : array_like, shape of `src`
         Tangent of `src`.
+    dst : array_like, shape B + D + F, optional
+        The initial destination of an in-place ``scatter_into``; None for the allocating ``scatter``.
     dst_dot : array_like, shape of `dst`, optional
         Tangent of the initial `dst` (in-place form only: without `dst` it raises ValueError; None means zero).
+    {axis}
+    {mode}
 
     Returns
     -------
-    out_dot : ndarray, shape of `out`, floating dtype
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, floating dtype.
 
     Raises
     ------
@@ -370,16 +382,23 @@ def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0
     Parameters
     ----------
     src_dot : array_like, shape B + D + F
-    index, axis, mode
-        As for `gather`.
+        Tangent of the gathered `src`.
+    index : int array of shape I, or tuple of m int arrays all of shape I
+        The index given to `gather`.
+    axis : int, default 0
+        As given to `gather`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `gather`.
 
     Returns
     -------
     out_dot : ndarray, shape B + I + F
+        The gathered tangent, dtype of `src_dot`.
 
     Raises
     ------
-    As `gather`.
+    TypeError, ValueError, IndexError
+        As `gather` does.
 
     Examples
     --------

@@ -116,14 +116,21 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
     ----------
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
-    src, index, axis, mode
-        As given to `scatter_logsumexp`.
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_logsumexp`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_logsumexp`.
     out : array_like, shape B + D + F
         Its result.
+    axis : int, default 0
+        As given to `scatter_logsumexp`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_logsumexp`.
 
     Returns
     -------
-    grad_src : ndarray, shape of `src`, float dtype (float64 for integer or float16 inputs)
+    grad_src : ndarray, shape of `src`
+        Float dtype (float64 for integer or float16 inputs).
 
     Notes
     -----
@@ -153,7 +160,25 @@ def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, sr
                           axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_logsumexp`: ``out_dot[j] = sum(softmax(src)[k] * src_dot[k])`` over j's group.
 
-    Returns an ndarray of the shape of `out`; the arguments are those of `scatter_logsumexp_vjp`.
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_logsumexp`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_logsumexp`.
+    out : array_like, shape B + D + F
+        Its result.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    axis : int, default 0
+        As given to `scatter_logsumexp`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_logsumexp`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
     """
     ctx, rows = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
     return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(shape_of(out))
@@ -192,12 +217,19 @@ def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike,
         Cotangent of the output.
     out : array_like, shape B + I + F
         The result of `scatter_softmax` (the gradient needs only it, not `src`).
-    index, dim_size, axis, mode
-        As given to `scatter_softmax` (`dim_size` matters for ``mode="wrap"``/``"clip"``).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_softmax`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_softmax` (it matters for ``mode="wrap"``/``"clip"``).
+    axis : int, default 0
+        As given to `scatter_softmax`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_softmax`.
 
     Returns
     -------
-    grad_src : ndarray, shape of `out`, float dtype
+    grad_src : ndarray, shape of `out`
+        Float dtype.
     """
     ctx, g3 = _src_view("scatter_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
@@ -222,7 +254,28 @@ def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, 
 
 def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
                         axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
-    """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`."""
+    """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`.
+
+    Parameters
+    ----------
+    out : array_like, shape B + I + F
+        The result of `scatter_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_softmax`.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_softmax`.
+    axis : int, default 0
+        As given to `scatter_softmax`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_softmax`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
     ctx, dot3 = _src_view("scatter_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         tangent = _softmax_map(ctx, dot3)
@@ -248,8 +301,25 @@ def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexL
                             axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_log_softmax` w.r.t. `src`: ``g - exp(out) * sum(g over the group)``.
 
-    Arguments as for `scatter_softmax_vjp`, with `out` the result of `scatter_log_softmax`; dropped entries
-    (whose output is the constant -inf) get 0.
+    Parameters
+    ----------
+    grad_out : array_like, shape B + I + F
+        Cotangent of the output.
+    out : array_like, shape B + I + F
+        The result of `scatter_log_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_log_softmax`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_log_softmax`.
+    axis : int, default 0
+        As given to `scatter_log_softmax`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_log_softmax`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `out`
+        Float dtype; dropped entries (whose output is the constant -inf) get 0.
     """
     ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
@@ -274,7 +344,28 @@ def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInp
 
 def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
                             axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
-    """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``."""
+    """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``.
+
+    Parameters
+    ----------
+    out : array_like, shape B + I + F
+        The result of `scatter_log_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_log_softmax`.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_log_softmax`.
+    axis : int, default 0
+        As given to `scatter_log_softmax`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_log_softmax`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype; dropped entries get 0.
+    """
     ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
@@ -332,14 +423,24 @@ def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     Parameters
     ----------
     grad_out : array_like, shape B + D + F
-    src, index, ddof, axis, mode
-        As given to `scatter_var` (real dtypes only).
+        Cotangent of the output.
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_var` (real dtypes only).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_var`.
     out : array_like, shape B + D + F
         Its result.
+    ddof : int, default 0
+        As given to `scatter_var`.
+    axis : int, default 0
+        As given to `scatter_var`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_var`.
 
     Returns
     -------
-    grad_src : ndarray, shape of `src`, float dtype. Members of groups with ``count <= ddof`` (NaN result)
+    grad_src : ndarray, shape of `src`
+        Float dtype. Members of groups with ``count <= ddof`` (NaN result)
         get 0.
     """
     return _moment_vjp("scatter_var_vjp", False, grad_out, src, index, out, ddof, axis, mode)
@@ -362,7 +463,30 @@ def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
 
 def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
-    """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``."""
+    """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_var` (real dtypes only).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_var`.
+    out : array_like, shape B + D + F
+        Its result.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    ddof : int, default 0
+        As given to `scatter_var`.
+    axis : int, default 0
+        As given to `scatter_var`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_var`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
     return _moment_jvp("scatter_var_jvp", False, src, index, out, src_dot, ddof, axis, mode)
 
 
@@ -385,9 +509,29 @@ def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
                     axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_std` w.r.t. `src`: ``grad_out[j] (src_k - mean_j) / ((count_j - ddof) std_j)``.
 
-    Arguments as for `scatter_var_vjp`, with `out` the result of `scatter_std`. Where a group's std is 0
-    (all members equal) the gradient is taken as 0, the symmetric (central-difference) derivative of the
-    kink; groups with ``count <= ddof`` pass 0.
+    Parameters
+    ----------
+    grad_out : array_like, shape B + D + F
+        Cotangent of the output.
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_std` (real dtypes only).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_std`.
+    out : array_like, shape B + D + F
+        Its result.
+    ddof : int, default 0
+        As given to `scatter_std`.
+    axis : int, default 0
+        As given to `scatter_std`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_std`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype. Where a group's std is 0 (all members equal) the gradient
+        is taken as 0, the symmetric (central-difference) derivative of the kink; groups with ``count <= ddof``
+        pass 0.
     """
     return _moment_vjp("scatter_std_vjp", True, grad_out, src, index, out, ddof, axis, mode)
 
@@ -409,7 +553,30 @@ def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
 
 def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
-    """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0)."""
+    """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0).
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_std` (real dtypes only).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_std`.
+    out : array_like, shape B + D + F
+        Its result.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    ddof : int, default 0
+        As given to `scatter_std`.
+    axis : int, default 0
+        As given to `scatter_std`.
+    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+        As given to `scatter_std`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
     return _moment_jvp("scatter_std_jvp", True, src, index, out, src_dot, ddof, axis, mode)
 
 
@@ -430,7 +597,27 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
     """Gradient of `segment` w.r.t. `src`: `scatter_vjp_src` with the index ``segment_ids(indptr)``.
 
     The same rules as scatter's (mean by count, mul by the exact product of the others, max/min split among
-    tied winners); `out` is the result of `segment`, `grad_out` its cotangent (shape B + (S,) + F).
+    tied winners).
+
+    Parameters
+    ----------
+    op : str
+        The op given to `segment`.
+    grad_out : array_like, shape B + (S,) + F
+        Cotangent of the output.
+    src : array_like, shape B + (n,) + F
+        The `src` given to `segment`.
+    indptr : 1-D int array of length S + 1
+        The CSR pointer given to `segment`.
+    out : array_like, shape B + (S,) + F
+        The result of `segment`.
+    axis : int, default 0
+        As given to `segment`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype (float64 for integer inputs).
     """
     ids = _segment_index(src, indptr, axis)
     return scatter_vjp_src(op, grad_out, src, ids, out, axis=axis)
@@ -448,7 +635,28 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
 
 def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
                 axis: SupportsIndex = 0) -> Any:
-    """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``."""
+    """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``.
+
+    Parameters
+    ----------
+    op : str
+        The op given to `segment`.
+    src : array_like, shape B + (n,) + F
+        The `src` given to `segment`.
+    indptr : 1-D int array of length S + 1
+        The CSR pointer given to `segment`.
+    out : array_like, shape B + (S,) + F
+        The result of `segment`.
+    src_dot : array_like, shape B + (n,) + F
+        Tangent of `src`.
+    axis : int, default 0
+        As given to `segment`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
     ids = _segment_index(src, indptr, axis)
     return scatter_jvp(op, src, ids, out, src_dot, axis=axis)
 
@@ -465,6 +673,20 @@ def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: Su
     """Gradient of `gather_segment` w.r.t. its `src`: the segment sums of `grad_out` (``segment(g, indptr)``).
 
     `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + (n,) + F
+        Cotangent of the output of `gather_segment`.
+    indptr : 1-D int array of length S + 1
+        The CSR pointer given to `gather_segment`.
+    axis : int, default 0
+        As given to `gather_segment`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape B + (S,) + F
+        Float dtype (float64 for integer inputs).
     """
     check_given("grad_out", grad_out)
     be = backend_of(grad_out=grad_out, indptr=indptr)

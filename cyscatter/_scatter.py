@@ -197,7 +197,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     Returns
     -------
     out : ndarray, shape B + D + F
-        dtype of `src`, except float64 for integer `src` with div and mean. C-ordered; an output of at least
+        The dtype of `src`, except float64 for integer `src` with div and mean. C-ordered; an output of at least
         4 KB whose rows are longer than 16 bytes starts on a 64-byte boundary (a view of a buffer up to 64 B
         larger, its `base`), so that rows of whole cache lines do not straddle one more.
 

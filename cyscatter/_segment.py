@@ -65,9 +65,17 @@ def segment_ids(indptr: ArrayInput) -> NDArray[np.int64]: ...
 
 
 def segment_ids(indptr: ArrayInput) -> Any:
-    """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s (int64).
+    """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s.
 
-    A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
+    Parameters
+    ----------
+    indptr : 1-D int array of length S + 1
+        CSR pointer: starts at 0, never decreases.
+
+    Returns
+    -------
+    ids : ndarray of int64, shape (indptr[-1],)
+        A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
     """
     xp = backend_of(indptr=indptr).xp
     ptr = check_indptr(indptr, xp=xp)
@@ -114,7 +122,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     Returns
     -------
     out : ndarray, shape B + (S,) + F
-        dtype of `src`, except float64 for integer `src` with div and mean.
+        The dtype of `src`, except float64 for integer `src` with div and mean.
 
     Raises
     ------
@@ -191,7 +199,8 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex =
 
     Returns
     -------
-    out : ndarray, shape B + (indptr[-1],) + F, dtype of `src`
+    out : ndarray, shape B + (indptr[-1],) + F
+        Each segment's row repeated for its members, dtype of `src`.
 
     Raises
     ------

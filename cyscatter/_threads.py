@@ -64,6 +64,12 @@ def set_num_threads(num_threads: SupportsIndex | None) -> None:
 
 
 def get_num_threads() -> int:
-    """Threads a large call uses when it passes no ``num_threads`` (1 for a build without OpenMP, and in a child
-    forked after threaded calls; see `set_num_threads`)."""
+    """Threads a large call uses when it passes no ``num_threads``.
+
+    Returns
+    -------
+    int
+        The thread count (1 for a build without OpenMP, and in a child forked after threaded calls; see
+        `set_num_threads`).
+    """
     return kernels.get_num_threads()

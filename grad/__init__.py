@@ -1,5 +1,7 @@
 """grad: cyscatter's scatter and gather as HIPS autograd primitives, in reverse and forward mode, to any order.
 
+Import it under an alias::
+
     import grad as csgrad      # not to be confused with autograd's own `grad` function
 
 `csgrad.scatter`, `csgrad.scatter_into`, `csgrad.gather` and `csgrad.gather_into` take the arguments of their

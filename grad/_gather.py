@@ -44,6 +44,20 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     gather of the tangent; rows filled with `fill_value` under ``mode="drop"`` pass no gradient. `index` and
     `fill_value` are not differentiable.
 
+    Parameters
+    ----------
+    src : array_like, shape B + D + F
+        Rows to gather.
+    index : int array or tuple of int arrays, shape I
+        Source row of each output entry, as in `cyscatter.gather`.
+    axis, mode, fill_value : optional
+        As in `cyscatter.gather` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + I + F
+        The gathered rows.
+
     Examples
     --------
     >>> import numpy as np, autograd.numpy as anp, grad as csgrad
@@ -85,6 +99,22 @@ def gather_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, *, axis: Sup
 
     Same parameters and errors as `cyscatter.gather_into`. Differentiable with respect to `dst` (only the rows
     whose entry is dropped under ``mode="drop"`` keep their value, and pass on their gradient) and `src`.
+
+    Parameters
+    ----------
+    dst : array_like, shape B + I + F
+        The initial destination (not modified).
+    src : array_like, shape B + D + F
+        Rows to gather.
+    index : int array or tuple of int arrays, shape I
+        Source row of each output entry, as in `cyscatter.gather_into`.
+    axis, mode : optional
+        As in `cyscatter.gather_into` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape of `dst`
+        A new array: `dst` with the gathered rows written in.
 
     Examples
     --------

@@ -100,6 +100,24 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     higher orders and mul/div go through the materialised messages. Indices, `plan`, `dim_size` and
     `fill_value` are not differentiable; rows filled with `fill_value` and dropped edges pass no gradient.
 
+    Parameters
+    ----------
+    src : array_like, shape B + S + F
+        Source rows (node features).
+    gather_index, scatter_index : int array or tuple of int arrays, shape I, optional
+        Source and destination row of each edge (omit both with `plan`).
+    op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
+        As in `cyscatter.gather_scatter`.
+    weight : array_like, shape I + W, optional
+        Scales each message (differentiable).
+    dim_size, axis, fill_value, mode, plan, num_threads : optional
+        As in `cyscatter.gather_scatter` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        The result of `cyscatter.gather_scatter`.
+
     Examples
     --------
     >>> import numpy as np, autograd.numpy as anp, grad as csgrad

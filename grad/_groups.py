@@ -101,7 +101,22 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
 @primitive
 def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                       mode: Mode = "raise") -> Any:
-    """Differentiable `cyscatter.scatter_logsumexp` (same parameters, result and errors), any order."""
+    """Differentiable `cyscatter.scatter_logsumexp` (same parameters, result and errors), any order.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Values (float to be differentiated).
+    index : int array or tuple of int arrays, shape I
+        Group of each entry, as in `cyscatter.scatter_logsumexp`.
+    dim_size, axis, mode : optional
+        As in `cyscatter.scatter_logsumexp` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        The result of `cyscatter.scatter_logsumexp`.
+    """
     return cs.scatter_logsumexp(src, index, dim_size=dim_size, axis=axis, mode=mode)
 
 
@@ -139,7 +154,22 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
 @primitive
 def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                     mode: Mode = "raise") -> Any:
-    """Differentiable `cyscatter.scatter_softmax` (same parameters, result and errors), any order."""
+    """Differentiable `cyscatter.scatter_softmax` (same parameters, result and errors), any order.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Values (float to be differentiated).
+    index : int array or tuple of int arrays, shape I
+        Group of each entry, as in `cyscatter.scatter_softmax`.
+    dim_size, axis, mode : optional
+        As in `cyscatter.scatter_softmax` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + I + F
+        The result of `cyscatter.scatter_softmax`.
+    """
     return cs.scatter_softmax(src, index, dim_size=dim_size, axis=axis, mode=mode)
 
 
@@ -161,7 +191,22 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
 @primitive
 def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                         mode: Mode = "raise") -> Any:
-    """Differentiable `cyscatter.scatter_log_softmax` (same parameters, result and errors), any order."""
+    """Differentiable `cyscatter.scatter_log_softmax` (same parameters, result and errors), any order.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Values (float to be differentiated).
+    index : int array or tuple of int arrays, shape I
+        Group of each entry, as in `cyscatter.scatter_log_softmax`.
+    dim_size, axis, mode : optional
+        As in `cyscatter.scatter_log_softmax` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + I + F
+        The result of `cyscatter.scatter_log_softmax`.
+    """
     return cs.scatter_log_softmax(src, index, dim_size=dim_size, axis=axis, mode=mode)
 
 
@@ -208,7 +253,22 @@ def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_siz
 @primitive
 def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
                 axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
-    """Differentiable `cyscatter.scatter_var` for real `src` (same parameters, result and errors), any order."""
+    """Differentiable `cyscatter.scatter_var` for real `src` (same parameters, result and errors), any order.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Values (real float to be differentiated).
+    index : int array or tuple of int arrays, shape I
+        Group of each entry, as in `cyscatter.scatter_var`.
+    ddof, dim_size, axis, mode : optional
+        As in `cyscatter.scatter_var` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        The result of `cyscatter.scatter_var`.
+    """
     return cs.scatter_var(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
 
 
@@ -233,6 +293,20 @@ def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size:
     """Differentiable `cyscatter.scatter_std` for real `src` (same parameters, result and errors), any order.
 
     Where a group's std is 0 its members get gradient 0 (the central-difference derivative of the kink).
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Values (real float to be differentiated).
+    index : int array or tuple of int arrays, shape I
+        Group of each entry, as in `cyscatter.scatter_std`.
+    ddof, dim_size, axis, mode : optional
+        As in `cyscatter.scatter_std` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        The result of `cyscatter.scatter_std`.
     """
     return cs.scatter_std(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
 
@@ -277,8 +351,27 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: Supp
 
 def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex = 0,
             fill_value: FillValue | None = None) -> Any:
-    """Differentiable `cyscatter.segment`: `grad.scatter` with the index ``segment_ids(indptr)`` (the same values,
-    bit for bit, and the same derivatives to any order; it runs the scatter kernel, not the CSR one)."""
+    """Differentiable `cyscatter.segment`: `grad.scatter` with the index ``segment_ids(indptr)``.
+
+    The same values, bit for bit, and the same derivatives to any order; it runs the scatter kernel, not the
+    CSR one.
+
+    Parameters
+    ----------
+    src : array_like, shape B + (n,) + F
+        Values; the n rows along `axis` are cut into segments.
+    indptr : 1-D int array of length S + 1
+        CSR pointer, as in `cyscatter.segment`.
+    op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
+        As in `cyscatter.segment`.
+    axis, fill_value : optional
+        As in `cyscatter.segment` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + (S,) + F
+        The result of `cyscatter.segment`.
+    """
     ptr = check_indptr(indptr, _rows_along(src, axis))
     return scatter(src, cs.segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
 
@@ -292,7 +385,22 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex =
 
 
 def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = 0) -> Any:
-    """Differentiable `cyscatter.gather_segment`: `grad.gather` with the index ``segment_ids(indptr)``."""
+    """Differentiable `cyscatter.gather_segment`: `grad.gather` with the index ``segment_ids(indptr)``.
+
+    Parameters
+    ----------
+    src : array_like, shape B + (S,) + F
+        One row per segment.
+    indptr : 1-D int array of length S + 1
+        CSR pointer, as in `cyscatter.gather_segment`.
+    axis : int, default 0
+        As in `cyscatter.gather_segment`.
+
+    Returns
+    -------
+    out : ndarray, shape B + (indptr[-1],) + F
+        The result of `cyscatter.gather_segment`.
+    """
     ptr = check_indptr(indptr)
     if ptr.size - 1 != _rows_along(src, axis):
         raise ValueError(f"indptr describes {ptr.size - 1} segments, but src has {_rows_along(src, axis)} rows "

@@ -64,6 +64,22 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     gradient, nor do entries dropped under ``mode="drop"``. `indices_are_sorted` and `num_threads` are the
     forward call's speed settings (they change no value).
 
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Values (float or complex to be differentiated).
+    index : int array or tuple of int arrays, shape I
+        Destination of each entry, as in `cyscatter.scatter`.
+    op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
+        As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin" too).
+    dim_size, axis, fill_value, mode, indices_are_sorted, num_threads : optional
+        As in `cyscatter.scatter` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        The result of `cyscatter.scatter` (an autograd box while differentiating).
+
     Notes
     -----
     Gradient rules (the core's, see `cyscatter.scatter_vjp_src`): mean divides by the group size (empty groups:
@@ -105,6 +121,24 @@ def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike 
     Same parameters and errors as `cyscatter.scatter_into` (in-place mean adds the group mean to `dst`).
     Differentiable with respect to `dst` and `src` in reverse and forward mode, to any order (mul: to second
     order); for max/min the initial `dst` value counts as a candidate when the gradient is split among tied winners.
+
+    Parameters
+    ----------
+    dst : array_like, shape B + D + F
+        The initial destination (not modified).
+    src : array_like, shape B + I + F
+        Values.
+    index : int array or tuple of int arrays, shape I
+        Destination of each entry, as in `cyscatter.scatter_into`.
+    op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
+        As in `cyscatter.scatter_into`.
+    axis, mode : optional
+        As in `cyscatter.scatter_into` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape of `dst`
+        A new array: `dst` updated by the scatter.
 
     Examples
     --------

@@ -1,16 +1,21 @@
 """Packaging facts checked from outside the code that states them: the version has one source and the installed
-metadata agrees with it."""
+metadata agrees with it; a release build carries no debug information (read from the ELF section table by
+binutils' readelf, not from the build script)."""
 from __future__ import annotations
 
 import ast
 import importlib.metadata
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
 
 import cyscatter
+from cyscatter import fused_kernels, group_kernels, kernels
 
 PACKAGE = Path(cyscatter.__file__).resolve().parent
 ROOT = Path(__file__).resolve().parents[1]   # the checkout or the unpacked sdist holding these tests
@@ -73,3 +78,25 @@ def test_installed_metadata_has_an_spdx_license_and_urls():
     assert meta["License-Expression"] == "MIT"
     assert not [c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]   # PEP 639
     assert {url.split(",")[0] for url in meta.get_all("Project-URL") or []} >= {"Homepage", "Source", "Issues"}
+
+
+# --- release build: no debug information -------------------------------------------------------------------------
+
+def _sections(path: str) -> str:
+    return subprocess.run(["readelf", "-S", "-W", path], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.parametrize("module", [kernels, group_kernels, fused_kernels], ids=lambda m: m.__name__)
+def test_release_build_has_no_debug_info(module):
+    if not sys.platform.startswith("linux"):
+        pytest.skip("ELF sections are checked on Linux only")
+    if shutil.which("readelf") is None:
+        pytest.skip("readelf (binutils) is not installed")
+    if kernels.BOUNDS_CHECKED:
+        pytest.skip("a debug build (CYSCATTER_DEBUG=1) keeps its debug information")
+    dynamic = subprocess.run(["readelf", "-d", "-W", module.__file__], capture_output=True, text=True).stdout
+    if "libasan" in dynamic:
+        pytest.skip("a sanitizer build (CYSCATTER_SANITIZE=1) keeps its debug information")
+    sections = _sections(module.__file__)
+    assert ".text" in sections, sections[:2000]   # readelf did read the section table
+    assert ".debug_info" not in sections, f"{module.__file__} carries debug information"

@@ -16,10 +16,11 @@ Flags per compiler (``build_ext`` below asks the compiler, not the platform): GC
 debug information (``-g0``, ``-Wl,--strip-debug``: about 3.8 MB instead of 19.6 MB for the three modules); MSVC
 gets ``/O2`` and ``/openmp``. Every optional flag is tried on a scratch file first and dropped if refused.
 
-Rebuilds: a compiled module is kept in ``build/cyscatter-cache`` under a key made of everything that goes into
-it (the sources of the project it depends on, Cython, NumPy and Python versions, compiler and flags, this file).
-A later build with the same key (the README's second ``pip install -e``, whose isolated build environment is new
-and so looks newer than every compiled file) copies it instead of compiling; ``build_ext --force`` compiles anew.
+Rebuilds: each compiled module is kept in ``build/cyscatter-cache`` (its three newest builds) under a key made of
+everything that goes into it (the sources of the project it depends on, Cython, NumPy and Python versions,
+compiler and flags, this file). A later build with the same key (the README's second ``pip install -e``, whose
+isolated build environment is new and so looks newer than every compiled file) copies it instead of compiling;
+``build_ext --force`` compiles anew.
 """
 import contextlib
 import hashlib
@@ -39,6 +40,7 @@ DEBUG = os.environ.get("CYSCATTER_DEBUG", "0") == "1"
 SANITIZE = os.environ.get("CYSCATTER_SANITIZE", "0") == "1"
 OPENMP = os.environ.get("CYSCATTER_OPENMP", "1") == "1"
 CACHE = os.path.join(HERE, "build", "cyscatter-cache")
+KEEP = 3   # builds kept per module in CACHE
 HEADERS = ("_cpu.h", "_cdiv.h", "_fused.h")   # setuptools does not scan includes
 
 directives = {
@@ -202,12 +204,13 @@ class cyscatter_build_ext(build_ext):
             self.extensions, self.force = every, force
         os.makedirs(CACHE, exist_ok=True)
         for ext in to_build:
-            stem = f"{ext.name}."
-            for old in os.listdir(CACHE):   # one entry per module: the newest build
-                if old.startswith(stem) and old.endswith(suffix):
-                    os.remove(os.path.join(CACHE, old))
             shutil.copyfile(self.get_ext_fullpath(ext.name), ext._cyscatter_cached + ".tmp")
             os.replace(ext._cyscatter_cached + ".tmp", ext._cyscatter_cached)
+            # the newest KEEP builds of each module (a release and a debug build, say, side by side)
+            kept = sorted((os.path.join(CACHE, f) for f in os.listdir(CACHE)
+                           if f.startswith(f"{ext.name}.") and f.endswith(suffix)), key=os.path.getmtime)
+            for old in kept[:-KEEP]:
+                os.remove(old)
 
 
 extensions = [

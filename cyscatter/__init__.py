@@ -32,7 +32,7 @@ from cyscatter._segment import gather_segment, segment, segment_ids
 from cyscatter._softmax import scatter_log_softmax, scatter_logsumexp, scatter_softmax
 from cyscatter._threads import get_num_threads, set_num_threads
 
-__version__ = "0.1.0"
+from cyscatter._version import __version__
 
 __all__ = [
     "scatter", "scatter_into", "gather", "gather_into",

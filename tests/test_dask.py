@@ -15,7 +15,9 @@ import cyscatter as cs  # noqa: E402
 import cyscatter.dask as csd  # noqa: E402
 from cyscatter import MODES  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]   # where `python -c "import cyscatter"` finds the package
+# where `python -c "import cyscatter"` finds the package under test: the folder above the imported one (the
+# checkout for an in-place build, site-packages for an installed one, where an unpacked sdist has no compiled one)
+ROOT = Path(cs.__file__).resolve().parents[1]
 N = 24
 # Chunkings of the N index entries: one block, even, uneven with empty blocks, one entry per block (deep tree).
 CHUNKS = {"one": (N,), "even": (6,) * 4, "uneven_empty": (0, 7, 0, 1, 16), "singles": (1,) * N}

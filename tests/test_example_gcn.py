@@ -101,7 +101,8 @@ def test_numpy_scatter_matches_the_reference(gcn, op):
 def test_import_cyscatter_loads_no_example_dependency():
     code = ("import sys, cyscatter, cyscatter.examples; "
             f"print(sorted(set({list(EXTRAS)!r}) & set(sys.modules)))")
-    root = str(Path(__file__).resolve().parents[1])
+    import cyscatter
+    root = str(Path(cyscatter.__file__).resolve().parents[1])   # the imported copy, in-place or installed
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr

@@ -18,6 +18,8 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
     float complex cyscatter_cdivf(float complex a, float complex b)
+    double complex cyscatter_cmul(double complex a, double complex b)
+    float complex cyscatter_cmulf(float complex a, float complex b)
 
 cdef extern from "_cpu.h" nogil:
     int cyscatter_omp_max_threads()
@@ -224,8 +226,15 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
         for f in range(width):
             dst[f] = dst[f] - src[f]
     elif op_t is OpMul:
-        for f in range(width):
-            dst[f] = dst[f] * src[f]
+        if value_t is cython.doublecomplex:
+            for f in range(width):
+                dst[f] = cyscatter_cmul(dst[f], src[f])
+        elif value_t is cython.floatcomplex:
+            for f in range(width):
+                dst[f] = cyscatter_cmulf(dst[f], src[f])
+        else:
+            for f in range(width):
+                dst[f] = dst[f] * src[f]
     elif op_t is OpDiv:
         # integer division is never requested (NumPy true division: the Python layer widens to float64);
         # pruning it here keeps a C integer division by zero out of the binary altogether

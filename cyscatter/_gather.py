@@ -60,8 +60,10 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     {axis}
     {mode}
     fill_value : scalar, optional
-        Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``); default
-        all-zero bytes (0, False, ''). Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an
+        Value of the output rows whose entry is dropped under ``mode="drop"`` or ``"normalize_drop"``; default
+        all-zero bytes (0, False, ''). ``mode="normalize_drop"`` with ``fill_value=np.nan`` is JAX's
+        ``jnp.take`` default (``mode="fill"``; JAX's ``x[i]`` clips instead: ``mode="clip"`` here, after
+        counting negatives from the end). Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an
         integer array: TypeError).
     {threads}
 
@@ -98,7 +100,7 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     plan, batch, feat = split_gather_src(src, coords, axis, mode)
     outer, inner = prod(batch), prod(feat)
     src3 = be.rows_view(src, src.dtype, outer, plan.size, inner)
-    if plan.mode == "drop":
+    if plan.drops:
         out3 = be.xp.zeros((outer, plan.n, inner), src.dtype)   # zero bytes: also '' for strings
         if fill_value is not None:
             out3[...] = fill_for(fill_value, src.dtype, be.xp)

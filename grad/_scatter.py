@@ -22,6 +22,7 @@ from autograd.extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from autograd.tracer import getval, isbox
 
 import cyscatter as cs
+from cyscatter._index import DROPPING
 from grad._args import layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import primitive
@@ -190,7 +191,7 @@ def _div_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
     if wrt_dst:
         d_dst = scatter(src, index, "div", dim_size=out.dims, axis=out.axis, mode=mode)
     if wrt_src:
-        if mode == "drop":   # a dropped entry gathers 0; dividing by 1 keeps its partial (and derivatives) 0
+        if mode in DROPPING:   # a dropped entry gathers 0; dividing by 1 keeps its partial (and derivatives) 0
             src = anp.where(out.broadcastable(valid_entries(index, out.dims, mode)), src, 1)
         d_src = -gather(ans, index, axis=out.axis, mode=mode) / src
     return d_src, d_dst

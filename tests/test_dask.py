@@ -43,6 +43,8 @@ def make_index(rng, kind, mode):
     if mode != "raise":
         for c, d in zip(coords, dims):
             c[[2, 9, 17]] = (-2, d, d + 3)
+            if mode == "normalize_drop":   # one still out of range once normalised
+                c[5] = -d - 1
     return (coords[0] if kind == "int" else tuple(coords)), (dims[0] if kind == "int" else dims)
 
 

@@ -69,8 +69,8 @@ def _baselines() -> dict[str, Callable[[], dict]]:
         "cyscatter.get_include": lambda: dict(),
         "cyscatter.set_num_threads": lambda: dict(num_threads=2),
         "cyscatter.get_num_threads": lambda: dict(),
-        "cyscatter.scatter_argmax": lambda: dict(src=src(), index=idx(), **group),
-        "cyscatter.scatter_argmin": lambda: dict(src=src(), index=idx(), **group),
+        "cyscatter.scatter_argmax": lambda: dict(src=src(), index=idx(), fill_value=-1, **group),
+        "cyscatter.scatter_argmin": lambda: dict(src=src(), index=idx(), fill_value=-1, **group),
         "cyscatter.scatter_logsumexp": lambda: dict(src=src(), index=idx(), **group),
         "cyscatter.scatter_softmax": lambda: dict(src=src(), index=idx(), **group),
         "cyscatter.scatter_log_softmax": lambda: dict(src=src(), index=idx(), **group),
@@ -122,9 +122,9 @@ def _baselines() -> dict[str, Callable[[], dict]]:
                                               fill_value=-1.0),
         # one output block: nothing in the graph grows with dim_size
         "cyscatter.dask.scatter_argmax": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
-                                                      mode="raise", dim_chunks=None, split_every=2),
+                                                      fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
         "cyscatter.dask.scatter_argmin": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
-                                                      mode="raise", dim_chunks=None, split_every=2),
+                                                      fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
     }
     # grad: the autograd primitives take the arguments of their namesakes (without num_threads)
     for name in csgrad.__all__:

@@ -359,3 +359,19 @@ def test_scatter_arg_on_local_cluster(client, which):
                               dim_size=dim_size, mode="drop", dim_chunks=3)
     np.testing.assert_array_equal(client.compute(got).result(),
                                   ref_scatter_arg(src, index, which, dim_size=dim_size, mode="drop"))
+
+
+@pytest.mark.parametrize("fill", (-1, 5))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("which", ARG_FUNCS)
+def test_scatter_arg_fill_value(which, kind, mode, fill):
+    rng = np.random.default_rng(12)
+    index, dim_size = make_index(rng, kind, mode)
+    src = rng.integers(0, 3, (N, 2)).astype(np.float64)
+    got = ARG_FUNCS[which][0](da.from_array(src, chunks=(6, 1)), chunked(index, 6), dim_size=dim_size, mode=mode,
+                              fill_value=fill)
+    want = ARG_FUNCS[which][1](src, index, dim_size=dim_size, mode=mode, fill_value=fill)
+    np.testing.assert_array_equal(threads(got), want)
+    empty = ARG_FUNCS[which][1](src, index, dim_size=dim_size, mode=mode) == N
+    assert (want[empty] == fill).all() and (want[~empty] != fill).any() | (fill == -1)

@@ -329,6 +329,11 @@ def _exceptions() -> dict:
                "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
         exc[(fn, "src", "int64")] = SAME
         exc[(fn, "src", "float32")] = SAME
+    # argmax/argmin fill_value: checked as scatter's for an int64 output (a float32 or inf refused)
+    for fn in ("cyscatter.scatter_argmax", "cyscatter.scatter_argmin", "grad.scatter_argmax", "grad.scatter_argmin",
+               "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
+        exc[(fn, "fill_value", "np.float32")] = RAISE
+        exc[(fn, "fill_value", "1e400 (inf)")] = RAISE
     # softmax VJP/JVP: `out` is the softmax itself; other shapes of grad_out are checked against it
     for fn in ("cyscatter.scatter_softmax_vjp", "cyscatter.scatter_softmax_jvp", "cyscatter.scatter_log_softmax_vjp",
                "cyscatter.scatter_log_softmax_jvp"):

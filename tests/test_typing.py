@@ -80,8 +80,8 @@ GRAD_PARAMETERS = {
     "scatter_std": ["src", "index", "ddof", "dim_size", "axis", "mode"],
     "segment": ["src", "indptr", "op", "axis", "fill_value"],
     "gather_segment": ["src", "indptr", "axis"],
-    "scatter_argmax": ["src", "index", "dim_size", "axis", "mode"],
-    "scatter_argmin": ["src", "index", "dim_size", "axis", "mode"],
+    "scatter_argmax": ["src", "index", "dim_size", "axis", "fill_value", "mode"],
+    "scatter_argmin": ["src", "index", "dim_size", "axis", "fill_value", "mode"],
     "gather_scatter": ["src", "gather_index", "scatter_index", "op", "weight", "dim_size", "axis", "fill_value",
                        "mode", "plan", "num_threads"],
 }

@@ -119,8 +119,11 @@ def combine_arg_partials(parts, *, op):
     return best, arg
 
 
-def finish_arg(part, *, shape):
-    return part[1].reshape(shape)
+def finish_arg(part, *, shape, n=None, fill=None):
+    arg = part[1].reshape(shape)
+    if fill is not None and fill != n:
+        arg = np.where(arg == n, np.int64(fill), arg)
+    return arg
 
 
 # ---- gather: whole blocks, or one destination partition's share of the entries -----------------------------

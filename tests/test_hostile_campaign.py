@@ -317,7 +317,7 @@ def _exceptions() -> dict:
     for fn in BASELINES:   # dim_size=None infers the size from the index: another (accepted) shape
         if fn.startswith(_DASK):
             exc[(fn, "dim_size", "None")] = RAISE      # documented: required for Dask inputs
-            if "argm" in fn:   # one output block: nothing is allocated before the computation
+            if "argm" in fn or fn.endswith("scatter_count"):   # one output block: nothing allocated before computing
                 for k in HOSTILE_SIZES:
                     exc[(fn, "dim_size", k)] = LAZY
                 exc[(fn, "dim_size", "2**64")] = RAISE
@@ -334,6 +334,10 @@ def _exceptions() -> dict:
                "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
         exc[(fn, "fill_value", "np.float32")] = RAISE
         exc[(fn, "fill_value", "1e400 (inf)")] = RAISE
+    # scatter_count: any index shape counts (the output has the shape dim_size gives)
+    for fn in ("cyscatter.scatter_count", "cyscatter.dask.scatter_count"):
+        exc[(fn, "index", "other shape")] = OK
+        exc[(fn, "index", "extra dim")] = OK
     # softmax VJP/JVP: `out` is the softmax itself; other shapes of grad_out are checked against it
     for fn in ("cyscatter.scatter_softmax_vjp", "cyscatter.scatter_softmax_jvp", "cyscatter.scatter_log_softmax_vjp",
                "cyscatter.scatter_log_softmax_jvp"):

@@ -126,6 +126,29 @@ def finish_arg(part, *, shape, n=None, fill=None):
     return arg
 
 
+# ---- scatter_count: per-block counts, their sum ---------------------------------------------------------------
+
+def count_rows(flat, *, size):
+    """int64 (size,): entries of one block of planned rows per destination row (rows outside [0, size) were
+    dropped by the mode)."""
+    flat = flat.reshape(-1)
+    valid = (flat >= 0) & (flat < size)
+    if not valid.all():
+        flat = flat[valid]
+    return np.bincount(flat, minlength=size).astype(np.int64, copy=False)
+
+
+def add_counts(parts):
+    total = parts[0].copy()
+    for part in parts[1:]:
+        total += part
+    return total
+
+
+def finish_counts(counts, *, shape):
+    return counts.reshape(shape)
+
+
 # ---- gather: whole blocks, or one destination partition's share of the entries -----------------------------
 
 def gather_block(src, flat, *, nb, m, fill):

@@ -23,7 +23,7 @@ from autograd.tracer import getval, isbox
 
 import cyscatter as cs
 from cyscatter._index import DROPPING
-from grad._args import layout, require_inexact, valid_entries
+from grad._args import cast, layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import primitive
 from grad._products import others_product
@@ -31,34 +31,42 @@ from grad._products import others_product
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
+    from numpy.typing import DTypeLike, NDArray
 
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 @overload
 def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
 def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @primitive
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
-            axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode = "raise",
-            indices_are_sorted: bool = False, num_threads: SupportsIndex | None = None) -> Any:
-    """Differentiable `cyscatter.scatter`: same parameters, result and errors.
+            axis: SupportsIndex = 0, fill_value: FillValue | None = None, dtype: DTypeLike | None = None,
+            mode: Mode = "raise", indices_are_sorted: bool = False,
+            num_threads: SupportsIndex | None = None) -> Any:
+    """Differentiable `cyscatter.scatter`: same parameters, result and errors, without ``out=``.
+
+    ``out=`` (writing into a given array) has no meaning under autograd, which needs values, not buffers: it is
+    not a parameter here (the functional result is the out). `dtype` is differentiable: the gradient of the cast
+    (the cotangent cast back to the dtype of `src`; a tangent cast to `dtype`).
 
     Differentiable with respect to `src` in reverse and forward mode, to any order (mul: to second order).
     `index`, `dim_size` and `fill_value` are not differentiable; positions filled with `fill_value` pass no
@@ -79,7 +87,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     >>> grad(lambda s: anp.sum(csgrad.scatter(s, index, "max")))(src)   # the tie at 5 shares the gradient
     array([0. , 0.5, 0.5, 1. ])
     """
-    return cs.scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, mode=mode,
+    return cs.scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, dtype=dtype, mode=mode,
                       indices_are_sorted=indices_are_sorted, num_threads=num_threads)
 
 
@@ -210,14 +218,21 @@ def _partials_rule(op):
 
 # ---- registration -----------------------------------------------------------------------------------------------
 
-def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", **_speed):
-    require_inexact(src, "src", "scatter")
-    return Linearization(op, ans, None, src, index, axis, mode).vjp_src
-
-
-def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
+def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, dtype=None, mode="raise",
                  **_speed):
     require_inexact(src, "src", "scatter")
+    if dtype is None:
+        return Linearization(op, ans, None, src, index, axis, mode).vjp_src
+    src_dtype = np.result_type(getval(src))   # the gradient of the cast: the cotangent cast back
+    vjp = Linearization(op, ans, None, cast(src, dtype), index, axis, mode).vjp_src
+    return lambda g: cast(vjp(g), src_dtype)
+
+
+def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, dtype=None,
+                 mode="raise", **_speed):
+    require_inexact(src, "src", "scatter")
+    if dtype is not None:
+        src, src_dot = cast(src, dtype), cast(src_dot, dtype)
     return Linearization(op, ans, None, src, index, axis, mode).jvp(src_dot=src_dot)
 
 

@@ -47,11 +47,12 @@ def _baselines() -> dict[str, Callable[[], dict]]:
     group = dict(dim_size=3, axis=0, mode="raise")
     base = {
         "cyscatter.scatter": lambda: dict(src=src(), index=idx(), op="max", dim_size=3, axis=0, fill_value=-1.0,
-                                          mode="raise", indices_are_sorted=False, num_threads=2),
+                                          dtype=None, out=None, mode="raise", indices_are_sorted=False,
+                                          num_threads=2),
         "cyscatter.scatter_into": lambda: dict(dst=np.zeros(3), src=src(), index=idx(), op="max", axis=0,
                                                mode="raise", indices_are_sorted=False, num_threads=2),
         "cyscatter.gather": lambda: dict(src=src(), index=idx(), axis=0, mode="drop", fill_value=-1.0,
-                                         num_threads=2),
+                                         dtype=None, out=None, num_threads=2),
         "cyscatter.gather_into": lambda: dict(dst=np.zeros(4), src=src(), index=idx(), axis=0, mode="raise",
                                               num_threads=2),
         "cyscatter.scatter_vjp_src": lambda: dict(op="max", grad_out=np.ones(3), src=src(), index=idx(),

@@ -1,4 +1,5 @@
 """cyscatter.dask against the plain-loop reference, on Dask's threaded scheduler and on a LocalCluster."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -320,10 +321,15 @@ def test_without_dask_the_import_error_names_the_extra():
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
+    environ = dict(os.environ)   # the nanny sets OMP_NUM_THREADS=1 (and MKL/OpenBLAS) in this process's environment
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      worker_dashboard_address=None) as cluster, \
+                distributed.Client(cluster, set_as_default=False) as client:
+            yield client
+    finally:   # later tests that start processes (tests/test_fork_safety.py) would inherit one thread
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 @pytest.mark.distributed

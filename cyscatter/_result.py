@@ -1,7 +1,8 @@
 """`dtype=` and `out=` of the allocating `scatter` and `gather` (NumPy's meaning, issue 18 item 8).
 
 `dtype` chooses the dtype `src` is cast to before the call (as ``np.add.reduce(dtype=)``, but under NumPy's
-``same_kind`` rule, where NumPy's reductions cast unsafely: ``np.add.reduce([1.5, 2.5], dtype=int)`` is 3); `out` is an array of exactly the result's shape and dtype that receives the result, which starts from the
+``same_kind`` rule, where NumPy's reductions cast unsafely: ``np.add.reduce([1.5, 2.5], dtype=int)`` is 3);
+`out` is an array of exactly the result's shape and dtype that receives the result, which starts from the
 identity or fill as a fresh output does (not from `out`'s values: that is `scatter_into`).
 """
 from __future__ import annotations

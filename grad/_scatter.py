@@ -70,8 +70,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 
     Differentiable with respect to `src` in reverse and forward mode, to any order (mul: to second order).
     `index`, `dim_size` and `fill_value` are not differentiable; positions filled with `fill_value` pass no
-    gradient, nor do entries dropped under ``mode="drop"``. `indices_are_sorted` and `num_threads` are the
-    forward call's speed settings (they change no value).
+    gradient, nor do entries dropped under ``mode="drop"`` (or ``"normalize_drop"``). `indices_are_sorted` and
+    `num_threads` are the forward call's speed settings (they change no value).
 
     Notes
     -----

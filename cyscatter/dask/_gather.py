@@ -36,10 +36,10 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     {axis}
     {mode}
     fill_value : scalar, optional
-        Value of the output rows whose entry is dropped under ``mode="drop"`` or ``"normalize_drop"``; default all-zero bytes (0, False,
-        ''). Checked and cast as ``cyscatter.gather`` does: NumPy's ``same_kind`` rule (2.5 or NaN into an
-        integer array: TypeError), a Python scalar the dtype holds exactly (2.0 into integers), and a value
-        out of the dtype's range (-1 for uint8) ValueError.
+        Value of the output rows whose entry is dropped under ``mode="drop"`` or ``"normalize_drop"``; default
+        all-zero bytes (0, False, ''). Checked and cast as ``cyscatter.gather`` does: NumPy's ``same_kind``
+        rule (2.5 or NaN into an integer array: TypeError), a Python scalar the dtype holds exactly (2.0 into
+        integers), and a value out of the dtype's range (-1 for uint8) ValueError.
 
     Returns
     -------

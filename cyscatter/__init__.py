@@ -16,6 +16,7 @@ from cyscatter._machine import apply as _apply_machine   # the kernels' threshol
 _apply_machine()
 
 from cyscatter._argext import scatter_argmax, scatter_argmin
+from cyscatter._count import scatter_count
 from cyscatter._gather import gather, gather_into
 from cyscatter._gather_scatter import GatherScatterPlan, gather_scatter, gather_scatter_plan
 from cyscatter._gather_scatter_reverse import gather_scatter_jvp, gather_scatter_vjp_src, gather_scatter_vjp_weight
@@ -47,6 +48,8 @@ __all__ = [
     # message passing in one pass (issue 21)
     "gather_scatter", "gather_scatter_plan", "GatherScatterPlan", "gather_scatter_vjp_src",
     "gather_scatter_vjp_weight", "gather_scatter_jvp",
+    # peer parity, round 2 (issue 18)
+    "scatter_count",
 ]
 
 

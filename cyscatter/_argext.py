@@ -12,7 +12,7 @@ from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
-from cyscatter._scatter import scatter, size_arg, split_src
+from cyscatter._scatter import fill_for, scatter, size_arg, split_src
 
 if TYPE_CHECKING:
     from typing import Any, Callable, SupportsIndex
@@ -34,10 +34,19 @@ def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarr
     return best, arg
 
 
-def _scatter_arg(name: str, src, index, dim_size, axis, mode):
+def with_fill(arg, n: int, fill):
+    """`arg` with the empty-group sentinel `n` replaced by `fill` (from `fill_for`; None: kept), in place."""
+    if fill is not None and int(fill) != n:
+        arg[arg == n] = fill[()]
+    return arg
+
+
+def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
     be = backend_of(src=src, index=index)
+    fill = fill_for(fill_value, np.int64, be.xp)
     if be.xp is not np:
-        return _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
+        arg = _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
+        return with_fill(arg, prod(parse_coords(index, xp=be.xp)[0].shape), fill)
     op = get_op(name)
     src = host_asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))
@@ -49,7 +58,7 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode):
     check_table_bytes((outer, plan.size, inner), np.int64, *sized)
     with sized_by(*sized):
         _, arg = winners(op, rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
-    return arg.reshape(batch + plan.dims + feat)
+    return with_fill(arg, plan.n, fill).reshape(batch + plan.dims + feat)
 
 
 def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):
@@ -92,6 +101,11 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
     dim_size : int or tuple of m ints, optional
         Destination shape D. Default: the largest entry + 1 per coordinate.
     {{axis}}
+    fill_value : int, optional
+        Position given to empty groups instead of the sentinel ``n`` (e.g. -1, as numpy_groupies'
+        ``aggregate(..., func="argmax", fill_value=-1)``). Checked as ``scatter``'s `fill_value` for an int64
+        output: an integer, or a float that is an exact integer (2.0); 2.5, strings, arrays raise TypeError,
+        values out of the int64 range ValueError.
     {{mode}}
 
     Returns
@@ -99,7 +113,8 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
     out : int64 ndarray (NumPy or CuPy, as `src`), shape B + D + F
         Positions k in ``range(n)``, ``n = prod(I)``: the flat (C-order) position of the winner in the index,
         i.e. along the index dims of `src` (``np.unravel_index(k, I)`` for an n-d index). Empty groups, and
-        groups whose every entry was dropped, get the sentinel ``n``, which is never a valid position.
+        groups whose every entry was dropped, get `fill_value`, by default the sentinel ``n``, which is never a
+        valid position.
 
     Raises
     ------
@@ -123,41 +138,41 @@ def arg_doc(which: str, zero: str, example: str, result: str, template: str = _D
 
 @overload
 def scatter_argmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   mode: Mode = ...) -> Any: ...
+                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> Any: ...
 
 
 @overload
 def scatter_argmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   mode: Mode = ...) -> Any: ...
+                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> Any: ...
 
 
 @overload
 def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   mode: Mode = ...) -> NDArray[np.int64]: ...
+                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> NDArray[np.int64]: ...
 
 
 @arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2")
 def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                   mode: Mode = "raise") -> Any:
-    return _scatter_arg("max", src, index, dim_size, axis, mode)
+                   fill_value: SupportsIndex | float | None = None, mode: Mode = "raise") -> Any:
+    return _scatter_arg("max", src, index, dim_size, axis, mode, fill_value)
 
 
 @overload
 def scatter_argmin(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   mode: Mode = ...) -> Any: ...
+                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> Any: ...
 
 
 @overload
 def scatter_argmin(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   mode: Mode = ...) -> Any: ...
+                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> Any: ...
 
 
 @overload
 def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   mode: Mode = ...) -> NDArray[np.int64]: ...
+                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> NDArray[np.int64]: ...
 
 
 @arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2")
 def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                   mode: Mode = "raise") -> Any:
-    return _scatter_arg("min", src, index, dim_size, axis, mode)
+                   fill_value: SupportsIndex | float | None = None, mode: Mode = "raise") -> Any:
+    return _scatter_arg("min", src, index, dim_size, axis, mode, fill_value)

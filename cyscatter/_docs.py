@@ -35,10 +35,13 @@ FRAGMENTS = {
     "axis": """axis : int, default 0
         Where the index dims start inside `src` (and the destination dims inside the output); the dims before
         it are batch dims B, taken one to one. Negative values count from the end.""",
-    "mode": """mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    "mode": """mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         Out-of-range entries (negatives included): "raise" raises IndexError naming the position, value and
         bound, before anything is written; "drop" skips them; "wrap" takes them modulo the size (NumPy's
-        ``take(mode="wrap")``, so -1 is the last row); "clip" moves them to the nearest end.""",
+        ``take(mode="wrap")``, so -1 is the last row); "clip" moves them to the nearest end;
+        "normalize_drop" is JAX's default rule (``x.at[i].add(v)``): a negative entry counts from the end
+        once (``i + size``, so -1 is the last row) and whatever is still out of range (``i < -size`` or
+        ``i >= size``) is skipped as under "drop".""",
     "threads": """num_threads : int, optional
         CPU threads for this call (default: `cyscatter.set_num_threads`, else ``OMP_NUM_THREADS``, else every
         core; small inputs use fewer; more than 256 run 256). The result does not depend on it, bitwise (the

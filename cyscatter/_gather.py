@@ -10,13 +10,15 @@ from cyscatter._backend import backend_of
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
+from cyscatter._ops import native
+from cyscatter._result import check_dtype_arg, check_out, direct, write_out
 from cyscatter._scatter import fill_for
 from cyscatter._threads import check_threads
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
+    from numpy.typing import DTypeLike, NDArray
 
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, FillValue, IndexLike, Mode, _DstT
 
@@ -31,22 +33,26 @@ def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
 
 @overload
 def gather(src: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
+           num_threads: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
 def gather(src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
+           num_threads: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
 def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
+           num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
 def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
-           fill_value: FillValue | None = None, num_threads: SupportsIndex | None = None) -> Any:
+           fill_value: FillValue | None = None, dtype: DTypeLike | None = None, out: Any = None,
+           num_threads: SupportsIndex | None = None) -> Any:
     """Gather rows of `src`: ``out[b, k, f] = src[b, index[k], f]`` (tuple index: ``src[b, i0[k], ..., f]``).
 
     NNlib's ``gather(src, idx)``; for an integer index it equals ``np.take(src, index, axis)`` and for a
@@ -60,15 +66,28 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     {axis}
     {mode}
     fill_value : scalar, optional
-        Value of the output rows whose entry is dropped under ``mode="drop"`` (JAX's ``mode="fill"``); default
-        all-zero bytes (0, False, ''). Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an
+        Value of the output rows whose entry is dropped under ``mode="drop"`` or ``"normalize_drop"``; default
+        all-zero bytes (0, False, ''). ``mode="normalize_drop"`` with ``fill_value=np.nan`` is JAX's
+        ``jnp.take`` default (``mode="fill"``; JAX's ``x[i]`` clips instead: ``mode="clip"`` here, after
+        counting negatives from the end). Cast to ``src.dtype`` with NumPy's ``same_kind`` rule (2.5 into an
         integer array: TypeError).
+    dtype : dtype, optional
+        The result dtype: as if ``src.astype(dtype)`` were gathered (NumPy's ``same_kind`` rule; a float `src`
+        into an integer `dtype` raises TypeError naming `dtype`); `fill_value` is cast to it. `src` is cast
+        whole first, so for a `src` much larger than the result ``gather(...).astype(dtype)`` costs less.
+        Default: the dtype of `src`.
+    out : ndarray, optional
+        An array of exactly the result's shape B + I + F and dtype (byte order aside) that receives the result
+        and is returned (NumPy's ``np.take(..., out=)``); its values are not read (``gather_into`` is the
+        NNlib ``gather!`` form, which keeps them for dropped entries). A C-contiguous native `out` sharing no
+        memory with `src` or `index` is written in place, any other by a copy. ValueError (shape, read-only) or
+        TypeError (dtype, not an array) naming `out`; on any error `out` is left as it was.
     {threads}
 
     Returns
     -------
     out : ndarray, shape B + I + F
-        The gathered rows, dtype of `src`.
+        The gathered rows, dtype of `src` (or `dtype`); the `out` object itself when one is given.
 
     Raises
     ------
@@ -87,26 +106,44 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     array([1, 8])
     """
     threads = check_threads(num_threads)
-    if type(axis) is int and axis == 0 and mode == "raise" and type(src) is np.ndarray:
-        out = kernels.gather_simple(src, index, threads)
-        if out is not None:
-            return out
-    be = backend_of(src=src, index=index)
+    if type(axis) is int and axis == 0 and mode == "raise" and type(src) is np.ndarray and dtype is None \
+            and out is None:
+        simple = kernels.gather_simple(src, index, threads)
+        if simple is not None:
+            return simple
+    be = backend_of(src=src, index=index, out=out)
     src = be.asarray(src)
     if src.dtype.hasobject:
         raise TypeError(f"gather does not support src dtype {src.dtype}")
+    cast = check_dtype_arg(dtype, src.dtype, numbers=False)
     coords = parse_coords(index, xp=be.xp)
     plan, batch, feat = split_gather_src(src, coords, axis, mode)
+    result_dtype = src.dtype if cast is None else cast
+    fill = fill_for(fill_value, result_dtype, be.xp) if plan.drops else None
+    shape = batch + plan.shape + feat
+    target = None if out is None else check_out(be, out, shape, native(result_dtype))
     outer, inner = prod(batch), prod(feat)
+    into = target is not None and direct(be, target, native(result_dtype), src, *coords)
+    if into:
+        be.precheck(plan)   # under mode="raise", before `out` is written
+    if cast is not None and cast != src.dtype:
+        src = src.astype(cast)
     src3 = be.rows_view(src, src.dtype, outer, plan.size, inner)
-    if plan.mode == "drop":
-        out3 = be.xp.zeros((outer, plan.n, inner), src.dtype)   # zero bytes: also '' for strings
-        if fill_value is not None:
-            out3[...] = fill_for(fill_value, src.dtype, be.xp)
+    n3 = (outer, plan.n, inner)
+    if into:
+        out3 = target.reshape(n3)
+        if plan.drops:
+            out3[...] = 0 if fill is None else fill
+    elif plan.drops:
+        out3 = be.xp.zeros(n3, src.dtype)   # zero bytes: also '' for strings
+        if fill is not None:
+            out3[...] = fill
     else:
-        out3 = be.xp.empty((outer, plan.n, inner), src.dtype)
+        out3 = be.xp.empty(n3, src.dtype)
     be.run_gather(src3, plan, out3, threads)
-    return out3.reshape(batch + plan.shape + feat)
+    if target is None:
+        return out3.reshape(shape)
+    return out if into else write_out(be, target, out3, out)
 
 
 @fill_doc

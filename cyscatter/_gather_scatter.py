@@ -16,7 +16,7 @@ from cyscatter import fused_kernels, kernels
 from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._index import check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
+from cyscatter._index import DROPPING, check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op, native
 from cyscatter._scatter import fill_for, finish_fresh, scatter
 from cyscatter._threads import check_threads
@@ -111,7 +111,7 @@ class GatherScatterPlan:
     def _group(self, key, size, other, other_size, size_arg, key_plan, other_plan):
         check_table_bytes((size + 1,), np.int64, size_arg, size)
         with sized_by(size_arg, size):
-            status, indptr, edge_ids, cols = fused_kernels.csr(key, size, other, other_size, self.mode == "drop")
+            status, indptr, edge_ids, cols = fused_kernels.csr(key, size, other, other_size, self.mode in DROPPING)
         if status >= 0:
             raise (key_plan if not 0 <= key[status] < size else other_plan).error(status)
         if edge_ids.shape[0] == self.n_edges and np.array_equal(edge_ids, np.arange(self.n_edges)):
@@ -156,10 +156,10 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
         the shape of the `src` rows the plan is later used with.
     dim_size : int or tuple of int, optional
         Destination shape D addressed by `scatter_index` (default: its largest entry + 1 per coordinate).
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         Out-of-range entries of either index: "raise" raises IndexError naming the index, position and value;
-        "drop" drops the whole edge (it contributes nothing and is not counted by mean); "wrap" and "clip" as
-        in `scatter`.
+        "drop" drops the whole edge (it contributes nothing and is not counted by mean); "wrap", "clip" and
+        "normalize_drop" (negatives count from the end once, then as "drop") as in `scatter`.
 
     Returns
     -------
@@ -321,9 +321,10 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     {axis}
     fill_value : scalar, optional
         Value of the destination rows no edge reaches (default: the op's identity; 0 for mean).
-    mode : {{"raise", "drop", "wrap", "clip"}}, optional
-        Out-of-range entries of either index, as in `scatter` ("raise" by default); under "drop" an edge with
-        either end out of range is dropped whole. With a plan: the plan's mode (another one raises).
+    mode : {{"raise", "drop", "wrap", "clip", "normalize_drop"}}, optional
+        Out-of-range entries of either index, as in `scatter` ("raise" by default); under "drop" (and
+        "normalize_drop", once negatives are counted from the end) an edge with either end out of range is
+        dropped whole. With a plan: the plan's mode (another one raises).
     plan : GatherScatterPlan, optional
         The edges grouped once (`gather_scatter_plan`): skips the per-call validation and counting sort.
     {threads}

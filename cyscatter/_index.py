@@ -16,7 +16,9 @@ from cyscatter import kernels
 from cyscatter._integers import as_int
 from cyscatter._backend import array_module, host_asarray
 
-MODES = ("raise", "drop", "wrap", "clip")
+MODES = ("raise", "drop", "wrap", "clip", "normalize_drop")
+# the modes under which entries still out of range after planning are skipped (the kernels' MODE_DROP)
+DROPPING = ("drop", "normalize_drop")
 _INT64_MAX = np.iinfo(np.int64).max
 _INT32_MAX = np.iinfo(np.int32).max
 
@@ -48,10 +50,16 @@ class IndexPlan:
 
     @property
     def kernel_mode(self) -> int:
-        return kernels.IndexMode.MODE_DROP if self.mode == "drop" else kernels.IndexMode.MODE_RAISE
+        return kernels.IndexMode.MODE_DROP if self.drops else kernels.IndexMode.MODE_RAISE
+
+    @property
+    def drops(self) -> bool:
+        """Whether entries out of range after planning are skipped (mode 'drop' or 'normalize_drop')."""
+        return self.mode in DROPPING
 
     def valid(self) -> np.ndarray:
-        """Boolean (n,) mask of the entries that take part (all of them unless mode='drop')."""
+        """Boolean (n,) mask of the entries that take part (all of them unless mode='drop' or
+        'normalize_drop')."""
         return (self.flat >= 0) & (self.flat < self.size)
 
     def groups(self) -> tuple:
@@ -76,7 +84,7 @@ class IndexPlan:
         pos = ", ".join(str(int(w)) for w in where)
         return IndexError(
             f"{label}[{pos}] = {value} is out of bounds for an indexed axis of size {self.dims[axis]} "
-            f"(mode='raise'; use mode='drop', 'wrap' or 'clip' to accept it)")
+            f"(mode='raise'; use mode='drop', 'wrap', 'clip' or 'normalize_drop' to accept it)")
 
 
 def check_mode(mode) -> str:
@@ -89,7 +97,12 @@ def parse_coords(index, arg: str = "index", xp=np) -> tuple:
     """Coordinate arrays (of array module `xp`) of an integer index or of a tuple of integer arrays, one shape."""
     parts = index if isinstance(index, tuple) else (index,)
     if len(parts) == 0:
-        raise ValueError(f"{arg} is an empty tuple: give at least one integer array")
+        # NumPy reads () as the whole (0-d) array (np.add.at(a0d, (), v)); here the index shape I, its dtype
+        # and every chunking come from the index arrays, so an index of none has no shape to give: refused
+        raise ValueError(
+            f"{arg} is an empty tuple: give at least one integer array (one per indexed axis). NumPy's a[()] "
+            f"addresses a 0-d array as a whole; the same one entry here is {arg}=np.array(0) with a size-1 "
+            f"destination axis (dim_size=1), which the result can drop with .squeeze(axis)")
     coords = []
     for i, part in enumerate(parts):
         name = arg if len(parts) == 1 else f"{arg}[{i}]"
@@ -176,7 +189,7 @@ def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg:
         big = flat > _INT64_MAX
         if mode == "raise" or (mode in ("wrap", "clip") and size == 0):
             return None          # reported by the caller with the position
-        if mode == "drop":
+        if mode in DROPPING:
             flat = xp.where(big, -1, flat.astype(np.int64))
         elif mode == "wrap":
             flat = (flat % np.uint64(size)).astype(np.int64)
@@ -184,13 +197,21 @@ def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg:
             flat = xp.minimum(flat, np.uint64(size - 1)).astype(np.int64)
         return flat
     if flat.dtype not in (np.int32, np.int64) or (m > 1 and flat.dtype != np.int64) or \
-            (flat.dtype == np.int32 and mode in ("wrap", "clip") and size > _INT32_MAX):   # results need int64
+            (flat.dtype == np.int32 and mode in ("wrap", "clip", "normalize_drop")
+             and size > _INT32_MAX):   # results need int64
         flat = flat.astype(np.int64)
     if mode in ("wrap", "clip") and flat.size:
         if size == 0:
             label = arg if m == 1 else f"{arg}[{axis}]"
             raise IndexError(f"{label} cannot be {mode}ped into an axis of size 0 (indexed axis {axis})")
         flat = xp.mod(flat, size) if mode == "wrap" else xp.clip(flat, 0, size - 1)
+    elif mode == "normalize_drop" and flat.dtype.kind == "i" and flat.size:
+        # JAX's default: a negative entry counts from the end once (NumPy's i + size); what is still out of
+        # range (below -size, or >= size) is dropped by the kernels. i + size cannot overflow: i < 0 and the
+        # size fits the dtype (an int32 index of a larger axis was made int64 above)
+        negative = flat < 0
+        if bool(negative.any()):
+            flat = xp.where(negative, flat + flat.dtype.type(size), flat)
     return xp.ascontiguousarray(flat)
 
 

@@ -131,7 +131,7 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     with zeros, no division by src, unlike NNlib's ``scatter!`` rule); div: ``-gather(g * out) / src``;
     max/min: ``gather(g)`` split evenly among the tied winners (NaN winners when the result is NaN), the
     initial dst value counting as a candidate (NNlib gives every tied winner the full gradient).
-    Entries dropped under ``mode="drop"`` get 0.
+    Entries dropped under ``mode="drop"`` or ``"normalize_drop"`` get 0.
     {gpu}
 
     Examples
@@ -434,7 +434,7 @@ def others_product(src, index, dim_size, *, axis=0, mode="raise", src_dot=None):
     Returns
     -------
     products : ndarray, shape of `src`, floating dtype (float32 stays float32; integers give float64)
-        Entries dropped under ``mode="drop"`` get 0.
+        Entries dropped under ``mode="drop"`` or ``"normalize_drop"`` get 0.
     products_dot : ndarray, shape of `src`
         Only with `src_dot`: ``sum over the other members m of src_dot[m] * product over the members but k and m``,
         in dual-number arithmetic (exact with zeros). It is the Hessian of the group product applied to `src_dot`;

@@ -11,13 +11,14 @@ from cyscatter._docs import fill_doc
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter import kernels
 from cyscatter._ops import FAST, get_op
+from cyscatter._result import check_dtype_arg, check_out, direct, write_out
 from cyscatter._threads import check_threads
 from cyscatter._sorted import run_scatter_runs
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
+    from numpy.typing import DTypeLike, NDArray
 
     from cyscatter._typing import (ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike,
                                    _DstT)
@@ -152,26 +153,30 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0)
 
 @overload
 def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
 def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
-            axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode = "raise",
-            indices_are_sorted: bool = False, num_threads: SupportsIndex | None = None) -> Any:
+            axis: SupportsIndex = 0, fill_value: FillValue | None = None, dtype: DTypeLike | None = None,
+            out: Any = None, mode: Mode = "raise", indices_are_sorted: bool = False,
+            num_threads: SupportsIndex | None = None) -> Any:
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -190,6 +195,23 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     fill_value : scalar, optional
         Value of the destination positions that no index entry reaches (default: the op's identity; 0 for
         mean). Cast to the output dtype with NumPy's ``same_kind`` rule.
+    dtype : dtype, optional
+        The accumulator and result dtype, as NumPy's ``np.add.reduce(..., dtype=)``: `src` is cast to it
+        before the reduction, which then runs as for a `src` of that dtype. The cast follows NumPy's
+        ``same_kind`` rule, as `scatter_into` does (float to int raises TypeError naming `dtype`; NumPy's
+        reductions cast unsafely, ``np.add.reduce([1.5, 2.5], dtype=int)`` is 3: cast `src` yourself for
+        that). As for any `src`: float16 still accumulates in float32 and small integers in int64, and div
+        and mean of an integer `dtype` still divide truly and give float64 (``dtype=np.int32`` with "mean":
+        the int32 values are summed in float64, the result is float64). Default: the dtype of `src`.
+    out : ndarray, optional
+        An array of exactly the result's shape B + D + F and dtype (byte order aside) that receives the result
+        and is returned (NumPy's ``out=``). Like the fresh output, it starts from the op's identity (or
+        `fill_value`): its values are not read. To reduce *into* existing values use `scatter_into`
+        (pytorch_scatter's ``scatter(..., out=)`` is that accumulate-into meaning). With `out` and no
+        `dim_size`, D is read off `out`'s shape. A C-contiguous `out` of the compute dtype that shares no
+        memory with `src` or `index` is written in place (no work table); any other is filled by a copy.
+        A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a read-only `out`
+        ValueError, all naming `out`; on any error `out` is left as it was.
     {mode}
     {indices_are_sorted}
     {threads}
@@ -197,9 +219,10 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     Returns
     -------
     out : ndarray, shape B + D + F
-        The dtype of `src`, except float64 for integer `src` with div and mean. C-ordered; an output of at least
-        4 KB whose rows are longer than 16 bytes starts on a 64-byte boundary (a view of a buffer up to 64 B
-        larger, its `base`), so that rows of whole cache lines do not straddle one more.
+        The dtype of `src` (or `dtype`), except float64 for integer `src` with div and mean. C-ordered; an output
+        of at least 4 KB whose rows are longer than 16 bytes starts on a 64-byte boundary (a view of a buffer
+        up to 64 B larger, its `base`), so that rows of whole cache lines do not straddle one more. The `out`
+        object itself when one is given.
 
     Raises
     ------
@@ -224,29 +247,55 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
             and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \
+            and dtype is None and out is None \
             and (dim_size is None or type(dim_size) is int and 0 <= dim_size < 2 ** 62):
         opcode, identities = FAST[op]
-        out = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
-        if out is not None:
-            return out
+        simple = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
+        if simple is not None:
+            return simple
     op = get_op(op)
-    be = backend_of(src=src, index=index)
+    be = backend_of(src=src, index=index, out=out)
     src = be.asarray(src)
-    result_dtype = op.result_dtype(src.dtype)
+    cast = check_dtype_arg(dtype, src.dtype)
+    if cast is not None:
+        try:
+            op.check_dtype(cast)
+        except TypeError as err:
+            raise TypeError(f"dtype={cast}: {err}") from None
+    result_dtype = op.result_dtype(src.dtype if cast is None else cast)
     coords = parse_coords(index, xp=be.xp)
     axis, batch, feat = split_src(src, coords, axis)
+    m = len(coords)
+    if out is not None and dim_size is None and np.ndim(out) == len(batch) + m + len(feat):
+        dim_size = tuple(int(d) for d in np.shape(out)[axis:axis + m])   # D from out, as scatter_into's dst
     plan = plan_index(None, dim_size, mode, coords=coords)
     fill = fill_for(fill_value, result_dtype, be.xp)
+    shape = batch + plan.dims + feat
+    target = None if out is None else check_out(be, out, shape, result_dtype)
     outer, inner = prod(batch), prod(feat)
+    compute = op.compute_dtype(result_dtype)
+    if target is not None and direct(be, target, compute, src, *coords):
+        be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
+        counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
+        work3 = target.reshape(outer, plan.size, inner)
+        work3[...] = op.identity(result_dtype)
+        src3 = be.rows_view(src if cast is None else src.astype(cast, copy=False), compute, outer, plan.n, inner)
+        _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
+        finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
+        return out
     arg, given = size_arg(dim_size, plan)
-    check_table_bytes((outer, plan.size, inner), op.compute_dtype(result_dtype), arg, given)
+    check_table_bytes((outer, plan.size, inner), compute, arg, given)
     with sized_by(arg, given):
         work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
+        if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
+            src = src.astype(cast, copy=False)
         src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
         counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
         _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
-        out = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
-    return out.reshape(batch + plan.dims + feat)
+        result = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
+    if target is not None:
+        return write_out(be, target, result, out)
+    return result.reshape(shape)
 
 
 @fill_doc

@@ -54,7 +54,7 @@ def log_softmax3(ctx):
 
 def mask_dropped(ctx, a3, value):
     """`a3` (outer, n, inner) with `value` at the entries dropped under mode='drop' (the others belong to a group)."""
-    if ctx.plan.mode != "drop":
+    if not ctx.plan.drops:
         return a3
     return ctx.xp.where(ctx.valid3(), a3, a3.dtype.type(value))
 

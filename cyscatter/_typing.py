@@ -25,7 +25,7 @@ else:   # at run time the alias names the class without importing the registry (
 # every name `scatter(..., op=...)` accepts: the registry's names and aliases, in the registry's order
 ScatterOp = Literal["add", "sum", "sub", "mul", "prod", "div", "max", "amax", "min", "amin", "mean"]
 # the out-of-range index modes (`cyscatter._index.MODES`)
-Mode = Literal["raise", "drop", "wrap", "clip"]
+Mode = Literal["raise", "drop", "wrap", "clip", "normalize_drop"]
 
 # an op name or a registry entry (`cyscatter.OPS`, `cyscatter.get_op`)
 OpLike: TypeAlias = Union[ScatterOp, Op]

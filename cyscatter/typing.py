@@ -8,7 +8,8 @@
 ScatterOp
     ``Literal`` of every op name and alias `scatter` accepts (``"add"``, ``"sum"``, ``"mean"``, ...).
 Mode
-    ``Literal`` of the out-of-range index modes: ``"raise"``, ``"drop"``, ``"wrap"``, ``"clip"``.
+    ``Literal`` of the out-of-range index modes: ``"raise"``, ``"drop"``, ``"wrap"``, ``"clip"``,
+    ``"normalize_drop"``.
 Op, OpLike
     A registry entry (the class of `cyscatter.OPS` and `cyscatter.get_op`); ``ScatterOp`` or an ``Op``.
 ArrayInput, IndexLike

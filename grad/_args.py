@@ -4,10 +4,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval
 
 import cyscatter as cs
 from cyscatter._canonical import normalize_axis
+from grad._primitive import primitive
 
 
 def require_inexact(x, arg: str, fun: str) -> None:
@@ -43,3 +45,18 @@ def layout(index, shape, axis, *, dst_side: bool) -> Layout:
 def valid_entries(index, dims, mode) -> np.ndarray:
     """Boolean mask of shape I: the entries that take part (all but those dropped under mode="drop")."""
     return cs.gather(np.ones(dims, bool), index, mode=mode, fill_value=False)
+
+
+@primitive
+def cast(x, dtype):
+    """``x.astype(dtype)`` as a linear autograd primitive (autograd's own astype has no JVP): its VJP casts the
+    cotangent back to the dtype of `x` (the real part for a real `x`), its JVP casts the tangent to `dtype`."""
+    x = np.asarray(x)
+    dtype = np.dtype(dtype)
+    if x.dtype.kind == "c" and dtype.kind != "c":
+        x = x.real
+    return x.astype(dtype, copy=False)
+
+
+defvjp(cast, lambda ans, x, dtype: lambda g: cast(g, np.result_type(x)))
+defjvp(cast, lambda g, ans, x, dtype: cast(g, dtype))

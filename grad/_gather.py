@@ -9,36 +9,38 @@ import numpy as np
 from autograd.extend import defjvp, defvjp
 
 import cyscatter as cs
-from grad._args import layout, require_inexact, valid_entries
+from grad._args import cast, layout, require_inexact, valid_entries
 from grad._primitive import primitive
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
+    from numpy.typing import DTypeLike, NDArray
 
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, FillValue, IndexLike, Mode
 
 
 @overload
 def gather(src: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ...) -> Any: ...
+           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...) -> Any: ...
 
 
 @overload
 def gather(src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ...) -> Any: ...
+           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...) -> Any: ...
 
 
 @overload
 def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ...) -> NDArray[Any]: ...
+           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...) -> NDArray[Any]: ...
 
 
 @primitive
 def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
-           fill_value: FillValue | None = 0) -> Any:
-    """Differentiable `cyscatter.gather`: same parameters, result and errors.
+           fill_value: FillValue | None = 0, dtype: DTypeLike | None = None) -> Any:
+    """Differentiable `cyscatter.gather`: same parameters, result and errors, without ``out=`` (no meaning
+    under autograd: the result is the out). `dtype` is differentiable: the cotangent is cast back to the dtype
+    of `src`, a tangent gathered in `dtype`.
 
     Differentiable with respect to `src`: the VJP is the scatter-add `cyscatter.gather_vjp_src`, the JVP the
     gather of the tangent; rows filled with `fill_value` under ``mode="drop"`` pass no gradient. `index` and
@@ -50,7 +52,7 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
         Rows to gather.
     index : int array or tuple of int arrays, shape I
         Source row of each output entry, as in `cyscatter.gather`.
-    axis, mode, fill_value : optional
+    axis, mode, fill_value, dtype : optional
         As in `cyscatter.gather` (keyword-only).
 
     Returns
@@ -65,7 +67,7 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     >>> grad(lambda s: anp.sum(csgrad.gather(s, np.array([2, 0, 2])) ** 2))(np.array([1., 2., 3.]))
     array([ 2.,  0., 12.])
     """
-    return cs.gather(src, index, axis=axis, mode=mode, fill_value=fill_value)
+    return cs.gather(src, index, axis=axis, mode=mode, fill_value=fill_value, dtype=dtype)
 
 
 @primitive
@@ -148,9 +150,21 @@ def _keep_dropped(kept):
     return lambda g: anp.where(kept, g, 0.0)
 
 
-defvjp(gather, lambda ans, src, index, axis=0, mode="raise", **_: _scatter_add_back(src, index, axis, mode, "gather"))
-defjvp(gather, lambda src_dot, ans, src, index, axis=0, mode="raise", **_:
-       _gather_src_dot(src_dot, src, index, axis, mode, "gather"))
+def _gather_vjp(ans, src, index, axis=0, mode="raise", fill_value=0, dtype=None):
+    vjp = _scatter_add_back(src, index, axis, mode, "gather")
+    if dtype is None:
+        return vjp
+    src_dtype = np.result_type(src)   # the gradient of the cast: the cotangent cast back
+    return lambda g: cast(vjp(g), src_dtype)
+
+
+def _gather_jvp(src_dot, ans, src, index, axis=0, mode="raise", fill_value=0, dtype=None):
+    dot = _gather_src_dot(src_dot, src, index, axis, mode, "gather")
+    return dot if dtype is None else cast(dot, dtype)
+
+
+defvjp(gather, _gather_vjp)
+defjvp(gather, _gather_jvp)
 defvjp(gather_vjp_src, lambda ans, g, index, src_shape, axis=0, mode="raise":
        lambda v: gather(v, index, axis=axis, mode=mode))
 defjvp(gather_vjp_src, "same")

@@ -22,7 +22,8 @@ from autograd.extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from autograd.tracer import getval, isbox
 
 import cyscatter as cs
-from grad._args import layout, require_inexact, valid_entries
+from cyscatter._index import DROPPING
+from grad._args import cast, layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import primitive
 from grad._products import others_product
@@ -30,39 +31,47 @@ from grad._products import others_product
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
+    from numpy.typing import DTypeLike, NDArray
 
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 @overload
 def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
 def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode = ...,
-            indices_are_sorted: bool = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @primitive
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
-            axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode = "raise",
-            indices_are_sorted: bool = False, num_threads: SupportsIndex | None = None) -> Any:
-    """Differentiable `cyscatter.scatter`: same parameters, result and errors.
+            axis: SupportsIndex = 0, fill_value: FillValue | None = None, dtype: DTypeLike | None = None,
+            mode: Mode = "raise", indices_are_sorted: bool = False,
+            num_threads: SupportsIndex | None = None) -> Any:
+    """Differentiable `cyscatter.scatter`: same parameters, result and errors, without ``out=``.
+
+    ``out=`` (writing into a given array) has no meaning under autograd, which needs values, not buffers: it is
+    not a parameter here (the functional result is the out). `dtype` is differentiable: the gradient of the cast
+    (the cotangent cast back to the dtype of `src`; a tangent cast to `dtype`).
 
     Differentiable with respect to `src` in reverse and forward mode, to any order (mul: to second order).
     `index`, `dim_size` and `fill_value` are not differentiable; positions filled with `fill_value` pass no
-    gradient, nor do entries dropped under ``mode="drop"``. `indices_are_sorted` and `num_threads` are the
-    forward call's speed settings (they change no value).
+    gradient, nor do entries dropped under ``mode="drop"`` (or ``"normalize_drop"``). `indices_are_sorted` and
+    `num_threads` are the forward call's speed settings (they change no value).
 
     Parameters
     ----------
@@ -72,7 +81,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         Destination of each entry, as in `cyscatter.scatter`.
     op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
         As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin" too).
-    dim_size, axis, fill_value, mode, indices_are_sorted, num_threads : optional
+    dim_size, axis, fill_value, dtype, mode, indices_are_sorted, num_threads : optional
         As in `cyscatter.scatter` (keyword-only).
 
     Returns
@@ -94,7 +103,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     >>> grad(lambda s: anp.sum(csgrad.scatter(s, index, "max")))(src)   # the tie at 5 shares the gradient
     array([0. , 0.5, 0.5, 1. ])
     """
-    return cs.scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, mode=mode,
+    return cs.scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, dtype=dtype, mode=mode,
                       indices_are_sorted=indices_are_sorted, num_threads=num_threads)
 
 
@@ -224,7 +233,7 @@ def _div_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
     if wrt_dst:
         d_dst = scatter(src, index, "div", dim_size=out.dims, axis=out.axis, mode=mode)
     if wrt_src:
-        if mode == "drop":   # a dropped entry gathers 0; dividing by 1 keeps its partial (and derivatives) 0
+        if mode in DROPPING:   # a dropped entry gathers 0; dividing by 1 keeps its partial (and derivatives) 0
             src = anp.where(out.broadcastable(valid_entries(index, out.dims, mode)), src, 1)
         d_src = -gather(ans, index, axis=out.axis, mode=mode) / src
     return d_src, d_dst
@@ -243,14 +252,21 @@ def _partials_rule(op):
 
 # ---- registration -----------------------------------------------------------------------------------------------
 
-def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", **_speed):
-    require_inexact(src, "src", "scatter")
-    return Linearization(op, ans, None, src, index, axis, mode).vjp_src
-
-
-def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
+def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, dtype=None, mode="raise",
                  **_speed):
     require_inexact(src, "src", "scatter")
+    if dtype is None:
+        return Linearization(op, ans, None, src, index, axis, mode).vjp_src
+    src_dtype = np.result_type(getval(src))   # the gradient of the cast: the cotangent cast back
+    vjp = Linearization(op, ans, None, cast(src, dtype), index, axis, mode).vjp_src
+    return lambda g: cast(vjp(g), src_dtype)
+
+
+def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, dtype=None,
+                 mode="raise", **_speed):
+    require_inexact(src, "src", "scatter")
+    if dtype is not None:
+        src, src_dot = cast(src, dtype), cast(src_dot, dtype)
     return Linearization(op, ans, None, src, index, axis, mode).jvp(src_dot=src_dot)
 
 

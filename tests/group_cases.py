@@ -36,6 +36,8 @@ def index_for(rng, kind, ishape, mode):
         if mode != "raise":
             flat = c.reshape(-1)
             flat[rng.choice(flat.size, 2, replace=False)] = (-1, size + 1)
+            if mode == "normalize_drop":   # also one still out of range once normalised
+                flat[flat.size // 2] = -size - 1
         coords.append(c)
     return (coords[0] if kind == "int" else tuple(coords)), dims
 

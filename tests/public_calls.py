@@ -47,11 +47,12 @@ def _baselines() -> dict[str, Callable[[], dict]]:
     group = dict(dim_size=3, axis=0, mode="raise")
     base = {
         "cyscatter.scatter": lambda: dict(src=src(), index=idx(), op="max", dim_size=3, axis=0, fill_value=-1.0,
-                                          mode="raise", indices_are_sorted=False, num_threads=2),
+                                          dtype=None, out=None, mode="raise", indices_are_sorted=False,
+                                          num_threads=2),
         "cyscatter.scatter_into": lambda: dict(dst=np.zeros(3), src=src(), index=idx(), op="max", axis=0,
                                                mode="raise", indices_are_sorted=False, num_threads=2),
         "cyscatter.gather": lambda: dict(src=src(), index=idx(), axis=0, mode="drop", fill_value=-1.0,
-                                         num_threads=2),
+                                         dtype=None, out=None, num_threads=2),
         "cyscatter.gather_into": lambda: dict(dst=np.zeros(4), src=src(), index=idx(), axis=0, mode="raise",
                                               num_threads=2),
         "cyscatter.scatter_vjp_src": lambda: dict(op="max", grad_out=np.ones(3), src=src(), index=idx(),
@@ -69,8 +70,9 @@ def _baselines() -> dict[str, Callable[[], dict]]:
         "cyscatter.get_include": lambda: dict(),
         "cyscatter.set_num_threads": lambda: dict(num_threads=2),
         "cyscatter.get_num_threads": lambda: dict(),
-        "cyscatter.scatter_argmax": lambda: dict(src=src(), index=idx(), **group),
-        "cyscatter.scatter_argmin": lambda: dict(src=src(), index=idx(), **group),
+        "cyscatter.scatter_argmax": lambda: dict(src=src(), index=idx(), fill_value=-1, **group),
+        "cyscatter.scatter_argmin": lambda: dict(src=src(), index=idx(), fill_value=-1, **group),
+        "cyscatter.scatter_count": lambda: dict(index=idx(), dim_size=3, mode="raise"),
         "cyscatter.scatter_logsumexp": lambda: dict(src=src(), index=idx(), **group),
         "cyscatter.scatter_softmax": lambda: dict(src=src(), index=idx(), **group),
         "cyscatter.scatter_log_softmax": lambda: dict(src=src(), index=idx(), **group),
@@ -122,9 +124,10 @@ def _baselines() -> dict[str, Callable[[], dict]]:
                                               fill_value=-1.0),
         # one output block: nothing in the graph grows with dim_size
         "cyscatter.dask.scatter_argmax": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
-                                                      mode="raise", dim_chunks=None, split_every=2),
+                                                      fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
         "cyscatter.dask.scatter_argmin": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
-                                                      mode="raise", dim_chunks=None, split_every=2),
+                                                      fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
+        "cyscatter.dask.scatter_count": lambda: dict(index=chunked(IDX), dim_size=3, mode="raise", split_every=2),
     }
     # grad: the autograd primitives take the arguments of their namesakes (without num_threads)
     for name in csgrad.__all__:

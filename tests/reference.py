@@ -71,6 +71,8 @@ def _resolve(c, size, mode):
         raise IndexError(f"index {c} out of bounds for size {size}")
     if mode == "drop":
         return None
+    if mode == "normalize_drop":   # JAX's default: negatives count from the end once, the rest is dropped
+        return c + size if -size <= c < 0 else None
     if size == 0:
         raise IndexError("empty axis")
     return c % size if mode == "wrap" else min(max(c, 0), size - 1)

@@ -71,3 +71,37 @@ def test_errors(backend, bad, error):
     args.update(bad)
     with pytest.raises(error):
         backend.call(cs.scatter_argmax, args["src"], args["index"], dim_size=args["dim_size"], axis=args["axis"])
+
+
+# ---- fill_value: the position of empty groups (issue 18, item 8) -------------------------------------------------
+
+@pytest.mark.parametrize("kind", ("max", "min"))
+@pytest.mark.parametrize("dtype", ("float64", "int32", "uint8"))
+@pytest.mark.parametrize("index_kind", INDEX_KINDS)
+@pytest.mark.parametrize("mode", cs.MODES)
+@pytest.mark.parametrize("fill", (-1, 0, np.int64(7), 2.0))
+def test_fill_value_replaces_only_the_sentinel(backend, kind, dtype, index_kind, mode, fill):
+    src, index, dim_size, axis = make_case(3, index_kind, "batch", mode, dtype)
+    want = ref_scatter_arg(src, index, kind, dim_size=dim_size, axis=axis, mode=mode)
+    n = int(np.prod((index[0] if isinstance(index, tuple) else index).shape))
+    want = np.where(want == n, int(fill), want)
+    got = backend.call(FUNCS[kind], src, index, dim_size=dim_size, axis=axis, mode=mode, fill_value=fill)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == np.int64
+
+
+def test_fill_value_matches_numpy_groupies():
+    npg = pytest.importorskip("numpy_groupies")
+    rng = np.random.default_rng(5)
+    src, index = rng.normal(size=50), rng.integers(0, 12, 50)
+    for kind in ("max", "min"):
+        want = npg.aggregate(index, src, func=f"arg{kind}", size=15, fill_value=-1)
+        got = FUNCS[kind](src, index, dim_size=15, fill_value=-1)
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("fill, error", [(2.5, TypeError), ("a", TypeError), (np.float32(1), TypeError),
+                                         ([1], TypeError), (1j, TypeError), (2 ** 63, ValueError)])
+def test_fill_value_is_checked_as_for_an_int64_output(fill, error):
+    with pytest.raises(error, match="fill_value"):
+        cs.scatter_argmax(np.array([1.0, 2.0]), np.array([0, 2]), fill_value=fill)

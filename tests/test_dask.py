@@ -1,4 +1,5 @@
 """cyscatter.dask against the plain-loop reference, on Dask's threaded scheduler and on a LocalCluster."""
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,8 @@ def make_index(rng, kind, mode):
     if mode != "raise":
         for c, d in zip(coords, dims):
             c[[2, 9, 17]] = (-2, d, d + 3)
+            if mode == "normalize_drop":   # one still out of range once normalised
+                c[5] = -d - 1
     return (coords[0] if kind == "int" else tuple(coords)), (dims[0] if kind == "int" else dims)
 
 
@@ -320,10 +323,15 @@ def test_without_dask_the_import_error_names_the_extra():
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("dask.distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
-        yield client
+    environ = dict(os.environ)   # the nanny sets OMP_NUM_THREADS=1 (and MKL/OpenBLAS) in this process's environment
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      worker_dashboard_address=None) as cluster, \
+                distributed.Client(cluster, set_as_default=False) as client:
+            yield client
+    finally:   # later tests that start processes (tests/test_fork_safety.py) would inherit one thread
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 @pytest.mark.distributed
@@ -359,3 +367,19 @@ def test_scatter_arg_on_local_cluster(client, which):
                               dim_size=dim_size, mode="drop", dim_chunks=3)
     np.testing.assert_array_equal(client.compute(got).result(),
                                   ref_scatter_arg(src, index, which, dim_size=dim_size, mode="drop"))
+
+
+@pytest.mark.parametrize("fill", (-1, 5))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("which", ARG_FUNCS)
+def test_scatter_arg_fill_value(which, kind, mode, fill):
+    rng = np.random.default_rng(12)
+    index, dim_size = make_index(rng, kind, mode)
+    src = rng.integers(0, 3, (N, 2)).astype(np.float64)
+    got = ARG_FUNCS[which][0](da.from_array(src, chunks=(6, 1)), chunked(index, 6), dim_size=dim_size, mode=mode,
+                              fill_value=fill)
+    want = ARG_FUNCS[which][1](src, index, dim_size=dim_size, mode=mode, fill_value=fill)
+    np.testing.assert_array_equal(threads(got), want)
+    empty = ARG_FUNCS[which][1](src, index, dim_size=dim_size, mode=mode) == N
+    assert (want[empty] == fill).all() and (want[~empty] != fill).any() | (fill == -1)

@@ -152,6 +152,18 @@ HOSTILE_SCALARS = {
     "datetime64": lambda v: np.datetime64(1, "s"),
     "1e400 (inf)": lambda v: 1e400,
 }
+HOSTILE_DTYPES = {
+    "np.float32": lambda v: np.float32,
+    "'float64' (the default's)": lambda v: "float64",
+    "big-endian float64": lambda v: np.dtype(">f8"),
+    "np.int64": lambda v: np.int64,
+    "complex128": lambda v: np.complex128,
+    "bool": lambda v: np.bool_,
+    "object": lambda v: object,
+    "unknown name": lambda v: "nope",
+    "a list": lambda v: [1.0],
+    "None": lambda v: None,
+}
 HOSTILE_POINTERS = {
     "decreasing": lambda a: np.array([0, 3, 2, 4]),
     "not ending at n": lambda a: np.array([0, 2, 2, 3]),
@@ -225,6 +237,16 @@ ROLES = {
         "list": (lambda v: [1, 2], SAME), "zero": (lambda v: 0, RAISE), "not adding up": (lambda v: (1, 1), RAISE),
         "tuple of np.int64": (lambda v: (np.int64(1), np.int64(2)), SAME), "negative in a tuple": (
             lambda v: (4, -1), RAISE)},
+    # dtype= of scatter/gather (NumPy's: src cast under same_kind); the baseline's src is float64
+    "dtype": {k: (m, RAISE) for k, m in HOSTILE_DTYPES.items()} | {
+        "np.float32": (HOSTILE_DTYPES["np.float32"], OK), "complex128": (HOSTILE_DTYPES["complex128"], OK),
+        "'float64' (the default's)": (HOSTILE_DTYPES["'float64' (the default's)"], SAME),
+        "big-endian float64": (HOSTILE_DTYPES["big-endian float64"], SAME), "None": (HOSTILE_DTYPES["None"], SAME)},
+    # out= of scatter/gather: an array of exactly the result's shape and dtype (byte order aside), written
+    "out array": _layout_and_dtype(HOSTILE_VALUE_DTYPES, {"int64": RAISE, "float32": RAISE}) | {
+        "read-only": (_read_only, RAISE), "list": (lambda a: np.asarray(a).tolist(), RAISE),
+        "__array__": (lambda a: ArrayLike(a), RAISE), "__array_interface__": (lambda a: InterfaceOnly(a), RAISE),
+        "None": (lambda a: None, SAME), "the result's own": (lambda a: np.zeros_like(a), SAME)},
     "plan": {"object()": (lambda v: object(), RAISE), "a string": (lambda v: "plan", RAISE),
              "None": (lambda v: None, SAME)},
     "split_every": {k: (m, RAISE) for k, m in HOSTILE_INTS.items()} | {
@@ -237,7 +259,13 @@ ROLE_OF = {"src": "values", "dst": "values", "out": "tangent", "grad_out": "tang
            "src_shape": "src_shape", "num_threads": "threads", "op": "op", "mode": "mode", "fill_value": "fill",
            "ddof": "ddof", "indices_are_sorted": "flag", "dim_chunks": "dim_chunks", "split_every": "split_every",
            "gather_index": "index", "scatter_index": "index", "weight": "values", "weight_dot": "tangent",
-           "src_size": "size", "plan": "plan"}
+           "src_size": "size", "plan": "plan", "dtype": "dtype"}
+# arguments whose role depends on the function: `out` of the allocating scatter/gather is an output array
+ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather")}
+
+
+def role_of(function: str, arg: str) -> str:
+    return ROLE_OF_CALL.get((function, arg), ROLE_OF[arg])
 
 _DASK = ("cyscatter.dask.",)
 _GATHERS = ("cyscatter.gather", "grad.gather", "cyscatter.gather_segment", "grad.gather_segment",
@@ -317,7 +345,7 @@ def _exceptions() -> dict:
     for fn in BASELINES:   # dim_size=None infers the size from the index: another (accepted) shape
         if fn.startswith(_DASK):
             exc[(fn, "dim_size", "None")] = RAISE      # documented: required for Dask inputs
-            if "argm" in fn:   # one output block: nothing is allocated before the computation
+            if "argm" in fn or fn.endswith("scatter_count"):   # one output block: nothing allocated before computing
                 for k in HOSTILE_SIZES:
                     exc[(fn, "dim_size", k)] = LAZY
                 exc[(fn, "dim_size", "2**64")] = RAISE
@@ -329,6 +357,21 @@ def _exceptions() -> dict:
                "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
         exc[(fn, "src", "int64")] = SAME
         exc[(fn, "src", "float32")] = SAME
+    # out= of scatter/gather must have the result's dtype exactly (float64 here); max has no complex dtype=
+    for fn in ("cyscatter.scatter", "cyscatter.gather"):
+        exc[(fn, "out", "int64")] = RAISE
+        exc[(fn, "out", "float32")] = RAISE
+    for fn in ("cyscatter.scatter", "grad.scatter"):
+        exc[(fn, "dtype", "complex128")] = RAISE
+    # argmax/argmin fill_value: checked as scatter's for an int64 output (a float32 or inf refused)
+    for fn in ("cyscatter.scatter_argmax", "cyscatter.scatter_argmin", "grad.scatter_argmax", "grad.scatter_argmin",
+               "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
+        exc[(fn, "fill_value", "np.float32")] = RAISE
+        exc[(fn, "fill_value", "1e400 (inf)")] = RAISE
+    # scatter_count: any index shape counts (the output has the shape dim_size gives)
+    for fn in ("cyscatter.scatter_count", "cyscatter.dask.scatter_count"):
+        exc[(fn, "index", "other shape")] = OK
+        exc[(fn, "index", "extra dim")] = OK
     # softmax VJP/JVP: `out` is the softmax itself; other shapes of grad_out are checked against it
     for fn in ("cyscatter.scatter_softmax_vjp", "cyscatter.scatter_softmax_jvp", "cyscatter.scatter_log_softmax_vjp",
                "cyscatter.scatter_log_softmax_jvp"):
@@ -390,7 +433,7 @@ def _cases() -> list[Case]:
             continue
         params = BASELINES[function]()
         for arg in params:
-            role = ROLE_OF[arg]
+            role = role_of(function, arg)
             for hostile, (_, expect) in ROLES[role].items():
                 if arg == "dst_dot" and hostile == "None":
                     expect = OK   # optional: None is a zero tangent
@@ -405,10 +448,12 @@ CASES = _cases()
 
 
 def _hostile_value(case: Case):
-    make = ROLES[ROLE_OF[case.arg]][case.hostile][0]
+    make = ROLES[role_of(case.function, case.arg)][case.hostile][0]
     base = _baseline_value(case.function, case.arg)
     if base is None and case.arg == "dst":   # scatter_vjp_src's dst: hostile values of a dst shaped like out
         base = np.zeros(3)
+    if base is None and case.arg == "out" and role_of(case.function, "out") == "out array":
+        base = np.zeros_like(call(case.function, BASELINES[case.function]()))   # the result's shape and dtype
     return make(base)
 
 
@@ -468,7 +513,8 @@ def test_hostile(case):
     expected = call(case.function, BASELINES[case.function]()) if case.expect == SAME else None
     kwargs[case.arg] = _hostile_value(case)
     before = _snapshot(kwargs)
-    in_place = case.function in ("cyscatter.scatter_into", "cyscatter.gather_into")
+    written = {"cyscatter.scatter_into": "dst", "cyscatter.gather_into": "dst", "cyscatter.scatter": "out",
+               "cyscatter.gather": "out"}.get(case.function)   # written in place when the call succeeds
     if case.expect == LAZY:
         fn = resolve(case.function)
         assert isinstance(fn(**kwargs), da.Array)
@@ -476,7 +522,7 @@ def test_hostile(case):
         return
     if case.expect in (SAME, OK):
         got = call(case.function, kwargs)
-        _assert_unchanged(kwargs, before, skip=("dst",) if in_place else ())
+        _assert_unchanged(kwargs, before, skip=(written,) if written else ())
         if case.expect == SAME:
             _same(got, expected)
         return

@@ -69,9 +69,10 @@ def test_public_functions_are_fully_annotated(module):
 
 # written out here, not read from either implementation
 GRAD_PARAMETERS = {
-    "scatter": ["src", "index", "op", "dim_size", "axis", "fill_value", "mode", "indices_are_sorted", "num_threads"],
+    "scatter": ["src", "index", "op", "dim_size", "axis", "fill_value", "dtype", "mode", "indices_are_sorted",
+                "num_threads"],
     "scatter_into": ["dst", "src", "index", "op", "axis", "mode"],
-    "gather": ["src", "index", "axis", "mode", "fill_value"],
+    "gather": ["src", "index", "axis", "mode", "fill_value", "dtype"],
     "gather_into": ["dst", "src", "index", "axis", "mode"],
     "scatter_logsumexp": ["src", "index", "dim_size", "axis", "mode"],
     "scatter_softmax": ["src", "index", "dim_size", "axis", "mode"],
@@ -80,8 +81,8 @@ GRAD_PARAMETERS = {
     "scatter_std": ["src", "index", "ddof", "dim_size", "axis", "mode"],
     "segment": ["src", "indptr", "op", "axis", "fill_value"],
     "gather_segment": ["src", "indptr", "axis"],
-    "scatter_argmax": ["src", "index", "dim_size", "axis", "mode"],
-    "scatter_argmin": ["src", "index", "dim_size", "axis", "mode"],
+    "scatter_argmax": ["src", "index", "dim_size", "axis", "fill_value", "mode"],
+    "scatter_argmin": ["src", "index", "dim_size", "axis", "fill_value", "mode"],
     "gather_scatter": ["src", "gather_index", "scatter_index", "op", "weight", "dim_size", "axis", "fill_value",
                        "mode", "plan", "num_threads"],
 }

@@ -20,8 +20,9 @@ except ImportError as err:   # pragma: no cover - depends on the environment
 
 from cyscatter._backend import take_foreign_in
 from cyscatter.dask._argext import scatter_argmax, scatter_argmin
+from cyscatter.dask._count import scatter_count
 from cyscatter.dask._gather import gather
 from cyscatter.dask._scatter import scatter
 
-__all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin"]
+__all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count"]
 take_foreign_in(globals(), __all__)

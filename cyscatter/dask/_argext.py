@@ -8,6 +8,8 @@ import numpy as np
 from dask.base import tokenize
 
 from cyscatter._argext import arg_doc
+from cyscatter._canonical import prod
+from cyscatter._scatter import fill_for
 from cyscatter._ops import get_op
 from cyscatter.dask import _blocks
 from cyscatter.dask._scatter import prepare, reduction_graph
@@ -37,6 +39,8 @@ _DOC = """Lazy ``cyscatter.scatter_arg{which}`` of Dask arrays: the position of 
     dim_size : int or tuple of m ints
         Destination shape D. Required: inferring it would compute the whole index.
     {{axis}}
+    fill_value : int, optional
+        Position given to empty groups instead of ``n``, checked as in ``cyscatter.scatter_arg{which}``.
     {{mode}}
     dim_chunks : int or tuple of ints, optional
         Chunks of the output along the first destination axis (default: one chunk), as for
@@ -47,8 +51,9 @@ _DOC = """Lazy ``cyscatter.scatter_arg{which}`` of Dask arrays: the position of 
     Returns
     -------
     out : dask.array.Array of int64, shape B + D + F
-        Positions k in ``range(n)``, ``n = prod(I)``, in the flattened (C-order) index; ``n`` for groups with no
-        entry. Chunked as `src` along B and F, as `dim_chunks` along the first destination axis.
+        Positions k in ``range(n)``, ``n = prod(I)``, in the flattened (C-order) index; ``n`` (or
+        `fill_value`) for groups with no entry. Chunked as `src` along B and F, as `dim_chunks` along the first
+        destination axis.
 
     Raises
     ------
@@ -73,31 +78,35 @@ _DOC = """Lazy ``cyscatter.scatter_arg{which}`` of Dask arrays: the position of 
     """
 
 
-def _scatter_arg(which, src, index, dim_size, axis, mode, dim_chunks, split_every):
+def _scatter_arg(which, src, index, dim_size, axis, mode, dim_chunks, split_every, fill_value=None):
     op = get_op(which)
     setup = prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every)
     ishape = setup.flat.shape
+    fill = fill_for(fill_value, np.int64)
+    fill = None if fill is None else int(fill)
     offsets = [np.cumsum((0,) + c)[:-1].tolist() for c in setup.flat.chunks]
     name = f"cyscatter-scatter-arg{which}-" + tokenize(setup.src, setup.flat, setup.dims, setup.d0_chunks,
-                                                         split_every, setup.nb)
+                                                         split_every, setup.nb, fill)
     return reduction_graph(
         name, setup,
         lambda rows, i: partial(_blocks.arg_partial, op=op.name, nb=setup.nb, rows=rows,
                                 starts=tuple(o[k] for o, k in zip(offsets, i)), ishape=ishape),
         partial(_blocks.combine_arg_partials, op=op.name),
-        lambda shape: partial(_blocks.finish_arg, shape=shape),
+        lambda shape: partial(_blocks.finish_arg, shape=shape, n=prod(ishape), fill=fill),
         np.int64)
 
 
 @arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2, 4", _DOC)
 def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
-                   mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+                   fill_value: SupportsIndex | float | None = None, mode: Mode = "raise",
+                   dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
                    split_every: SupportsIndex = 4) -> da.Array:
-    return _scatter_arg("max", src, index, dim_size, axis, mode, dim_chunks, split_every)
+    return _scatter_arg("max", src, index, dim_size, axis, mode, dim_chunks, split_every, fill_value)
 
 
 @arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2, 4", _DOC)
 def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
-                   mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+                   fill_value: SupportsIndex | float | None = None, mode: Mode = "raise",
+                   dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
                    split_every: SupportsIndex = 4) -> da.Array:
-    return _scatter_arg("min", src, index, dim_size, axis, mode, dim_chunks, split_every)
+    return _scatter_arg("min", src, index, dim_size, axis, mode, dim_chunks, split_every, fill_value)

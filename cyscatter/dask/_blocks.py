@@ -119,8 +119,34 @@ def combine_arg_partials(parts, *, op):
     return best, arg
 
 
-def finish_arg(part, *, shape):
-    return part[1].reshape(shape)
+def finish_arg(part, *, shape, n=None, fill=None):
+    arg = part[1].reshape(shape)
+    if fill is not None and fill != n:
+        arg = np.where(arg == n, np.int64(fill), arg)
+    return arg
+
+
+# ---- scatter_count: per-block counts, their sum ---------------------------------------------------------------
+
+def count_rows(flat, *, size):
+    """int64 (size,): entries of one block of planned rows per destination row (rows outside [0, size) were
+    dropped by the mode)."""
+    flat = flat.reshape(-1)
+    valid = (flat >= 0) & (flat < size)
+    if not valid.all():
+        flat = flat[valid]
+    return np.bincount(flat, minlength=size).astype(np.int64, copy=False)
+
+
+def add_counts(parts):
+    total = parts[0].copy()
+    for part in parts[1:]:
+        total += part
+    return total
+
+
+def finish_counts(counts, *, shape):
+    return counts.reshape(shape)
 
 
 # ---- gather: whole blocks, or one destination partition's share of the entries -----------------------------

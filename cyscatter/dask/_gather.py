@@ -10,7 +10,7 @@ from dask.base import tokenize
 
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
-from cyscatter._index import check_mode
+from cyscatter._index import DROPPING, check_mode
 from cyscatter._scatter import fill_for
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, block_shape, flat_rows, known_shape, new_array, partitions, positions
@@ -36,10 +36,10 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     {axis}
     {mode}
     fill_value : scalar, optional
-        Value of the output rows whose entry is dropped under ``mode="drop"``; default all-zero bytes (0, False,
-        ''). Checked and cast as ``cyscatter.gather`` does: NumPy's ``same_kind`` rule (2.5 or NaN into an
-        integer array: TypeError), a Python scalar the dtype holds exactly (2.0 into integers), and a value
-        out of the dtype's range (-1 for uint8) ValueError.
+        Value of the output rows whose entry is dropped under ``mode="drop"`` or ``"normalize_drop"``; default
+        all-zero bytes (0, False, ''). Checked and cast as ``cyscatter.gather`` does: NumPy's ``same_kind``
+        rule (2.5 or NaN into an integer array: TypeError), a Python scalar the dtype holds exactly (2.0 into
+        integers), and a value out of the dtype's range (-1 for uint8) ValueError.
 
     Returns
     -------
@@ -81,7 +81,7 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     axis = normalize_axis(axis, src.ndim, m)
     check_mode(mode)
     fill = None
-    if mode == "drop":   # the in-memory gather's rule, so that both refuse and cast the same values
+    if mode in DROPPING:   # the in-memory gather's rule, so that both refuse and cast the same values
         fill = fill_for(fill_value, src.dtype)
         fill = (np.zeros((), src.dtype) if fill is None else fill)[()]
     dims = src.shape[axis:axis + m]

@@ -1,0 +1,195 @@
+"""dtype= and out= of the allocating scatter and gather (issue 18, item 8), NumPy's meaning: `dtype` casts src
+first (np.add.reduce(dtype=), same_kind), `out` receives the result starting from the identity or fill (never
+accumulating into its values: that is scatter_into) and is returned; on any error `out` is left as it was."""
+import numpy as np
+import pytest
+
+import cyscatter as cs
+from compare import assert_same, tolerance
+from group_cases import index_for
+from reference import ref_gather, ref_scatter
+from testing import INDEX_KINDS, OPS, op_supports
+
+CASTS = [("int8", "int64"), ("int32", "float64"), ("float32", "float64"), ("float64", "float32"),
+         ("int64", "int16"), ("float64", "complex128"), ("uint8", "float16"), ("int32", "int32")]
+
+
+def _case(kind, mode, src_dtype, seed=3, feat=(2,)):
+    rng = np.random.default_rng(seed)
+    index, dims = index_for(rng, kind, (9,), mode)
+    src = rng.integers(-4, 5, (9,) + feat)
+    if np.dtype(src_dtype).kind == "u":
+        src = np.abs(src)
+    return src.astype(src_dtype), index, dims if kind == "tuple" else dims[0]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("src_dtype, dtype", CASTS)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("mode", ("raise", "drop", "normalize_drop"))
+def test_scatter_dtype_is_a_cast_of_src_first(backend, op, src_dtype, dtype, kind, mode):
+    if not op_supports(op, dtype):
+        pytest.skip("max/min have no complex dtype")
+    src, index, dim_size = _case(kind, mode, src_dtype)
+    got = backend.call(cs.scatter, src, index, op, dim_size=dim_size, mode=mode, dtype=dtype)
+    want = ref_scatter(src.astype(dtype), index, op, dim_size=dim_size, mode=mode)
+    assert got.dtype == want.dtype   # dtype, or float64 for div/mean of an integer dtype (true division)
+    assert_same(got, want, *tolerance("numpy", op, want.dtype, src.astype(dtype)))
+
+
+def test_scatter_dtype_follows_np_add_reduce_and_ufunc_at():
+    src = np.array([100, 100, 100, -7], np.int8)
+    index = np.array([0, 0, 0, 1])
+    np.testing.assert_array_equal(cs.scatter(src, index, dtype=np.int64), [300, -7])   # no int8 wrap-around
+    want = np.zeros(2, np.int64)
+    np.add.at(want, index, src.astype(np.int64))
+    np.testing.assert_array_equal(cs.scatter(src, index, dtype=np.int64), want)
+    assert np.add.reduce(src[:3], dtype=np.int64) == 300
+    with pytest.raises(TypeError, match="dtype"):   # float -> int refused under same_kind (as scatter_into);
+        cs.scatter(np.array([1.5]), np.array([0]), dtype=np.int64)
+    assert np.add.reduce(np.array([1.5, 2.5]), dtype=np.int64) == 3   # NumPy's reductions truncate instead
+    mean = cs.scatter(np.array([1, 2], np.int32), np.array([0, 0]), "mean", dtype=np.int64)
+    assert mean.dtype == np.float64 and mean[0] == 1.5   # integer mean still divides truly
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("mode", cs.MODES)
+@pytest.mark.parametrize("layout", ("contiguous", "strided", "big-endian"))
+@pytest.mark.parametrize("fill", (None, -2))
+def test_scatter_out_starts_fresh_and_is_returned(backend, op, kind, mode, layout, fill):
+    src, index, dim_size = _case(kind, mode, "float64")
+    want = ref_scatter(src, index, op, dim_size=dim_size, mode=mode, fill_value=fill)
+    xp = backend.xp
+    if layout == "contiguous":
+        out = xp.full(want.shape, 123.0)
+    elif layout == "strided":
+        out = xp.full(want.shape + (2,), 123.0)[..., 0]
+    else:
+        if backend.name != "numpy":
+            pytest.skip("CuPy has no big-endian arrays")
+        out = np.full(want.shape, 123.0, ">f8")
+    index_b = backend.asarray(index)
+    got = cs.scatter(backend.asarray(src), index_b, op, dim_size=dim_size, mode=mode, fill_value=fill, out=out)
+    assert got is out
+    assert_same(backend.to_numpy(out) if backend.name != "numpy" else np.asarray(out, "f8"), want,
+                *tolerance("numpy", op, want.dtype, src))
+
+
+def test_scatter_out_gives_the_destination_shape_and_may_alias_src():
+    out = np.full((4, 2), 9.0)
+    cs.scatter(np.ones((3, 2)), np.array([0, 2, 2]), out=out)   # D = (4,) read off out
+    np.testing.assert_array_equal(out, [[1, 1], [0, 0], [2, 2], [0, 0]])
+    buf = np.array([1.0, 2.0, 3.0, 4.0])
+    cs.scatter(buf, np.array([1, 1, 0, 3]), out=buf)   # out is src: as if src had been copied first
+    np.testing.assert_array_equal(buf, [3.0, 3.0, 0.0, 4.0])
+
+
+def test_scatter_out_differs_from_pytorch_scatter_out_which_is_scatter_into():
+    torch = pytest.importorskip("torch")
+    src, index = np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0])
+    start = np.array([10.0, 20.0])
+    accumulated = torch.from_numpy(start.copy()).scatter_add_(0, torch.from_numpy(index), torch.from_numpy(src))
+    np.testing.assert_array_equal(cs.scatter_into(start.copy(), src, index), accumulated.numpy())
+    np.testing.assert_array_equal(cs.scatter(src, index, out=start.copy()), [4.0, 2.0])   # fresh, not accumulated
+
+
+@pytest.mark.parametrize("bad, error, text", [
+    (lambda: np.zeros(4), ValueError, "out has shape"),
+    (lambda: np.zeros(3, np.float32), TypeError, "out has dtype"),
+    (lambda: np.zeros(3, np.int64), TypeError, "out has dtype"),
+    (lambda: [0.0, 0.0, 0.0], TypeError, "out must be"),
+    (lambda: np.zeros((3, 1)), ValueError, "out has shape"),
+])
+def test_scatter_out_refused_untouched(bad, error, text):
+    out = bad()
+    before = np.array(out, copy=True)
+    with pytest.raises(error, match=text):
+        cs.scatter(np.arange(4.0), np.array([0, 1, 2, 1]), dim_size=3, out=out)
+    np.testing.assert_array_equal(np.asarray(out), before)
+
+
+@pytest.mark.parametrize("layout", ("contiguous", "strided"))
+def test_scatter_out_untouched_on_an_index_error(layout):
+    out = np.full(6, 5.0)[::2] if layout == "strided" else np.full(3, 5.0)
+    with pytest.raises(IndexError, match="index"):
+        cs.scatter(np.arange(4.0), np.array([0, 1, 7, 1]), dim_size=3, out=out)
+    np.testing.assert_array_equal(out, 5.0)
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="out is read-only"):
+        cs.scatter(np.arange(4.0), np.array([0, 1, 2, 1]), out=ro)
+
+
+# ---- gather ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("mode", cs.MODES)
+@pytest.mark.parametrize("src_dtype, dtype", [("int32", "float64"), ("float64", "float32"), ("uint8", "int16"),
+                                              ("float32", "complex64"), ("int64", None)])
+def test_gather_dtype_and_out(backend, kind, mode, src_dtype, dtype):
+    rng = np.random.default_rng(6)
+    index, dims = index_for(rng, kind, (7,), mode)
+    src = rng.integers(0, 9, dims + (2,)).astype(src_dtype)
+    rdtype = np.dtype(dtype or src_dtype)
+    fill = 3 if mode in ("drop", "normalize_drop") else None
+    want = ref_gather(src.astype(rdtype), index, mode=mode, fill_value=fill or 0)
+    got = backend.call(cs.gather, src, index, mode=mode, dtype=dtype, fill_value=fill)
+    assert got.dtype == rdtype
+    np.testing.assert_array_equal(got, want)
+    out = backend.xp.full(want.shape, 77, rdtype)
+    assert cs.gather(backend.asarray(src), backend.asarray(index), mode=mode, dtype=dtype, fill_value=fill,
+                     out=out) is out
+    np.testing.assert_array_equal(backend.to_numpy(out) if backend.name != "numpy" else out, want)
+
+
+def test_gather_out_matches_np_take_out():
+    src = np.arange(12.0).reshape(4, 3)
+    index = np.array([3, 0, 3])
+    want = np.empty((3, 3))
+    np.take(src, index, axis=0, out=want)
+    out = np.empty((3, 3))
+    assert cs.gather(src, index, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    strided = np.zeros((3, 6))[:, ::2]
+    cs.gather(src, index, out=strided)
+    np.testing.assert_array_equal(strided, want)
+
+
+def test_gather_out_refused_untouched():
+    src, index = np.arange(4.0), np.array([0, 5])
+    out = np.full(2, 8.0)
+    with pytest.raises(IndexError):
+        cs.gather(src, index, out=out)
+    np.testing.assert_array_equal(out, 8.0)
+    with pytest.raises(TypeError, match="out has dtype"):
+        cs.gather(src, index[:1], out=np.zeros(1, np.float32))
+    with pytest.raises(ValueError, match="out has shape"):
+        cs.gather(src, index[:1], out=np.zeros(2))
+    with pytest.raises(TypeError, match="dtype"):
+        cs.gather(src, index[:1], dtype=np.int64)
+
+
+# ---- grad --------------------------------------------------------------------------------------------------------
+
+def test_grad_dtype_is_differentiable_and_out_is_not_a_parameter():
+    csgrad = pytest.importorskip("grad")
+    import inspect
+
+    from autograd import grad as agrad
+    from autograd.test_util import check_grads
+    assert "out" not in inspect.signature(csgrad.scatter).parameters
+    assert "out" not in inspect.signature(csgrad.gather).parameters
+    with pytest.raises(TypeError):
+        csgrad.scatter(np.ones(2), np.array([0, 1]), out=np.zeros(2))
+    index = np.array([0, 0, 2, 1, 2])
+    x = np.array([0.5, -1.5, 2.0, 3.0, -0.25])
+    for op in ("add", "mul", "div", "max", "mean"):
+        for dtype in (np.float64, np.complex128):
+            if op == "max" and dtype is np.complex128:
+                continue
+            check_grads(lambda s: csgrad.scatter(s, index, op, dtype=dtype), modes=["rev", "fwd"], order=2)(x)
+    check_grads(lambda s: csgrad.gather(s, index[:3], dtype=np.complex128), modes=["rev", "fwd"], order=2)(x)
+    g = agrad(lambda s: (csgrad.scatter(s, index, "add", dtype=np.float64) ** 2).sum())(x.astype(np.float32))
+    assert g.dtype == np.float32   # the cast's gradient: back to the dtype of src
+    np.testing.assert_allclose(g, 2 * cs.gather(cs.scatter(x, index), index), rtol=1e-6)

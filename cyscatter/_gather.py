@@ -132,8 +132,8 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     n3 = (outer, plan.n, inner)
     if into:
         out3 = target.reshape(n3)
-        if plan.drops:
-            out3[...] = 0 if fill is None else fill
+        if plan.drops:   # zero bytes by default, as a fresh output: also '' for strings
+            out3[...] = be.xp.zeros((), out3.dtype) if fill is None else fill
     elif plan.drops:
         out3 = be.xp.zeros(n3, src.dtype)   # zero bytes: also '' for strings
         if fill is not None:

@@ -127,7 +127,7 @@ def _dims_from(dim_size, coords, arg: str) -> tuple:
         dims = tuple(max(int(c.max()) + 1, 0) if c.size else 0 for c in coords)
         if any(d > _INT64_MAX for d in dims):
             raise ValueError(f"index holds {max(dims) - 1}: the inferred dim_size {max(dims)} is larger than an "
-                             "array axis can be; pass dim_size (with mode='drop', 'wrap' or 'clip')")
+                             "array axis can be; pass dim_size (with mode='drop', 'wrap', 'clip' or 'normalize_drop')")
         return _checked_total(dims, dims, "the inferred dim_size")
     dims = check_sizes(dim_size, arg)
     if len(dims) != m:

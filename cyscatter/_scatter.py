@@ -132,6 +132,9 @@ def fill_for(fill_value, result_dtype, xp=np):
         higher_kind = _KIND_RANK[value.dtype.kind] > _KIND_RANK[dtype.kind]
     else:   # strings, datetimes, ... (gather takes any dtype): NumPy's own rule
         higher_kind = not np.can_cast(value.dtype, dtype, "same_kind")
+    if (cast is not None and not python_scalar and value.ndim == 0 and value.dtype.kind in "iub"
+            and dtype.kind in "iu" and int(value) != int(cast)):   # a NumPy integer astype wrapped
+        raise ValueError(f"fill_value={fill_value!r} is out of range for the output dtype {dtype}")
     if value.ndim or cast is None or (higher_kind and not (python_scalar and cast == fill_value)):
         raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
                         "under NumPy's same_kind rule (it must be a scalar the dtype holds)")

@@ -37,7 +37,7 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ..., mode
 
 @primitive
 def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
-           fill_value: FillValue | None = 0, dtype: DTypeLike | None = None) -> Any:
+           fill_value: FillValue | None = None, dtype: DTypeLike | None = None) -> Any:
     """Differentiable `cyscatter.gather`: same parameters, result and errors, without ``out=`` (no meaning
     under autograd: the result is the out). `dtype` is differentiable: the cotangent is cast back to the dtype
     of `src`, a tangent gathered in `dtype`.
@@ -150,7 +150,7 @@ def _keep_dropped(kept):
     return lambda g: anp.where(kept, g, 0.0)
 
 
-def _gather_vjp(ans, src, index, axis=0, mode="raise", fill_value=0, dtype=None):
+def _gather_vjp(ans, src, index, axis=0, mode="raise", fill_value=None, dtype=None):
     vjp = _scatter_add_back(src, index, axis, mode, "gather")
     if dtype is None:
         return vjp

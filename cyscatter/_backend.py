@@ -161,15 +161,6 @@ def _dlpack_only(a) -> bool:
             and not hasattr(kind, "__array_interface__") and where_is(a) == "host")
 
 
-def _plain(a) -> bool:
-    kind = type(a)
-    if kind in _PLAIN:
-        return True
-    if kind is tuple:
-        return not any(_dlpack_only(x) for x in a)
-    return not _dlpack_only(a)
-
-
 _PLAIN = {np.ndarray, int, float, bool, str, type(None)}
 
 

@@ -119,9 +119,10 @@ def _baselines() -> dict[str, Callable[[], dict]]:
             weight=np.ones(4), weight_dot=np.ones(4), dim_size=3, axis=0, mode="raise", plan=None, num_threads=2),
         # Dask: src and index chunked in two
         "cyscatter.dask.scatter": lambda: dict(src=chunked(SRC), index=chunked(IDX), op="max", dim_size=3,
-                                               axis=0, fill_value=-1.0, mode="raise", dim_chunks=2, split_every=2),
+                                               axis=0, fill_value=-1.0, dtype=None, out=None, mode="raise",
+                                               dim_chunks=2, split_every=2),
         "cyscatter.dask.gather": lambda: dict(src=chunked(SRC), index=chunked(IDX), axis=0, mode="drop",
-                                              fill_value=-1.0),
+                                              fill_value=-1.0, dtype=None, out=None),
         # one output block: nothing in the graph grows with dim_size
         "cyscatter.dask.scatter_argmax": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
                                                       fill_value=-1, mode="raise", dim_chunks=None, split_every=2),

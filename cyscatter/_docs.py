@@ -30,8 +30,10 @@ FRAGMENTS = {
         Unknown mode, mismatched shapes (both are named), an `axis` that does not fit, a read-only `dst` or
         one with overlapping elements (`gather_into`).
     """ + _INDEX_ERROR,
-    "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
-        The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin".""",
+    "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
+        The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin".
+        "sqrt_n" is TensorFlow's ``unsorted_segment_sqrt_n``: ``sum / sqrt(count)``, 0 for an empty group,
+        with mean's conventions otherwise (integers give float64).""",
     "axis": """axis : int, default 0
         Where the index dims start inside `src` (and the destination dims inside the output); the dims before
         it are batch dims B, taken one to one. Negative values count from the end.""",
@@ -107,7 +109,7 @@ FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
     {axis}
     {mode}""".format(**FRAGMENTS)
 
-FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "max", "min", "mul", "div"}
+FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div"}
         The op of the forward `gather_scatter` call (aliases as there).
     grad_out : array_like, shape B + D + F
         Cotangent of the output.

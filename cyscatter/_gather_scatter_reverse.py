@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from cyscatter._gather_scatter import GatherScatterPlan
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
 
-_FUSED = ("add", "sub", "mean", "max", "min")
+_FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
 
 
 class _Call:
@@ -96,15 +96,16 @@ class _Call:
         return np.ascontiguousarray(a.reshape(self.src_rows), dtype=self.dtype)
 
     def need_out(self, fun: str):
-        if self.out3 is None and self.op.name not in ("add", "sub", "mean"):
+        if self.out3 is None and not self.op.linear:
             raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
 
     def per_destination(self, g3):
-        """The cotangent each edge of a destination row receives, for the linear ops: g, -g or g / count."""
+        """The cotangent each edge of a destination row receives, for the linear ops: g, -g, g / count (mean) or
+        g / sqrt(count) (sqrt_n)."""
         if self.op.name == "sub":
             return -g3
-        if self.op.name == "mean":
-            return g3 / np.maximum(self.plan.counts, 1)[None, :, None].astype(g3.real.dtype)
+        if self.op.counts:
+            return g3 / self.op.divisor(self.plan.counts, g3.dtype)
         return g3
 
     def share(self, g3):
@@ -290,7 +291,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
         if call.w2 is not None:
             d = d * call.scale(call.w2, keep)
         np.add.at(result, (slice(None), call.plan.gather[keep]), d)
-    elif name in ("add", "sub", "mean"):
+    elif call.op.linear:
         run_forward(OpCode.OP_ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
                     call.threads, transpose=True)
     elif call.inner and call.outer:
@@ -431,7 +432,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
 
     Parameters
     ----------
-    op : {{"add", "sub", "mean", "max", "min", "mul", "div"}}
+    op : {{"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div"}}
         The op of the forward call.
     src : array_like, shape B + S + F
         The forward call's `src`.
@@ -501,7 +502,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
         if w_dot2 is not None:
             t_msgs += taken * call.scale(w_dot2, keep)
         result = scatter_jvp(name, msgs, call.plan.scatter[keep], call.out3, t_msgs, axis=1)
-    elif name in ("add", "sub", "mean"):
+    elif call.op.linear:
         result = np.zeros(size3, call.dtype)
         if s_dot3 is not None:
             run_forward(OpCode.OP_ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)

@@ -34,7 +34,9 @@ class Op:
     true_division : integer inputs give float64 results (NumPy true division), as div and mean.
     ordered : needs an order (max/min): complex dtypes are rejected.
     linear : out is linear in (dst, src) jointly, so the JVP is the op applied to the tangents.
-    counts : the kernel must count the entries of each group (mean).
+    counts : the kernel must count the entries of each group, and the sums are divided by a function of the
+        counts (mean: the counts; sqrt_n: their square roots); an empty group is divided by 1.
+    sqrt_counts : with `counts`, the divisor is sqrt(count) (TensorFlow's ``unsorted_segment_sqrt_n``).
     combine : the op whose kernel merges two partial results of this op, each reduced from the identity over
         part of the entries (chunked scatter, `cyscatter.dask`): sub's partials are negated sums, so they add;
         div's are reciprocal products, so they multiply; mean's partial sums add (and its counts add).
@@ -53,6 +55,7 @@ class Op:
     ordered: bool = False
     linear: bool = False
     counts: bool = False
+    sqrt_counts: bool = False
     gpu_update: str = ""
     gpu_cas: bool = False
     rules: dict = field(default_factory=dict, compare=False, repr=False)
@@ -73,6 +76,20 @@ class Op:
         if xp is np:   # cache-line aligned rows; zero identities from zeroed pages, with no write pass
             return kernels.fresh_table(shape, dtype, self.identity(result_dtype))
         return xp.full(shape, self.identity(result_dtype), dtype)
+
+    def divisor(self, counts, dtype, xp=np):
+        """The per-group divisor of a counting op as a (1, size, 1) array of the real dtype of `dtype`: the counts
+        (mean) or their square roots (sqrt_n), 1 for an empty group."""
+        real = np.empty(0, dtype).real.dtype
+        per_group = xp.maximum(counts, 1)
+        if self.sqrt_counts:
+            return xp.sqrt(per_group.astype(real))[None, :, None]
+        return per_group[None, :, None].astype(real)
+
+    def divide(self, work3, counts, xp=np, threads: int = 0) -> None:
+        """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place."""
+        if self.sqrt_counts or not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
+            work3 /= self.divisor(counts, work3.dtype, xp)
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)
@@ -113,6 +130,9 @@ OPS = (
        gpu_cas=True),
     Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
        gpu_update="add"),
+    # TensorFlow's unsorted_segment_sqrt_n: sum / sqrt(count), 0 for an empty group; mean's path and conventions
+    Op("sqrt_n", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
+       sqrt_counts=True, gpu_update="add"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
@@ -140,7 +160,7 @@ def get_op(op: str | Op) -> Op:
     Parameters
     ----------
     op : str
-        An op name ("add", "sub", "mul", "div", "max", "min", "mean") or alias ("sum", "prod", "amax", "amin").
+        An op name ("add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n") or alias ("sum", "prod", "amax", "amin").
 
     Returns
     -------

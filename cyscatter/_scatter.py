@@ -74,7 +74,8 @@ def _runner(be, indices_are_sorted: bool):
 def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, threads: int = 0) -> None:
     """Apply `op` from the canonical `src3` into an existing `work3` (outer, size, inner) on backend `be`.
 
-    For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``).
+    For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``), and so are
+    sqrt_n's ``sum / sqrt(count)``.
     """
     xp = be.xp
     run_scatter = _runner(be, indices_are_sorted)
@@ -82,8 +83,7 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
         counts = xp.zeros(plan.size, np.int64)
         sums = op.fresh(work3.shape, work3.dtype, xp)
         run_scatter(op.opcode, src3, plan, sums, counts, threads)
-        if not (xp is np and kernels.divide_by_counts(sums, counts, threads)):
-            sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
+        op.divide(sums, counts, xp, threads)
         reached = (counts > 0)[None, :, None]
         if xp is np:   # one masked pass (CuPy's ufuncs take no `where`)
             np.add(work3, sums, out=work3, where=reached)
@@ -147,8 +147,8 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0)
     Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0; then the
     compute dtype is cast to `result_dtype`. `counts` may be None when neither needs it.
     """
-    if op.counts and not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
-        work3 /= xp.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
+    if op.counts:
+        op.divide(work3, counts, xp, threads)
     if fill is not None:
         work3[:, counts == 0] = fill[()]
     return work3.astype(result_dtype, copy=False)
@@ -222,7 +222,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     Returns
     -------
     out : ndarray, shape B + D + F
-        The dtype of `src` (or `dtype`), except float64 for integer `src` with div and mean. C-ordered; an output
+        The dtype of `src` (or `dtype`), except float64 for integer `src` with div, mean and sqrt_n. C-ordered; an output
         of at least 4 KB whose rows are longer than 16 bytes starts on a 64-byte boundary (a view of a buffer
         up to 64 B larger, its `base`), so that rows of whole cache lines do not straddle one more. The `out`
         object itself when one is given.
@@ -308,7 +308,9 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
-    (NNlib); rows no entry reaches keep their values.
+    (NNlib); rows no entry reaches keep their values. ``op="sqrt_n"`` follows mean's convention: each group's
+    ``sum / sqrt(count)`` is added to `dst`, rows no entry reaches keep their values (``dst`` is not a member
+    of the group and does not count).
 
     Parameters
     ----------

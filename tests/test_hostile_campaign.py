@@ -375,6 +375,13 @@ def _exceptions() -> dict:
                "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
         exc[(fn, "fill_value", "np.float32")] = RAISE
         exc[(fn, "fill_value", "1e400 (inf)")] = RAISE
+    # scatter_any/all: bool values are values (nonzero = True); the fill is a bool output's (np.float32, np.int64 and
+    # inf refused under same_kind, as scatter's fill_value for a bool output)
+    for fn in ("cyscatter.scatter_any", "cyscatter.scatter_all", "cyscatter.dask.scatter_any",
+               "cyscatter.dask.scatter_all"):
+        exc[(fn, "src", "bool")] = SAME
+        for k in ("np.float32", "np.int64", "1e400 (inf)"):
+            exc[(fn, "fill_value", k)] = RAISE
     # scatter_count: any index shape counts (the output has the shape dim_size gives)
     for fn in ("cyscatter.scatter_count", "cyscatter.dask.scatter_count"):
         exc[(fn, "index", "other shape")] = OK

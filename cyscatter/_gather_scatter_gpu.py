@@ -25,7 +25,7 @@ from cyscatter._cuda_kernels import (EDGE_DOTS, EDGE_DOTS_TIED, TIE_COUNTS, TIED
                                      gather_scatter_ordered_spec, gather_scatter_spec)
 from cyscatter._gather_scatter import check_weight, resolve, value_dtype, weight_rows
 from cyscatter._gather_scatter_reverse import derivative_policy, dims_like, weight_shaped
-from cyscatter._ops import get_op, native
+from cyscatter._ops import get_op, holds_numbers, native
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._scatter import fill_for, finish_fresh, scatter, scatter_into
 
@@ -177,7 +177,7 @@ class _Call:
 
     def _numeric(self, a, arg: str):
         a = self.be.asarray(a)
-        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+        if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         return a
 

@@ -22,7 +22,7 @@ from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather_scatter import (check_weight, messages, resolve, run_forward, team, value_dtype,
                                        weight_rows)
-from cyscatter._ops import get_op, native
+from cyscatter._ops import float_kind, get_op, holds_numbers, is_bfloat16, native
 from cyscatter.kernels import OpCode
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._threads import check_threads
@@ -80,7 +80,7 @@ class _Call:
     def table(self, a, arg: str):
         """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
         a = host_asarray(a)
-        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+        if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.out_shape:
             raise ValueError(f"{arg} shape {a.shape} differs from the output shape {self.out_shape}")
@@ -89,7 +89,7 @@ class _Call:
     def entries(self, a, arg: str):
         """`a` (shape of src) as a C-contiguous (outer, S, inner) array of the derivative dtype."""
         a = host_asarray(a)
-        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+        if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.src.shape:
             raise ValueError(f"{arg} shape {a.shape} differs from the src shape {self.src.shape}")
@@ -168,6 +168,8 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
         if a.dtype.kind == "c" and (op.ordered or vdtype.kind != "c"):
             raise TypeError(f"{name} is complex ({a.dtype}) but op {op.name!r} on {vdtype} values has a real output")
     dtype = np.result_type(vdtype, *[native(a.dtype) for a in arrays.values()])
+    if is_bfloat16(dtype):   # as float16: derivatives in float32
+        dtype = np.dtype(np.float32)
     dtype = np.dtype(np.float64) if dtype.kind in "iu" else np.dtype(np.float32) if dtype == np.float16 else dtype
     return dtype, op.name in ("mul", "div") or (op.ordered and vdtype.kind in "iu")
 
@@ -175,7 +177,7 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
 def _numbers(a, arg: str):
     """`a` as an array of numbers; TypeError naming `arg` for anything else (bool, strings, dates, objects)."""
     a = host_asarray(a)
-    if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+    if not holds_numbers(a.dtype):
         raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
     return a
 
@@ -203,7 +205,7 @@ def _on_gpu(fun: str, **arrays):
 def _cast_like(result, like):
     """The gradient in the dtype of the value it differentiates, when that is inexact."""
     dtype = host_asarray(like).dtype
-    return result.astype(native(dtype), copy=False) if dtype.kind in "fc" else result
+    return result.astype(native(dtype), copy=False) if float_kind(dtype) in "fc" else result
 
 
 @overload
@@ -485,7 +487,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     w_dot2 = None
     if weight_dot is not None:
         wd = host_asarray(weight_dot)
-        if wd.dtype == np.bool_ or wd.dtype.kind not in "iufc":
+        if not holds_numbers(wd.dtype):
             raise TypeError(f"weight_dot must hold numbers, got dtype {wd.dtype}")
         if wd.shape != call.w_shape:
             raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w_shape}")

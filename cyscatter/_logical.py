@@ -8,6 +8,7 @@ import numpy as np
 
 from cyscatter._backend import backend_of
 from cyscatter._docs import fill_doc
+from cyscatter._ops import holds_numbers
 from cyscatter._scatter import fill_for, scatter
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 def flags(be: Any, src: Any) -> Any:
     """int32 0/1 of ``src != 0`` (NaN counts as nonzero, as in ``np.any``), in one pass on the CPU: the comparison
     writes int32 directly (a kernel dtype of max/min: no widening copy)."""
-    if src.dtype.hasobject or src.dtype.kind not in "biufc":
+    if src.dtype.kind != "b" and not holds_numbers(src.dtype):
         raise TypeError(f"scatter_any/scatter_all need numbers or bools; src dtype {src.dtype} has no truth value "
                         "per element here")
     if be.xp is np:

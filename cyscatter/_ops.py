@@ -19,6 +19,22 @@ KERNEL_DTYPES = tuple(np.dtype(t) for t in
 _FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
 
 
+def is_bfloat16(dtype) -> bool:
+    """`dtype` is ml_dtypes' bfloat16 (the one NumPy users have; JAX's and TensorFlow's too), recognised without
+    importing ml_dtypes: its dtypes are of kind 'V' and name themselves."""
+    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.name == "bfloat16"
+
+
+def float_kind(dtype) -> str:
+    """`dtype.kind`, with bfloat16 a float ("f") as NumPy's own floats."""
+    return "f" if is_bfloat16(dtype) else dtype.kind
+
+
+def holds_numbers(dtype) -> bool:
+    """Integers, floats (bfloat16 included) or complex; not bool, object, strings, datetimes or records."""
+    return dtype.kind in "iufc" or is_bfloat16(dtype)
+
+
 def native(dtype) -> np.dtype:
     """`dtype` in the machine's byte order: the kernels and the dtype tables know only native dtypes."""
     return np.dtype(dtype).newbyteorder("=")
@@ -65,7 +81,7 @@ class Op:
         dtype = native(dtype)
         if self.identity_kind in ("zero", "one"):
             return dtype.type(0 if self.identity_kind == "zero" else 1)
-        if dtype.kind == "f":
+        if float_kind(dtype) == "f":
             return dtype.type(-np.inf if self.identity_kind == "lowest" else np.inf)
         info = np.iinfo(dtype)
         return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
@@ -93,9 +109,9 @@ class Op:
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)
-        if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES:
+        if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES and not is_bfloat16(dtype):
             raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
-                            "(supported: integers, float16/32/64, complex64/128)")
+                            "(supported: integers, float16/32/64, bfloat16, complex64/128)")
         if self.ordered and dtype.kind == "c":
             raise TypeError(f"op {self.name!r} needs ordered values; {arg} dtype {dtype} is complex")
 
@@ -108,11 +124,13 @@ class Op:
     def compute_dtype(self, dtype) -> np.dtype:
         """dtype the kernel accumulates in for an output of `dtype`.
 
-        float16 accumulates in float32 (3000 ones sum to 3000); small integers in int64, whose wrap-around
-        cast back gives NumPy's modular result for add/sub/mul and the exact one for max/min.
+        float16 and bfloat16 (ml_dtypes') accumulate in float32 (3000 ones sum to 3000; pytorch_scatter and JAX
+        accumulate bfloat16 the same way on the CPU), the result rounded once to nearest even; small integers in
+        int64, whose wrap-around cast back gives NumPy's modular result for add/sub/mul and the exact one for
+        max/min.
         """
         dtype = native(dtype)
-        if dtype == np.float16:
+        if dtype == np.float16 or is_bfloat16(dtype):
             return np.dtype(np.float32)
         if dtype.kind in "iu" and dtype not in KERNEL_DTYPES:
             return np.dtype(np.int64)

@@ -5,12 +5,12 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
-from cyscatter._backend import backend_of, check_foreign
+from cyscatter._backend import backend_of, check_foreign, refuse_bfloat16_on_gpu
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter import kernels
-from cyscatter._ops import FAST, get_op
+from cyscatter._ops import FAST, get_op, is_bfloat16
 from cyscatter._result import check_dtype_arg, check_out, direct, write_out
 from cyscatter._threads import check_threads
 from cyscatter._sorted import run_scatter_runs
@@ -116,6 +116,8 @@ def fill_for(fill_value, result_dtype, xp=np):
         check_foreign("fill_value", fill_value)
     dtype = np.dtype(result_dtype)
     value = np.asarray(fill_value)
+    if is_bfloat16(dtype):   # a float for the rule below (its kind is 'V'), cast by ml_dtypes
+        return _fill_float(fill_value, value, dtype, xp)
     if dtype.kind not in _KIND_RANK:   # strings, datetimes, records (gather): NumPy's own cast decides
         try:
             return xp.asarray(value.astype(dtype))
@@ -139,6 +141,15 @@ def fill_for(fill_value, result_dtype, xp=np):
         raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
                         "under NumPy's same_kind rule (it must be a scalar the dtype holds)")
     return xp.asarray(cast)
+
+
+def _fill_float(fill_value, value, dtype, xp):
+    """`fill_for` of a bfloat16 output: as for a float one (a real number scalar; complex refused)."""
+    python_scalar = isinstance(fill_value, (bool, int, float))
+    if value.ndim or not (python_scalar or (value.dtype.kind in "biuf" or is_bfloat16(value.dtype))):
+        raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
+                        "under NumPy's same_kind rule (it must be a scalar the dtype holds)")
+    return xp.asarray(value.astype(dtype))
 
 
 def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0):
@@ -261,6 +272,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     src = be.asarray(src)
     cast = check_dtype_arg(dtype, src.dtype)
     if cast is not None:
+        if be.xp is not np:
+            refuse_bfloat16_on_gpu("dtype", cast)
         try:
             op.check_dtype(cast)
         except TypeError as err:

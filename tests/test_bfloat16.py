@@ -285,3 +285,10 @@ def test_grad_forward_and_refused_derivative():
 def test_import_does_not_import_ml_dtypes():
     code = "import sys, cyscatter, grad; assert 'ml_dtypes' not in sys.modules, 'imported'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=cs.__file__.rsplit("/cyscatter/", 1)[0])
+
+
+@pytest.mark.parametrize("func", [cs.scatter_any, cs.scatter_all])
+def test_any_all_of_bfloat16(func):
+    src = np.array([0.0, -0.0, np.nan, 1.0, 0.0, 2.0], BF16)
+    index = np.array([0, 0, 1, 2, 2, 3])
+    np.testing.assert_array_equal(func(src, index, dim_size=5), func(src.astype(F32), index, dim_size=5))

@@ -21,6 +21,7 @@ from cyscatter._gather import gather, gather_into
 from cyscatter._gather_scatter import GatherScatterPlan, gather_scatter, gather_scatter_plan
 from cyscatter._gather_scatter_reverse import gather_scatter_jvp, gather_scatter_vjp_src, gather_scatter_vjp_weight
 from cyscatter._index import MODES
+from cyscatter._logical import scatter_all, scatter_any
 from cyscatter._ops import OP_NAMES, OPS, get_op
 from cyscatter._reverse import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
 from cyscatter._moments import scatter_std, scatter_var
@@ -49,7 +50,7 @@ __all__ = [
     "gather_scatter", "gather_scatter_plan", "GatherScatterPlan", "gather_scatter_vjp_src",
     "gather_scatter_vjp_weight", "gather_scatter_jvp",
     # peer parity, round 2 (issue 18)
-    "scatter_count",
+    "scatter_count", "scatter_any", "scatter_all",
 ]
 
 

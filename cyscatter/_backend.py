@@ -20,6 +20,8 @@ from types import ModuleType
 
 import numpy as np
 
+from cyscatter._ops import is_bfloat16
+
 # DLPack device types (dlpack.h, DLDeviceType)
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_ROCM, _DL_ROCM_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 10, 11, 13
 _DL_HOST = {_DL_CPU, _DL_CUDA_HOST, _DL_ROCM_HOST}   # memory the CPU can read in place
@@ -123,6 +125,16 @@ def _refuse(name: str, member, where: str | None) -> None:
                         f"other numbers than it shows); pass {name}.resolve_{lazy[0]}()")
 
 
+def refuse_bfloat16_on_gpu(name: str, dtype) -> None:
+    """TypeError naming `name` for a bfloat16 (ml_dtypes) array or `dtype=` in a GPU call: CuPy has no bfloat16."""
+    if isinstance(dtype, np.dtype) and is_bfloat16(dtype) and name == "dtype":
+        raise TypeError("dtype=bfloat16 with CuPy arrays: CuPy has no bfloat16, so the GPU backend cannot take it; "
+                        "pass dtype=float32 or float16, or call with NumPy arrays")
+    if isinstance(dtype, np.dtype) and is_bfloat16(dtype):
+        raise TypeError(f"{name} has dtype bfloat16, which CuPy does not have: the GPU backend cannot take it; "
+                        f"compute on the GPU in float32 or float16 (cast {name}), or call with NumPy arrays")
+
+
 def backend_of(**arrays) -> ModuleType:
     """The backend module for these named arguments (tuple values: each member counts).
 
@@ -147,6 +159,10 @@ def backend_of(**arrays) -> ModuleType:
                         f"on one device (cupy.asarray(...) moves host arrays to the GPU, .get() brings them back)")
     if "gpu" not in seen:
         return importlib.import_module("cyscatter._canonical")
+    for name, value in arrays.items():
+        members = value if isinstance(value, tuple) else (value,)
+        for i, member in enumerate(members):
+            refuse_bfloat16_on_gpu(name if len(members) == 1 else f"{name}[{i}]", getattr(member, "dtype", None))
     try:
         return importlib.import_module("cyscatter._cuda")
     except ImportError as exc:

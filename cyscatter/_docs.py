@@ -30,8 +30,10 @@ FRAGMENTS = {
         Unknown mode, mismatched shapes (both are named), an `axis` that does not fit, a read-only `dst` or
         one with overlapping elements (`gather_into`).
     """ + _INDEX_ERROR,
-    "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
-        The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin".""",
+    "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
+        The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin".
+        "sqrt_n" is TensorFlow's ``unsorted_segment_sqrt_n``: ``sum / sqrt(count)``, 0 for an empty group,
+        with mean's conventions otherwise (integers give float64).""",
     "axis": """axis : int, default 0
         Where the index dims start inside `src` (and the destination dims inside the output); the dims before
         it are batch dims B, taken one to one. Negative values count from the end.""",
@@ -62,7 +64,10 @@ FRAGMENTS = {
     "bitwise" claims hold for every value but such NaNs, as with NumPy. Complex mul is NumPy's formula
     ``(ac - bd) + (ad + bc)i`` (no C99 Annex G recovery of infinities), complex div Smith's method. Integer div
     and mean follow NumPy true division and give float64, mean's sums also taken in float64 (as ``np.mean``:
-    exact up to 2**53, rounded beyond); float16 accumulates in float32; small integer dtypes of the other
+    exact up to 2**53, rounded beyond); float16 and bfloat16 (``ml_dtypes.bfloat16``, optional: detected
+    by name, never imported) accumulate in float32, rounded once to nearest even at the end (as
+    pytorch_scatter and JAX accumulate bfloat16 on the CPU; CuPy has no bfloat16: a bfloat16 array or
+    ``dtype=`` with CuPy arrays raises TypeError naming it); small integer dtypes of the other
     ops accumulate in int64 and wrap back as NumPy's modular arithmetic does.
 
     CuPy arrays run on the GPU (the current CuPy device) and give CuPy arrays, with the same rules, except
@@ -88,7 +93,7 @@ FRAGMENTS["dim_size"] = """dim_size : int or tuple of m ints, optional
         coordinate (0 for an empty index)."""
 
 FRAGMENTS["group_args"] = """src : array_like, shape B + I + F
-        Integers (computed in float64) or floats; float16 is computed in float32.
+        Integers (computed in float64) or floats; float16 and bfloat16 are computed in float32.
     {index}
     {dim_size}
     {axis}
@@ -107,7 +112,7 @@ FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
     {axis}
     {mode}""".format(**FRAGMENTS)
 
-FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "max", "min", "mul", "div"}
+FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div"}
         The op of the forward `gather_scatter` call (aliases as there).
     grad_out : array_like, shape B + D + F
         Cotangent of the output.

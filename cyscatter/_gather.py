@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter import kernels
-from cyscatter._backend import backend_of
+from cyscatter._backend import backend_of, refuse_bfloat16_on_gpu
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
@@ -116,6 +116,8 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     if src.dtype.hasobject:
         raise TypeError(f"gather does not support src dtype {src.dtype}")
     cast = check_dtype_arg(dtype, src.dtype, numbers=False)
+    if be.xp is not np:
+        refuse_bfloat16_on_gpu("dtype", cast)
     coords = parse_coords(index, xp=be.xp)
     plan, batch, feat = split_gather_src(src, coords, axis, mode)
     result_dtype = src.dtype if cast is None else cast

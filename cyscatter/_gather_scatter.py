@@ -17,7 +17,7 @@ from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._index import DROPPING, check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
-from cyscatter._ops import get_op, native
+from cyscatter._ops import get_op, holds_numbers, native
 from cyscatter._scatter import fill_for, finish_fresh, scatter
 from cyscatter._threads import check_threads
 
@@ -232,7 +232,7 @@ def check_weight(weight, index_shape: tuple, feat: tuple, op=None, arg: str = "w
     if weight is None:
         return None, 1
     w = host_asarray(weight) if xp is np else xp.asarray(weight)
-    if w.dtype == np.bool_ or w.dtype.kind not in "iufc":
+    if not holds_numbers(w.dtype):
         raise TypeError(f"{arg} must hold numbers, got dtype {w.dtype}")
     if op is not None and op.ordered and w.dtype.kind == "c":
         raise TypeError(f"op {op.name!r} needs ordered values; {arg} dtype {w.dtype} is complex")
@@ -263,7 +263,7 @@ def team(threads: int, work: int) -> int:
 def value_dtype(src_dtype, w) -> np.dtype:
     """dtype of the messages ``w * src`` (NumPy's promotion), in native byte order; a bool or non-numeric src is
     refused as `scatter` refuses it, whatever the weight would promote it to."""
-    if src_dtype == np.bool_ or src_dtype.kind not in "iufc":
+    if not holds_numbers(src_dtype):
         raise TypeError(f"src must hold numbers (integers, floats or complex), got dtype {src_dtype}")
     return native(src_dtype if w is None else np.result_type(src_dtype, w.dtype))
 

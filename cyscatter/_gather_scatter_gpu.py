@@ -25,12 +25,12 @@ from cyscatter._cuda_kernels import (EDGE_DOTS, EDGE_DOTS_TIED, TIE_COUNTS, TIED
                                      gather_scatter_ordered_spec, gather_scatter_spec)
 from cyscatter._gather_scatter import check_weight, resolve, value_dtype, weight_rows
 from cyscatter._gather_scatter_reverse import derivative_policy, dims_like, weight_shaped
-from cyscatter._ops import get_op, native
+from cyscatter._ops import get_op, holds_numbers, native
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._scatter import fill_for, finish_fresh, scatter, scatter_into
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS: wider CAS updates (complex128 mul/div) take the CSR kernel
-_LINEAR = ("add", "sub", "mean")
+_LINEAR = ("add", "sub", "mean", "sqrt_n")
 
 
 # ---- the plan on the device -------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ class _Call:
 
     def _numeric(self, a, arg: str):
         a = self.be.asarray(a)
-        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+        if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         return a
 
@@ -202,8 +202,8 @@ class _Call:
         """The cotangent each edge of a destination row receives, for the linear ops: g, -g or g / count."""
         if self.op.name == "sub":
             return -g3
-        if self.op.name == "mean":
-            return g3 / self.xp.maximum(self.device("counts"), 1)[None, :, None].astype(g3.real.dtype)
+        if self.op.counts:   # mean: g / count; sqrt_n: g / sqrt(count)
+            return g3 / self.op.divisor(self.device("counts"), g3.dtype, self.xp)
         return g3
 
     # ---- max/min: the tied winning edges of each output element

@@ -22,7 +22,7 @@ from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather_scatter import (check_weight, messages, resolve, run_forward, team, value_dtype,
                                        weight_rows)
-from cyscatter._ops import get_op, native
+from cyscatter._ops import float_kind, get_op, holds_numbers, is_bfloat16, native
 from cyscatter.kernels import OpCode
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._threads import check_threads
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from cyscatter._gather_scatter import GatherScatterPlan
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
 
-_FUSED = ("add", "sub", "mean", "max", "min")
+_FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
 
 
 class _Call:
@@ -80,7 +80,7 @@ class _Call:
     def table(self, a, arg: str):
         """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
         a = host_asarray(a)
-        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+        if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.out_shape:
             raise ValueError(f"{arg} shape {a.shape} differs from the output shape {self.out_shape}")
@@ -89,22 +89,23 @@ class _Call:
     def entries(self, a, arg: str):
         """`a` (shape of src) as a C-contiguous (outer, S, inner) array of the derivative dtype."""
         a = host_asarray(a)
-        if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+        if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.src.shape:
             raise ValueError(f"{arg} shape {a.shape} differs from the src shape {self.src.shape}")
         return np.ascontiguousarray(a.reshape(self.src_rows), dtype=self.dtype)
 
     def need_out(self, fun: str):
-        if self.out3 is None and self.op.name not in ("add", "sub", "mean"):
+        if self.out3 is None and not self.op.linear:
             raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
 
     def per_destination(self, g3):
-        """The cotangent each edge of a destination row receives, for the linear ops: g, -g or g / count."""
+        """The cotangent each edge of a destination row receives, for the linear ops: g, -g, g / count (mean) or
+        g / sqrt(count) (sqrt_n)."""
         if self.op.name == "sub":
             return -g3
-        if self.op.name == "mean":
-            return g3 / np.maximum(self.plan.counts, 1)[None, :, None].astype(g3.real.dtype)
+        if self.op.counts:
+            return g3 / self.op.divisor(self.plan.counts, g3.dtype)
         return g3
 
     def share(self, g3):
@@ -167,6 +168,8 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
         if a.dtype.kind == "c" and (op.ordered or vdtype.kind != "c"):
             raise TypeError(f"{name} is complex ({a.dtype}) but op {op.name!r} on {vdtype} values has a real output")
     dtype = np.result_type(vdtype, *[native(a.dtype) for a in arrays.values()])
+    if is_bfloat16(dtype):   # as float16: derivatives in float32
+        dtype = np.dtype(np.float32)
     dtype = np.dtype(np.float64) if dtype.kind in "iu" else np.dtype(np.float32) if dtype == np.float16 else dtype
     return dtype, op.name in ("mul", "div") or (op.ordered and vdtype.kind in "iu")
 
@@ -174,7 +177,7 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
 def _numbers(a, arg: str):
     """`a` as an array of numbers; TypeError naming `arg` for anything else (bool, strings, dates, objects)."""
     a = host_asarray(a)
-    if a.dtype == np.bool_ or a.dtype.kind not in "iufc":
+    if not holds_numbers(a.dtype):
         raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
     return a
 
@@ -202,7 +205,7 @@ def _on_gpu(fun: str, **arrays):
 def _cast_like(result, like):
     """The gradient in the dtype of the value it differentiates, when that is inexact."""
     dtype = host_asarray(like).dtype
-    return result.astype(native(dtype), copy=False) if dtype.kind in "fc" else result
+    return result.astype(native(dtype), copy=False) if float_kind(dtype) in "fc" else result
 
 
 @overload
@@ -290,7 +293,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
         if call.w2 is not None:
             d = d * call.scale(call.w2, keep)
         np.add.at(result, (slice(None), call.plan.gather[keep]), d)
-    elif name in ("add", "sub", "mean"):
+    elif call.op.linear:
         run_forward(OpCode.OP_ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
                     call.threads, transpose=True)
     elif call.inner and call.outer:
@@ -431,7 +434,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
 
     Parameters
     ----------
-    op : {{"add", "sub", "mean", "max", "min", "mul", "div"}}
+    op : {{"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div"}}
         The op of the forward call.
     src : array_like, shape B + S + F
         The forward call's `src`.
@@ -484,7 +487,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     w_dot2 = None
     if weight_dot is not None:
         wd = host_asarray(weight_dot)
-        if wd.dtype == np.bool_ or wd.dtype.kind not in "iufc":
+        if not holds_numbers(wd.dtype):
             raise TypeError(f"weight_dot must hold numbers, got dtype {wd.dtype}")
         if wd.shape != call.w_shape:
             raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w_shape}")
@@ -501,7 +504,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
         if w_dot2 is not None:
             t_msgs += taken * call.scale(w_dot2, keep)
         result = scatter_jvp(name, msgs, call.plan.scatter[keep], call.out3, t_msgs, axis=1)
-    elif name in ("add", "sub", "mean"):
+    elif call.op.linear:
         result = np.zeros(size3, call.dtype)
         if s_dot3 is not None:
             run_forward(OpCode.OP_ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)

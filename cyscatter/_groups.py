@@ -7,7 +7,7 @@ import numpy as np
 from cyscatter._backend import backend_of
 from cyscatter._canonical import prod
 from cyscatter._index import check_table_bytes, parse_coords, plan_index
-from cyscatter._ops import native
+from cyscatter._ops import float_kind, native
 from cyscatter._rules import Reverse
 from cyscatter._scatter import size_arg, split_src
 
@@ -19,11 +19,11 @@ def float_dtypes(dtype, name: str, *, complex_ok: bool = False, arg: str = "src"
     dtype = native(dtype)
     if dtype.kind in "iu":
         return np.dtype(np.float64), np.dtype(np.float64)
-    if dtype.kind == "f":
-        return dtype, np.dtype(np.float32) if dtype == np.float16 else dtype
+    if float_kind(dtype) == "f":   # float16 and bfloat16 compute in float32
+        return dtype, np.dtype(np.float32) if dtype.itemsize == 2 else dtype
     if dtype.kind == "c" and complex_ok:
         return dtype, dtype
-    allowed = "integers, float16/32/64" + (", complex64/128" if complex_ok else "")
+    allowed = "integers, float16/32/64, bfloat16" + (", complex64/128" if complex_ok else "")
     raise TypeError(f"{name} does not support {arg} dtype {dtype} (supported: {allowed})")
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from cyscatter._docs import fill_doc
 from cyscatter._groups import dst_shape, group_view
 from cyscatter._index import sized_by
+from cyscatter._ops import is_bfloat16
 from cyscatter._scatter import size_arg
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool):
     """The group variances (or their square roots), in the real dtype of `src`."""
     ddof = check_ddof(ddof)
     ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True)
-    real = np.finfo(result).dtype   # complex64 -> float32
+    real = result if is_bfloat16(result) else np.finfo(result).dtype   # complex64 -> float32
     with sized_by(*size_arg(dim_size, ctx.plan)):
         var = var3(ctx, ddof)
         out = (ctx.xp.sqrt(var) if std else var).astype(real, copy=False)

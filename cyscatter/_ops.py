@@ -19,6 +19,22 @@ KERNEL_DTYPES = tuple(np.dtype(t) for t in
 _FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
 
 
+def is_bfloat16(dtype) -> bool:
+    """`dtype` is ml_dtypes' bfloat16 (the one NumPy users have; JAX's and TensorFlow's too), recognised without
+    importing ml_dtypes: its dtypes are of kind 'V' and name themselves."""
+    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.name == "bfloat16"
+
+
+def float_kind(dtype) -> str:
+    """`dtype.kind`, with bfloat16 a float ("f") as NumPy's own floats."""
+    return "f" if is_bfloat16(dtype) else dtype.kind
+
+
+def holds_numbers(dtype) -> bool:
+    """Integers, floats (bfloat16 included) or complex; not bool, object, strings, datetimes or records."""
+    return dtype.kind in "iufc" or is_bfloat16(dtype)
+
+
 def native(dtype) -> np.dtype:
     """`dtype` in the machine's byte order: the kernels and the dtype tables know only native dtypes."""
     return np.dtype(dtype).newbyteorder("=")
@@ -34,7 +50,9 @@ class Op:
     true_division : integer inputs give float64 results (NumPy true division), as div and mean.
     ordered : needs an order (max/min): complex dtypes are rejected.
     linear : out is linear in (dst, src) jointly, so the JVP is the op applied to the tangents.
-    counts : the kernel must count the entries of each group (mean).
+    counts : the kernel must count the entries of each group, and the sums are divided by a function of the
+        counts (mean: the counts; sqrt_n: their square roots); an empty group is divided by 1.
+    sqrt_counts : with `counts`, the divisor is sqrt(count) (TensorFlow's ``unsorted_segment_sqrt_n``).
     combine : the op whose kernel merges two partial results of this op, each reduced from the identity over
         part of the entries (chunked scatter, `cyscatter.dask`): sub's partials are negated sums, so they add;
         div's are reciprocal products, so they multiply; mean's partial sums add (and its counts add).
@@ -53,6 +71,7 @@ class Op:
     ordered: bool = False
     linear: bool = False
     counts: bool = False
+    sqrt_counts: bool = False
     gpu_update: str = ""
     gpu_cas: bool = False
     rules: dict = field(default_factory=dict, compare=False, repr=False)
@@ -62,7 +81,7 @@ class Op:
         dtype = native(dtype)
         if self.identity_kind in ("zero", "one"):
             return dtype.type(0 if self.identity_kind == "zero" else 1)
-        if dtype.kind == "f":
+        if float_kind(dtype) == "f":
             return dtype.type(-np.inf if self.identity_kind == "lowest" else np.inf)
         info = np.iinfo(dtype)
         return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
@@ -74,11 +93,25 @@ class Op:
             return kernels.fresh_table(shape, dtype, self.identity(result_dtype))
         return xp.full(shape, self.identity(result_dtype), dtype)
 
+    def divisor(self, counts, dtype, xp=np):
+        """The per-group divisor of a counting op as a (1, size, 1) array of the real dtype of `dtype`: the counts
+        (mean) or their square roots (sqrt_n), 1 for an empty group."""
+        real = np.empty(0, dtype).real.dtype
+        per_group = xp.maximum(counts, 1)
+        if self.sqrt_counts:
+            return xp.sqrt(per_group.astype(real))[None, :, None]
+        return per_group[None, :, None].astype(real)
+
+    def divide(self, work3, counts, xp=np, threads: int = 0) -> None:
+        """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place."""
+        if self.sqrt_counts or not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
+            work3 /= self.divisor(counts, work3.dtype, xp)
+
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)
-        if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES:
+        if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES and not is_bfloat16(dtype):
             raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
-                            "(supported: integers, float16/32/64, complex64/128)")
+                            "(supported: integers, float16/32/64, bfloat16, complex64/128)")
         if self.ordered and dtype.kind == "c":
             raise TypeError(f"op {self.name!r} needs ordered values; {arg} dtype {dtype} is complex")
 
@@ -91,11 +124,13 @@ class Op:
     def compute_dtype(self, dtype) -> np.dtype:
         """dtype the kernel accumulates in for an output of `dtype`.
 
-        float16 accumulates in float32 (3000 ones sum to 3000); small integers in int64, whose wrap-around
-        cast back gives NumPy's modular result for add/sub/mul and the exact one for max/min.
+        float16 and bfloat16 (ml_dtypes') accumulate in float32 (3000 ones sum to 3000; pytorch_scatter and JAX
+        accumulate bfloat16 the same way on the CPU), the result rounded once to nearest even; small integers in
+        int64, whose wrap-around cast back gives NumPy's modular result for add/sub/mul and the exact one for
+        max/min.
         """
         dtype = native(dtype)
-        if dtype == np.float16:
+        if dtype == np.float16 or is_bfloat16(dtype):
             return np.dtype(np.float32)
         if dtype.kind in "iu" and dtype not in KERNEL_DTYPES:
             return np.dtype(np.int64)
@@ -113,6 +148,9 @@ OPS = (
        gpu_cas=True),
     Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
        gpu_update="add"),
+    # TensorFlow's unsorted_segment_sqrt_n: sum / sqrt(count), 0 for an empty group; mean's path and conventions
+    Op("sqrt_n", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
+       sqrt_counts=True, gpu_update="add"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
@@ -140,7 +178,7 @@ def get_op(op: str | Op) -> Op:
     Parameters
     ----------
     op : str
-        An op name ("add", "sub", "mul", "div", "max", "min", "mean") or alias ("sum", "prod", "amax", "amin").
+        An op name ("add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n") or alias ("sum", "prod", "amax", "amin").
 
     Returns
     -------

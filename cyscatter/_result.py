@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from cyscatter._ops import native
+from cyscatter._ops import is_bfloat16, native
 
 
 def check_dtype_arg(dtype: Any, src_dtype: np.dtype, numbers: bool = True) -> np.dtype | None:
@@ -23,7 +23,7 @@ def check_dtype_arg(dtype: Any, src_dtype: np.dtype, numbers: bool = True) -> np
         dt = np.dtype(dtype)
     except (TypeError, ValueError):
         raise TypeError(f"dtype={dtype!r} is not a NumPy dtype") from None
-    if dt.hasobject or (numbers and dt.kind in "VSUaMm"):
+    if dt.hasobject or (numbers and dt.kind in "VSUaMm" and not is_bfloat16(dt)):
         raise TypeError(f"dtype={dt} holds no numbers: pass an integer, float or complex dtype")
     if not np.can_cast(src_dtype, dt, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src_dtype} to dtype={dt} under NumPy's same_kind rule (as "

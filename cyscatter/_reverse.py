@@ -15,7 +15,7 @@ from cyscatter._canonical import normalize_axis, precheck, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
-from cyscatter._ops import get_op
+from cyscatter._ops import get_op, holds_numbers
 from cyscatter._scatter import _reduce_into, scatter, scatter_into, split_src
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def check_numeric(arr, arg: str):
     """`arr` (an output, cotangent or tangent) if it holds numbers; integers are then cast to float64 like the
     inputs. Bool, object, string, datetime or record arrays raise TypeError naming `arg`: cast to a float, they
     would give wrong numbers silently (a string '1.5' parses, True is 1)."""
-    if arr.dtype.kind not in "iufc":
+    if not holds_numbers(arr.dtype):
         raise TypeError(f"{arg} must hold numbers (integers, floats or complex), got dtype {arr.dtype}")
     return arr
 

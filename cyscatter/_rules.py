@@ -3,7 +3,7 @@
 Each rule gets a `Reverse` context and the cotangent of the output, and returns the cotangent of src
 (``vjp_src``: shape (outer, n, inner)) or of the initial destination (``vjp_dst``: (outer, size, inner)).
 The conventions, decided here once:
-- mean divides by the group size; empty groups pass nothing (never NaN);
+- mean divides by the group size, sqrt_n by its square root; empty groups pass nothing (never NaN);
 - mul uses the exact product of the *other* members of the group (prefix x suffix products), so zeros in a
   group give the right gradient; no division by src;
 - max/min split the cotangent evenly among all tied winners, the initial dst value counting as a candidate
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cyscatter import _canonical, fused_kernels, kernels
-from cyscatter._ops import register_rules
+from cyscatter._ops import get_op, register_rules
 
 
 @dataclass
@@ -126,8 +126,9 @@ def _extreme_dst(ctx, g3, is_max: bool):
     return xp.where(dst_win, g3 / xp.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)
 
 
-def _mean_src(ctx, g3):
-    per_group = g3 / ctx.xp.maximum(ctx.counts(), 1)[None, :, None].astype(ctx.dtype)
+def _mean_src(ctx, g3, op: str = "mean"):
+    """mean and sqrt_n: each entry gets its group's cotangent divided by the op's divisor (count, sqrt(count))."""
+    per_group = g3 / get_op(op).divisor(ctx.counts(), ctx.dtype, ctx.xp).astype(ctx.dtype, copy=False)
     return ctx.take(per_group.astype(ctx.dtype, copy=False))
 
 
@@ -181,6 +182,7 @@ def _identity_dst(ctx, g3):
 register_rules("add", vjp_src=lambda ctx, g3: ctx.take(g3), vjp_dst=_identity_dst)
 register_rules("sub", vjp_src=lambda ctx, g3: -ctx.take(g3), vjp_dst=_identity_dst)
 register_rules("mean", vjp_src=_mean_src, vjp_dst=_identity_dst)
+register_rules("sqrt_n", vjp_src=lambda ctx, g3: _mean_src(ctx, g3, "sqrt_n"), vjp_dst=_identity_dst)
 register_rules("mul", vjp_src=_mul_src, vjp_dst=_mul_dst)
 register_rules("div", vjp_src=_div_src, vjp_dst=_div_dst)
 register_rules("max", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),

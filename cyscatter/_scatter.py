@@ -5,12 +5,12 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
-from cyscatter._backend import backend_of, check_foreign
+from cyscatter._backend import backend_of, check_foreign, refuse_bfloat16_on_gpu
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter import kernels
-from cyscatter._ops import FAST, get_op
+from cyscatter._ops import FAST, get_op, is_bfloat16
 from cyscatter._result import check_dtype_arg, check_out, direct, write_out
 from cyscatter._threads import check_threads
 from cyscatter._sorted import run_scatter_runs
@@ -74,7 +74,8 @@ def _runner(be, indices_are_sorted: bool):
 def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, threads: int = 0) -> None:
     """Apply `op` from the canonical `src3` into an existing `work3` (outer, size, inner) on backend `be`.
 
-    For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``).
+    For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``), and so are
+    sqrt_n's ``sum / sqrt(count)``.
     """
     xp = be.xp
     run_scatter = _runner(be, indices_are_sorted)
@@ -82,8 +83,7 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
         counts = xp.zeros(plan.size, np.int64)
         sums = op.fresh(work3.shape, work3.dtype, xp)
         run_scatter(op.opcode, src3, plan, sums, counts, threads)
-        if not (xp is np and kernels.divide_by_counts(sums, counts, threads)):
-            sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
+        op.divide(sums, counts, xp, threads)
         reached = (counts > 0)[None, :, None]
         if xp is np:   # one masked pass (CuPy's ufuncs take no `where`)
             np.add(work3, sums, out=work3, where=reached)
@@ -116,6 +116,8 @@ def fill_for(fill_value, result_dtype, xp=np):
         check_foreign("fill_value", fill_value)
     dtype = np.dtype(result_dtype)
     value = np.asarray(fill_value)
+    if is_bfloat16(dtype):   # a float for the rule below (its kind is 'V'), cast by ml_dtypes
+        return _fill_float(fill_value, value, dtype, xp)
     if dtype.kind not in _KIND_RANK:   # strings, datetimes, records (gather): NumPy's own cast decides
         try:
             return xp.asarray(value.astype(dtype))
@@ -141,14 +143,23 @@ def fill_for(fill_value, result_dtype, xp=np):
     return xp.asarray(cast)
 
 
+def _fill_float(fill_value, value, dtype, xp):
+    """`fill_for` of a bfloat16 output: as for a float one (a real number scalar; complex refused)."""
+    python_scalar = isinstance(fill_value, (bool, int, float))
+    if value.ndim or not (python_scalar or (value.dtype.kind in "biuf" or is_bfloat16(value.dtype))):
+        raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
+                        "under NumPy's same_kind rule (it must be a scalar the dtype holds)")
+    return xp.asarray(value.astype(dtype))
+
+
 def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0):
     """The result from an accumulator `work3` that started at the identity (mutated; may be returned).
 
     Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0; then the
     compute dtype is cast to `result_dtype`. `counts` may be None when neither needs it.
     """
-    if op.counts and not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
-        work3 /= xp.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
+    if op.counts:
+        op.divide(work3, counts, xp, threads)
     if fill is not None:
         work3[:, counts == 0] = fill[()]
     return work3.astype(result_dtype, copy=False)
@@ -222,7 +233,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     Returns
     -------
     out : ndarray, shape B + D + F
-        The dtype of `src` (or `dtype`), except float64 for integer `src` with div and mean. C-ordered; an output
+        The dtype of `src` (or `dtype`), except float64 for integer `src` with div, mean and sqrt_n. C-ordered; an output
         of at least 4 KB whose rows are longer than 16 bytes starts on a 64-byte boundary (a view of a buffer
         up to 64 B larger, its `base`), so that rows of whole cache lines do not straddle one more. The `out`
         object itself when one is given.
@@ -261,6 +272,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     src = be.asarray(src)
     cast = check_dtype_arg(dtype, src.dtype)
     if cast is not None:
+        if be.xp is not np:
+            refuse_bfloat16_on_gpu("dtype", cast)
         try:
             op.check_dtype(cast)
         except TypeError as err:
@@ -308,7 +321,9 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
-    (NNlib); rows no entry reaches keep their values.
+    (NNlib); rows no entry reaches keep their values. ``op="sqrt_n"`` follows mean's convention: each group's
+    ``sum / sqrt(count)`` is added to `dst`, rows no entry reaches keep their values (``dst`` is not a member
+    of the group and does not count).
 
     Parameters
     ----------

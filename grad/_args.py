@@ -9,12 +9,17 @@ from autograd.tracer import getval
 
 import cyscatter as cs
 from cyscatter._canonical import normalize_axis
+from cyscatter._ops import is_bfloat16
 from grad._primitive import primitive
 
 
 def require_inexact(x, arg: str, fun: str) -> None:
     """Refuse to differentiate with respect to an integer (or boolean) argument."""
     dtype = np.asarray(getval(x)).dtype   # (np.result_type reads a list as a dtype spec)
+    if is_bfloat16(dtype):   # autograd has no vector space for ml_dtypes' dtypes (kind 'V')
+        raise TypeError(f"grad.{fun} cannot differentiate with respect to {arg} of dtype bfloat16: autograd has "
+                        f"no bfloat16 vector space; the forward call works, and to differentiate cast {arg} to "
+                        "float32 (cyscatter accumulates bfloat16 in float32) or float64 (check_grads)")
     if dtype.kind not in "fc":
         raise TypeError(f"grad.{fun} cannot differentiate with respect to {arg} of dtype {dtype}: only floating "
                         f"and complex arrays have gradients (cast {arg} to float first)")

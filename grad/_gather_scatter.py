@@ -106,7 +106,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         Source rows (node features).
     gather_index, scatter_index : int array or tuple of int arrays, shape I, optional
         Source and destination row of each edge (omit both with `plan`).
-    op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
         As in `cyscatter.gather_scatter`.
     weight : array_like, shape I + W, optional
         Scales each message (differentiable).

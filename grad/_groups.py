@@ -362,7 +362,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
         Values; the n rows along `axis` are cut into segments.
     indptr : 1-D int array of length S + 1
         CSR pointer, as in `cyscatter.segment`.
-    op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
         As in `cyscatter.segment`.
     axis, fill_value : optional
         As in `cyscatter.segment` (keyword-only).

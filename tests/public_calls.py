@@ -73,6 +73,9 @@ def _baselines() -> dict[str, Callable[[], dict]]:
         "cyscatter.scatter_argmax": lambda: dict(src=src(), index=idx(), fill_value=-1, **group),
         "cyscatter.scatter_argmin": lambda: dict(src=src(), index=idx(), fill_value=-1, **group),
         "cyscatter.scatter_count": lambda: dict(index=idx(), dim_size=3, mode="raise"),
+        **{f"cyscatter.scatter_{kind}": (lambda: dict(src=src(), index=idx(), dim_size=3, axis=0, fill_value=True,
+                                                      mode="raise", indices_are_sorted=False, num_threads=2))
+           for kind in ("any", "all")},
         "cyscatter.scatter_logsumexp": lambda: dict(src=src(), index=idx(), **group),
         "cyscatter.scatter_softmax": lambda: dict(src=src(), index=idx(), **group),
         "cyscatter.scatter_log_softmax": lambda: dict(src=src(), index=idx(), **group),
@@ -119,15 +122,20 @@ def _baselines() -> dict[str, Callable[[], dict]]:
             weight=np.ones(4), weight_dot=np.ones(4), dim_size=3, axis=0, mode="raise", plan=None, num_threads=2),
         # Dask: src and index chunked in two
         "cyscatter.dask.scatter": lambda: dict(src=chunked(SRC), index=chunked(IDX), op="max", dim_size=3,
-                                               axis=0, fill_value=-1.0, mode="raise", dim_chunks=2, split_every=2),
+                                               axis=0, fill_value=-1.0, dtype=None, out=None, mode="raise",
+                                               dim_chunks=2, split_every=2),
         "cyscatter.dask.gather": lambda: dict(src=chunked(SRC), index=chunked(IDX), axis=0, mode="drop",
-                                              fill_value=-1.0),
+                                              fill_value=-1.0, dtype=None, out=None),
         # one output block: nothing in the graph grows with dim_size
         "cyscatter.dask.scatter_argmax": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
                                                       fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
         "cyscatter.dask.scatter_argmin": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
                                                       fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
         "cyscatter.dask.scatter_count": lambda: dict(index=chunked(IDX), dim_size=3, mode="raise", split_every=2),
+        **{f"cyscatter.dask.scatter_{kind}": (lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
+                                                           fill_value=True, mode="raise", dim_chunks=2,
+                                                           split_every=2))
+           for kind in ("any", "all")},
     }
     # grad: the autograd primitives take the arguments of their namesakes (without num_threads)
     for name in csgrad.__all__:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-IDENTITY = {"add": "zero", "sub": "zero", "mean": "zero", "mul": "one", "div": "one", "max": "lowest",
+IDENTITY = {"add": "zero", "sub": "zero", "mean": "zero", "sqrt_n": "zero", "mul": "one", "div": "one", "max": "lowest",
             "min": "highest"}
 ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
 
@@ -43,7 +43,10 @@ def _min(a, b):
 
 
 UPDATE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": _max, "min": _min,
-          "mean": np.add}
+          "mean": np.add, "sqrt_n": np.add}
+# divisor of the group sums by group count: mean's count, and TensorFlow's unsorted_segment_sqrt_n definition
+# (``sum / sqrt(N)``, N the number of entries of the group, an empty group 0)
+DIVISOR = {"mean": lambda count: count, "sqrt_n": np.sqrt}
 
 
 def compute_dtype(op, result_dtype):
@@ -57,7 +60,7 @@ def compute_dtype(op, result_dtype):
 
 def result_dtype(op, src_dtype):
     src_dtype = np.dtype(src_dtype)
-    if op in ("div", "mean") and src_dtype.kind in "iu":
+    if op in ("div", "mean", "sqrt_n") and src_dtype.kind in "iu":
         return np.dtype(np.float64)
     return src_dtype
 
@@ -101,7 +104,7 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
         init = np.array(dst, dtype=cdtype)
     else:
         init = np.full(batch + dims + feat, identity(op, rdtype), dtype=cdtype)
-    acc = np.zeros_like(init) if op == "mean" else init.copy()
+    acc = np.zeros_like(init) if op in DIVISOR else init.copy()
     counts = np.zeros(dims, np.int64)
     src_c = src.astype(rdtype).astype(cdtype) if dst is not None else src.astype(cdtype)
     for k in np.ndindex(*ishape):
@@ -112,9 +115,9 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
         for b in np.ndindex(*batch):
             acc[b + target] = UPDATE[op](acc[b + target], src_c[b + k])
     hit = (counts > 0).reshape((1,) * len(batch) + dims + (1,) * len(feat))
-    if op == "mean":
+    if op in DIVISOR:
         shaped = counts.reshape((1,) * len(batch) + dims + (1,) * len(feat))
-        means = acc / np.maximum(shaped, 1).astype(acc.real.dtype)
+        means = acc / DIVISOR[op](np.maximum(shaped, 1).astype(acc.real.dtype))
         acc = np.where(hit, init + means if dst is not None else means, init)
     if fill_value is not None and dst is None:
         acc = np.where(hit, acc, np.asarray(fill_value).astype(rdtype))

@@ -95,8 +95,8 @@ def ref_segment(src, indptr, op, *, axis=0, fill_value=None):
         count = int(indptr[s + 1]) - int(indptr[s])
         for p in range(int(indptr[s]), int(indptr[s + 1])):
             acc[s] = UPDATE[op](acc[s], rows[p].astype(cdtype))
-        if op == "mean" and count:
-            acc[s] = acc[s] / count
+        if op in ("mean", "sqrt_n") and count:
+            acc[s] = acc[s] / (count if op == "mean" else np.sqrt(acc.real.dtype.type(count)))
         if count == 0 and fill_value is not None:
             acc[s] = fill_value
     return np.moveaxis(acc.astype(rdtype), 0, axis)

@@ -60,8 +60,8 @@ def _ties(m, o):
 
 def ref_gather_scatter_vjp(op, g, src, gather_index, scatter_index, out, *, weight=None, dim_size=None, axis=0,
                            mode="raise"):
-    """(grad_src, grad_weight) for add, sub, mean, max, min by explicit loops: each edge's coefficient is 1, -1,
-    1 / count, or (max/min) 1 / (tied winners) where its message equals the output."""
+    """(grad_src, grad_weight) for add, sub, mean, sqrt_n, max, min by explicit loops: each edge's coefficient is
+    1, -1, 1 / count, 1 / sqrt(count), or (max/min) 1 / (tied winners) where its message equals the output."""
     src, g = np.asarray(src, np.float64), np.asarray(g, np.float64)
     edges, batch, feat, dims = kept_edges(src.shape, gather_index, scatter_index, dim_size=dim_size, axis=axis,
                                           mode=mode)
@@ -85,8 +85,8 @@ def ref_gather_scatter_vjp(op, g, src, gather_index, scatter_index, out, *, weig
     for k, s, d in edges:
         w = 1.0 if w_all is None else _edge_weight(w_all, k, feat)
         for b in np.ndindex(*batch):
-            if op in ("add", "sub", "mean"):
-                coef = {"add": 1.0, "sub": -1.0, "mean": 1.0 / count[d]}[op]
+            if op in ("add", "sub", "mean", "sqrt_n"):
+                coef = {"add": 1.0, "sub": -1.0, "mean": 1.0 / count[d], "sqrt_n": 1.0 / np.sqrt(count[d])}[op]
             else:
                 hit = _ties(msg[(k, b)], out[b + d])
                 coef = np.where(hit, 1.0 / np.maximum(ties[(b, d)], 1), 0.0)

@@ -45,7 +45,7 @@ def test_small_index_dtype_with_groups_over_2_15(backend, index_dtype, op):
     assert counts[0] > 2 ** 15
 
 
-@pytest.mark.parametrize("op", ["div", "mean"])
+@pytest.mark.parametrize("op", ["div", "mean", "sqrt_n"])
 @pytest.mark.parametrize("dtype", INTEGER_DTYPES)
 def test_integer_true_division_gives_float64(backend, dtype, op):
     rng = rng_for("truediv", dtype, op)
@@ -55,7 +55,7 @@ def test_integer_true_division_gives_float64(backend, dtype, op):
     assert_same(out, ref_scatter(src, idx, op, dim_size=4))
 
 
-@pytest.mark.parametrize("op", ["div", "mean"])
+@pytest.mark.parametrize("op", ["div", "mean", "sqrt_n"])
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint8"])
 def test_integer_true_division_into_integer_dst_raises(backend, dtype, op):
     dst = np.arange(1, 5).astype(dtype)

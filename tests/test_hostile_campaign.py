@@ -247,6 +247,9 @@ ROLES = {
         "read-only": (_read_only, RAISE), "list": (lambda a: np.asarray(a).tolist(), RAISE),
         "__array__": (lambda a: ArrayLike(a), RAISE), "__array_interface__": (lambda a: InterfaceOnly(a), RAISE),
         "None": (lambda a: None, SAME), "the result's own": (lambda a: np.zeros_like(a), SAME)},
+    # out= of cyscatter.dask's scatter/gather: refused (a lazy result has no buffer), None accepted
+    "dask out": {"a NumPy array": (lambda v: np.zeros(3), RAISE), "a Dask array": (lambda v: da.zeros(3), RAISE),
+                 "list": (lambda v: [0.0, 0.0, 0.0], RAISE), "None": (lambda v: None, SAME)},
     "plan": {"object()": (lambda v: object(), RAISE), "a string": (lambda v: "plan", RAISE),
              "None": (lambda v: None, SAME)},
     "split_every": {k: (m, RAISE) for k, m in HOSTILE_INTS.items()} | {
@@ -261,7 +264,8 @@ ROLE_OF = {"src": "values", "dst": "values", "out": "tangent", "grad_out": "tang
            "gather_index": "index", "scatter_index": "index", "weight": "values", "weight_dot": "tangent",
            "src_size": "size", "plan": "plan", "dtype": "dtype"}
 # arguments whose role depends on the function: `out` of the allocating scatter/gather is an output array
-ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather")}
+ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather")} | {
+    (fn, "out"): "dask out" for fn in ("cyscatter.dask.scatter", "cyscatter.dask.gather")}
 
 
 def role_of(function: str, arg: str) -> str:
@@ -349,6 +353,9 @@ def _exceptions() -> dict:
                 for k in HOSTILE_SIZES:
                     exc[(fn, "dim_size", k)] = LAZY
                 exc[(fn, "dim_size", "2**64")] = RAISE
+            if "argm" in fn:   # an output past 2**63 - 1 bytes: the core's ValueError at graph time
+                exc[(fn, "dim_size", "2**62")] = RAISE
+                exc[(fn, "dim_size", "rows x 8 bytes past 2**64")] = RAISE
         if fn.endswith(("softmax_vjp", "softmax_jvp", "scatter_softmax", "scatter_log_softmax")):
             # the output has the shape of src: only the groups' (outer, size, inner) work tables grow
             exc[(fn, "dim_size", "list")] = SAME
@@ -361,13 +368,20 @@ def _exceptions() -> dict:
     for fn in ("cyscatter.scatter", "cyscatter.gather"):
         exc[(fn, "out", "int64")] = RAISE
         exc[(fn, "out", "float32")] = RAISE
-    for fn in ("cyscatter.scatter", "grad.scatter"):
+    for fn in ("cyscatter.scatter", "grad.scatter", "cyscatter.dask.scatter"):
         exc[(fn, "dtype", "complex128")] = RAISE
     # argmax/argmin fill_value: checked as scatter's for an int64 output (a float32 or inf refused)
     for fn in ("cyscatter.scatter_argmax", "cyscatter.scatter_argmin", "grad.scatter_argmax", "grad.scatter_argmin",
                "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
         exc[(fn, "fill_value", "np.float32")] = RAISE
         exc[(fn, "fill_value", "1e400 (inf)")] = RAISE
+    # scatter_any/all: bool values are values (nonzero = True); the fill is a bool output's (np.float32, np.int64 and
+    # inf refused under same_kind, as scatter's fill_value for a bool output)
+    for fn in ("cyscatter.scatter_any", "cyscatter.scatter_all", "cyscatter.dask.scatter_any",
+               "cyscatter.dask.scatter_all"):
+        exc[(fn, "src", "bool")] = SAME
+        for k in ("np.float32", "np.int64", "1e400 (inf)"):
+            exc[(fn, "fill_value", k)] = RAISE
     # scatter_count: any index shape counts (the output has the shape dim_size gives)
     for fn in ("cyscatter.scatter_count", "cyscatter.dask.scatter_count"):
         exc[(fn, "index", "other shape")] = OK

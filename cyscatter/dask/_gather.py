@@ -11,19 +11,23 @@ from dask.base import tokenize
 from cyscatter._canonical import normalize_axis, prod
 from cyscatter._docs import fill_doc
 from cyscatter._index import DROPPING, check_mode
+from cyscatter._result import check_dtype_arg
 from cyscatter._scatter import fill_for
 from cyscatter.dask import _blocks
+from cyscatter.dask._scatter import refuse_out
 from cyscatter.dask._graph import as_coords, block_shape, flat_rows, known_shape, new_array, partitions, positions
 
 if TYPE_CHECKING:
-    from typing import SupportsIndex
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import DTypeLike
 
     from cyscatter._typing import ArrayInput, FillValue, IndexLike, Mode
 
 
 @fill_doc
 def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
-           fill_value: FillValue | None = None) -> da.Array:
+           fill_value: FillValue | None = None, dtype: DTypeLike | None = None, out: Any = None) -> da.Array:
     """Lazy gather of Dask arrays: ``cyscatter.gather`` computed block by block.
 
     Parameters
@@ -40,16 +44,24 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
         all-zero bytes (0, False, ''). Checked and cast as ``cyscatter.gather`` does: NumPy's ``same_kind``
         rule (2.5 or NaN into an integer array: TypeError), a Python scalar the dtype holds exactly (2.0 into
         integers), and a value out of the dtype's range (-1 for uint8) ValueError.
+    dtype : dtype, optional
+        The result dtype, as for ``cyscatter.gather``: as if ``src.astype(dtype)`` were gathered (NumPy's
+        ``same_kind`` rule, a TypeError naming `dtype` otherwise); `fill_value` is cast to it. `src` is cast
+        lazily, block by block, before the gather. Default: the dtype of `src`.
+    out : None
+        Not supported (Dask arrays are immutable): any value but None raises TypeError; use
+        ``dask.array.store(result, out)``.
 
     Returns
     -------
-    out : dask.array.Array, shape B + I + F, dtype of `src`
+    out : dask.array.Array, shape B + I + F, dtype of `src` (or `dtype`)
         Chunked as `src` along B and F and as `index` along I.
 
     Raises
     ------
     TypeError
-        A non-integer index, an object `src`, a `fill_value` the dtype of `src` cannot take.
+        A non-integer index, an object `src`, a `fill_value` the dtype of `src` cannot take, a `dtype` `src`
+        cannot be cast to under ``same_kind``, an `out` that is not None.
     ValueError
         Unknown mode, mismatched shapes, unknown chunk sizes, an `axis` that does not fit, a `fill_value` out of
         the range of the dtype of `src`.
@@ -71,13 +83,17 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     >>> csd.gather(src, da.from_array(np.array([1, 3, 1, 0]), chunks=3)).compute()
     array([  20, 4000,   20,    1])
     """
+    refuse_out(out, "gather")
     coords = as_coords(index)
     m, ni = len(coords), coords[0].ndim
     if not isinstance(src, da.Array):
         src = np.asarray(src)
     if src.dtype.hasobject:   # before Dask's own chunking, which cannot size object blocks
         raise TypeError(f"gather does not support src dtype {src.dtype}")
+    cast = check_dtype_arg(dtype, src.dtype, numbers=False)
     src = known_shape(da.asarray(src), "src")
+    if cast is not None and cast != src.dtype:
+        src = src.astype(cast)   # lazily, block by block, as the core casts src whole first
     axis = normalize_axis(axis, src.ndim, m)
     check_mode(mode)
     fill = None

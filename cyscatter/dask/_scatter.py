@@ -11,16 +11,19 @@ from dask.base import tokenize
 
 from cyscatter._canonical import prod
 from cyscatter._docs import fill_doc
-from cyscatter._index import _dims_from, check_mode, parse_coords
+from cyscatter._index import _dims_from, check_mode, check_table_bytes, parse_coords
 from cyscatter._integers import as_int
 from cyscatter._ops import get_op
+from cyscatter._result import check_dtype_arg
 from cyscatter._scatter import fill_for, refuse_expanded_index, split_src
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import (as_coords, block_shape, flat_rows, known_shape, new_array, partitions,
                                    positions, stand_in, tree_reduce)
 
 if TYPE_CHECKING:
-    from typing import Sequence, SupportsIndex
+    from typing import Any, Sequence, SupportsIndex
+
+    from numpy.typing import DTypeLike
 
     from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike
 
@@ -34,8 +37,8 @@ def _as_dask_src(src, coords, nb: int, nf: int) -> da.Array:
 
 @fill_doc
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize, axis: SupportsIndex = 0,
-            fill_value: FillValue | None = None, mode: Mode = "raise",
-            dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+            fill_value: FillValue | None = None, dtype: DTypeLike | None = None, out: Any = None,
+            mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
             split_every: SupportsIndex = 4) -> da.Array:
     """Lazy scatter-reduce of Dask arrays: ``cyscatter.scatter`` computed block by block.
 
@@ -58,6 +61,14 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     {axis}
     fill_value : scalar, optional
         Value of destination positions no entry reaches (default: the op's identity; 0 for mean).
+    dtype : dtype, optional
+        As for ``cyscatter.scatter``: `src` is cast (lazily, block by block) to `dtype` under NumPy's
+        ``same_kind`` rule before the reduction, which then runs as for a `src` of that dtype (float16 still
+        accumulates in float32, div and mean of integers still give float64). Default: the dtype of `src`.
+    out : None
+        Not supported: Dask arrays are immutable and a lazy result has no buffer to write into. Any value but
+        None raises TypeError; to fill an existing array, ``dask.array.store(result, out)`` or
+        ``out[...] = result.compute()``.
     {mode}
     dim_chunks : int or tuple of ints, optional
         Chunks of the output along the first destination axis (default: one chunk). Each src block is then
@@ -74,9 +85,11 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     Raises
     ------
     TypeError
-        Missing `dim_size`, a non-integer index, an op/dtype pair the core refuses.
+        Missing `dim_size`, a non-integer index, an op/dtype pair the core refuses, a `dtype` `src` cannot be
+        cast to under ``same_kind``, an `out` that is not None.
     ValueError
-        Unknown op or mode, mismatched shapes, unknown chunk sizes, `dim_chunks` that do not add up.
+        Unknown op or mode, mismatched shapes, unknown chunk sizes, `dim_chunks` that do not add up, a
+        `dim_size` whose output could not exist (more than 2**63 - 1 bytes: the core's error, at graph time).
     IndexError
         When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
         its index chunk and that chunk's location.
@@ -103,7 +116,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     array([2., 9., 4., 0.])
     """
     op = get_op(op)
-    setup = prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every)
+    refuse_out(out, "scatter")
+    setup = prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype)
     fill = fill_for(fill_value, setup.result_dtype)
     count = op.counts or fill is not None
     name = f"cyscatter-scatter-{op.name}-" + tokenize(setup.src, setup.flat, op.name, setup.dims, fill,
@@ -130,7 +144,15 @@ class Setup(NamedTuple):
     result_dtype: np.dtype
 
 
-def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every) -> Setup:
+def refuse_out(out, func: str) -> None:
+    """TypeError for an `out` that is not None: a lazy Dask result has no buffer to write into."""
+    if out is not None:
+        raise TypeError(f"cyscatter.dask.{func} does not take out= (got {type(out).__name__}): Dask arrays are "
+                        "immutable; store the lazy result with dask.array.store(result, out) or assign "
+                        "out[...] = result.compute()")
+
+
+def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype=None) -> Setup:
     """The graph-time checks of a Dask scatter for `op` (an Op); errors as ``cyscatter.dask.scatter`` lists."""
     if dim_size is None:
         raise TypeError("dim_size is required for Dask inputs (inferring it would compute the whole index)")
@@ -143,8 +165,18 @@ def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every) -> Se
         refuse_expanded_index(parse_coords(index), src.shape, axis)
     nb, ni, nf = len(batch), coords[0].ndim, len(feat)
     src = _as_dask_src(src, coords, nb, nf)
+    cast = check_dtype_arg(dtype, src.dtype)
+    if cast is not None:   # the core's checks and messages (cyscatter.scatter)
+        try:
+            op.check_dtype(cast)
+        except TypeError as err:
+            raise TypeError(f"dtype={cast}: {err}") from None
+        if cast != src.dtype:
+            src = src.astype(cast)
     result_dtype = op.result_dtype(src.dtype)
     dims = _dims_from(dim_size, coords, "dim_size")
+    check_table_bytes((prod(src.shape[:nb]), prod(dims), prod(src.shape[nb + ni:])),
+                      op.compute_dtype(result_dtype), "dim_size", dim_size)   # the core's ValueError now, not Dask's at compute
     if as_int(split_every, f"split_every={split_every!r} must be an integer >= 2") < 2:
         raise ValueError(f"split_every={split_every!r} must be an integer >= 2")
     d0_chunks = check_dim_chunks(dim_chunks, dims[0])

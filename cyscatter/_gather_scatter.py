@@ -17,7 +17,7 @@ from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._index import DROPPING, check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
-from cyscatter._ops import get_op, native
+from cyscatter._ops import get_op, native, refuse_assignment
 from cyscatter._scatter import fill_for, finish_fresh, scatter
 from cyscatter._threads import check_threads
 
@@ -370,6 +370,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     """
     threads = check_threads(num_threads)
     op = get_op(op)
+    refuse_assignment(op, "gather_scatter", "its fused kernels reduce messages with atomics or in registers")
     be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight)
     if be.xp is not np:
         from cyscatter._gather_scatter_gpu import gather_scatter_gpu

@@ -105,7 +105,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     op = get_op(op)
     setup = prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every)
     fill = fill_for(fill_value, setup.result_dtype)
-    count = op.counts or fill is not None
+    count = op.counts or bool(op.winner) or fill is not None   # assignments combine by the rows reached
     name = f"cyscatter-scatter-{op.name}-" + tokenize(setup.src, setup.flat, op.name, setup.dims, fill,
                                                       setup.d0_chunks, split_every, setup.nb)
     return reduction_graph(

@@ -113,7 +113,8 @@ FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
     {mode}""".format(**FRAGMENTS)
 
 FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "max", "min", "mul", "div"}
-        The op of the forward `gather_scatter` call (aliases as there).
+        The op of the forward `gather_scatter` call (aliases as there; the assignments set/last/first raise
+        ValueError, as there).
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
     src : array_like, shape B + S + F

@@ -244,6 +244,8 @@ REFUSING = {
     "gather_scatter": lambda op: cs.gather_scatter(np.ones((3, 2)), np.array([0, 1]), np.array([1, 1]), op),
     "gather_scatter_vjp_src": lambda op: cs.gather_scatter_vjp_src(
         op, np.ones((2, 2)), np.ones((3, 2)), np.array([0, 1]), np.array([1, 1]), dim_size=2),
+    "gather_scatter_vjp_weight": lambda op: cs.gather_scatter_vjp_weight(
+        op, np.ones((2, 2)), np.ones((3, 2)), np.array([0, 1]), np.array([1, 1]), weight=np.ones(2), dim_size=2),
     "gather_scatter_jvp": lambda op: cs.gather_scatter_jvp(
         op, np.ones((3, 2)), np.array([0, 1]), np.array([1, 1]), src_dot=np.ones((3, 2)), dim_size=2),
 }
@@ -319,3 +321,14 @@ def test_segment_reverse_functions(op):
     np.testing.assert_array_equal(cs.segment_vjp_src(op, g, src, indptr, out), want)
     dot = np.ones_like(src) * 3
     np.testing.assert_array_equal(cs.segment_jvp(op, src, indptr, out, dot), cs.segment(dot, indptr, op))
+
+
+@pytest.mark.parametrize("op", ASSIGN_OPS)
+def test_grad_segment(op):
+    pytest.importorskip("autograd")
+    import autograd.numpy as anp
+    from autograd.test_util import check_grads
+    import grad as csgrad
+    indptr = np.array([0, 2, 2, 5, 6])
+    src = np.random.default_rng(15).standard_normal((6, 2))
+    check_grads(lambda s: anp.cos(csgrad.segment(s, indptr, op)), modes=["fwd", "rev"], order=2)(src)

@@ -43,7 +43,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     op's identity; the partials of each output block are merged in index order by a tree of at most
     `split_every` inputs per task, with the op's combine rule (``Op.combine``: sums add, and so do sub's
     negated sums; products multiply, and so do div's reciprocal products; max/min; mean merges sums and
-    counts and divides at the end).
+    counts and divides at the end; the assignments set/last and first carry the rows each partial reached, and
+    the later partial wins a row for set, the earlier for first, so the result equals the in-memory one).
 
     Parameters
     ----------

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter import kernels
+from cyscatter import _assign, kernels
+from cyscatter._ops import WINNERS
 from cyscatter._backend import host_asarray, where_is
 from cyscatter._integers import as_int
 
@@ -112,6 +113,8 @@ def run_scatter(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: n
                 threads: int = 0) -> None:
     if not src3.flags.aligned:   # e.g. a partial unpickled from another process (cyscatter.dask)
         src3 = src3.copy()
+    if opcode in WINNERS:   # an assignment: winner pass, then a gather (see cyscatter._assign)
+        return _assign.run_host(WINNERS[opcode] == "last", src3, plan, out3, counts, threads)
     status = kernels.scatter_reduce(opcode, src3, plan.flat, out3, counts, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)

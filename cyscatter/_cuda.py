@@ -14,10 +14,12 @@ from __future__ import annotations
 import functools
 
 import cupy
+import numpy as np
 
 from cyscatter import _canonical
 from cyscatter._backend import where_is
-from cyscatter._cuda_kernels import COUNT_ROWS, EXCLUSIVE_PRODUCTS, GATHER, build, ordered_spec, scatter_spec
+from cyscatter._cuda_kernels import (COUNT_ROWS, EXCLUSIVE_PRODUCTS, GATHER, build, ordered_spec, scatter_spec,
+                                     winner_spec)
 from cyscatter._ops import OPS
 
 xp = cupy
@@ -63,6 +65,9 @@ def run_scatter(opcode: int, src3, plan, out3, counts=None, threads: int = 0) ->
     op = _BY_OPCODE[opcode]
     if counts is not None and plan.n:
         build(COUNT_ROWS)(plan.flat, plan.size, counts)
+    if op.winner:   # an assignment: the winner of each row, then a gather of the winners' rows
+        _assign(op.winner, src3, plan, out3)
+        return
     if src3.size == 0:
         return
     _, n, inner = src3.shape
@@ -71,6 +76,25 @@ def run_scatter(opcode: int, src3, plan, out3, counts=None, threads: int = 0) ->
         build(ordered_spec(op.gpu_update))(src3.reshape(-1), order, indptr, n, inner, plan.size, out3)
     else:
         build(scatter_spec(op.gpu_update))(src3, plan.flat, n, inner, plan.size, out3.reshape(-1))
+
+
+def assign_winners(plan, last: bool):
+    """(size,) int64: the position of the last (first) entry reaching each row; rows without one hold -1
+    (last) or plan.n (first), both outside the positions, which the gather skips."""
+    winner = cupy.full(plan.size, -1 if last else plan.n, np.int64)
+    if plan.n and plan.size:
+        build(winner_spec("last" if last else "first"))(plan.flat, plan.size, winner)
+    return winner
+
+
+def _assign(winner: str, src3, plan, out3) -> None:
+    """out3[o, j, f] = src3[o, winner[j], f] for the rows an entry reaches; other rows keep their values."""
+    win = assign_winners(plan, winner == "last")
+    if out3.size == 0 or src3.shape[1] == 0:
+        return
+    items3 = _items(out3)
+    _, size, inner = items3.shape
+    build(GATHER)(_items(src3).reshape(-1), win, size, inner, src3.shape[1], items3)
 
 
 def _items(a3):

@@ -56,6 +56,18 @@ COUNT_ROWS = KernelSpec(
     "if (j >= 0 && j < n_dst) atomicAdd(reinterpret_cast<unsigned long long*>(&counts[j]), 1ULL);",
     "cyscatter_count_rows")
 
+# One thread per index entry, for the assignment ops (set / last, first): its position k onto its row's slot of
+# `winner` with atomicMax (the last entry wins; slots start at -1) or atomicMin (the first wins; slots start at
+# n, which the gather then skips as out of range). The max / min of the positions does not depend on the order
+# the threads arrive in, so the assignment is deterministic; GATHER then moves the winners' rows.
+def winner_spec(winner: str) -> KernelSpec:
+    atomic = {"last": "atomicMax", "first": "atomicMin"}[winner]
+    return KernelSpec(
+        "I j, int64 n_dst", "raw int64 winner",
+        f"if (j >= 0 && j < n_dst) {atomic}(reinterpret_cast<long long*>(&winner[j]), (long long)i);",
+        f"cyscatter_winner_{winner}")
+
+
 # One thread per output element; dropped entries leave the output as it was (fill value or dst).
 GATHER = KernelSpec(
     "raw T src, raw I index, int64 n, int64 inner, int64 n_src", "T out",

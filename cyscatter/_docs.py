@@ -30,10 +30,13 @@ FRAGMENTS = {
         Unknown mode, mismatched shapes (both are named), an `axis` that does not fit, a read-only `dst` or
         one with overlapping elements (`gather_into`).
     """ + _INDEX_ERROR,
-    "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
+    "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first"}, default "add"
         The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin".
         "sqrt_n" is TensorFlow's ``unsorted_segment_sqrt_n``: ``sum / sqrt(count)``, 0 for an empty group,
-        with mean's conventions otherwise (integers give float64).""",
+        with mean's conventions otherwise (integers give float64).
+        "set" (alias "last") and "first" assign: row j takes the row of the last (first) entry in index order
+        that reaches it (JAX's ``x.at[i].set(v)``, NumPy's ``a[i] = v``, numpy_groupies "last" / "first"),
+        deterministically on the CPU and the GPU; they take any dtype the other ops take, and bool.""",
     "axis": """axis : int, default 0
         Where the index dims start inside `src` (and the destination dims inside the output); the dims before
         it are batch dims B, taken one to one. Negative values count from the end.""",
@@ -56,7 +59,9 @@ FRAGMENTS = {
         an `axis` that does not fit, a read-only `dst` or one with overlapping elements.
     """ + _INDEX_ERROR,
     "semantics": """Fresh outputs start at the op's identity, as in NNlib: 0 for add/sub/mean, 1 for mul/div, -inf (or the
-    integer minimum) for max, +inf (or the integer maximum) for min. Updates are applied in index order, so
+    integer minimum) for max, +inf (or the integer maximum) for min, and 0 for the assignments set/first (as
+    PyG's ``scatter(reduce="any")`` and numpy_groupies' ``fill_value=0``; numpy_groupies' own float
+    first/last fill NaN: pass ``fill_value=np.nan`` for that). Updates are applied in index order, so
     float results are deterministic on the CPU. max/min let NaN win (NumPy's ``maximum.at`` rule) and order
     -0.0 < +0.0 whatever the update order (``np.maximum.at`` keeps whichever zero comes last). When an add,
     sub, mul or div meets two NaNs, which one's sign and payload the result keeps is not specified (IEEE 754
@@ -113,7 +118,8 @@ FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
     {mode}""".format(**FRAGMENTS)
 
 FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div"}
-        The op of the forward `gather_scatter` call (aliases as there).
+        The op of the forward `gather_scatter` call (aliases as there; the assignments set/last/first raise
+        ValueError, as there).
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
     src : array_like, shape B + S + F

@@ -17,7 +17,7 @@ from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._index import DROPPING, check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
-from cyscatter._ops import get_op, holds_numbers, native
+from cyscatter._ops import get_op, holds_numbers, native, refuse_assignment
 from cyscatter._scatter import fill_for, finish_fresh, scatter
 from cyscatter._threads import check_threads
 
@@ -312,7 +312,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         Source and destination row of each edge (an integer array addresses one axis, a tuple of m arrays m
         axes). Omit both when `plan` is given.
     {op}
-        Message-passing layers use add ("sum"), mean, max and min (PyG's and DGL's aggregations).
+        Message-passing layers use add ("sum"), mean, max and min (PyG's and DGL's aggregations). The
+        assignments "set" / "last" and "first" are refused (ValueError): the fused kernels reduce messages;
+        assign them with ``scatter(gather(src, gather_index), scatter_index, "set")``.
     weight : array_like, shape I + W, optional
         Scales each message: one number per edge (W empty: GCN normalisation, edge weights), or per edge and
         leading feature dims (W broadcasting against ``F[:len(W)]``: per attention head). Integer or float;
@@ -341,7 +343,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         Unknown op type, a non-integer index, an unsupported dtype of `src` or `weight` (bool, object; complex
         for max/min), a `plan` that is not a GatherScatterPlan, missing indices.
     ValueError
-        Unknown op name or mode, index arrays of different shapes, a `weight` of the wrong shape, an `axis` that
+        Unknown op name or mode, an assignment op (set, last, first), index arrays of different shapes, a `weight` of the wrong shape, an `axis` that
         does not fit, a `src` whose rows differ from the plan's `src_size`, indices given together with a plan.
     IndexError
         An out-of-range entry of either index under ``mode="raise"`` (nothing is computed).
@@ -370,6 +372,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     """
     threads = check_threads(num_threads)
     op = get_op(op)
+    refuse_assignment(op, "gather_scatter", "its fused kernels reduce messages with atomics or in registers")
     be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight)
     if be.xp is not np:
         from cyscatter._gather_scatter_gpu import gather_scatter_gpu

@@ -22,7 +22,7 @@ from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather_scatter import (check_weight, messages, resolve, run_forward, team, value_dtype,
                                        weight_rows)
-from cyscatter._ops import float_kind, get_op, holds_numbers, is_bfloat16, native
+from cyscatter._ops import float_kind, get_op, holds_numbers, is_bfloat16, native, refuse_assignment
 from cyscatter.kernels import OpCode
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._threads import check_threads
@@ -45,6 +45,7 @@ class _Call:
     def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
                  num_threads, cotangents: dict):
         self.op = get_op(op)
+        refuse_assignment(self.op, fun, "gather_scatter has no assignment forward")
         self.threads = check_threads(num_threads)
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")

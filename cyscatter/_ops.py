@@ -13,6 +13,9 @@ import numpy as np
 
 from cyscatter import kernels
 
+# Op codes of the assignment ops, after the reduction codes of `kernels.OpCode` (0-5).
+OP_SET, OP_FIRST = 6, 7
+
 # Value dtypes the compiled kernels take as they are; others are widened (see `Op.compute_dtype`).
 KERNEL_DTYPES = tuple(np.dtype(t) for t in
                       (np.float32, np.float64, np.int32, np.int64, np.uint64, np.complex64, np.complex128))
@@ -60,6 +63,10 @@ class Op:
         ``cs_<gpu_update>`` (ordered kernel) of ``cuda_atomics.cuh``; see `cyscatter._cuda_kernels`.
     gpu_cas : the atomic is (for floats at least) a compare-and-swap loop on the element's bits, so an element
         wider than the widest atomicCAS word (8 bytes: complex128 mul/div) takes the ordered kernel instead.
+    winner : "" for a reduction; "last" or "first" for an assignment (set / last, first): each destination row
+        takes the row of one entry, the last (first) in index order that reaches it, found by a winner pass over
+        the index and moved by the gather kernels (`cyscatter._assign`), so no arithmetic is done and every
+        dtype gather moves is accepted (bool too). Assignments are linear in (dst, src) jointly.
     """
 
     name: str
@@ -74,6 +81,7 @@ class Op:
     sqrt_counts: bool = False
     gpu_update: str = ""
     gpu_cas: bool = False
+    winner: str = ""
     rules: dict = field(default_factory=dict, compare=False, repr=False)
 
     def identity(self, dtype) -> np.generic:
@@ -109,6 +117,8 @@ class Op:
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)
+        if self.winner and dtype.kind == "b":   # an assignment moves bytes: bool is as good as any
+            return
         if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES and not is_bfloat16(dtype):
             raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
                             "(supported: integers, float16/32/64, bfloat16, complex64/128)")
@@ -130,6 +140,8 @@ class Op:
         max/min.
         """
         dtype = native(dtype)
+        if self.winner:   # no arithmetic: rows are moved as they are
+            return dtype
         if dtype == np.float16 or is_bfloat16(dtype):
             return np.dtype(np.float32)
         if dtype.kind in "iu" and dtype not in KERNEL_DTYPES:
@@ -151,6 +163,12 @@ OPS = (
     # TensorFlow's unsorted_segment_sqrt_n: sum / sqrt(count), 0 for an empty group; mean's path and conventions
     Op("sqrt_n", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
        sqrt_counts=True, gpu_update="add"),
+    # assignments (issue 18): the last entry in index order wins (JAX .at[].set, NumPy a[idx] = v,
+    # numpy_groupies "last"), or the first (numpy_groupies "first"); a fresh output starts from 0, as
+    # numpy_groupies' fill_value and PyG's scatter(reduce="any") into zeros. Op codes 6 and 7 are this registry's
+    # own: the reduction kernels never see them (see `cyscatter._assign`).
+    Op("set", ("last",), OP_SET, "zero", combine="set", linear=True, winner="last"),
+    Op("first", (), OP_FIRST, "zero", combine="first", linear=True, winner="first"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
@@ -163,13 +181,15 @@ def _kernel_ready(op: Op, dtype: np.dtype) -> bool:
         op.check_dtype(dtype)
     except TypeError:
         return False
-    return not op.counts and op.result_dtype(dtype) == dtype and op.compute_dtype(dtype) == dtype
+    return not op.counts and not op.winner and op.result_dtype(dtype) == dtype and op.compute_dtype(dtype) == dtype
 
 
 # op name or alias -> (op code, {dtype: identity}) for the (op, dtype) pairs the kernels run as they are: the
-# fast paths of scatter/scatter_into read it; every other pair takes the general path.
+# fast paths of scatter/scatter_into read it; every other pair (and every assignment) takes the general path.
 FAST = {name: (op.opcode, {dt: op.identity(dt) for dt in KERNEL_DTYPES if _kernel_ready(op, dt)})
-        for name, op in _BY_NAME.items()}
+        for name, op in _BY_NAME.items() if not op.winner}
+# op code -> the assignment op ("last" or "first" winner), for the backends' run_scatter
+WINNERS = {op.opcode: op.winner for op in OPS if op.winner}
 
 
 def get_op(op: str | Op) -> Op:
@@ -178,7 +198,8 @@ def get_op(op: str | Op) -> Op:
     Parameters
     ----------
     op : str
-        An op name ("add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n") or alias ("sum", "prod", "amax", "amin").
+        An op name ("add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first") or alias ("sum",
+        "prod", "amax", "amin", "last").
 
     Returns
     -------
@@ -200,6 +221,14 @@ def get_op(op: str | Op) -> Op:
         return _BY_NAME[op]
     except KeyError:
         raise ValueError(f"unknown op {op!r}; known ops: {', '.join(sorted(_BY_NAME))}") from None
+
+
+def refuse_assignment(op: Op, fun: str, why: str = "it reduces groups with arithmetic") -> None:
+    """ValueError naming `op` and `fun` for an assignment op (set / last / first) where `fun` has no meaning
+    for it."""
+    if op.winner:
+        raise ValueError(f"op {op.name!r} is an assignment (the {op.winner} entry of each group wins), not a "
+                         f"reduction: {fun} does not support it ({why}); use scatter / scatter_into")
 
 
 def register_rules(name: str, **rules: Callable) -> None:

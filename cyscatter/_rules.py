@@ -8,7 +8,9 @@ The conventions, decided here once:
   group give the right gradient; no division by src;
 - max/min split the cotangent evenly among all tied winners, the initial dst value counting as a candidate
   (central finite differences agree; autograd's own ``np.max`` does the same);
-- entries dropped under mode="drop" get zero; positions an allocating scatter filled pass nothing.
+- entries dropped under mode="drop" get zero; positions an allocating scatter filled pass nothing;
+- assignments (set / last, first) pass a row's cotangent to its winning entry only (the last / first entry in
+  index order that reached it), and to the initial dst only where no entry reached the row.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cyscatter import _canonical, fused_kernels, kernels
+from cyscatter import _assign, _canonical, fused_kernels, kernels
 from cyscatter._ops import get_op, register_rules
 
 
@@ -179,6 +181,19 @@ def _identity_dst(ctx, g3):
     return g3
 
 
+def _assign_src(last: bool):
+    """vjp_src of an assignment: g[index[k]] for the winning entry k of each row, 0 for the others."""
+    def vjp_src(ctx, g3):
+        won = _assign.winner_mask(ctx.be, ctx.plan, last)[None, :, None]
+        return ctx.xp.where(won, ctx.take(g3), 0).astype(g3.dtype, copy=False)
+    return vjp_src
+
+
+def _assign_dst(ctx, g3):
+    """vjp_dst of an assignment: g where no entry reached the row (the initial value survives), else 0."""
+    return ctx.xp.where((ctx.counts() == 0)[None, :, None], g3, 0).astype(g3.dtype, copy=False)
+
+
 register_rules("add", vjp_src=lambda ctx, g3: ctx.take(g3), vjp_dst=_identity_dst)
 register_rules("sub", vjp_src=lambda ctx, g3: -ctx.take(g3), vjp_dst=_identity_dst)
 register_rules("mean", vjp_src=_mean_src, vjp_dst=_identity_dst)
@@ -189,3 +204,5 @@ register_rules("max", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
                vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))
 register_rules("min", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, False),
                vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, False))
+register_rules("set", vjp_src=_assign_src(True), vjp_dst=_assign_dst)
+register_rules("first", vjp_src=_assign_src(False), vjp_dst=_assign_dst)

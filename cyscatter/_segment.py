@@ -147,7 +147,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     """
     op = get_op(op)
     be = backend_of(src=src, indptr=indptr)
-    if be.xp is not np:
+    if be.xp is not np or op.winner:   # assignments (set, first): the scatter's winner pass and gather
         return _segment_by_scatter(be, src, indptr, op, axis, fill_value)
     src = host_asarray(src)
     result_dtype = op.result_dtype(src.dtype)

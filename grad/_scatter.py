@@ -79,8 +79,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         Values (float or complex to be differentiated).
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter`.
-    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
-        As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin" too).
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first"}, default "add"
+        As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin", "last" too).
     dim_size, axis, fill_value, dtype, mode, indices_are_sorted, num_threads : optional
         As in `cyscatter.scatter` (keyword-only).
 
@@ -93,7 +93,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     -----
     Gradient rules (the core's, see `cyscatter.scatter_vjp_src`): mean divides by the group size (empty groups:
     0); mul uses the exact product of the other group members (right with zeros); div ``-out / src``; max/min
-    split the gradient evenly among tied winners. Integer `src` cannot be differentiated (TypeError).
+    split the gradient evenly among tied winners; set/last and first pass a row's gradient to its winning entry
+    only. Integer `src` cannot be differentiated (TypeError).
 
     Examples
     --------
@@ -139,7 +140,7 @@ def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike 
         Values.
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter_into`.
-    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first"}, default "add"
         As in `cyscatter.scatter_into`.
     axis, mode : optional
         As in `cyscatter.scatter_into` (keyword-only).

@@ -103,6 +103,14 @@ def _count_rows(j, n_dst, counts):
     np.add.at(_raw(counts, np.int64), j[(j >= 0) & (j < n_dst)], 1)
 
 
+def _winner(last, j, n_dst, winner):
+    """atomicMax / atomicMin of each entry's position on its row's slot, threads arriving in a shuffled order."""
+    j, slots = np.asarray(j).view(np.ndarray), _raw(winner, np.int64)
+    for k in np.random.default_rng().permutation(j.shape[0]):
+        if 0 <= j[k] < n_dst:
+            slots[j[k]] = max(slots[j[k]], k) if last else min(slots[j[k]], k)
+
+
 def _gather(src, index, n, inner, n_src, out):
     assert out.dtype == src.dtype and out.dtype.kind == "u", "gather moves unsigned items"
     src3, index, out3 = _raw(src).reshape(-1, n_src, inner), _raw(index), out.view(np.ndarray).reshape(-1, n, inner)
@@ -233,6 +241,8 @@ def _kernel_for(name):
         return functools.partial(_scatter_ordered, name.rpartition("_")[2])
     if name.startswith("cyscatter_scatter_"):
         return functools.partial(_scatter, name.rpartition("_")[2])
+    if name.startswith("cyscatter_winner_"):
+        return functools.partial(_winner, name.endswith("_last"))
     return {"cyscatter_count_rows": _count_rows, "cyscatter_gather": _gather,
             "cyscatter_exclusive_products": _exclusive_products}[name]
 

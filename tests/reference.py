@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-IDENTITY = {"add": "zero", "sub": "zero", "mean": "zero", "sqrt_n": "zero", "mul": "one", "div": "one", "max": "lowest",
-            "min": "highest"}
-ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
+IDENTITY = {"add": "zero", "sub": "zero", "mean": "zero", "sqrt_n": "zero", "mul": "one", "div": "one",
+            "max": "lowest", "min": "highest", "set": "zero", "first": "zero"}
+ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "last": "set"}
 
 
 def identity(op, dtype):
@@ -42,8 +42,13 @@ def _min(a, b):
     return np.where(pick_b, b, a)
 
 
+def _assign(cur, new):
+    return np.array(new, copy=True)
+
+
+# "first" is "set" applied to a row's first entry only (ref_scatter skips the later ones)
 UPDATE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": _max, "min": _min,
-          "mean": np.add, "sqrt_n": np.add}
+          "mean": np.add, "sqrt_n": np.add, "set": _assign, "first": _assign}
 # divisor of the group sums by group count: mean's count, and TensorFlow's unsorted_segment_sqrt_n definition
 # (``sum / sqrt(N)``, N the number of entries of the group, an empty group 0)
 DIVISOR = {"mean": lambda count: count, "sqrt_n": np.sqrt}
@@ -112,6 +117,8 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
         if None in target:
             continue
         counts[target] += 1
+        if op == "first" and counts[target] > 1:   # the first entry of a row wins: later ones are skipped
+            continue
         for b in np.ndindex(*batch):
             acc[b + target] = UPDATE[op](acc[b + target], src_c[b + k])
     hit = (counts > 0).reshape((1,) * len(batch) + dims + (1,) * len(feat))

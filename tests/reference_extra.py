@@ -83,7 +83,7 @@ def ref_scatter_arg(src, index, kind, *, dim_size=None, axis=0, mode="raise"):
 
 def ref_segment(src, indptr, op, *, axis=0, fill_value=None):
     """Row-by-row updates in order, as scatter with the segment ids would do."""
-    op = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}.get(op, op)
+    op = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "last": "set"}.get(op, op)
     src = np.asarray(src)
     axis = axis + src.ndim if axis < 0 else axis
     rows = np.moveaxis(src, axis, 0)
@@ -94,6 +94,8 @@ def ref_segment(src, indptr, op, *, axis=0, fill_value=None):
     for s in range(nseg):
         count = int(indptr[s + 1]) - int(indptr[s])
         for p in range(int(indptr[s]), int(indptr[s + 1])):
+            if op == "first" and p > int(indptr[s]):   # the first row of the segment wins
+                break
             acc[s] = UPDATE[op](acc[s], rows[p].astype(cdtype))
         if op in ("mean", "sqrt_n") and count:
             acc[s] = acc[s] / (count if op == "mean" else np.sqrt(acc.real.dtype.type(count)))

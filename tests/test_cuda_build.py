@@ -40,7 +40,8 @@ def _nvcc(tmp_path: Path, source: str, *include_dirs) -> None:
 
 
 def test_every_gpu_update_has_its_dtypes_listed():
-    assert {op.gpu_update for op in OPS} == set(ATOMIC_DTYPES)
+    assert {op.gpu_update for op in OPS if not op.winner} == set(ATOMIC_DTYPES)
+    assert all(not op.gpu_update for op in OPS if op.winner)   # assignments: winner pass + gather
 
 
 @needs_nvcc
@@ -71,6 +72,8 @@ def _kernel_instances():
         yield _cuda_kernels.ordered_spec(update), {"S": "complex128"}
     for index in ("int32", "int64"):
         yield _cuda_kernels.COUNT_ROWS, {"I": index}
+        for winner in ("last", "first"):   # the assignment ops' winner pass
+            yield _cuda_kernels.winner_spec(winner), {"I": index}
         for dtype in ("uint8", "uint16", "uint32", "uint64"):   # gather moves items of these sizes
             yield _cuda_kernels.GATHER, {"T": dtype, "I": index}
     for dtype in ("float32", "float64", "complex64", "complex128"):

@@ -8,8 +8,12 @@ import numpy as np
 import pytest
 
 from cyscatter import OP_NAMES
+from cyscatter import OPS as _REGISTRY
 
 OPS = OP_NAMES
+# the reductions: the ops gather_scatter and its reverse functions take (the assignments set/first are refused
+# there with a ValueError, tests/test_assign.py)
+REDUCTION_OPS = tuple(op.name for op in _REGISTRY if not op.winner)
 VALUE_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8", "int16", "uint16", "uint32", "uint64",
                 "float16", "complex64", "complex128")
 KERNEL_VALUE_DTYPES = ("float32", "float64", "int32", "int64")

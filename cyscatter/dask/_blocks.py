@@ -65,7 +65,11 @@ def combine_partials(parts, *, op):
     counts = None if counts is None else counts.copy()
     every_row = _rows_plan(np.arange(work3.shape[1]), work3.shape[1])
     for other3, other_counts in parts[1:]:
-        run_scatter(merge.opcode, other3, every_row, work3)
+        if merge.winner:   # an assignment: the later partial's reached rows win (set), or the earlier's (first)
+            take = other_counts > 0 if merge.winner == "last" else (other_counts > 0) & (counts == 0)
+            work3[:, take] = other3[:, take]
+        else:
+            run_scatter(merge.opcode, other3, every_row, work3)
         if counts is not None:
             counts += other_counts
     return work3, counts

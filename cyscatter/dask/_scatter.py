@@ -46,7 +46,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     op's identity; the partials of each output block are merged in index order by a tree of at most
     `split_every` inputs per task, with the op's combine rule (``Op.combine``: sums add, and so do sub's
     negated sums; products multiply, and so do div's reciprocal products; max/min; mean merges sums and
-    counts and divides at the end).
+    counts and divides at the end; the assignments set/last and first carry the rows each partial reached, and
+    the later partial wins a row for set, the earlier for first, so the result equals the in-memory one).
 
     Parameters
     ----------
@@ -119,7 +120,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     refuse_out(out, "scatter")
     setup = prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype)
     fill = fill_for(fill_value, setup.result_dtype)
-    count = op.counts or fill is not None
+    count = op.counts or bool(op.winner) or fill is not None   # assignments combine by the rows reached
     name = f"cyscatter-scatter-{op.name}-" + tokenize(setup.src, setup.flat, op.name, setup.dims, fill,
                                                       setup.d0_chunks, split_every, setup.nb)
     return reduction_graph(

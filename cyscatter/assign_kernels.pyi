@@ -1,0 +1,8 @@
+# Type stubs of the compiled cyscatter.assign_kernels module (see assign_kernels.pyx for the loop).
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+def winners(index: npt.NDArray[np.integer[Any]], winner: npt.NDArray[np.int64],
+            counts: npt.NDArray[np.int64] | None = ..., last: bool = ..., mode: int = ...) -> int: ...

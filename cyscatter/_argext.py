@@ -97,7 +97,7 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Integers or floats (complex has no order and raises TypeError).
     {{index}}
     dim_size : int or tuple of m ints, optional

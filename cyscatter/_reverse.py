@@ -177,7 +177,7 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
         Cotangent of the output.
     dst : array_like, shape B + D + F
         The destination before the update.
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` of the forward call.
     {index}
     out : array_like, shape B + D + F
@@ -311,7 +311,7 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     Parameters
     ----------
     {op}
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` the forward scatter was called with.
     {index}
     out : array_like, shape B + D + F

@@ -117,7 +117,7 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
     ----------
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_logsumexp`.
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_logsumexp`.
@@ -164,7 +164,7 @@ def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, sr
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_logsumexp`.
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_logsumexp`.
@@ -426,7 +426,7 @@ def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     ----------
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_var` (real dtypes only).
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_var`.
@@ -469,7 +469,7 @@ def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_var` (real dtypes only).
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_var`.
@@ -515,7 +515,7 @@ def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     ----------
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_std` (real dtypes only).
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_std`.
@@ -559,7 +559,7 @@ def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_std` (real dtypes only).
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_std`.

@@ -292,9 +292,15 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Values; B = ``src.shape[:axis]`` batch dims, I the index shape, F feature dims (any C-ordered layout
-        is used without a copy; other layouts are copied once).
+        is used without a copy; other layouts are copied once). The dims of `src` at the index position may
+        each be 1 and are then broadcast over the entries (NumPy's rule; a src of one row ``(1, F)``, or
+        ``(2, 1, F)`` against an index ``(2, n)``), and a `src` with fewer dims than the index gets leading
+        1s, so a scalar is scattered at every entry (numpy_groupies' ``aggregate(idx, 1)``: ``scatter(1.0,
+        idx)`` counts). B and F are read off `src` itself: a src ``(F,)`` is not a row here, as nothing says
+        F (use ``src[None]``, or `scatter_into`, whose `dst` gives them). On the CPU broadcast entries are
+        read through stride-0 views, never copied (the GPU kernels index flat memory: CuPy copies).
     {index}
     {op}
     dim_size : int or tuple of m ints, optional
@@ -352,6 +358,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     >>> cs.scatter(np.arange(4.), (np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1])), "mean")
     array([[0., 3.],
            [1., 2.]])
+    >>> cs.scatter(1, np.array([0, 2, 0]))   # a scalar src broadcasts over the entries
+    array([2, 0, 1])
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
@@ -423,9 +431,16 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     ----------
     dst : ndarray, shape B + D + F
         Destination, updated in place; any layout, but writeable and without overlapping elements.
-    src : array_like, shape B + I + F
-        Values, cast to ``dst.dtype`` (NumPy ``same_kind``). When `src` or `index` share memory with `dst`,
-        the result is as if they had been copied first.
+    src : array_like or scalar, shape broadcastable to B + I + F
+        Values, cast to ``dst.dtype`` (NumPy ``same_kind``; a Python int, float or complex is taken by value,
+        as NumPy 2 does: ``1`` goes into a uint8 `dst`, ``300`` raises ValueError, ``1.5`` into an int `dst`
+        TypeError). `src` broadcasts (NumPy's rules) against B + I + F, with B and F from `dst`: the shape
+        NumPy's ``ufunc.at(dst, idx, src)``, JAX's ``dst.at[idx].add(src)`` and CuPy's ``cupyx.scatter_add``
+        broadcast it to. A scalar or 0-d array updates every entry, a row ``(F,)`` is applied at each entry,
+        ``(n, 1)`` is broadcast over F, a size-1 batch dim over the batch. A shape that does not broadcast
+        raises ValueError naming both shapes. On the CPU broadcast entries are read through stride-0 views,
+        never copied (a scalar with F > 1 becomes one row; on the GPU CuPy copies). When `src` or `index`
+        share memory with `dst`, the result is as if they had been copied first.
     {index}
     {op}
     {axis}
@@ -455,6 +470,11 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     >>> dst = np.array([10., 20., 30.])
     >>> cs.scatter_into(dst, np.array([1., 2., 3.]), np.array([2, 0, 2]), "sub")
     array([ 8., 20., 26.])
+    >>> cs.scatter_into(np.zeros(3, np.int64), 1, np.array([2, 0, 2]))   # a scalar src: counts
+    array([1, 0, 2])
+    >>> cs.scatter_into(np.zeros((2, 2)), np.array([1., 10.]), np.array([1, 1, 0]), "add")   # a row
+    array([[ 1., 10.],
+           [ 2., 20.]])
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \

@@ -98,7 +98,7 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
 
     Parameters
     ----------
-    {group_args}
+    {group_args_broadcast}
 
     Returns
     -------

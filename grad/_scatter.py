@@ -76,7 +76,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Values (float or complex to be differentiated).
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter`.
@@ -136,7 +136,7 @@ def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike 
     ----------
     dst : array_like, shape B + D + F
         The initial destination (not modified).
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         Values.
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter_into`.

@@ -416,6 +416,17 @@ def test_grad_check_grads(op, pattern):
                     order=2)(src.astype(np.float32).astype(np.float64))
 
 
+@pytest.mark.parametrize("func", ("scatter_var", "scatter_std", "scatter_logsumexp"))
+def test_grad_group_functions(func):
+    pytest.importorskip("autograd")
+    from autograd.test_util import check_grads
+
+    import grad as csgrad
+    idx = np.array([[0, 2, 0, 0], [1, 2, 2, 0]])
+    src = rng_for("grad-group", func).standard_normal((1, 4, 2))   # broadcast along the first index dim
+    check_grads(lambda s: getattr(csgrad, func)(s, idx), modes=["fwd", "rev"], order=2)(src)
+
+
 def test_grad_scalar_scatter():
     pytest.importorskip("autograd")
     from autograd import grad

@@ -47,9 +47,10 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 
     Parameters
     ----------
-    src : dask.array.Array or array_like, shape B + I + F
+    src : dask.array.Array or array_like, shape B + I + F, or broadcastable to it along I
         Values, chunked in any way; the index is rechunked to match src along I. A NumPy `src` is cut like
-        the index.
+        the index. A src that broadcasts (as ``cyscatter.scatter``'s: dims of 1 at the index position, a
+        scalar) is broadcast lazily, block by block (``dask.array.broadcast_to``: stride-0 views).
     index : Dask or NumPy int array of shape I, or tuple of m of them
         As for ``cyscatter.scatter``: any integer dtype; known chunk sizes.
     {op}

@@ -70,7 +70,8 @@ def src_layout(src_shape: tuple, coords: tuple, axis, arg: str = "src", table_sh
         table_shape = tuple(table_shape)
         m = len(coords)
         if len(table_shape) < m:
-            raise ValueError(f"{table_arg} shape {table_shape} has fewer dims than the {m} the index addresses")
+            raise ValueError(f"{table_arg} shape {table_shape} has fewer dims than the {m} that an index of shape "
+                             f"{ishape} addresses ({arg} shape {src_shape})")
         ndim = len(table_shape) - m + k   # the dims of a src of the expected shape: its axis counts from them
         axis = normalize_axis(axis, ndim, k, array=arg if len(src_shape) == ndim else f"{arg} (broadcast)")
         expected = table_shape[:axis] + ishape + table_shape[axis + m:]

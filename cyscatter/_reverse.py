@@ -51,8 +51,9 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     """Validated shapes, the `Reverse` context shared by the VJPs and JVPs, and canonical views of the others.
 
     `extra` holds (name, array or None, "out" or "src") triples: further arrays shaped like `out` or `src`.
-    Returns (op, ctx, views, src shape, out shape); `views` maps the name of each given extra array to its
-    canonical view in the context's floating dtype.
+    Returns (op, ctx, views, (src shape, the shape B + I + F it broadcasts to), out shape); `views` maps the name
+    of each given extra array to its canonical view in the context's floating dtype (a src-like one broadcast as
+    src is)
     """
     op = get_op(op)
     check_given("out", out, " (the result of the forward scatter)")

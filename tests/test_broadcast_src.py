@@ -90,7 +90,7 @@ def supported(*lists):
 
 # ---- forward: against the loop reference ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("pattern", INTO_PATTERNS)
+@pytest.mark.parametrize("pattern", ("python", "0d", "row", "entries1", "features1"))   # all: test_..._every_axis
 @pytest.mark.parametrize("op,dtype,kind", supported(OPS, VALUE_DTYPES, INDEX_KINDS))
 def test_scatter_into_every_op_dtype_and_pattern(backend, op, dtype, kind, pattern):
     check_case(backend, op, dtype, kind, "scatter_into", BASE, INTO_PATTERNS[pattern])

@@ -463,3 +463,17 @@ def test_dask_scalar():
     import cyscatter.dask as csd
     np.testing.assert_array_equal(csd.scatter(1.0, np.array([0, 2, 0]), dim_size=4).compute(), [2., 0., 1., 0.])
 
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_scatter_out_and_dtype(backend, op):
+    """``out=`` (written in place or through a copy) and ``dtype=`` (the cast happens on src's own size, then it
+    is broadcast) with a src that broadcasts along the index."""
+    src = np.arange(1, 4, dtype=np.float32)[None]   # (1, 3) against the index (5,): a row for every entry
+    idx = np.array([0, 2, 0, 1, 2])
+    want = ref_scatter(expand(src.astype(np.float64), (5, 3)), idx, op, dim_size=3)
+    got = cs.scatter(backend.asarray(src), backend.asarray(idx), op, dim_size=3, dtype=np.float64)
+    np.testing.assert_array_equal(backend.to_numpy(got), want)
+    out = backend.asarray(np.full((3, 3), 7.0))
+    assert cs.scatter(backend.asarray(src), backend.asarray(idx), op, dtype=np.float64, out=out) is out
+    np.testing.assert_array_equal(backend.to_numpy(out), want)

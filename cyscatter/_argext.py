@@ -12,7 +12,7 @@ from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
-from cyscatter._scatter import fill_for, scatter, size_arg, split_src
+from cyscatter._scatter import expand_cast, expand_src, fill_for, scatter, size_arg, src_layout
 
 if TYPE_CHECKING:
     from typing import Any, Callable, SupportsIndex
@@ -51,7 +51,8 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
     src = host_asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))
     coords = parse_coords(index)
-    axis, batch, feat = split_src(src, coords, axis)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis)
+    src = expand_cast(src, expected, len(feat), compute)
     plan = plan_index(index, dim_size, mode, coords=coords)
     outer, inner = prod(batch), prod(feat)
     sized = size_arg(dim_size, plan)
@@ -68,7 +69,8 @@ def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):
     xp = be.xp
     src = be.asarray(src)
     coords = parse_coords(index, xp=xp)
-    axis, batch, feat = split_src(src, coords, axis)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis)
+    src = expand_src(src, expected, len(feat), xp)
     extreme = scatter(src, index, name, dim_size=dim_size, axis=axis, mode=mode)
     mine = gather(extreme, index, axis=axis, mode=mode)   # dropped entries get 0: the final scatter drops them
     wins = mine == src
@@ -95,7 +97,7 @@ _DOC = """Position of each group's {which} winner: ``out[b, j, f] = k`` of the w
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Integers or floats (complex has no order and raises TypeError).
     {{index}}
     dim_size : int or tuple of m ints, optional

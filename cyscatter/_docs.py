@@ -97,18 +97,27 @@ FRAGMENTS["dim_size"] = """dim_size : int or tuple of m ints, optional
         Destination shape D (the number of groups per index axis). Default: the largest entry + 1 per
         coordinate (0 for an empty index)."""
 
-FRAGMENTS["group_args"] = """src : array_like, shape B + I + F
-        Integers (computed in float64) or floats; float16 and bfloat16 are computed in float32.
-    {index}
+_GROUP_REST = """{index}
     {dim_size}
     {axis}
     {mode}""".format(**FRAGMENTS)
 
+FRAGMENTS["group_args"] = """src : array_like, shape B + I + F
+        Integers (computed in float64) or floats; float16 and bfloat16 are computed in float32. Exactly this
+        shape: the result has it, so a src that broadcasts (as `scatter`'s may) is refused with ValueError.
+    """ + _GROUP_REST
+
+FRAGMENTS["group_args_broadcast"] = """src : array_like, shape B + I + F, or broadcastable to it along I
+        Integers (computed in float64) or floats; float16 and bfloat16 are computed in float32. Its dims at the
+        index position may be 1 (broadcast over the entries, as in `scatter`).
+    """ + _GROUP_REST
+
 FRAGMENTS["gpu"] = """CuPy inputs run on the GPU and give CuPy arrays; the scatters there use float atomics,
     whose arrival order makes the last bits of float sums and products run-dependent (see `scatter`)."""
 
-FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F
-        The `src` the forward scatter was called with.
+FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F, or broadcastable to it
+        The `src` the forward scatter was called with (one that broadcast there broadcasts here: its
+        cotangent is summed over the broadcast dims, a tangent of its shape is broadcast as it is).
     {index}
     out : array_like, shape B + D + F
         The forward result (for in-place forms: `dst` after the update).

@@ -9,7 +9,7 @@ from cyscatter._canonical import prod
 from cyscatter._index import check_table_bytes, parse_coords, plan_index
 from cyscatter._ops import float_kind, native
 from cyscatter._rules import Reverse
-from cyscatter._scatter import size_arg, split_src
+from cyscatter._scatter import expand_cast, size_arg, split_src, src_layout
 
 
 def float_dtypes(dtype, name: str, *, complex_ok: bool = False, arg: str = "src") -> tuple[np.dtype, np.dtype]:
@@ -27,20 +27,26 @@ def float_dtypes(dtype, name: str, *, complex_ok: bool = False, arg: str = "src"
     raise TypeError(f"{name} does not support {arg} dtype {dtype} (supported: {allowed})")
 
 
-def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_ok=False, src_arg="src"):
+def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_ok=False, src_arg="src",
+               broadcast=True):
     """(context, result dtype, batch shape B, feature shape F) of a group op on `src` (NumPy or CuPy).
 
     The context holds the validated index plan, `src` as (outer, n, inner) in the compute dtype (`compute`, or
     the `float_dtypes` rule), and the core's take (gather) and put (scatter) helpers on the arrays' backend.
-    `src_arg` is the argument that holds `src`, for the errors.
+    `src_arg` is the argument that holds `src`, for the errors. `broadcast`: `src` may broadcast against the
+    shape B + I + F it stands for (see `cyscatter._scatter.src_layout`); False where it must have that shape.
     """
     be = backend_of(src=src, index=index)
     src = be.asarray(src)
     result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok, arg=src_arg)
     coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat = split_src(src, coords, axis, src_arg)
-    plan = plan_index(None, dim_size, mode, coords=coords)
     compute = compute or rule_compute
+    if broadcast:
+        axis, batch, feat, expected = src_layout(src.shape, coords, axis, src_arg)
+        src = expand_cast(src, expected, len(feat), compute, be.xp)
+    else:
+        axis, batch, feat = split_src(src, coords, axis, src_arg)
+    plan = plan_index(None, dim_size, mode, coords=coords)
     check_table_bytes((prod(batch), plan.size, prod(feat)), compute, *size_arg(dim_size, plan))
     src3 = be.rows_view(src, compute, prod(batch), plan.n, prod(feat))
     return Reverse(be, plan, src3, None, None), result, batch, feat

@@ -54,7 +54,7 @@ _DOC = """{title}
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Integers (computed in float64), floats (float16 is computed in float32) or complex (the variance of
         a complex group is the mean of ``|x - mean|**2``, real, as in NumPy).
     {{index}}

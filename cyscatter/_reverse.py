@@ -16,7 +16,8 @@ from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op, holds_numbers
-from cyscatter._scatter import _reduce_into, scatter, scatter_into, split_src
+from cyscatter._scatter import (_reduce_into, expand_cast, scatter, scatter_into, split_src, src_layout,
+                                unbroadcast)
 
 if TYPE_CHECKING:
     from typing import Any, Sequence, SupportsIndex
@@ -51,8 +52,9 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     """Validated shapes, the `Reverse` context shared by the VJPs and JVPs, and canonical views of the others.
 
     `extra` holds (name, array or None, "out" or "src") triples: further arrays shaped like `out` or `src`.
-    Returns (op, ctx, views, src shape, out shape); `views` maps the name of each given extra array to its
-    canonical view in the context's floating dtype.
+    Returns (op, ctx, views, (src shape, the shape B + I + F it broadcasts to), out shape); `views` maps the name
+    of each given extra array to its canonical view in the context's floating dtype (a src-like one broadcast as
+    src is)
     """
     op = get_op(op)
     check_given("out", out, " (the result of the forward scatter)")
@@ -69,11 +71,10 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     if "dst" in others:
         op.check_dtype(others["dst"][0].dtype, "dst")
     coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat = split_src(src, coords, axis)
+    # src (and its tangent) may broadcast to B + I + F, as in the forward call; src's own shape stays the one of
+    # its cotangent (summed over the broadcast dims by `unbroadcast`)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=out.shape, table_arg="out")
     m = len(coords)
-    if out.shape[:axis] != batch or out.shape[axis + m:] != feat or out.ndim != len(batch) + m + len(feat):
-        raise ValueError(f"out shape {out.shape} does not match src shape {src.shape} and an index of "
-                         f"shape {coords[0].shape} addressing {m} axis(es) at axis {axis}")
     for name, (arr, like) in others.items():
         if arr.shape != arrays[like].shape:
             raise ValueError(f"{name} shape {arr.shape} != {like} shape {arrays[like].shape}")
@@ -82,10 +83,14 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
     dtype = _float_dtype(src, out, *(arr for arr, _ in others.values()))
     outer, inner = prod(batch), prod(feat)
     rows = {"src": plan.n, "out": plan.size}
+    others = {name: (expand_cast(arr, expected, len(feat), dtype, be.xp) if like == "src" else arr, like)
+              for name, (arr, like) in others.items()}
     views = {name: be.rows_view(arr, dtype, outer, rows[like], inner) for name, (arr, like) in others.items()}
+    src_shape = src.shape
+    src = expand_cast(src, expected, len(feat), dtype, be.xp)
     ctx = _rules.Reverse(be, plan, be.rows_view(src, dtype, outer, plan.n, inner),
                          be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"))
-    return op, ctx, views, src.shape, out.shape
+    return op, ctx, views, (src_shape, expected), out.shape
 
 
 @overload
@@ -143,7 +148,8 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     array([3., 2., 1.])
     """
     op, ctx, views, src_shape, _ = _context(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
-    return op.rules["vjp_src"](ctx, views["grad_out"]).reshape(src_shape)
+    shape, expected = src_shape
+    return unbroadcast(op.rules["vjp_src"](ctx, views["grad_out"]).reshape(expected), shape, ctx.xp)
 
 
 @overload
@@ -173,7 +179,7 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
         Cotangent of the output.
     dst : array_like, shape B + D + F
         The destination before the update.
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` of the forward call.
     {index}
     out : array_like, shape B + D + F
@@ -307,7 +313,7 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     Parameters
     ----------
     {op}
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` the forward scatter was called with.
     {index}
     out : array_like, shape B + D + F

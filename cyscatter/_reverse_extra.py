@@ -18,7 +18,7 @@ from cyscatter._groups import group_view
 from cyscatter._index import parse_coords, sized_by
 from cyscatter._moments import check_ddof, deviations3
 from cyscatter._reverse import _float_dtype, check_given, check_numeric, scatter_jvp, scatter_vjp_src
-from cyscatter._scatter import size_arg, split_src
+from cyscatter._scatter import expand_cast, size_arg, src_layout, unbroadcast
 from cyscatter._segment import check_indptr, segment, segment_ids
 from cyscatter._softmax import mask_dropped
 
@@ -46,9 +46,10 @@ def _check_shape(name: str, arr, like: str, shape: tuple):
 
 
 def _dst_view(name, src, index, out, axis, mode, **given):
-    """Context for an op whose output has shape B + D + F (groups read off `out`), on the arrays' backend, and
-    the canonical rows of `out` and of the one array in `given`: `grad_out` (shaped like out) or `src_dot`
-    (shaped like src)."""
+    """Context for an op whose output has shape B + D + F (groups read off `out`), on the arrays' backend, the
+    canonical rows of `out` and of the one array in `given`: `grad_out` (shaped like out) or `src_dot` (shaped
+    like src), and the shape B + I + F that src broadcasts to (`src_layout`; `unbroadcast` takes a cotangent
+    back to src's own shape)."""
     (arg, value), = given.items()
     for arg, value in (("src", src), ("out", out), (arg, value)):
         check_given(arg, value)
@@ -56,21 +57,21 @@ def _dst_view(name, src, index, out, axis, mode, **given):
     be = backend_of(src=src, index=index, out=out, grad_out=grad_out, src_dot=src_dot)
     src, out = check_numeric(be.asarray(src), "src"), check_numeric(be.asarray(out), "out")
     coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat = split_src(src, coords, axis)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=out.shape, table_arg="out")
     m = len(coords)
-    if out.ndim != len(batch) + m + len(feat) or out.shape[:axis] != batch or out.shape[axis + m:] != feat:
-        raise ValueError(f"out shape {out.shape} does not match src shape {src.shape} and an index of shape "
-                         f"{coords[0].shape} addressing {m} axis(es) at axis {axis}")
     dims = out.shape[axis:axis + m]
     given = {k: _check_shape(k, check_numeric(be.asarray(v), k), *(("out", out.shape) if k != "src_dot" else
                                                                     ("src", src.shape)))
              for k, v in (("grad_out", grad_out), ("src_dot", src_dot)) if v is not None}
     dtype = _grad_dtype(name, src, out, *given.values())
+    if "src_dot" in given:   # the tangent of a broadcast src is broadcast as src is
+        given["src_dot"] = expand_cast(given["src_dot"], expected, len(feat), dtype, be.xp)
+    src = expand_cast(src, expected, len(feat), dtype, be.xp)
     ctx = group_view(name, src, index, dims, axis, mode, compute=dtype)[0]
     outer, inner = ctx.src3.shape[0], ctx.src3.shape[2]
     rows = {k: be.rows_view(v, dtype, outer, ctx.plan.n if k == "src_dot" else ctx.plan.size, inner)
             for k, v in (("out", out), *given.items())}
-    return ctx, rows
+    return ctx, rows, expected
 
 
 def _src_view(name, out, index, dim_size, axis, mode, other_name, other):
@@ -81,7 +82,7 @@ def _src_view(name, out, index, dim_size, axis, mode, other_name, other):
     out = check_numeric(be.asarray(out), "out")
     other = _check_shape(other_name, check_numeric(be.asarray(other), other_name), "out", out.shape)
     dtype = _grad_dtype(name, out, other)
-    ctx = group_view(name, out, index, dim_size, axis, mode, compute=dtype, src_arg="out")[0]
+    ctx = group_view(name, out, index, dim_size, axis, mode, compute=dtype, src_arg="out", broadcast=False)[0]
     return ctx, be.rows_view(other, dtype, *ctx.src3.shape)
 
 
@@ -116,7 +117,7 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
     ----------
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_logsumexp`.
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_logsumexp`.
@@ -137,8 +138,9 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
     Members of a group whose result is not finite (all -inf, a +inf or a NaN member) get NaN, as the
     softmax there is NaN; dropped entries get 0.
     """
-    ctx, rows = _dst_view("scatter_logsumexp_vjp", src, index, out, axis, mode, grad_out=grad_out)
-    return (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(shape_of(src))
+    ctx, rows, expected = _dst_view("scatter_logsumexp_vjp", src, index, out, axis, mode, grad_out=grad_out)
+    grad = (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(expected)
+    return unbroadcast(grad, shape_of(src), ctx.xp)
 
 
 @overload
@@ -162,7 +164,7 @@ def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, sr
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_logsumexp`.
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_logsumexp`.
@@ -180,7 +182,7 @@ def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, sr
     out_dot : ndarray, shape of `out`
         Tangent of the output, float dtype.
     """
-    ctx, rows = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
+    ctx, rows, _ = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
     return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(shape_of(out))
 
 
@@ -390,13 +392,13 @@ def _moment_factor(ctx, out3, ddof, std: bool):
 
 
 def _moment_vjp(name, std, grad_out, src, index, out, ddof, axis, mode):
-    ctx, rows = _dst_view(name, src, index, out, axis, mode, grad_out=grad_out)
+    ctx, rows, expected = _dst_view(name, src, index, out, axis, mode, grad_out=grad_out)
     dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std)
-    return (ctx.take(rows["grad_out"] * factor) * dev).reshape(shape_of(src))
+    return unbroadcast((ctx.take(rows["grad_out"] * factor) * dev).reshape(expected), shape_of(src), ctx.xp)
 
 
 def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode):
-    ctx, rows = _dst_view(name, src, index, out, axis, mode, src_dot=src_dot)
+    ctx, rows, _ = _dst_view(name, src, index, out, axis, mode, src_dot=src_dot)
     dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std)
     return (ctx.put(dev * rows["src_dot"]) * factor).reshape(shape_of(out))
 
@@ -424,7 +426,7 @@ def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     ----------
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_var` (real dtypes only).
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_var`.
@@ -467,7 +469,7 @@ def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_var` (real dtypes only).
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_var`.
@@ -513,7 +515,7 @@ def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     ----------
     grad_out : array_like, shape B + D + F
         Cotangent of the output.
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_std` (real dtypes only).
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_std`.
@@ -557,7 +559,7 @@ def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         The `src` given to `scatter_std` (real dtypes only).
     index : int array or tuple of int arrays, shape I
         The index given to `scatter_std`.

@@ -140,11 +140,12 @@ def exclusive_products(plan, src3: np.ndarray, tangent3: np.ndarray | None = Non
     With `tangent3` (CPU only), also its derivative along `tangent3`, returned as a pair (products, derivative).
     """
     order, indptr = plan.groups()
-    partials = be.xp.zeros_like(src3)
+    partials = be.xp.zeros(src3.shape, src3.dtype)   # C-ordered even for a broadcast src3 (zeros_like keeps
+    # the layout of src3, whose stride-0 rows could make the feature dim the outermost)
     if tangent3 is None:
         be.exclusive_products(src3, order, indptr, partials)
         return partials
-    partials_dot = np.zeros_like(src3)
+    partials_dot = np.zeros(src3.shape, src3.dtype)
     kernels.exclusive_products_jvp(src3, tangent3, order, indptr, partials, partials_dot)
     return partials, partials_dot
 

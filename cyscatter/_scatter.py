@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src",
               expanded_check: bool = True) -> tuple[int, tuple, tuple]:
-    """(axis, batch shape B, feature shape F) of `src` around an index of shape I = coords[0].shape.
+    """(axis, batch shape B, feature shape F) of `src` around an index of shape I = coords[0].shape, for the
+    functions whose `src` must have exactly the shape B + I + F (the softmax family, whose output has it).
 
     Refuses a torch-style expanded index (see `refuse_expanded_index`) unless `expanded_check` is False (an
     index whose values are not at hand, as Dask's)."""
@@ -37,6 +38,112 @@ def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src",
     if expanded_check:
         refuse_expanded_index(coords, src.shape, axis, arg)
     return axis, src.shape[:axis], src.shape[axis + len(ishape):]
+
+
+# ---- broadcasting src ------------------------------------------------------------------------------------------
+# `src` broadcasts (NumPy's rules) against the shape B + I + F it stands for, as `b` in NumPy's
+# ``ufunc.at(a, idx, b)``, JAX's ``x.at[idx].add(b)`` and CuPy's ``cupyx.scatter_add``. Where a destination is
+# given (scatter_into, the reverse functions' `out`), B and F are its own and src broadcasts to B + I + F. Where
+# src alone defines B and F (scatter and the other allocating functions), the dims of src at the index position
+# must each equal the index's or be 1, and a src with fewer dims than the index gets leading 1s first (so a
+# scalar is scattered at every entry, numpy_groupies' ``aggregate(idx, 1)``).
+
+def src_layout(src_shape: tuple, coords: tuple, axis, arg: str = "src", table_shape: tuple | None = None,
+               table_arg: str = "dst", expanded_check: bool = True) -> tuple[int, tuple, tuple, tuple]:
+    """(axis, B, F, expected shape B + I + F) of a `src` of `src_shape` that broadcasts to the expected shape.
+
+    `table_shape`: the shape B + D + F of the destination (`table_arg`) when one is given, else src defines B
+    and F. ValueError naming src's shape and the expected one when src does not broadcast. Refuses a
+    torch-style expanded index (see `refuse_expanded_index`) unless `expanded_check` is False."""
+    src_shape = tuple(src_shape)
+    ishape = coords[0].shape
+    k = len(ishape)
+    if table_shape is None:
+        shape = (1,) * (k - len(src_shape)) + src_shape
+        axis = normalize_axis(axis, len(shape), k, array=arg)
+        held = shape[axis:axis + k]
+        if any(s != i and s != 1 for s, i in zip(held, ishape)):
+            raise ValueError(f"{arg} shape {src_shape} does not hold the index shape {ishape} at axis {axis} "
+                             f"(nor broadcasts to it: each of those dims must equal the index's or be 1)")
+        expected = shape[:axis] + ishape + shape[axis + k:]
+    else:
+        table_shape = tuple(table_shape)
+        m = len(coords)
+        if len(table_shape) < m:
+            raise ValueError(f"{table_arg} shape {table_shape} has fewer dims than the {m} that an index of shape "
+                             f"{ishape} addresses ({arg} shape {src_shape})")
+        ndim = len(table_shape) - m + k   # the dims of a src of the expected shape: its axis counts from them
+        axis = normalize_axis(axis, ndim, k, array=arg if len(src_shape) == ndim else f"{arg} (broadcast)")
+        expected = table_shape[:axis] + ishape + table_shape[axis + m:]
+        if not broadcasts(src_shape, expected):
+            raise ValueError(f"{arg} shape {src_shape} does not broadcast to the shape {expected} that {table_arg} "
+                             f"shape {table_shape} and an index of shape {ishape} addressing {m} axis(es) at "
+                             f"axis {axis} expect")
+    if expanded_check:
+        refuse_expanded_index(coords, expected, axis, arg)
+    return axis, expected[:axis], expected[axis + k:], expected
+
+
+def broadcasts(shape: tuple, to: tuple) -> bool:
+    """`shape` broadcasts to exactly `to` (NumPy's rules, one way)."""
+    if len(shape) > len(to):
+        return False
+    return all(s == t or s == 1 for s, t in zip(shape[::-1], to[::-1]))
+
+
+def expand_src(src, expected: tuple, nfeat: int, xp=np):
+    """`src` as a read-only view of shape `expected` (B + I + F) with stride 0 along its broadcast dims, or
+    `src` itself when it has that shape.
+
+    The kernels read rows through strides, so entries repeated by broadcasting cost no memory; only a row's
+    features must be adjacent, so when F itself is broadcast (a scalar, a (n, 1) src against F) the features are
+    materialised once per distinct row of src, never the n entries. A cast belongs before this call (a cast of
+    the view would materialise it)."""
+    expected = tuple(expected)
+    if tuple(src.shape) == expected:
+        return src
+    src = src.reshape((1,) * (len(expected) - src.ndim) + tuple(src.shape))
+    if nfeat and src.shape[len(expected) - nfeat:] != expected[len(expected) - nfeat:] \
+            and prod(expected[len(expected) - nfeat:]) > 1:
+        src = xp.ascontiguousarray(xp.broadcast_to(src, src.shape[:len(expected) - nfeat]
+                                                   + expected[len(expected) - nfeat:]))
+    return xp.broadcast_to(src, expected)
+
+
+def unbroadcast(grad, shape: tuple, xp=np):
+    """`grad` (of a src broadcast to grad's shape) summed over the broadcast dims, back to `shape` (autograd's
+    ``unbroadcast``): the cotangent of a broadcast src."""
+    shape = tuple(shape)
+    if tuple(grad.shape) == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(shape) if s == 1 and grad.shape[lead + d] != 1)
+    return grad.sum(axis=axes).reshape(shape) if axes else grad.reshape(shape)
+
+
+_PYTHON_KIND = {int: "iu", float: "f", complex: "c"}
+
+
+def python_scalar_as(value, dtype, xp=np):
+    """A Python int, float or complex `value` for a destination of `dtype`, taken by value as NumPy 2 takes
+    Python scalars (NEP 50, as ``np.add.at(uint8_array, idx, 1)``): a 0-d array of `dtype` when `dtype` is of
+    the same kind or a higher one (bool < integers < floats < complex), ValueError when an int is out of its
+    range; else a 0-d array of NumPy's default dtype for it, which the caller's same_kind rule refuses."""
+    dtype = np.dtype(dtype)
+    if _KIND_RANK.get(dtype.kind, -1) >= _KIND_RANK[_PYTHON_KIND[type(value)][0]]:
+        try:
+            return xp.asarray(np.array(value, dtype=dtype))
+        except OverflowError:
+            raise ValueError(f"src={value!r} is out of range for the dst dtype {dtype}") from None
+    return xp.asarray(value)
+
+
+def expand_cast(src, expected: tuple, nfeat: int, dtype, xp=np):
+    """`src` cast to `dtype` and then expanded (`expand_src`); a `src` of the expected shape is returned as it is
+    (its cast is left to `rows_view`, which may fuse it with a layout copy)."""
+    if tuple(src.shape) == tuple(expected):
+        return src
+    return expand_src(src.astype(dtype, copy=False), expected, nfeat, xp)
 
 
 def refuse_expanded_index(coords: tuple, src_shape: tuple, axis: int, arg: str = "src") -> None:
@@ -197,9 +304,15 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Values; B = ``src.shape[:axis]`` batch dims, I the index shape, F feature dims (any C-ordered layout
-        is used without a copy; other layouts are copied once).
+        is used without a copy; other layouts are copied once). The dims of `src` at the index position may
+        each be 1 and are then broadcast over the entries (NumPy's rule; a src of one row ``(1, F)``, or
+        ``(2, 1, F)`` against an index ``(2, n)``), and a `src` with fewer dims than the index gets leading
+        1s, so a scalar is scattered at every entry (numpy_groupies' ``aggregate(idx, 1)``: ``scatter(1.0,
+        idx)`` counts). B and F are read off `src` itself: a src ``(F,)`` is not a row here, as nothing says
+        F (use ``src[None]``, or `scatter_into`, whose `dst` gives them). On the CPU broadcast entries are
+        read through stride-0 views, never copied (the GPU kernels index flat memory: CuPy copies).
     {index}
     {op}
     dim_size : int or tuple of m ints, optional
@@ -257,6 +370,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     >>> cs.scatter(np.arange(4.), (np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1])), "mean")
     array([[0., 3.],
            [1., 2.]])
+    >>> cs.scatter(1, np.array([0, 2, 0]))   # a scalar src broadcasts over the entries
+    array([2, 0, 1])
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
@@ -280,7 +395,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
             raise TypeError(f"dtype={cast}: {err}") from None
     result_dtype = op.result_dtype(src.dtype if cast is None else cast)
     coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat = split_src(src, coords, axis)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis)
     m = len(coords)
     if out is not None and dim_size is None and np.ndim(out) == len(batch) + m + len(feat):
         dim_size = tuple(int(d) for d in np.shape(out)[axis:axis + m])   # D from out, as scatter_into's dst
@@ -295,7 +410,9 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
         work3 = target.reshape(outer, plan.size, inner)
         work3[...] = op.identity(result_dtype)
-        src3 = be.rows_view(src if cast is None else src.astype(cast, copy=False), compute, outer, plan.n, inner)
+        src = expand_cast(src if cast is None else src.astype(cast, copy=False), expected, len(feat), compute,
+                          be.xp)
+        src3 = be.rows_view(src, compute, outer, plan.n, inner)
         _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
         finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
         return out
@@ -305,6 +422,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
         if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
             src = src.astype(cast, copy=False)
+        src = expand_cast(src, expected, len(feat), work3.dtype, be.xp)
         src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
         counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
         _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
@@ -329,9 +447,16 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     ----------
     dst : ndarray, shape B + D + F
         Destination, updated in place; any layout, but writeable and without overlapping elements.
-    src : array_like, shape B + I + F
-        Values, cast to ``dst.dtype`` (NumPy ``same_kind``). When `src` or `index` share memory with `dst`,
-        the result is as if they had been copied first.
+    src : array_like or scalar, shape broadcastable to B + I + F
+        Values, cast to ``dst.dtype`` (NumPy ``same_kind``; a Python int, float or complex is taken by value,
+        as NumPy 2 does: ``1`` goes into a uint8 `dst`, ``300`` raises ValueError, ``1.5`` into an int `dst`
+        TypeError). `src` broadcasts (NumPy's rules) against B + I + F, with B and F from `dst`: the shape
+        NumPy's ``ufunc.at(dst, idx, src)``, JAX's ``dst.at[idx].add(src)`` and CuPy's ``cupyx.scatter_add``
+        broadcast it to. A scalar or 0-d array updates every entry, a row ``(F,)`` is applied at each entry,
+        ``(n, 1)`` is broadcast over F, a size-1 batch dim over the batch. A shape that does not broadcast
+        raises ValueError naming both shapes. On the CPU broadcast entries are read through stride-0 views,
+        never copied (a scalar with F > 1 becomes one row; on the GPU CuPy copies). When `src` or `index`
+        share memory with `dst`, the result is as if they had been copied first.
     {index}
     {op}
     {axis}
@@ -361,6 +486,11 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     >>> dst = np.array([10., 20., 30.])
     >>> cs.scatter_into(dst, np.array([1., 2., 3.]), np.array([2, 0, 2]), "sub")
     array([ 8., 20., 26.])
+    >>> cs.scatter_into(np.zeros(3, np.int64), 1, np.array([2, 0, 2]))   # a scalar src: counts
+    array([1, 0, 2])
+    >>> cs.scatter_into(np.zeros((2, 2)), np.array([1., 10.]), np.array([1, 1, 0]), "add")   # a row
+    array([[ 1., 10.],
+           [ 2., 20.]])
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
@@ -371,7 +501,7 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     op = get_op(op)
     be = backend_of(dst=dst, src=src, index=index)
     target, dst = dst, be.check_writable(dst)   # a subclass is written through a plain view
-    src = be.asarray(src)
+    src = python_scalar_as(src, dst.dtype, be.xp) if type(src) in _PYTHON_KIND else be.asarray(src)
     op.check_dtype(dst.dtype, "dst")
     op.check_dtype(src.dtype)
     if op.true_division and dst.dtype.kind in "iu":
@@ -379,11 +509,8 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
     coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat = split_src(src, coords, axis)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=dst.shape)
     m = len(coords)
-    if dst.ndim != len(batch) + m + len(feat) or dst.shape[:axis] != batch or dst.shape[axis + m:] != feat:
-        raise ValueError(f"dst shape {dst.shape} does not match src shape {src.shape} with an index of "
-                         f"shape {coords[0].shape} addressing {m} axis(es) at axis {axis}")
     if be.xp.may_share_memory(src, dst):
         src = src.copy()
     if any(be.xp.may_share_memory(c, dst) for c in coords):
@@ -393,6 +520,7 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     compute = op.compute_dtype(dst.dtype)
     if src.dtype != dst.dtype:   # NumPy's ufunc.at casts src to dst's dtype first
         src = src.astype(dst.dtype)
+    src = expand_cast(src, expected, len(feat), compute, be.xp)   # after the casts: they see src's own size
     outer, inner = prod(batch), prod(feat)
     src3 = be.rows_view(src, compute, outer, plan.n, inner)
     work3, direct = be.writable_rows(dst, compute, outer, plan.size, inner)

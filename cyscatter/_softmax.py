@@ -98,7 +98,7 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
 
     Parameters
     ----------
-    {group_args}
+    {group_args_broadcast}
 
     Returns
     -------
@@ -169,7 +169,8 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
     >>> cs.scatter_softmax(np.array([1e4, 1e4, -1e4, 3.]), np.array([0, 0, 1, 1]))
     array([0.5, 0.5, 0. , 1. ])
     """
-    ctx, result, batch, feat = group_view("scatter_softmax", src, index, dim_size, axis, mode)
+    ctx, result, batch, feat = group_view("scatter_softmax", src, index, dim_size, axis, mode,
+                                          broadcast=False)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         out = softmax3(ctx).astype(result, copy=False)
     return out.reshape(src_shape(ctx, batch, feat))
@@ -222,7 +223,8 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
     >>> cs.scatter_log_softmax(np.array([0., 0., -np.inf, 5.]), np.array([0, 0, 1, 1]))
     array([-0.69314718, -0.69314718,        -inf,  0.        ])
     """
-    ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode)
+    ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode,
+                                          broadcast=False)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         out = log_softmax3(ctx).astype(result, copy=False)
     return out.reshape(src_shape(ctx, batch, feat))

@@ -29,7 +29,7 @@ from cyscatter._segment import check_indptr
 from grad._args import layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive
-from grad._scatter import scatter
+from grad._scatter import _broadcast, _expanded, _unbroadcast, scatter
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -105,7 +105,7 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Values (float to be differentiated).
     index : int array or tuple of int arrays, shape I
         Group of each entry, as in `cyscatter.scatter_logsumexp`.
@@ -125,11 +125,14 @@ def _lse_weights(ans, src, groups):
 
 
 def _lse_vjp(ans, src, index, dim_size=None, axis=0, mode="raise"):
+    shape, src = np.shape(getval(src)), _broadcast(src, _expanded(src, index, axis))   # a src that broadcasts
     groups = Groups(src, index, dim_size, axis, mode, "scatter_logsumexp")
-    return lambda g: groups.take(g) * _lse_weights(ans, src, groups)
+    return lambda g: _unbroadcast(groups.take(g) * _lse_weights(ans, src, groups), shape)
 
 
 def _lse_jvp(src_dot, ans, src, index, dim_size=None, axis=0, mode="raise"):
+    expanded = _expanded(src, index, axis)
+    src, src_dot = _broadcast(src, expanded), _broadcast(src_dot, expanded)
     groups = Groups(src, index, dim_size, axis, mode, "scatter_logsumexp")
     return groups.put(_lse_weights(ans, src, groups) * src_dot)
 
@@ -257,7 +260,7 @@ def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size:
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Values (real float to be differentiated).
     index : int array or tuple of int arrays, shape I
         Group of each entry, as in `cyscatter.scatter_var`.
@@ -296,7 +299,7 @@ def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size:
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Values (real float to be differentiated).
     index : int array or tuple of int arrays, shape I
         Group of each entry, as in `cyscatter.scatter_std`.
@@ -321,13 +324,16 @@ def _moment_parts(std, ans, src, index, ddof, dim_size, axis, mode):
 
 def _moment_vjp(std):
     def make(ans, src, index, ddof=0, dim_size=None, axis=0, mode="raise"):
+        shape, src = np.shape(getval(src)), _broadcast(src, _expanded(src, index, axis))   # a src that broadcasts
         groups, dev, factor = _moment_parts(std, ans, src, index, ddof, dim_size, axis, mode)
-        return lambda g: groups.take(g * factor) * dev
+        return lambda g: _unbroadcast(groups.take(g * factor) * dev, shape)
     return make
 
 
 def _moment_jvp(std):
     def tangent(src_dot, ans, src, index, ddof=0, dim_size=None, axis=0, mode="raise"):
+        expanded = _expanded(src, index, axis)
+        src, src_dot = _broadcast(src, expanded), _broadcast(src_dot, expanded)
         groups, dev, factor = _moment_parts(std, ans, src, index, ddof, dim_size, axis, mode)
         return groups.put(dev * src_dot) * factor
     return tangent

@@ -22,7 +22,8 @@ from autograd.extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from autograd.tracer import getval, isbox
 
 import cyscatter as cs
-from cyscatter._index import DROPPING
+from cyscatter._index import DROPPING, parse_coords
+from cyscatter._scatter import src_layout
 from grad._args import cast, layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import primitive
@@ -75,7 +76,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Values (float or complex to be differentiated).
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter`.
@@ -136,7 +137,7 @@ def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike 
     ----------
     dst : array_like, shape B + D + F
         The initial destination (not modified).
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it
         Values.
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter_into`.
@@ -251,16 +252,51 @@ def _partials_rule(op):
     raise NotImplementedError(f"grad has no derivative rule for op {op.name!r}")
 
 
+# ---- broadcast src ---------------------------------------------------------------------------------------------
+# A src that broadcasts (cyscatter's `src_layout`) is differentiated as ``anp.broadcast_to(src, B + I + F)``
+# followed by the scatter: the partials live on the expanded entries, a cotangent is summed back over the
+# broadcast dims (autograd's unbroadcast, with differentiable sums: second derivatives follow) and a tangent of
+# src's shape is broadcast as src is.
+
+def _expanded(src, index, axis, table_shape=None) -> tuple:
+    """The shape B + I + F that `src` broadcasts to in the forward call (the call itself has checked it)."""
+    coords = parse_coords(index)
+    return src_layout(np.shape(getval(src)), coords, axis, table_shape=table_shape, expanded_check=False)[3]
+
+
+def _broadcast(x, shape):
+    """`x` broadcast to `shape`, differentiably (autograd's broadcast_to wants no new leading dims: reshape first)."""
+    if x is None or np.shape(getval(x)) == tuple(shape):
+        return x
+    lead = len(shape) - np.ndim(getval(x))
+    return anp.broadcast_to(anp.reshape(x, (1,) * lead + np.shape(getval(x))) if lead else x, shape)
+
+
+def _unbroadcast(g, shape):
+    """`g` summed over the dims a src of `shape` was broadcast along, back to `shape`."""
+    shape = tuple(shape)
+    if np.shape(getval(g)) == shape:
+        return g
+    lead = np.ndim(getval(g)) - len(shape)
+    if lead:
+        g = anp.sum(g, axis=tuple(range(lead)))
+    axes = tuple(d for d, n in enumerate(shape) if n == 1 and np.shape(getval(g))[d] != 1)
+    return anp.reshape(anp.sum(g, axis=axes, keepdims=True) if axes else g, shape)
+
+
 # ---- registration -----------------------------------------------------------------------------------------------
 
 def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, dtype=None, mode="raise",
                  **_speed):
     require_inexact(src, "src", "scatter")
+    shape = np.shape(getval(src))
+    expanded = _expanded(src, index, axis)
     if dtype is None:
-        return Linearization(op, ans, None, src, index, axis, mode).vjp_src
+        vjp = Linearization(op, ans, None, _broadcast(src, expanded), index, axis, mode).vjp_src
+        return vjp if shape == expanded else lambda g: _unbroadcast(vjp(g), shape)
     src_dtype = np.result_type(getval(src))   # the gradient of the cast: the cotangent cast back
-    vjp = Linearization(op, ans, None, cast(src, dtype), index, axis, mode).vjp_src
-    return lambda g: cast(vjp(g), src_dtype)
+    vjp = Linearization(op, ans, None, _broadcast(cast(src, dtype), expanded), index, axis, mode).vjp_src
+    return lambda g: cast(_unbroadcast(vjp(g), shape), src_dtype)
 
 
 def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, dtype=None,
@@ -268,7 +304,9 @@ def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, f
     require_inexact(src, "src", "scatter")
     if dtype is not None:
         src, src_dot = cast(src, dtype), cast(src_dot, dtype)
-    return Linearization(op, ans, None, src, index, axis, mode).jvp(src_dot=src_dot)
+    expanded = _expanded(src, index, axis)
+    return Linearization(op, ans, None, _broadcast(src, expanded), index, axis, mode).jvp(
+        src_dot=_broadcast(src_dot, expanded))
 
 
 def _into_linearization(argnums, ans, args, kwargs):
@@ -276,19 +314,24 @@ def _into_linearization(argnums, ans, args, kwargs):
     for argnum in argnums:
         require_inexact(args[argnum], ("dst", "src")[argnum], "scatter_into")
     op = rest[0] if rest else kwargs.get("op", "add")
-    return Linearization(op, ans, dst, src, index, kwargs.get("axis", 0), kwargs.get("mode", "raise"),
-                         wrt_src=1 in argnums, wrt_dst=0 in argnums)
+    axis = kwargs.get("axis", 0)
+    expanded = _expanded(src, index, axis, table_shape=np.shape(getval(ans)))
+    lin = Linearization(op, ans, dst, _broadcast(src, expanded), index, axis, kwargs.get("mode", "raise"),
+                        wrt_src=1 in argnums, wrt_dst=0 in argnums)
+    return lin, expanded
 
 
 def _scatter_into_vjps(argnums, ans, args, kwargs):
-    lin = _into_linearization(argnums, ans, args, kwargs)
-    vjps = [(lin.vjp_dst, lin.vjp_src)[argnum] for argnum in argnums]
+    lin, _ = _into_linearization(argnums, ans, args, kwargs)
+    shape = np.shape(getval(args[1]))
+    vjps = [(lin.vjp_dst, lambda g: _unbroadcast(lin.vjp_src(g), shape))[argnum] for argnum in argnums]
     return lambda g: tuple(vjp(g) for vjp in vjps)
 
 
 def _scatter_into_jvp(argnums, tangents, ans, args, kwargs):
     tangent = dict(zip(argnums, tangents))
-    return _into_linearization(argnums, ans, args, kwargs).jvp(src_dot=tangent.get(1), dst_dot=tangent.get(0))
+    lin, expanded = _into_linearization(argnums, ans, args, kwargs)
+    return lin.jvp(src_dot=_broadcast(tangent.get(1), expanded), dst_dot=tangent.get(0))
 
 
 defvjp(scatter, _scatter_vjp)

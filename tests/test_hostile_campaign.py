@@ -411,6 +411,21 @@ def _exceptions() -> dict:
             exc[(fn, "src", "other shape")] = RAISE   # src_dot keeps the baseline's shape
         exc[(fn, "src", "extra dim")] = "raise:gather_index"
     # segment: the rows of src are cut by indptr; gather_segment: src has one row per segment
+    # a src that broadcasts (issue 18 item 1, NumPy's ufunc.at rule): a 0-d src stands for every entry; a src of
+    # shape (1, 4) against the index (4,) of an allocating op is a row of 4 features broadcast over the entries;
+    # an index of shape (1, 4) takes the src (4,) as (1, 4) (leading 1s, NumPy's rule)
+    allocating = ("scatter", "scatter_argmax", "scatter_argmin", "scatter_var", "scatter_std", "scatter_logsumexp")
+    for fn in [f"{pkg}.{name}" for pkg in ("cyscatter", "grad", "cyscatter.dask") for name in allocating]:
+        if fn in BASELINES:
+            for arg, name in (("src", "0-d"), ("src", "extra dim"), ("index", "extra dim")):
+                exc[(fn, arg, name)] = OK
+    for fn in ("cyscatter.scatter_into", "grad.scatter_into", "cyscatter.scatter_vjp_src", "cyscatter.scatter_vjp_dst",
+               "cyscatter.scatter_logsumexp_vjp", "cyscatter.scatter_var_vjp", "cyscatter.scatter_std_vjp"):
+        exc[(fn, "src", "0-d")] = OK
+        exc[(fn, "index", "extra dim")] = OK
+    for fn in ("cyscatter.scatter_jvp", "cyscatter.scatter_logsumexp_jvp", "cyscatter.scatter_var_jvp",
+               "cyscatter.scatter_std_jvp"):
+        exc[(fn, "index", "extra dim")] = OK   # (a 0-d src still meets a src_dot of the baseline's shape: raise)
     return exc
 
 

@@ -31,7 +31,7 @@ _DOC = """Lazy ``cyscatter.scatter_arg{which}`` of Dask arrays: the position of 
 
     Parameters
     ----------
-    src : dask.array.Array or array_like, shape B + I + F
+    src : dask.array.Array or array_like, shape B + I + F, or broadcastable to it along I
         Integers or floats, chunked in any way; the index is rechunked to match src along I. A NumPy `src` is
         cut like the index.
     index : Dask or NumPy int array of shape I, or tuple of m of them

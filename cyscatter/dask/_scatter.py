@@ -15,7 +15,7 @@ from cyscatter._index import _dims_from, check_mode, check_table_bytes, parse_co
 from cyscatter._integers import as_int
 from cyscatter._ops import get_op
 from cyscatter._result import check_dtype_arg
-from cyscatter._scatter import fill_for, refuse_expanded_index, split_src
+from cyscatter._scatter import fill_for, refuse_expanded_index, src_layout
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import (as_coords, block_shape, flat_rows, known_shape, new_array, partitions,
                                    positions, stand_in, tree_reduce)
@@ -51,9 +51,10 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 
     Parameters
     ----------
-    src : dask.array.Array or array_like, shape B + I + F
+    src : dask.array.Array or array_like, shape B + I + F, or broadcastable to it along I
         Values, chunked in any way; the index is rechunked to match src along I. A NumPy `src` is cut like
-        the index.
+        the index. A src that broadcasts (as ``cyscatter.scatter``'s: dims of 1 at the index position, a
+        scalar) is broadcast lazily, block by block (``dask.array.broadcast_to``: stride-0 views).
     index : Dask or NumPy int array of shape I, or tuple of m of them
         As for ``cyscatter.scatter``: any integer dtype; known chunk sizes.
     {op}
@@ -160,10 +161,12 @@ def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype
     check_mode(mode)
     coords = as_coords(index)
     src = known_shape(src, "src") if isinstance(src, da.Array) else np.asarray(src)
-    axis, batch, feat = split_src(stand_in(src), tuple(stand_in(c) for c in coords), axis,
-                                   expanded_check=False)
+    axis, batch, feat, expected = src_layout(src.shape, tuple(stand_in(c) for c in coords), axis,
+                                             expanded_check=False)
     if not isinstance(index, (tuple, da.Array)):   # an in-memory index: its layout can be seen (a Dask one's not)
-        refuse_expanded_index(parse_coords(index), src.shape, axis)
+        refuse_expanded_index(parse_coords(index), expected, axis)
+    if src.shape != expected:   # a src that broadcasts (as the core's): stride-0 views per block, no copy
+        src = (da.broadcast_to if isinstance(src, da.Array) else np.broadcast_to)(src, expected)
     nb, ni, nf = len(batch), coords[0].ndim, len(feat)
     src = _as_dask_src(src, coords, nb, nf)
     cast = check_dtype_arg(dtype, src.dtype)

@@ -36,6 +36,8 @@ out = cs.scatter(src, pair, op, dim_size=(2, 2), axis=0, fill_value=0.0, num_thr
 out = cs.scatter([1.0, 2.0], [0, 1], "mean", indices_are_sorted=True)
 dst: NDArray[np.float64] = np.zeros(3)
 same: NDArray[np.float64] = cs.scatter_into(dst, src, index, "sub", mode="wrap")
+same = cs.scatter_into(dst, 1.0, index)   # a scalar src broadcasts
+out = cs.scatter(1.0, index, dim_size=3)
 gathered: NDArray[np.float64] = cs.gather(src, np.array([3, 0]), axis=-1, fill_value=-1.0)
 gathered = cs.gather_into(np.zeros(2), src, np.array([1, 9]), mode="clip")
 positions: NDArray[np.int64] = cs.scatter_argmax(src, index, dim_size=3)

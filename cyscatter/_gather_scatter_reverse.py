@@ -45,6 +45,7 @@ class _Call:
     def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
                  num_threads, cotangents: dict):
         self.op = get_op(op)
+        self.op.require_plain("the gather_scatter reverse functions")
         self.threads = check_threads(num_threads)
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")

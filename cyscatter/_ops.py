@@ -42,6 +42,11 @@ class Op:
         ``cs_<gpu_update>`` (ordered kernel) of ``cuda_atomics.cuh``; see `cyscatter._cuda_kernels`.
     gpu_cas : the atomic is (for floats at least) a compare-and-swap loop on the element's bits, so an element
         wider than the widest atomicCAS word (8 bytes: complex128 mul/div) takes the ordered kernel instead.
+    skips_nan : a NaN-skipping twin (nansum, nanprod, nanmean, fmax/nanmax, fmin/nanmin, issue 18): a NaN src
+        entry (NumPy's isnan; complex: either part) counts as absent. Its counts, where it needs any (mean's
+        division, a fill_value), are per element: the non-NaN entries of each output element, so an element whose
+        entries are all NaN is an empty group (numpy_groupies' rule). Integers have no NaN: the twin's results.
+    twin : the NaN-propagating op this one skips NaN for (its identity, dtypes and tie rules are the twin's).
     """
 
     name: str
@@ -55,7 +60,16 @@ class Op:
     counts: bool = False
     gpu_update: str = ""
     gpu_cas: bool = False
+    skips_nan: bool = False
+    twin: str = ""
     rules: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def require_plain(self, func: str) -> None:
+        """ValueError for a NaN-skipping op in a function that runs only the NaN-propagating ones (for now)."""
+        if self.skips_nan:
+            raise ValueError(f"{func} does not take the NaN-skipping op {self.name!r} (it runs in scatter, "
+                             f"scatter_into, their reverse functions, grad and cyscatter.dask); use op="
+                             f"{self.twin!r} on src with its NaN entries replaced, or scatter")
 
     def identity(self, dtype) -> np.generic:
         """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
@@ -113,6 +127,20 @@ OPS = (
        gpu_cas=True),
     Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
        gpu_update="add"),
+    # NaN-skipping twins (issue 18 item 3). fmax/fmin are NumPy's np.fmax/np.fmin (a NaN on either side loses,
+    # also a NaN already in scatter_into's dst); nanmax/nanmin are their aliases: with NaN entries left out a
+    # group's nanmax is the fmax of its members, and numpy_groupies' nanmax of an all-NaN group (an empty group
+    # here) is the fill, as fmax.at from the identity gives.
+    Op("nansum", ("nanadd",), kernels.OpCode.OP_NANADD, "zero", combine="add", gpu_update="nanadd",
+       skips_nan=True, twin="add"),
+    Op("nanprod", ("nanmul",), kernels.OpCode.OP_NANMUL, "one", combine="mul", gpu_update="nanmul", gpu_cas=True,
+       skips_nan=True, twin="mul"),
+    Op("fmax", ("nanmax",), kernels.OpCode.OP_FMAX, "lowest", combine="fmax", ordered=True, gpu_update="fmax",
+       gpu_cas=True, skips_nan=True, twin="max"),
+    Op("fmin", ("nanmin",), kernels.OpCode.OP_FMIN, "highest", combine="fmin", ordered=True, gpu_update="fmin",
+       gpu_cas=True, skips_nan=True, twin="min"),
+    Op("nanmean", (), kernels.OpCode.OP_NANADD, "zero", combine="add", true_division=True, counts=True,
+       gpu_update="nanadd", skips_nan=True, twin="mean"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
@@ -140,7 +168,8 @@ def get_op(op: str | Op) -> Op:
     Parameters
     ----------
     op : str
-        An op name ("add", "sub", "mul", "div", "max", "min", "mean") or alias ("sum", "prod", "amax", "amin").
+        An op name ("add", "sub", "mul", "div", "max", "min", "mean", "nansum", "nanprod", "fmax", "fmin",
+        "nanmean") or alias ("sum", "prod", "amax", "amin", "nanadd", "nanmul", "nanmax", "nanmin").
 
     Returns
     -------

@@ -71,20 +71,54 @@ def _runner(be, indices_are_sorted: bool):
     return run_scatter_runs if indices_are_sorted and be.xp is np else be.run_scatter
 
 
+def new_counts(op, shape3, xp=np, fill=None):
+    """Zeroed counts for a call of `op` on an (outer, size, inner) output, or None when nothing needs them.
+
+    Entries per destination row (int64, length size) for mean and a fill_value; for the NaN-skipping ops
+    (`Op.skips_nan`) non-NaN entries per output element (int64, shape3), so an element whose entries are all NaN
+    counts as an empty group.
+    """
+    if not (op.counts or fill is not None):
+        return None
+    return xp.zeros(shape3 if op.skips_nan else shape3[1], np.int64)
+
+
+def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> None:
+    """counts3[o, flat[k], f] += 1 for each non-NaN src3[o, k, f] (NumPy's isnan: complex either part): a
+    second add pass, of the int64 mask, through the same scatter kernel (its cost: benchmarks/bench_nan.py)."""
+    run_scatter(kernels.OpCode.OP_ADD, (src3 == src3).astype(np.int64), plan, element_counts, None, threads)
+
+
+def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0) -> None:
+    """`run_scatter` of `op`, counting into `counts` (from `new_counts`) when given."""
+    if counts is not None and counts.ndim == 3:
+        run_scatter(op.opcode, src3, plan, work3, None, threads)
+        count_not_nan(run_scatter, src3, plan, counts, threads)
+    else:
+        run_scatter(op.opcode, src3, plan, work3, counts, threads)
+
+
+def counts3(counts):
+    """`counts` broadcastable against an (outer, size, inner) output: element counts as they are, row counts as
+    (1, size, 1)."""
+    return counts if counts.ndim == 3 else counts[None, :, None]
+
+
 def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, threads: int = 0) -> None:
     """Apply `op` from the canonical `src3` into an existing `work3` (outer, size, inner) on backend `be`.
 
-    For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``).
+    For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``); for nanmean
+    the means of the non-NaN entries to the elements that have one.
     """
     xp = be.xp
     run_scatter = _runner(be, indices_are_sorted)
     if op.counts:
-        counts = xp.zeros(plan.size, np.int64)
+        counts = new_counts(op, work3.shape, xp)
         sums = op.fresh(work3.shape, work3.dtype, xp)
-        run_scatter(op.opcode, src3, plan, sums, counts, threads)
-        if not (xp is np and kernels.divide_by_counts(sums, counts, threads)):
-            sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
-        reached = (counts > 0)[None, :, None]
+        run_counted(run_scatter, op, src3, plan, sums, counts, threads)
+        if counts.ndim == 3 or not (xp is np and kernels.divide_by_counts(sums, counts, threads)):
+            sums /= xp.maximum(counts3(counts), 1).astype(sums.real.dtype)
+        reached = xp.broadcast_to(counts3(counts) > 0, work3.shape)
         if xp is np:   # one masked pass (CuPy's ufuncs take no `where`)
             np.add(work3, sums, out=work3, where=reached)
         else:
@@ -144,13 +178,17 @@ def fill_for(fill_value, result_dtype, xp=np):
 def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0):
     """The result from an accumulator `work3` that started at the identity (mutated; may be returned).
 
-    Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0; then the
-    compute dtype is cast to `result_dtype`. `counts` may be None when neither needs it.
+    Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0 (elements, for
+    the NaN-skipping ops' element counts); then the compute dtype is cast to `result_dtype`. `counts` (from
+    `new_counts`) may be None when neither needs it.
     """
-    if op.counts and not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
-        work3 /= xp.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
+    if op.counts and (counts.ndim == 3 or not (xp is np and kernels.divide_by_counts(work3, counts, threads))):
+        work3 /= xp.maximum(counts3(counts), 1).astype(work3.real.dtype)
     if fill is not None:
-        work3[:, counts == 0] = fill[()]
+        if counts.ndim == 3:
+            work3[counts == 0] = fill[()]
+        else:
+            work3[:, counts == 0] = fill[()]
     return work3.astype(result_dtype, copy=False)
 
 
@@ -279,11 +317,11 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     compute = op.compute_dtype(result_dtype)
     if target is not None and direct(be, target, compute, src, *coords):
         be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
-        counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
+        counts = new_counts(op, (outer, plan.size, inner), be.xp, fill)
         work3 = target.reshape(outer, plan.size, inner)
         work3[...] = op.identity(result_dtype)
         src3 = be.rows_view(src if cast is None else src.astype(cast, copy=False), compute, outer, plan.n, inner)
-        _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
+        run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
         finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
         return out
     arg, given = size_arg(dim_size, plan)
@@ -293,8 +331,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
             src = src.astype(cast, copy=False)
         src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
-        counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
-        _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
+        counts = new_counts(op, work3.shape, be.xp, fill)
+        run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
         result = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
     if target is not None:
         return write_out(be, target, result, out)

@@ -193,7 +193,8 @@ def _as_dtype(x, dtype):
 # ---- partials ---------------------------------------------------------------------------------------------------
 
 def _constant_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
-    """Partials that are locally constant (add, sub, mean, max, min), read off the core's VJPs of a unit cotangent."""
+    """Partials that are locally constant (add, sub, mean, max, min and the NaN-skipping twins but nanprod), read
+    off the core's VJPs of a unit cotangent."""
     out, index, mode = lin.out, lin.index, lin.mode
     src_v, ans_v, dst_v = (None if a is None else np.asarray(getval(a)) for a in (src, ans, dst))
     dtype = np.result_type(*(a for a in (src_v, dst_v) if a is not None and a.dtype.kind in "fc"))
@@ -239,13 +240,20 @@ def _div_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
     return d_src, d_dst
 
 
-_VALUE_DEPENDENT = {"mul": _mul_partials, "div": _div_partials}
+def _nanprod_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
+    """mul's partials over the non-NaN entries: NaN entries multiply by 1 and get a zero partial."""
+    nan = anp.isnan(src) if np.result_type(getval(src)).kind in "fc" else np.zeros(np.shape(src), bool)
+    d_src, d_dst = _mul_partials(op, ans, dst, anp.where(nan, 1, src), lin, wrt_src, wrt_dst)
+    return None if d_src is None else anp.where(nan, 0, d_src), d_dst
+
+
+_VALUE_DEPENDENT = {"mul": _mul_partials, "div": _div_partials, "nanprod": _nanprod_partials}
 
 
 def _partials_rule(op):
     if op.name in _VALUE_DEPENDENT:
         return _VALUE_DEPENDENT[op.name]
-    if op.linear or op.ordered:
+    if op.linear or op.ordered or op.skips_nan:   # nansum, nanmean: locally constant partials (the NaN mask)
         return _constant_partials
     raise NotImplementedError(f"grad has no derivative rule for op {op.name!r}")
 

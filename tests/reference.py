@@ -8,8 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 IDENTITY = {"add": "zero", "sub": "zero", "mean": "zero", "mul": "one", "div": "one", "max": "lowest",
-            "min": "highest"}
-ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
+            "min": "highest", "nansum": "zero", "nanprod": "one", "fmax": "lowest", "fmin": "highest",
+            "nanmean": "zero"}
+ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "nanadd": "nansum", "nanmul": "nanprod",
+           "nanmax": "fmax", "nanmin": "fmin"}
+NAN_OPS = ("nansum", "nanprod", "fmax", "fmin", "nanmean")   # a NaN src entry counts as absent
 
 
 def identity(op, dtype):
@@ -42,8 +45,31 @@ def _min(a, b):
     return np.where(pick_b, b, a)
 
 
+def _isnan(b):
+    b = np.asarray(b)
+    return np.isnan(b) if b.dtype.kind in "fc" else np.zeros(b.shape, bool)
+
+
+def _skip_nan(update, fill):
+    """`update` with a NaN `b` replaced by `fill` (NumPy's nansum/nanprod rule: -0.0 plus a NaN gives +0.0)."""
+    return lambda a, b: update(a, np.where(_isnan(b), fill, b))
+
+
+def _fmax(a, b):
+    """np.fmax with max's -0.0 < +0.0 (order independent)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(_isnan(b), a, np.where(_isnan(a), b, _max(a, b)))
+
+
+def _fmin(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(_isnan(b), a, np.where(_isnan(a), b, _min(a, b)))
+
+
 UPDATE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": _max, "min": _min,
-          "mean": np.add}
+          "mean": np.add, "nansum": _skip_nan(np.add, 0), "nanprod": _skip_nan(np.multiply, 1), "fmax": _fmax,
+          "fmin": _fmin, "nanmean": _skip_nan(np.add, 0)}
+UPDATE.update(nanadd=UPDATE["nansum"], nanmul=UPDATE["nanprod"])   # the GPU update names (tests/emulated_cupy.py)
 
 
 def compute_dtype(op, result_dtype):
@@ -57,7 +83,7 @@ def compute_dtype(op, result_dtype):
 
 def result_dtype(op, src_dtype):
     src_dtype = np.dtype(src_dtype)
-    if op in ("div", "mean") and src_dtype.kind in "iu":
+    if op in ("div", "mean", "nanmean") and src_dtype.kind in "iu":
         return np.dtype(np.float64)
     return src_dtype
 
@@ -101,8 +127,9 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
         init = np.array(dst, dtype=cdtype)
     else:
         init = np.full(batch + dims + feat, identity(op, rdtype), dtype=cdtype)
-    acc = np.zeros_like(init) if op == "mean" else init.copy()
+    acc = np.zeros_like(init) if op in ("mean", "nanmean") else init.copy()
     counts = np.zeros(dims, np.int64)
+    elements = np.zeros(init.shape, np.int64)   # non-NaN entries per element (the NaN-skipping ops)
     src_c = src.astype(rdtype).astype(cdtype) if dst is not None else src.astype(cdtype)
     for k in np.ndindex(*ishape):
         target = tuple(_resolve(c[k], s, mode) for c, s in zip(coords, dims))
@@ -111,9 +138,12 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
         counts[target] += 1
         for b in np.ndindex(*batch):
             acc[b + target] = UPDATE[op](acc[b + target], src_c[b + k])
+            elements[b + target] += ~_isnan(src_c[b + k])
     hit = (counts > 0).reshape((1,) * len(batch) + dims + (1,) * len(feat))
-    if op == "mean":
-        shaped = counts.reshape((1,) * len(batch) + dims + (1,) * len(feat))
+    if op in NAN_OPS:   # an element whose entries are all NaN is an empty group
+        hit = elements > 0
+    if op in ("mean", "nanmean"):
+        shaped = elements if op == "nanmean" else counts.reshape((1,) * len(batch) + dims + (1,) * len(feat))
         means = acc / np.maximum(shaped, 1).astype(acc.real.dtype)
         acc = np.where(hit, init + means if dst is not None else means, init)
     if fill_value is not None and dst is None:

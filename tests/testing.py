@@ -7,9 +7,13 @@ import os
 import numpy as np
 import pytest
 
-from cyscatter import OP_NAMES
+from cyscatter import OP_NAMES, get_op
 
 OPS = OP_NAMES
+# the NaN-skipping twins (issue 18 item 3) run in scatter/scatter_into, their reverse functions, grad and dask;
+# segment and gather_scatter take the others
+NAN_OPS = tuple(name for name in OPS if get_op(name).skips_nan)
+PLAIN_OPS = tuple(name for name in OPS if not get_op(name).skips_nan)
 VALUE_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8", "int16", "uint16", "uint32", "uint64",
                 "float16", "complex64", "complex128")
 KERNEL_VALUE_DTYPES = ("float32", "float64", "int32", "int64")
@@ -19,7 +23,7 @@ REQUIRE_GPU = os.environ.get("CYSCATTER_REQUIRE_GPU", "0") == "1"
 
 
 def op_supports(op: str, dtype) -> bool:
-    return not (op in ("max", "min") and np.dtype(dtype).kind == "c")
+    return not (get_op(op).ordered and np.dtype(dtype).kind == "c")
 
 
 def _cupy_or_none():

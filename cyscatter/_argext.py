@@ -239,7 +239,7 @@ def scatter_nanargmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
                       mode: Mode = ...) -> NDArray[np.int64]: ...
 
 
-@arg_doc("argmax", "+0.0 beats -0.0", "3., nan, 1., 5., nan", "3, 5, 2", _NAN_DOC)
+@arg_doc("argmax", "+0.0 beats -0.0", "3., np.nan, 1., 5., np.nan", "3, 5, 2", _NAN_DOC)
 def scatter_nanargmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                       axis: SupportsIndex = 0, fill_value: SupportsIndex | float | None = None,
                       mode: Mode = "raise") -> Any:
@@ -264,7 +264,7 @@ def scatter_nanargmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
                       mode: Mode = ...) -> NDArray[np.int64]: ...
 
 
-@arg_doc("argmin", "-0.0 beats +0.0", "3., nan, 1., 5., nan", "0, 5, 2", _NAN_DOC)
+@arg_doc("argmin", "-0.0 beats +0.0", "3., np.nan, 1., 5., np.nan", "0, 5, 2", _NAN_DOC)
 def scatter_nanargmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                       axis: SupportsIndex = 0, fill_value: SupportsIndex | float | None = None,
                       mode: Mode = "raise") -> Any:

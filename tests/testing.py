@@ -22,6 +22,11 @@ INDEX_KINDS = ("int", "tuple")
 REQUIRE_GPU = os.environ.get("CYSCATTER_REQUIRE_GPU", "0") == "1"
 
 
+def true_division(op: str) -> bool:
+    """The op divides truly (div, mean, nanmean): integer inputs give float64, an integer dst is refused."""
+    return get_op(op).true_division
+
+
 def op_supports(op: str, dtype) -> bool:
     return not (get_op(op).ordered and np.dtype(dtype).kind == "c")
 

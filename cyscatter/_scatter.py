@@ -83,10 +83,23 @@ def new_counts(op, shape3, xp=np, fill=None):
     return xp.zeros(shape3 if op.skips_nan else shape3[1], np.int64)
 
 
+MASK_ELEMENTS = 1 << 16   # src elements whose NaN mask (int64: 512 KiB) one pass of `count_not_nan` holds
+
+
 def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> None:
-    """counts3[o, flat[k], f] += 1 for each non-NaN src3[o, k, f] (NumPy's isnan: complex either part): a
-    second add pass, of the int64 mask, through the same scatter kernel (its cost: benchmarks/bench_nan.py)."""
-    run_scatter(kernels.OpCode.OP_ADD, (src3 == src3).astype(np.int64), plan, element_counts, None, threads)
+    """element_counts[o, flat[k], f] += 1 for each non-NaN src3[o, k, f] (NumPy's isnan; complex: either part).
+
+    A second add pass through the same scatter kernel, of the int64 mask, made for a slice of index entries at
+    a time (the extra memory stays O(dim_size), not O(n)). Its cost against the twin: benchmarks/bench_nan.py.
+    """
+    from cyscatter._index import IndexPlan
+    step = max(1, MASK_ELEMENTS // max(1, src3.shape[0] * src3.shape[2]))
+    for lo in range(0, plan.n, step):
+        part = src3[:, lo:lo + step]
+        flat = plan.flat[lo:lo + step]
+        # the entries are planned already: skipping any still out of range is the plan's own rule
+        sub = IndexPlan(flat, flat.shape, (plan.size,), "drop" if plan.drops else "raise", (flat,))
+        run_scatter(kernels.OpCode.OP_ADD, (part == part).astype(np.int64), sub, element_counts, None, threads)
 
 
 def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0) -> None:
@@ -116,9 +129,12 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
         counts = new_counts(op, work3.shape, xp)
         sums = op.fresh(work3.shape, work3.dtype, xp)
         run_counted(run_scatter, op, src3, plan, sums, counts, threads)
-        if counts.ndim == 3 or not (xp is np and kernels.divide_by_counts(sums, counts, threads)):
-            sums /= xp.maximum(counts3(counts), 1).astype(sums.real.dtype)
         reached = xp.broadcast_to(counts3(counts) > 0, work3.shape)
+        if counts.ndim == 3:   # in place, as in finish_fresh
+            xp.maximum(counts, 1, out=counts)
+            xp.divide(sums, counts, out=sums, dtype=sums.dtype, casting="unsafe")
+        elif not (xp is np and kernels.divide_by_counts(sums, counts, threads)):
+            sums /= xp.maximum(counts, 1)[None, :, None].astype(sums.real.dtype)
         if xp is np:   # one masked pass (CuPy's ufuncs take no `where`)
             np.add(work3, sums, out=work3, where=reached)
         else:
@@ -182,13 +198,18 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0)
     the NaN-skipping ops' element counts); then the compute dtype is cast to `result_dtype`. `counts` (from
     `new_counts`) may be None when neither needs it.
     """
-    if op.counts and (counts.ndim == 3 or not (xp is np and kernels.divide_by_counts(work3, counts, threads))):
-        work3 /= xp.maximum(counts3(counts), 1).astype(work3.real.dtype)
+    if counts is not None and counts.ndim == 3:   # element counts (NaN-skipping ops): no counts-sized temporary
+        empty = None if fill is None else counts == 0
+        if op.counts:
+            xp.maximum(counts, 1, out=counts)
+            xp.divide(work3, counts, out=work3, dtype=work3.dtype, casting="unsafe")
+        if empty is not None:
+            work3[empty] = fill[()]
+        return work3.astype(result_dtype, copy=False)
+    if op.counts and not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
+        work3 /= xp.maximum(counts, 1)[None, :, None].astype(work3.real.dtype)
     if fill is not None:
-        if counts.ndim == 3:
-            work3[counts == 0] = fill[()]
-        else:
-            work3[:, counts == 0] = fill[()]
+        work3[:, counts == 0] = fill[()]
     return work3.astype(result_dtype, copy=False)
 
 

@@ -27,6 +27,11 @@ def true_division(op: str) -> bool:
     return get_op(op).true_division
 
 
+def twin(op: str) -> str:
+    """The NaN-propagating twin of a NaN-skipping op (its tolerances and dtype rules), else the op's name."""
+    return get_op(op).twin or get_op(op).name
+
+
 def op_supports(op: str, dtype) -> bool:
     return not (get_op(op).ordered and np.dtype(dtype).kind == "c")
 

@@ -28,8 +28,12 @@ def true_division(op: str) -> bool:
 
 
 def twin(op: str) -> str:
-    """The NaN-propagating twin of a NaN-skipping op (its tolerances and dtype rules), else the op's name."""
-    return get_op(op).twin or get_op(op).name
+    """The NaN-propagating twin of a NaN-skipping op (its tolerances and dtype rules), else `op` itself (names
+    outside the registry, as "gather", included)."""
+    try:
+        return get_op(op).twin or op
+    except ValueError:
+        return op
 
 
 def op_supports(op: str, dtype) -> bool:

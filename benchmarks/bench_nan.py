@@ -6,7 +6,7 @@ numpy_groupies' nansum as the peer (on the flattened problem it can take: one fe
 same bytes). The calls alternate round by round, so a noisy shared machine slows both sides alike; the figure
 is the median time of each, and the ratio of the medians.
 
-    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads 0] [--quick]
+    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick]
 """
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 
 import cyscatter as cs  # noqa: E402
 from workloads import workloads  # noqa: E402
@@ -30,7 +32,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--nan", type=float, default=0.1, help="share of NaN entries in src")
-    parser.add_argument("--threads", type=int, default=0, help="0: the library default")
+    parser.add_argument("--threads", type=int, default=None, help="default: the library's")
     parser.add_argument("--quick", action="store_true", help="a tenth of the W1 sizes")
     args = parser.parse_args(argv)
     scale = 0.1 if args.quick else 1.0

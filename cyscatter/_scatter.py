@@ -71,26 +71,28 @@ def _runner(be, indices_are_sorted: bool):
     return run_scatter_runs if indices_are_sorted and be.xp is np else be.run_scatter
 
 
-def new_counts(op, shape3, xp=np, fill=None):
+def new_counts(op, shape3, xp=np, fill=None, n: int = 0):
     """Zeroed counts for a call of `op` on an (outer, size, inner) output, or None when nothing needs them.
 
     Entries per destination row (int64, length size) for mean and a fill_value; for the NaN-skipping ops
-    (`Op.skips_nan`) non-NaN entries per output element (int64, shape3), so an element whose entries are all NaN
-    counts as an empty group.
+    (`Op.skips_nan`) non-NaN entries per output element (shape3; int32 for fewer than 2**31 entries `n`: half
+    the traffic of the counting pass), so an element whose entries are all NaN counts as an empty group.
     """
     if not (op.counts or fill is not None):
         return None
-    return xp.zeros(shape3 if op.skips_nan else shape3[1], np.int64)
+    if op.skips_nan:
+        return xp.zeros(shape3, np.int32 if n < 2**31 - 1 else np.int64)
+    return xp.zeros(shape3[1], np.int64)
 
 
-MASK_ELEMENTS = 1 << 16   # src elements whose NaN mask (int64: 512 KiB) one pass of `count_not_nan` holds
+MASK_ELEMENTS = 1 << 20   # src elements whose NaN mask (at most 8 MiB) one pass of `count_not_nan` holds
 
 
 def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> None:
     """element_counts[o, flat[k], f] += 1 for each non-NaN src3[o, k, f] (NumPy's isnan; complex: either part).
 
-    A second add pass through the same scatter kernel, of the int64 mask, made for a slice of index entries at
-    a time (the extra memory stays O(dim_size), not O(n)). Its cost against the twin: benchmarks/bench_nan.py.
+    A second add pass through the same scatter kernel, of the mask in the counts' dtype, made for a slice of
+    index entries at a time (the extra memory is bounded, not O(n)). Its cost against the twin: benchmarks/bench_nan.py.
     """
     from cyscatter._index import IndexPlan
     step = max(1, MASK_ELEMENTS // max(1, src3.shape[0] * src3.shape[2]))
@@ -99,7 +101,7 @@ def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> 
         flat = plan.flat[lo:lo + step]
         # the entries are planned already: skipping any still out of range is the plan's own rule
         sub = IndexPlan(flat, flat.shape, (plan.size,), "drop" if plan.drops else "raise", (flat,))
-        run_scatter(kernels.OpCode.OP_ADD, (part == part).astype(np.int64), sub, element_counts, None, threads)
+        run_scatter(kernels.OpCode.OP_ADD, (part == part).astype(element_counts.dtype), sub, element_counts, None, threads)
 
 
 def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0) -> None:
@@ -126,7 +128,7 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
     xp = be.xp
     run_scatter = _runner(be, indices_are_sorted)
     if op.counts:
-        counts = new_counts(op, work3.shape, xp)
+        counts = new_counts(op, work3.shape, xp, n=plan.n)
         sums = op.fresh(work3.shape, work3.dtype, xp)
         run_counted(run_scatter, op, src3, plan, sums, counts, threads)
         reached = xp.broadcast_to(counts3(counts) > 0, work3.shape)
@@ -338,7 +340,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     compute = op.compute_dtype(result_dtype)
     if target is not None and direct(be, target, compute, src, *coords):
         be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
-        counts = new_counts(op, (outer, plan.size, inner), be.xp, fill)
+        counts = new_counts(op, (outer, plan.size, inner), be.xp, fill, plan.n)
         work3 = target.reshape(outer, plan.size, inner)
         work3[...] = op.identity(result_dtype)
         src3 = be.rows_view(src if cast is None else src.astype(cast, copy=False), compute, outer, plan.n, inner)
@@ -352,7 +354,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
             src = src.astype(cast, copy=False)
         src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
-        counts = new_counts(op, work3.shape, be.xp, fill)
+        counts = new_counts(op, work3.shape, be.xp, fill, plan.n)
         run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
         result = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
     if target is not None:

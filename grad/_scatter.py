@@ -79,8 +79,10 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         Values (float or complex to be differentiated).
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter`.
-    op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
-        As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin" too).
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "nansum", "nanprod", "fmax", "fmin", "nanmean"}, \
+default "add"
+        As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin", "nanadd", "nanmul", "nanmax",
+        "nanmin" too). The NaN-skipping ops pass zero to NaN entries.
     dim_size, axis, fill_value, dtype, mode, indices_are_sorted, num_threads : optional
         As in `cyscatter.scatter` (keyword-only).
 
@@ -139,7 +141,8 @@ def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike 
         Values.
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter_into`.
-    op : {"add", "sub", "mul", "div", "max", "min", "mean"}, default "add"
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "nansum", "nanprod", "fmax", "fmin", "nanmean"}, \
+default "add"
         As in `cyscatter.scatter_into`.
     axis, mode : optional
         As in `cyscatter.scatter_into` (keyword-only).

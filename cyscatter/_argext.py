@@ -185,9 +185,10 @@ _NAN_DOC = """Position of each group's {which} winner among its non-NaN members:
 
     As `scatter_{which}` (ties to the smallest position, {zero}, `fill_value`, modes, CuPy), with
     the NaN entries (complex has no order) left out: the winner is that of the NaN-skipping scatter op
-    (``"nanmax"``/``"nanmin"``, NumPy's ``np.fmax``/``np.fmin``). A group whose members are all NaN is an empty group and gets `fill_value` (by default
-    the sentinel ``n``), as numpy_groupies gives its fill_value there; NumPy's ``np.nan{which}`` raises
-    ValueError on an all-NaN slice instead. Integers have no NaN: the result is `scatter_{which}`'s.
+    (``"nanmax"``/``"nanmin"``, NumPy's ``np.fmax``/``np.fmin``). A group whose members are all NaN is an
+    empty group and gets `fill_value` (by default the sentinel ``n``), as numpy_groupies gives its fill_value
+    there; NumPy's ``np.nan{which}`` raises ValueError on an all-NaN slice instead. Integers have no NaN: the
+    result is `scatter_{which}`'s.
     A separate function, not a ``skipna=`` argument, because that is how both peers spell it (``np.nanargmax``,
     ``func="nanargmax"``), next to the ``"nansum"``/``"nanmax"`` ops.
 

@@ -101,7 +101,8 @@ def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> 
         flat = plan.flat[lo:lo + step]
         # the entries are planned already: skipping any still out of range is the plan's own rule
         sub = IndexPlan(flat, flat.shape, (plan.size,), "drop" if plan.drops else "raise", (flat,))
-        run_scatter(kernels.OpCode.OP_ADD, (part == part).astype(element_counts.dtype), sub, element_counts, None, threads)
+        mask = (part == part).astype(element_counts.dtype)
+        run_scatter(kernels.OpCode.OP_ADD, mask, sub, element_counts, None, threads)
 
 
 def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0) -> None:

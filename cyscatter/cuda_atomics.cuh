@@ -78,10 +78,18 @@ template <class T> __device__ __forceinline__ T cs_nanadd(T a, T b) { return cs_
 template <class T> __device__ __forceinline__ T cs_nanmul(T a, T b) { return cs_mul(a, cs_nan_to(b, 1)); }
 
 // fmax/fmin: a NaN v never wins, a NaN cur loses to any number, then max/min's order (-0.0 < +0.0)
-__device__ __forceinline__ bool cs_fmax_wins(float cur, float v) { return v == v && (cur != cur || cs_max_wins(cur, v)); }
-__device__ __forceinline__ bool cs_fmax_wins(double cur, double v) { return v == v && (cur != cur || cs_max_wins(cur, v)); }
-__device__ __forceinline__ bool cs_fmin_wins(float cur, float v) { return v == v && (cur != cur || cs_min_wins(cur, v)); }
-__device__ __forceinline__ bool cs_fmin_wins(double cur, double v) { return v == v && (cur != cur || cs_min_wins(cur, v)); }
+__device__ __forceinline__ bool cs_fmax_wins(float cur, float v) {
+    return v == v && (cur != cur || cs_max_wins(cur, v));
+}
+__device__ __forceinline__ bool cs_fmax_wins(double cur, double v) {
+    return v == v && (cur != cur || cs_max_wins(cur, v));
+}
+__device__ __forceinline__ bool cs_fmin_wins(float cur, float v) {
+    return v == v && (cur != cur || cs_min_wins(cur, v));
+}
+__device__ __forceinline__ bool cs_fmin_wins(double cur, double v) {
+    return v == v && (cur != cur || cs_min_wins(cur, v));
+}
 template <class T> __device__ __forceinline__ bool cs_fmax_wins(T cur, T v) { return v > cur; }
 template <class T> __device__ __forceinline__ bool cs_fmin_wins(T cur, T v) { return v < cur; }
 template <class T> __device__ __forceinline__ T cs_fmax(T a, T b) { return cs_fmax_wins(a, b) ? b : a; }
@@ -202,7 +210,9 @@ __device__ __forceinline__ void cs_atomic_min(double* p, double v) { cs_atomic_u
 // NaN-skipping updates: a NaN src value is applied as the identity (nanadd: adds 0; nanmul: the CAS loop
 // returns without writing, as for v == 1); fmax/fmin: native for integers (no NaN), a CAS loop for floats
 template <class T> __device__ __forceinline__ void cs_atomic_nanadd(T* p, T v) { cs_atomic_add(p, cs_nan_to(v, 0)); }
-template <class T> __device__ __forceinline__ void cs_atomic_nanmul(T* p, T v) { cs_atomic_update<cs_rule_nanmul>(p, v); }
+template <class T> __device__ __forceinline__ void cs_atomic_nanmul(T* p, T v) {
+    cs_atomic_update<cs_rule_nanmul>(p, v);
+}
 __device__ __forceinline__ void cs_atomic_fmax(int* p, int v) { atomicMax(p, v); }
 __device__ __forceinline__ void cs_atomic_fmax(long long* p, long long v) { atomicMax(p, v); }
 __device__ __forceinline__ void cs_atomic_fmax(unsigned long long* p, unsigned long long v) { atomicMax(p, v); }

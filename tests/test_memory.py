@@ -169,7 +169,8 @@ def test_scatter_into_peak_is_o_dim_size(op):
     dst = rng.standard_normal((DIM, FEATURES))
     _, peak = _peak(lambda: cs.scatter_into(dst, src, index, op))
     sums = dst.nbytes if cs.get_op(op).counts else 0
-    assert peak <= sums + _nan_counts(op, None, dst.size) + PER_ROW * DIM + SLACK, f"peak {peak} B for a dst of {dst.nbytes} B"
+    assert peak <= sums + _nan_counts(op, None, dst.size) + PER_ROW * DIM + SLACK, \
+        f"peak {peak} B for a dst of {dst.nbytes} B"
 
 
 @pytest.mark.parametrize("call", ("fast", "general"))

@@ -203,7 +203,8 @@ def test_integers_are_the_twins(op, dtype):
     src, idx = values(dtype, (30, 2), rng, op), rng.integers(0, 7, 30)
     twin = cs.get_op(op).twin
     assert_same(cs.scatter(src, idx, op, dim_size=8), cs.scatter(src, idx, twin, dim_size=8))
-    assert_same(cs.scatter(src, idx, op, dim_size=8, fill_value=3), cs.scatter(src, idx, twin, dim_size=8, fill_value=3))
+    assert_same(cs.scatter(src, idx, op, dim_size=8, fill_value=3),
+                cs.scatter(src, idx, twin, dim_size=8, fill_value=3))
 
 
 @pytest.mark.parametrize("op", ["nansum", "nanprod", "nanmean"])

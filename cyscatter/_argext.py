@@ -5,9 +5,9 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
-from cyscatter import group_kernels
+from cyscatter import group_kernels, kernels
 from cyscatter._backend import backend_of, host_asarray
-from cyscatter._canonical import prod, rows_view
+from cyscatter._canonical import prod, rows_view, run_gather, run_scatter
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
@@ -24,13 +24,33 @@ if TYPE_CHECKING:
 
 def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
     """(best, arg), both (outer, size, inner): each destination row's winning value under max/min (`op`) and its
-    position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype."""
+    position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype.
+    fmax/fmin (nanargmax/nanargmin): NaN members never win, an all-NaN group has no winner (``plan.n``)."""
+    if op.skips_nan:
+        return _nan_winners(op, src3, plan, size)
     outer, _, inner = src3.shape
     best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
     arg = np.full((outer, size, inner), plan.n, np.int64)
     status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
     if status >= 0:
         raise plan.error(status)
+    return best, arg
+
+
+def _nan_winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`winners` for fmax/fmin from the core kernels: each group's fmax/fmin (never NaN: an all-NaN group keeps
+    the identity), its members equal to it (a zero of the same sign), and a scatter "min" of their positions."""
+    outer, n, inner = src3.shape
+    best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
+    run_scatter(op.opcode, np.ascontiguousarray(src3), plan, best)
+    mine = np.zeros((outer, n, inner), src3.dtype)
+    run_gather(best, plan, mine)   # dropped entries keep 0: the position scatter below skips them anyway
+    wins = mine == src3
+    if src3.dtype.kind == "f":
+        wins &= np.signbit(mine) == np.signbit(src3)
+    positions = np.where(wins, np.arange(n, dtype=np.int64)[None, :, None], np.int64(n))
+    arg = np.full((outer, size, inner), n, np.int64)
+    run_scatter(kernels.OpCode.OP_MIN, positions, plan, arg)
     return best, arg
 
 
@@ -44,7 +64,7 @@ def with_fill(arg, n: int, fill):
 def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
     be = backend_of(src=src, index=index)
     fill = fill_for(fill_value, np.int64, be.xp)
-    if be.xp is not np or get_op(name).skips_nan:   # the arg kernel knows max/min only
+    if be.xp is not np:
         arg = _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
         return with_fill(arg, prod(parse_coords(index, xp=be.xp)[0].shape), fill)
     op = get_op(name)

@@ -131,6 +131,10 @@ def _baselines() -> dict[str, Callable[[], dict]]:
                                                       fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
         "cyscatter.dask.scatter_argmin": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
                                                       fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
+        "cyscatter.dask.scatter_nanargmax": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
+                                                         fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
+        "cyscatter.dask.scatter_nanargmin": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
+                                                         fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
         "cyscatter.dask.scatter_count": lambda: dict(index=chunked(IDX), dim_size=3, mode="raise", split_every=2),
     }
     # grad: the autograd primitives take the arguments of their namesakes (without num_threads)

@@ -334,3 +334,19 @@ def test_dask_partials_combine(op, fill):
                        dim_chunks=4, split_every=2, fill_value=fill)
     expected = ref_scatter(src, idx, op, dim_size=11, fill_value=fill)
     np.testing.assert_allclose(lazy.compute(), expected, rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("which", ["max", "min"])
+@pytest.mark.parametrize("split_every", [2, 4])
+def test_dask_nanarg_is_the_in_memory_result(which, split_every):
+    da = pytest.importorskip("dask.array")
+    import cyscatter.dask as csd
+    rng = rng_for(which, "dask-arg", split_every)
+    src = np.round(with_nans(rng.standard_normal((60, 2)), rng, 0.5), 1)   # rounded: ties across blocks
+    idx = rng.integers(0, 9, 60)
+    src[:3], idx[:3] = np.nan, 9   # group 9: all NaN; 10: empty
+    lazy = getattr(csd, f"scatter_nanarg{which}")(da.from_array(src, chunks=(7, 2)), da.from_array(idx, chunks=7),
+                                                 dim_size=11, dim_chunks=4, split_every=split_every, fill_value=-1)
+    expected = getattr(cs, f"scatter_nanarg{which}")(src, idx, dim_size=11, fill_value=-1)
+    np.testing.assert_array_equal(lazy.compute(), expected)
+    assert (expected[9:] == -1).all()

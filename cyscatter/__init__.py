@@ -15,7 +15,7 @@ from cyscatter._machine import apply as _apply_machine   # the kernels' threshol
 
 _apply_machine()
 
-from cyscatter._argext import scatter_argmax, scatter_argmin
+from cyscatter._argext import scatter_argmax, scatter_argmin, scatter_nanargmax, scatter_nanargmin
 from cyscatter._count import scatter_count
 from cyscatter._gather import gather, gather_into
 from cyscatter._gather_scatter import GatherScatterPlan, gather_scatter, gather_scatter_plan
@@ -24,7 +24,7 @@ from cyscatter._index import MODES
 from cyscatter._logical import scatter_all, scatter_any
 from cyscatter._ops import OP_NAMES, OPS, get_op
 from cyscatter._reverse import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
-from cyscatter._moments import scatter_std, scatter_var
+from cyscatter._moments import scatter_nanstd, scatter_nanvar, scatter_std, scatter_var
 from cyscatter._reverse_extra import (gather_segment_vjp_src, scatter_log_softmax_jvp, scatter_log_softmax_vjp,
                                       scatter_logsumexp_jvp, scatter_logsumexp_vjp, scatter_softmax_jvp,
                                       scatter_softmax_vjp, scatter_std_jvp, scatter_std_vjp, scatter_var_jvp,
@@ -51,6 +51,8 @@ __all__ = [
     "gather_scatter_vjp_weight", "gather_scatter_jvp",
     # peer parity, round 2 (issue 18)
     "scatter_count", "scatter_any", "scatter_all",
+    # NaN-skipping reductions (issue 18 item 3; the ops nansum, nanprod, fmax, fmin, nanmean are in OPS)
+    "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd",
 ]
 
 

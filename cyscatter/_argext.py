@@ -5,9 +5,9 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
-from cyscatter import group_kernels
+from cyscatter import group_kernels, kernels
 from cyscatter._backend import backend_of, host_asarray
-from cyscatter._canonical import prod, rows_view
+from cyscatter._canonical import prod, rows_view, run_gather, run_scatter
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
@@ -24,13 +24,33 @@ if TYPE_CHECKING:
 
 def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
     """(best, arg), both (outer, size, inner): each destination row's winning value under max/min (`op`) and its
-    position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype."""
+    position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype.
+    fmax/fmin (nanargmax/nanargmin): NaN members never win, an all-NaN group has no winner (``plan.n``)."""
+    if op.skips_nan:
+        return _nan_winners(op, src3, plan, size)
     outer, _, inner = src3.shape
     best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
     arg = np.full((outer, size, inner), plan.n, np.int64)
     status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
     if status >= 0:
         raise plan.error(status)
+    return best, arg
+
+
+def _nan_winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`winners` for fmax/fmin from the core kernels: each group's fmax/fmin (never NaN: an all-NaN group keeps
+    the identity), its members equal to it (a zero of the same sign), and a scatter "min" of their positions."""
+    outer, n, inner = src3.shape
+    best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
+    run_scatter(op.opcode, np.ascontiguousarray(src3), plan, best)
+    mine = np.zeros((outer, n, inner), src3.dtype)
+    run_gather(best, plan, mine)   # dropped entries keep 0: the position scatter below skips them anyway
+    wins = mine == src3
+    if src3.dtype.kind == "f":
+        wins &= np.signbit(mine) == np.signbit(src3)
+    positions = np.where(wins, np.arange(n, dtype=np.int64)[None, :, None], np.int64(n))
+    arg = np.full((outer, size, inner), n, np.int64)
+    run_scatter(kernels.OpCode.OP_MIN, positions, plan, arg)
     return best, arg
 
 
@@ -65,7 +85,9 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
 def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):
     """`_scatter_arg` from the core ops (the GPU's way): each group's extreme by scatter, its winners are the
     members equal to it (NaN equal to NaN, and the sign of a zero must match, as -0.0 == +0.0 numerically), and
-    a scatter "min" of the winners' positions picks the smallest one whatever order the atomics run in."""
+    a scatter "min" of the winners' positions picks the smallest one whatever order the atomics run in.
+    For fmax/fmin (nanargmax/nanargmin) the extreme is never NaN (an all-NaN group keeps the identity), so a NaN
+    member never wins and an all-NaN group has no winner: it is an empty group."""
     xp = be.xp
     src = be.asarray(src)
     coords = parse_coords(index, xp=xp)
@@ -178,3 +200,95 @@ def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | Non
 def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                    fill_value: SupportsIndex | float | None = None, mode: Mode = "raise") -> Any:
     return _scatter_arg("min", src, index, dim_size, axis, mode, fill_value)
+
+
+_NAN_DOC = """Position of each group's {which} winner among its non-NaN members: numpy_groupies'
+    ``aggregate(..., func="nan{which}")`` and NumPy's ``np.nan{which}`` per group.
+
+    As `scatter_{which}` (ties to the smallest position, {zero}, `fill_value`, modes, CuPy), with
+    the NaN entries (complex has no order) left out: the winner is that of the NaN-skipping scatter op
+    (``"nanmax"``/``"nanmin"``, NumPy's ``np.fmax``/``np.fmin``). A group whose members are all NaN is an
+    empty group and gets `fill_value` (by default the sentinel ``n``), as numpy_groupies gives its fill_value
+    there; NumPy's ``np.nan{which}`` raises ValueError on an all-NaN slice instead. Integers have no NaN: the
+    result is `scatter_{which}`'s.
+    A separate function, not a ``skipna=`` argument, because that is how both peers spell it (``np.nanargmax``,
+    ``func="nanargmax"``), next to the ``"nansum"``/``"nanmax"`` ops.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Integers or floats (complex raises TypeError).
+    {{index}}
+    dim_size : int or tuple of m ints, optional
+        Destination shape D. Default: the largest entry + 1 per coordinate.
+    {{axis}}
+    fill_value : int, optional
+        Position given to empty and all-NaN groups instead of the sentinel ``n``.
+    {{mode}}
+
+    Returns
+    -------
+    out : int64 ndarray (NumPy or CuPy, as `src`), shape B + D + F
+        Positions k in ``range(n)`` (flat, C order, along the index dims) of non-NaN winners; `fill_value` or
+        ``n`` where a group has no non-NaN member.
+
+    Raises
+    ------
+    {{raises}}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_nan{which}(np.array([{example}]), np.array([0, 0, 2, 0, 2]))
+    array([{result}])
+    """
+
+
+@overload
+def scatter_nanargmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
+                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanargmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
+                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanargmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
+                      mode: Mode = ...) -> NDArray[np.int64]: ...
+
+
+@arg_doc("argmax", "+0.0 beats -0.0", "3., np.nan, 1., 5., np.nan", "3, 5, 2", _NAN_DOC)
+def scatter_nanargmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
+                      axis: SupportsIndex = 0, fill_value: SupportsIndex | float | None = None,
+                      mode: Mode = "raise") -> Any:
+    return _scatter_arg("fmax", src, index, dim_size, axis, mode, fill_value)
+
+
+@overload
+def scatter_nanargmin(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
+                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanargmin(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
+                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanargmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
+                      mode: Mode = ...) -> NDArray[np.int64]: ...
+
+
+@arg_doc("argmin", "-0.0 beats +0.0", "3., np.nan, 1., 5., np.nan", "0, 5, 2", _NAN_DOC)
+def scatter_nanargmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
+                      axis: SupportsIndex = 0, fill_value: SupportsIndex | float | None = None,
+                      mode: Mode = "raise") -> Any:
+    return _scatter_arg("fmin", src, index, dim_size, axis, mode, fill_value)

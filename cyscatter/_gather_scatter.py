@@ -373,6 +373,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     threads = check_threads(num_threads)
     op = get_op(op)
     refuse_assignment(op, "gather_scatter", "its fused kernels reduce messages with atomics or in registers")
+    op.require_plain("gather_scatter")
     be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight)
     if be.xp is not np:
         from cyscatter._gather_scatter_gpu import gather_scatter_gpu

@@ -143,6 +143,7 @@ class _Call:
                              weight=weight, **tangents)
         xp = self.xp = self.be.xp
         self.op = get_op(op)
+        self.op.require_plain("gather_scatter")
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")
         self.src = self.be.asarray(src)

@@ -46,6 +46,7 @@ class _Call:
                  num_threads, cotangents: dict):
         self.op = get_op(op)
         refuse_assignment(self.op, fun, "gather_scatter has no assignment forward")
+        self.op.require_plain("the gather_scatter reverse functions")
         self.threads = check_threads(num_threads)
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")

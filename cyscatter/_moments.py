@@ -29,11 +29,26 @@ def deviations3(ctx):
     return ctx.src3 - ctx.take(mean), counts
 
 
-def var3(ctx, ddof):
-    """(outer, size, inner) variance: sum of |deviation|^2 / (count - ddof); NaN where count - ddof <= 0."""
-    dev, counts = deviations3(ctx)
+def nan_deviations3(ctx):
+    """`deviations3` over the non-NaN entries (complex: either part NaN): (deviations, 0 at NaN entries, and the
+    non-NaN counts of each output element as (outer, size, inner))."""
+    keep = ctx.src3 == ctx.src3
+    src3 = ctx.xp.where(keep, ctx.src3, 0).astype(ctx.src3.dtype, copy=False)
+    counts = ctx.put(keep.astype(ctx.src3.real.dtype))
+    mean = ctx.put(src3) / ctx.xp.maximum(counts, 1)
+    return ctx.xp.where(keep, src3 - ctx.take(mean.astype(src3.dtype, copy=False)), 0), counts
+
+
+def var3(ctx, ddof, skip_nan: bool = False):
+    """(outer, size, inner) variance: sum of |deviation|^2 / (count - ddof); NaN where count - ddof <= 0.
+    `skip_nan`: over the non-NaN entries of each element (numpy_groupies' nanvar, NumPy's np.nanvar)."""
+    if skip_nan:
+        dev, counts = nan_deviations3(ctx)
+        dof = counts - ddof
+    else:
+        dev, counts = deviations3(ctx)
+        dof = (counts - ddof)[None, :, None]
     squares = dev.real * dev.real + dev.imag * dev.imag if dev.dtype.kind == "c" else dev * dev
-    dof = (counts - ddof)[None, :, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         return ctx.xp.where(dof > 0, ctx.put(squares) / dof.astype(squares.dtype), np.nan)
 
@@ -91,13 +106,13 @@ def _moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _FuncT
     return decorate
 
 
-def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool):
+def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool, skip_nan: bool = False):
     """The group variances (or their square roots), in the real dtype of `src`."""
     ddof = check_ddof(ddof)
     ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True)
     real = result if is_bfloat16(result) else np.finfo(result).dtype   # complex64 -> float32
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        var = var3(ctx, ddof)
+        var = var3(ctx, ddof, skip_nan)
         out = (ctx.xp.sqrt(var) if std else var).astype(real, copy=False)
     return out.reshape(dst_shape(ctx, batch, feat))
 
@@ -144,3 +159,91 @@ def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_siz
 def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
                 axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, std=True)
+
+
+_NAN_DOC = """{title}
+
+    numpy_groupies' ``aggregate(..., func="nan{name}", ddof=ddof)`` and, per group, NumPy's
+    ``np.nan{name}(group, ddof=ddof)``: `scatter_{name}` over the non-NaN members of each output element (complex:
+    NaN in either part), with the count of those members in the divisor. Integers have no NaN: `scatter_{name}`.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Integers (computed in float64), floats (float16 in float32) or complex (a real result, as NumPy).
+    {{index}}
+    ddof : int or float, default 0
+        Delta degrees of freedom: the divisor is ``count - ddof``, count the element's non-NaN members.
+    {{dim_size}}
+    {{axis}}
+    {{mode}}
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        Real float dtype of `src` (float64 for integers). Elements with ``count <= ddof`` (so empty and all-NaN
+        groups) give NaN, as NumPy and numpy_groupies do (without NumPy's warning).
+
+    Raises
+    ------
+    {{raises}}
+    TypeError
+        Also for a `ddof` that is not a real number.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_nan{name}(np.array([1., np.nan, 3., 7., 4.]), np.array([0, 0, 0, 2, 0]), ddof=1)
+    array([{result}])
+    """
+
+
+def _nan_moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _FuncT]:
+    def decorate(func: _FuncT) -> _FuncT:
+        func.__doc__ = _NAN_DOC.format(title=title, name=name, result=result)
+        return fill_doc(func)
+    return decorate
+
+
+@overload
+def scatter_nanvar(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanvar(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@_nan_moment_doc("Variance of each group's non-NaN members: `scatter_var` with NaN entries left out.",
+                 "var", "2.33333333,        nan,        nan")
+def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    return _moment("scatter_nanvar", src, index, ddof, dim_size, axis, mode, std=False, skip_nan=True)
+
+
+@overload
+def scatter_nanstd(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanstd(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@_nan_moment_doc("Standard deviation of each group's non-NaN members: ``sqrt(scatter_nanvar(...))``.",
+                 "std", "1.52752523,        nan,        nan")
+def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    return _moment("scatter_nanstd", src, index, ddof, dim_size, axis, mode, std=True, skip_nan=True)

@@ -67,6 +67,11 @@ class Op:
         takes the row of one entry, the last (first) in index order that reaches it, found by a winner pass over
         the index and moved by the gather kernels (`cyscatter._assign`), so no arithmetic is done and every
         dtype gather moves is accepted (bool too). Assignments are linear in (dst, src) jointly.
+    skips_nan : a NaN-skipping twin (nansum, nanprod, nanmean, fmax/nanmax, fmin/nanmin, issue 18): a NaN src
+        entry (NumPy's isnan; complex: either part) counts as absent. Its counts, where it needs any (mean's
+        division, a fill_value), are per element: the non-NaN entries of each output element, so an element whose
+        entries are all NaN is an empty group (numpy_groupies' rule). Integers have no NaN: the twin's results.
+    twin : the NaN-propagating op this one skips NaN for (its identity, dtypes and tie rules are the twin's).
     """
 
     name: str
@@ -82,7 +87,16 @@ class Op:
     gpu_update: str = ""
     gpu_cas: bool = False
     winner: str = ""
+    skips_nan: bool = False
+    twin: str = ""
     rules: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def require_plain(self, func: str) -> None:
+        """ValueError for a NaN-skipping op in a function that runs only the NaN-propagating ones (for now)."""
+        if self.skips_nan:
+            raise ValueError(f"{func} does not take the NaN-skipping op {self.name!r} (it runs in scatter, "
+                             f"scatter_into, their reverse functions, grad and cyscatter.dask); use op="
+                             f"{self.twin!r} on src with its NaN entries replaced, or scatter")
 
     def identity(self, dtype) -> np.generic:
         """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
@@ -111,7 +125,12 @@ class Op:
         return per_group[None, :, None].astype(real)
 
     def divide(self, work3, counts, xp=np, threads: int = 0) -> None:
-        """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place."""
+        """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place. Element counts
+        (outer, size, inner) of a NaN-skipping op are clamped to 1 in place, so no counts-sized temporary is made."""
+        if counts.ndim == 3:
+            xp.maximum(counts, 1, out=counts)
+            xp.divide(work3, counts, out=work3, dtype=work3.dtype, casting="unsafe")
+            return
         if self.sqrt_counts or not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
             work3 /= self.divisor(counts, work3.dtype, xp)
 
@@ -169,6 +188,20 @@ OPS = (
     # own: the reduction kernels never see them (see `cyscatter._assign`).
     Op("set", ("last",), OP_SET, "zero", combine="set", linear=True, winner="last"),
     Op("first", (), OP_FIRST, "zero", combine="first", linear=True, winner="first"),
+    # NaN-skipping twins (issue 18 item 3). fmax/fmin are NumPy's np.fmax/np.fmin (a NaN on either side loses,
+    # also a NaN already in scatter_into's dst); nanmax/nanmin are their aliases: with NaN entries left out a
+    # group's nanmax is the fmax of its members, and numpy_groupies' nanmax of an all-NaN group (an empty group
+    # here) is the fill, as fmax.at from the identity gives.
+    Op("nansum", ("nanadd",), kernels.OpCode.OP_NANADD, "zero", combine="add", gpu_update="nanadd",
+       skips_nan=True, twin="add"),
+    Op("nanprod", ("nanmul",), kernels.OpCode.OP_NANMUL, "one", combine="mul", gpu_update="nanmul", gpu_cas=True,
+       skips_nan=True, twin="mul"),
+    Op("fmax", ("nanmax",), kernels.OpCode.OP_FMAX, "lowest", combine="fmax", ordered=True, gpu_update="fmax",
+       gpu_cas=True, skips_nan=True, twin="max"),
+    Op("fmin", ("nanmin",), kernels.OpCode.OP_FMIN, "highest", combine="fmin", ordered=True, gpu_update="fmin",
+       gpu_cas=True, skips_nan=True, twin="min"),
+    Op("nanmean", (), kernels.OpCode.OP_NANADD, "zero", combine="add", true_division=True, counts=True,
+       gpu_update="nanadd", skips_nan=True, twin="mean"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
@@ -198,8 +231,9 @@ def get_op(op: str | Op) -> Op:
     Parameters
     ----------
     op : str
-        An op name ("add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first") or alias ("sum",
-        "prod", "amax", "amin", "last").
+        An op name ("add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum",
+        "nanprod", "fmax", "fmin", "nanmean") or alias ("sum", "prod", "amax", "amin", "last", "nanadd", "nanmul",
+        "nanmax", "nanmin").
 
     Returns
     -------

@@ -11,6 +11,9 @@ The conventions, decided here once:
 - entries dropped under mode="drop" get zero; positions an allocating scatter filled pass nothing;
 - assignments (set / last, first) pass a row's cotangent to its winning entry only (the last / first entry in
   index order that reached it), and to the initial dst only where no entry reached the row.
+- the NaN-skipping ops (nansum, nanprod, nanmean, fmax, fmin) are their twins over the non-NaN entries: a NaN
+  src entry gets zero; nanmean divides by the element's non-NaN count; fmax/fmin's winners are non-NaN (a NaN
+  initial dst is never one: fmax replaced it), ties split as max/min's.
 """
 from __future__ import annotations
 
@@ -61,21 +64,22 @@ class Reverse:
         return self.plan.valid()[None, :, None]
 
 
-def _winners(xp, a: np.ndarray, best: np.ndarray) -> np.ndarray:
-    """Entries equal to the reduced value; -0.0 and +0.0 are not equal here (the forward pass orders them)."""
+def _winners(xp, a: np.ndarray, best: np.ndarray, skip_nan: bool = False) -> np.ndarray:
+    """Entries equal to the reduced value; -0.0 and +0.0 are not equal here (the forward pass orders them).
+    NaN entries win a NaN result under max/min, never under fmax/fmin (`skip_nan`)."""
     same = a == best
     if a.dtype.kind == "f":
         same &= xp.signbit(a) == xp.signbit(best)
-    return same | (xp.isnan(a) & xp.isnan(best))
+    return same if skip_nan else same | (xp.isnan(a) & xp.isnan(best))
 
 
-def _win_counts(ctx: Reverse) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(src winner mask, winners per destination, dst winner mask or None) for max/min."""
-    src_win = _winners(ctx.xp, ctx.src3, ctx.take(ctx.out3)) & ctx.valid3()
+def _win_counts(ctx: Reverse, skip_nan: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(src winner mask, winners per destination, dst winner mask or None) for max/min (fmax/fmin: `skip_nan`)."""
+    src_win = _winners(ctx.xp, ctx.src3, ctx.take(ctx.out3), skip_nan) & ctx.valid3()
     nwin = ctx.put(src_win.astype(ctx.dtype))
     dst_win = None
     if ctx.dst3 is not None:
-        dst_win = _winners(ctx.xp, ctx.dst3, ctx.out3)
+        dst_win = _winners(ctx.xp, ctx.dst3, ctx.out3, skip_nan)
         nwin += dst_win
     return src_win, nwin, dst_win
 
@@ -102,9 +106,9 @@ def _fused(ctx) -> bool:
     return ctx.xp is np and ctx.dtype in (np.float32, np.float64) and ctx.out3 is not None
 
 
-def _extreme_src(ctx, g3, is_max: bool):
+def _extreme_src(ctx, g3, is_max: bool, skip_nan: bool = False):
     xp = ctx.xp
-    if _fused(ctx):
+    if _fused(ctx) and not skip_nan:
         share, src3, out3 = _fused_shares(ctx, g3, is_max)
         valid = ctx.plan.valid()
         by_entry = np.zeros(valid.shape[0] + 1, np.int64)
@@ -114,17 +118,17 @@ def _extreme_src(ctx, g3, is_max: bool):
                                    np.zeros(0, np.int64), np.zeros((0, 1), src3.dtype), False, out3, share,
                                    result, 0)
         return result
-    src_win, nwin, _ = _win_counts(ctx)
+    src_win, nwin, _ = _win_counts(ctx, skip_nan)
     share = xp.where(nwin > 0, g3 / xp.maximum(nwin, 1), 0)   # nwin is 0 only where no entry landed
     return xp.where(src_win, ctx.take(share.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
 
 
-def _extreme_dst(ctx, g3, is_max: bool):
+def _extreme_dst(ctx, g3, is_max: bool, skip_nan: bool = False):
     xp = ctx.xp
-    if _fused(ctx):
+    if _fused(ctx) and not skip_nan:
         share = _fused_shares(ctx, g3, is_max)[0]
         return np.where(_winners(xp, ctx.dst3, ctx.out3), share, 0).astype(ctx.dtype, copy=False)
-    _, nwin, dst_win = _win_counts(ctx)
+    _, nwin, dst_win = _win_counts(ctx, skip_nan)
     return xp.where(dst_win, g3 / xp.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)
 
 
@@ -207,3 +211,39 @@ register_rules("min", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, False),
                vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, False))
 register_rules("set", vjp_src=_assign_src(True), vjp_dst=_assign_dst)
 register_rules("first", vjp_src=_assign_src(False), vjp_dst=_assign_dst)
+
+
+# ---- the NaN-skipping twins ------------------------------------------------------------------------------------
+
+def _not_nan(ctx) -> np.ndarray:
+    return ctx.src3 == ctx.src3   # NumPy's isnan negated; complex: NaN in either part
+
+
+def _nansum_src(ctx, g3):
+    return ctx.xp.where(_not_nan(ctx), ctx.take(g3), 0).astype(ctx.dtype, copy=False)
+
+
+def _nanmean_src(ctx, g3):
+    keep = _not_nan(ctx)
+    counts = ctx.put(keep.astype(ctx.dtype))   # non-NaN entries per output element
+    per_element = g3 / ctx.xp.maximum(counts, 1)
+    return ctx.xp.where(keep, ctx.take(per_element.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
+
+
+def _without_nan(ctx) -> Reverse:
+    """The context with NaN src entries replaced by 1 (nanprod's rules are mul's on that src)."""
+    return Reverse(ctx.be, ctx.plan, ctx.xp.where(_not_nan(ctx), ctx.src3, 1).astype(ctx.dtype, copy=False),
+                   ctx.out3, ctx.dst3)
+
+
+def _nanprod_src(ctx, g3):
+    return ctx.xp.where(_not_nan(ctx), _mul_src(_without_nan(ctx), g3), 0).astype(ctx.dtype, copy=False)
+
+
+register_rules("nansum", vjp_src=_nansum_src, vjp_dst=_identity_dst)
+register_rules("nanmean", vjp_src=_nanmean_src, vjp_dst=_identity_dst)
+register_rules("nanprod", vjp_src=_nanprod_src, vjp_dst=lambda ctx, g3: _mul_dst(_without_nan(ctx), g3))
+register_rules("fmax", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True, True),
+               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True, True))
+register_rules("fmin", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, False, True),
+               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, False, True))

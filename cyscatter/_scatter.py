@@ -178,20 +178,69 @@ def _runner(be, indices_are_sorted: bool):
     return run_scatter_runs if indices_are_sorted and be.xp is np else be.run_scatter
 
 
+def new_counts(op, shape3, xp=np, fill=None, n: int = 0):
+    """Zeroed counts for a call of `op` on an (outer, size, inner) output, or None when nothing needs them.
+
+    Entries per destination row (int64, length size) for mean and a fill_value; for the NaN-skipping ops
+    (`Op.skips_nan`) non-NaN entries per output element (shape3; int32 for fewer than 2**31 entries `n`: half
+    the traffic of the counting pass), so an element whose entries are all NaN counts as an empty group.
+    """
+    if not (op.counts or fill is not None):
+        return None
+    if op.skips_nan:
+        return xp.zeros(shape3, np.int32 if n < 2**31 - 1 else np.int64)
+    return xp.zeros(shape3[1], np.int64)
+
+
+MASK_ELEMENTS = 1 << 20   # src elements whose NaN mask (at most 8 MiB) one pass of `count_not_nan` holds
+
+
+def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> None:
+    """element_counts[o, flat[k], f] += 1 for each non-NaN src3[o, k, f] (NumPy's isnan; complex: either part).
+
+    A second add pass through the same scatter kernel, of the mask in the counts' dtype, made for a slice of
+    index entries at a time (the extra memory is bounded, not O(n)). Its cost against the twin: benchmarks/bench_nan.py.
+    """
+    from cyscatter._index import IndexPlan
+    step = max(1, MASK_ELEMENTS // max(1, src3.shape[0] * src3.shape[2]))
+    for lo in range(0, plan.n, step):
+        part = src3[:, lo:lo + step]
+        flat = plan.flat[lo:lo + step]
+        # the entries are planned already: skipping any still out of range is the plan's own rule
+        sub = IndexPlan(flat, flat.shape, (plan.size,), "drop" if plan.drops else "raise", (flat,))
+        mask = (part == part).astype(element_counts.dtype)
+        run_scatter(kernels.OpCode.OP_ADD, mask, sub, element_counts, None, threads)
+
+
+def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0) -> None:
+    """`run_scatter` of `op`, counting into `counts` (from `new_counts`) when given."""
+    if counts is not None and counts.ndim == 3:
+        run_scatter(op.opcode, src3, plan, work3, None, threads)
+        count_not_nan(run_scatter, src3, plan, counts, threads)
+    else:
+        run_scatter(op.opcode, src3, plan, work3, counts, threads)
+
+
+def counts3(counts):
+    """`counts` broadcastable against an (outer, size, inner) output: element counts as they are, row counts as
+    (1, size, 1)."""
+    return counts if counts.ndim == 3 else counts[None, :, None]
+
+
 def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, threads: int = 0) -> None:
     """Apply `op` from the canonical `src3` into an existing `work3` (outer, size, inner) on backend `be`.
 
     For mean the group means are added to the rows that have a group (NNlib's ``scatter!(mean)``), and so are
-    sqrt_n's ``sum / sqrt(count)``.
+    sqrt_n's ``sum / sqrt(count)``; for nanmean the means of the non-NaN entries to the elements that have one.
     """
     xp = be.xp
     run_scatter = _runner(be, indices_are_sorted)
     if op.counts:
-        counts = xp.zeros(plan.size, np.int64)
+        counts = new_counts(op, work3.shape, xp, n=plan.n)
         sums = op.fresh(work3.shape, work3.dtype, xp)
-        run_scatter(op.opcode, src3, plan, sums, counts, threads)
+        run_counted(run_scatter, op, src3, plan, sums, counts, threads)
+        reached = xp.broadcast_to(counts3(counts) > 0, work3.shape)
         op.divide(sums, counts, xp, threads)
-        reached = (counts > 0)[None, :, None]
         if xp is np:   # one masked pass (CuPy's ufuncs take no `where`)
             np.add(work3, sums, out=work3, where=reached)
         else:
@@ -262,9 +311,17 @@ def _fill_float(fill_value, value, dtype, xp):
 def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0):
     """The result from an accumulator `work3` that started at the identity (mutated; may be returned).
 
-    Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0; then the
-    compute dtype is cast to `result_dtype`. `counts` may be None when neither needs it.
+    Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0 (elements, for
+    the NaN-skipping ops' element counts); then the compute dtype is cast to `result_dtype`. `counts` (from
+    `new_counts`) may be None when neither needs it.
     """
+    if counts is not None and counts.ndim == 3:   # element counts (NaN-skipping ops): no counts-sized temporary
+        empty = None if fill is None else counts == 0
+        if op.counts:
+            op.divide(work3, counts, xp, threads)
+        if empty is not None:
+            work3[empty] = fill[()]
+        return work3.astype(result_dtype, copy=False)
     if op.counts:
         op.divide(work3, counts, xp, threads)
     if fill is not None:
@@ -407,13 +464,13 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     compute = op.compute_dtype(result_dtype)
     if target is not None and direct(be, target, compute, src, *coords):
         be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
-        counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
+        counts = new_counts(op, (outer, plan.size, inner), be.xp, fill, plan.n)
         work3 = target.reshape(outer, plan.size, inner)
         work3[...] = op.identity(result_dtype)
         src = expand_cast(src if cast is None else src.astype(cast, copy=False), expected, len(feat), compute,
                           be.xp)
         src3 = be.rows_view(src, compute, outer, plan.n, inner)
-        _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
+        run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
         finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
         return out
     arg, given = size_arg(dim_size, plan)
@@ -424,8 +481,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
             src = src.astype(cast, copy=False)
         src = expand_cast(src, expected, len(feat), work3.dtype, be.xp)
         src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
-        counts = be.xp.zeros(plan.size, np.int64) if op.counts or fill is not None else None
-        _runner(be, indices_are_sorted)(op.opcode, src3, plan, work3, counts, threads)
+        counts = new_counts(op, work3.shape, be.xp, fill, plan.n)
+        run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
         result = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
     if target is not None:
         return write_out(be, target, result, out)

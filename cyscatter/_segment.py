@@ -146,6 +146,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
            [3, 6]])
     """
     op = get_op(op)
+    op.require_plain("segment")
     be = backend_of(src=src, indptr=indptr)
     if be.xp is not np or op.winner:   # assignments (set, first): the scatter's winner pass and gather
         return _segment_by_scatter(be, src, indptr, op, axis, fill_value)

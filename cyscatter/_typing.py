@@ -24,7 +24,8 @@ else:   # at run time the alias names the class without importing the registry (
 
 # every name `scatter(..., op=...)` accepts: the registry's names and aliases, in the registry's order
 ScatterOp = Literal["add", "sum", "sub", "mul", "prod", "div", "max", "amax", "min", "amin", "mean", "sqrt_n",
-                    "set", "last", "first"]
+                    "set", "last", "first", "nansum", "nanadd", "nanprod", "nanmul", "fmax", "nanmax", "fmin",
+                    "nanmin", "nanmean"]
 # the out-of-range index modes (`cyscatter._index.MODES`)
 Mode = Literal["raise", "drop", "wrap", "clip", "normalize_drop"]
 

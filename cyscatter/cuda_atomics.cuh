@@ -59,6 +59,46 @@ template <class T> __device__ __forceinline__ bool cs_min_wins(T cur, T v) { ret
 template <class T> __device__ __forceinline__ T cs_max(T a, T b) { return cs_max_wins(a, b) ? b : a; }
 template <class T> __device__ __forceinline__ T cs_min(T a, T b) { return cs_min_wins(a, b) ? b : a; }
 
+// ---- NaN-skipping ops: nanadd/nanmul leave a NaN src value out, fmax/fmin (NumPy's) let NaN lose -------------
+// NaN is NumPy's isnan: a complex value is NaN when either part is; integers never are.
+template <class T> __device__ __forceinline__ bool cs_isnan(T) { return false; }
+__device__ __forceinline__ bool cs_isnan(float x) { return x != x; }
+__device__ __forceinline__ bool cs_isnan(double x) { return x != x; }
+template <template <class> class C, class R>
+__device__ __forceinline__ bool cs_isnan(C<R> z) { return z.real() != z.real() || z.imag() != z.imag(); }
+
+// A NaN is replaced by the op's identity, as NumPy's nansum/nanprod do (so -0.0 plus a NaN gives +0.0, as on
+// the CPU); integers are returned as they are.
+template <class T> __device__ __forceinline__ T cs_nan_to(T x, int) { return x; }
+__device__ __forceinline__ float cs_nan_to(float x, int fill) { return x == x ? x : (float)fill; }
+__device__ __forceinline__ double cs_nan_to(double x, int fill) { return x == x ? x : (double)fill; }
+template <template <class> class C, class R>
+__device__ __forceinline__ C<R> cs_nan_to(C<R> z, int fill) { return cs_isnan(z) ? C<R>((R)fill, (R)0) : z; }
+template <class T> __device__ __forceinline__ T cs_nanadd(T a, T b) { return cs_add(a, cs_nan_to(b, 0)); }
+template <class T> __device__ __forceinline__ T cs_nanmul(T a, T b) { return cs_mul(a, cs_nan_to(b, 1)); }
+
+// fmax/fmin: a NaN v never wins, a NaN cur loses to any number, then max/min's order (-0.0 < +0.0)
+__device__ __forceinline__ bool cs_fmax_wins(float cur, float v) {
+    return v == v && (cur != cur || cs_max_wins(cur, v));
+}
+__device__ __forceinline__ bool cs_fmax_wins(double cur, double v) {
+    return v == v && (cur != cur || cs_max_wins(cur, v));
+}
+__device__ __forceinline__ bool cs_fmin_wins(float cur, float v) {
+    return v == v && (cur != cur || cs_min_wins(cur, v));
+}
+__device__ __forceinline__ bool cs_fmin_wins(double cur, double v) {
+    return v == v && (cur != cur || cs_min_wins(cur, v));
+}
+template <class T> __device__ __forceinline__ bool cs_fmax_wins(T cur, T v) { return v > cur; }
+template <class T> __device__ __forceinline__ bool cs_fmin_wins(T cur, T v) { return v < cur; }
+template <class T> __device__ __forceinline__ T cs_fmax(T a, T b) { return cs_fmax_wins(a, b) ? b : a; }
+template <class T> __device__ __forceinline__ T cs_fmin(T a, T b) { return cs_fmin_wins(a, b) ? b : a; }
+
+struct cs_rule_nanmul { template <class T> __device__ static T apply(T a, T b) { return cs_nanmul(a, b); } };
+struct cs_rule_fmax { template <class T> __device__ static T apply(T a, T b) { return cs_fmax(a, b); } };
+struct cs_rule_fmin { template <class T> __device__ static T apply(T a, T b) { return cs_fmin(a, b); } };
+
 // The rules as types, for the compare-and-swap loop.
 struct cs_rule_mul { template <class T> __device__ static T apply(T a, T b) { return cs_mul(a, b); } };
 struct cs_rule_div { template <class T> __device__ static T apply(T a, T b) { return cs_div(a, b); } };
@@ -166,6 +206,23 @@ __device__ __forceinline__ void cs_atomic_min(long long* p, long long v) { atomi
 __device__ __forceinline__ void cs_atomic_min(unsigned long long* p, unsigned long long v) { atomicMin(p, v); }
 __device__ __forceinline__ void cs_atomic_min(float* p, float v) { cs_atomic_update<cs_rule_min>(p, v); }
 __device__ __forceinline__ void cs_atomic_min(double* p, double v) { cs_atomic_update<cs_rule_min>(p, v); }
+
+// NaN-skipping updates: a NaN src value is applied as the identity (nanadd: adds 0; nanmul: the CAS loop
+// returns without writing, as for v == 1); fmax/fmin: native for integers (no NaN), a CAS loop for floats
+template <class T> __device__ __forceinline__ void cs_atomic_nanadd(T* p, T v) { cs_atomic_add(p, cs_nan_to(v, 0)); }
+template <class T> __device__ __forceinline__ void cs_atomic_nanmul(T* p, T v) {
+    cs_atomic_update<cs_rule_nanmul>(p, v);
+}
+__device__ __forceinline__ void cs_atomic_fmax(int* p, int v) { atomicMax(p, v); }
+__device__ __forceinline__ void cs_atomic_fmax(long long* p, long long v) { atomicMax(p, v); }
+__device__ __forceinline__ void cs_atomic_fmax(unsigned long long* p, unsigned long long v) { atomicMax(p, v); }
+__device__ __forceinline__ void cs_atomic_fmax(float* p, float v) { cs_atomic_update<cs_rule_fmax>(p, v); }
+__device__ __forceinline__ void cs_atomic_fmax(double* p, double v) { cs_atomic_update<cs_rule_fmax>(p, v); }
+__device__ __forceinline__ void cs_atomic_fmin(int* p, int v) { atomicMin(p, v); }
+__device__ __forceinline__ void cs_atomic_fmin(long long* p, long long v) { atomicMin(p, v); }
+__device__ __forceinline__ void cs_atomic_fmin(unsigned long long* p, unsigned long long v) { atomicMin(p, v); }
+__device__ __forceinline__ void cs_atomic_fmin(float* p, float v) { cs_atomic_update<cs_rule_fmin>(p, v); }
+__device__ __forceinline__ void cs_atomic_fmin(double* p, double v) { cs_atomic_update<cs_rule_fmin>(p, v); }
 
 // ---- the winners of max/min (the fused gather-scatter's reverse kernels) -------------------------------------
 

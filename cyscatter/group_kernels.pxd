@@ -13,7 +13,8 @@ from cython.view cimport contiguous
 from libc.math cimport signbit
 from libc.stdint cimport int64_t, int32_t, uint64_t
 
-from cyscatter.kernels cimport OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t
+from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, OpNanAdd, OpNanMul, OpFmax, OpFmin,
+                                op_t, value_t, index_t, nan_to, replaces_fmax, replaces_fmin)
 
 cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
@@ -67,12 +68,17 @@ cdef inline bint beats(op_t op, value_t cur, value_t new) noexcept nogil:
         return replaces_max(cur, new)
     elif op_t is OpMin:
         return replaces_min(cur, new)
+    elif op_t is OpFmax:
+        return replaces_fmax(cur, new)
+    elif op_t is OpFmin:
+        return replaces_fmin(cur, new)
     else:
         return False
 
 
 cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
     """One update ``acc = op(acc, x)``, exactly as the core scatter kernel applies it."""
+    cdef value_t zero = 0, one = 1
     if op_t is OpAdd:
         return acc + x
     elif op_t is OpSub:
@@ -89,6 +95,12 @@ cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
             return cyscatter_cdivf(acc, x)
         else:
             return acc / x
+    elif op_t is OpNanAdd:
+        return acc + nan_to(x, zero)
+    elif op_t is OpNanMul:
+        return acc * nan_to(x, one)
+    elif op_t is OpFmax or op_t is OpFmin:
+        return x if beats(op, acc, x) else acc
     elif value_t is double:
         return cyscatter_max_d(acc, x) if op_t is OpMax else cyscatter_min_d(acc, x)
     elif value_t is float:
@@ -101,7 +113,7 @@ cdef inline value_t running(op_t op, value_t acc, value_t x) noexcept nogil:
     """`combine` for a running value kept in a register (segments and runs of one-element rows): max/min take
     a branch, not a select. The winner rarely changes, so the branch is predicted and the compares do not form
     one long dependency chain (NOTES.md v18)."""
-    if op_t is OpMax or op_t is OpMin:
+    if op_t is OpMax or op_t is OpMin or op_t is OpFmax or op_t is OpFmin:
         if beats(op, acc, x):
             acc = x
         return acc

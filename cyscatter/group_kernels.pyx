@@ -10,7 +10,8 @@ from cython.view cimport contiguous
 from libc.stdint cimport int64_t, uint64_t
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t,
-                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP,
+                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_NANADD, OP_NANMUL, OP_FMAX,
+                                OP_FMIN, OpNanAdd, OpNanMul, OpFmax, OpFmin, MODE_RAISE, MODE_DROP,
                                 scatter_reduce_rows, first_out_of_range, combine_rows)
 from cyscatter.group_kernels cimport extreme_t, running, replaces_max, replaces_min
 
@@ -147,7 +148,7 @@ cdef tuple _shape3(const value_t[:, :, ::contiguous] a):
 
 
 cdef int _check_opcode(int opcode, str kernel) except -1:
-    if opcode < OP_ADD or opcode > OP_MIN:
+    if not (OP_ADD <= opcode <= OP_MIN or OP_NANADD <= opcode <= OP_FMIN):
         raise ValueError(f"{kernel}: unknown op code {opcode}")
     return 0
 
@@ -162,6 +163,10 @@ def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const inde
     cdef OpDiv div
     cdef OpMax mx
     cdef OpMin mn
+    cdef OpNanAdd nanadd
+    cdef OpNanMul nanmul
+    cdef OpFmax fmx
+    cdef OpFmin fmn
     _check_opcode(opcode, "segment_reduce")
     _check_rows("segment_reduce", src.shape[0], src.shape[1], src.shape[2], src.shape[1], "src", (
         ("out", _shape3(out), max(indptr.shape[0] - 1, 0)),))
@@ -178,6 +183,14 @@ def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const inde
             status = segment_reduce_rows(mx, src, indptr, out)
         elif opcode == OP_MIN:
             status = segment_reduce_rows(mn, src, indptr, out)
+        elif opcode == OP_NANADD:
+            status = segment_reduce_rows(nanadd, src, indptr, out)
+        elif opcode == OP_NANMUL:
+            status = segment_reduce_rows(nanmul, src, indptr, out)
+        elif opcode == OP_FMAX:
+            status = segment_reduce_rows(fmx, src, indptr, out)
+        elif opcode == OP_FMIN:
+            status = segment_reduce_rows(fmn, src, indptr, out)
     return status
 
 
@@ -192,6 +205,10 @@ def scatter_runs(int opcode, const value_t[:, :, ::contiguous] src, const index_
     cdef OpDiv div
     cdef OpMax mx
     cdef OpMin mn
+    cdef OpNanAdd nanadd
+    cdef OpNanMul nanmul
+    cdef OpFmax fmx
+    cdef OpFmin fmn
     _check_opcode(opcode, "scatter_runs")
     _check_rows("scatter_runs", src.shape[0], src.shape[1], src.shape[2], index.shape[0], "index", (
         ("out", _shape3(out), -1),))
@@ -212,6 +229,14 @@ def scatter_runs(int opcode, const value_t[:, :, ::contiguous] src, const index_
             status = scatter_runs_rows(mx, src, index, out, counts_ptr, mode)
         elif opcode == OP_MIN:
             status = scatter_runs_rows(mn, src, index, out, counts_ptr, mode)
+        elif opcode == OP_NANADD:
+            status = scatter_runs_rows(nanadd, src, index, out, counts_ptr, mode)
+        elif opcode == OP_NANMUL:
+            status = scatter_runs_rows(nanmul, src, index, out, counts_ptr, mode)
+        elif opcode == OP_FMAX:
+            status = scatter_runs_rows(fmx, src, index, out, counts_ptr, mode)
+        elif opcode == OP_FMIN:
+            status = scatter_runs_rows(fmn, src, index, out, counts_ptr, mode)
     return status
 
 

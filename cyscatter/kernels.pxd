@@ -8,6 +8,7 @@ they return ``-1`` on success or the first offending index position, and the cal
 """
 cimport cython
 from cython.view cimport contiguous
+from libc.math cimport signbit
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 # Op tags: empty structs, so that `if op_t is OpMax` is decided when Cython specialises the fused kernel.
@@ -23,6 +24,16 @@ cdef struct OpMax:
     char _tag
 cdef struct OpMin:
     char _tag
+# NaN-skipping twins (issue 18): a NaN src entry is left out (nansum, nanprod); fmax/fmin (alias nanmax/nanmin)
+# follow NumPy's np.fmax/np.fmin, a NaN on either side loses. Integers have no NaN: they run as add/mul/max/min.
+cdef struct OpNanAdd:
+    char _tag
+cdef struct OpNanMul:
+    char _tag
+cdef struct OpFmax:
+    char _tag
+cdef struct OpFmin:
+    char _tag
 
 ctypedef fused op_t:
     OpAdd
@@ -31,6 +42,10 @@ ctypedef fused op_t:
     OpDiv
     OpMax
     OpMin
+    OpNanAdd
+    OpNanMul
+    OpFmax
+    OpFmin
 
 # Value types the reduction kernels are compiled for; other dtypes are widened by the Python layer.
 ctypedef fused value_t:
@@ -62,6 +77,47 @@ cpdef enum OpCode:
     OP_DIV = 3
     OP_MAX = 4
     OP_MIN = 5
+    # 6 and 7 are reserved (set / first)
+    OP_NANADD = 8
+    OP_NANMUL = 9
+    OP_FMAX = 10
+    OP_FMIN = 11
+
+
+# ---- NaN-skipping element rules (the ops above from OpNanAdd on) --------------------------------------------
+# NaN is NumPy's isnan: a complex value is NaN when either part is (C's == on complex compares both parts), an
+# integer never is (the compiler folds ``x == x`` away, so the integer loops are add/mul/max/min exactly).
+
+cdef inline value_t nan_to(value_t x, value_t fill) noexcept nogil:
+    """`x`, or `fill` when `x` is NaN; a select, so the row loops stay vectorised."""
+    if value_t is int32_t or value_t is int64_t or value_t is uint64_t:
+        return x
+    else:
+        return x if x == x else fill
+
+
+cdef inline bint replaces_fmax(value_t cur, value_t new) noexcept nogil:
+    """Whether `new` replaces `cur` under fmax: a NaN `new` never does, a NaN `cur` loses to any number, then
+    larger wins and +0.0 beats -0.0 (as max: order independent, unlike C's fmax on zeros)."""
+    if value_t is float or value_t is double:
+        return ((new > cur) | ((cur != cur) & (new == new))
+                | ((new == 0) & (cur == 0) & (signbit(cur) != 0) & (signbit(new) == 0)))
+    elif value_t is int32_t or value_t is int64_t or value_t is uint64_t:
+        return new > cur
+    else:
+        return False
+
+
+cdef inline bint replaces_fmin(value_t cur, value_t new) noexcept nogil:
+    """fmin's twin of `replaces_fmax`: smaller wins, -0.0 beats +0.0, NaN loses."""
+    if value_t is float or value_t is double:
+        return ((new < cur) | ((cur != cur) & (new == new))
+                | ((new == 0) & (cur == 0) & (signbit(new) != 0) & (signbit(cur) == 0)))
+    elif value_t is int32_t or value_t is int64_t or value_t is uint64_t:
+        return new < cur
+    else:
+        return False
+
 
 # Index modes understood by the kernels: raise stops at the first bad entry, drop skips it.
 cpdef enum IndexMode:

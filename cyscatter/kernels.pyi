@@ -14,6 +14,10 @@ class OpCode(enum.IntEnum):
     OP_DIV = 3
     OP_MAX = 4
     OP_MIN = 5
+    OP_NANADD = 8
+    OP_NANMUL = 9
+    OP_FMAX = 10
+    OP_FMIN = 11
 
 class IndexMode(enum.IntEnum):
     MODE_RAISE = 0

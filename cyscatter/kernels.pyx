@@ -35,8 +35,10 @@ cdef extern from "_cpu.h" nogil:
     void cyscatter_row_max_d(double* dst, const double* src, Py_ssize_t width)
     void cyscatter_row_min_d(double* dst, const double* src, Py_ssize_t width)
 
-from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t, item_t, Layout,
-                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, MODE_RAISE, MODE_DROP)
+from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, OpNanAdd, OpNanMul, OpFmax, OpFmin,
+                                nan_to, replaces_fmax, replaces_fmin, op_t, value_t, index_t, item_t, Layout,
+                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_NANADD, OP_NANMUL, OP_FMAX,
+                                OP_FMIN, MODE_RAISE, MODE_DROP)
 
 cdef extern from "numpy/arrayobject.h":
     # steals a reference to descr
@@ -209,6 +211,7 @@ cdef inline Py_ssize_t _first_error(const Py_ssize_t* status, int parts) noexcep
 cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
     cdef Py_ssize_t f
     cdef value_t row[16]   # a cache line of the narrowest value type (4 bytes)
+    cdef value_t zero = 0, one = 1
     if (not (op_t is OpMax or op_t is OpMin) and cyscatter_is_constant(width)
             and width * <Py_ssize_t>sizeof(value_t) <= CACHE_LINE):
         # src never overlaps dst (the Python layer copies src when they may share memory), but the C compiler
@@ -249,6 +252,25 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
         else:
             for f in range(width):
                 dst[f] = dst[f] / src[f]
+    elif op_t is OpNanAdd:
+        for f in range(width):
+            dst[f] = dst[f] + nan_to(src[f], zero)
+    elif op_t is OpNanMul:
+        if value_t is cython.doublecomplex:
+            for f in range(width):
+                dst[f] = cyscatter_cmul(dst[f], nan_to(src[f], one))
+        elif value_t is cython.floatcomplex:
+            for f in range(width):
+                dst[f] = cyscatter_cmulf(dst[f], nan_to(src[f], one))
+        else:
+            for f in range(width):
+                dst[f] = dst[f] * nan_to(src[f], one)
+    elif op_t is OpFmax:
+        for f in range(width):
+            dst[f] = src[f] if replaces_fmax(dst[f], src[f]) else dst[f]   # a select, not a branch
+    elif op_t is OpFmin:
+        for f in range(width):
+            dst[f] = src[f] if replaces_fmin(dst[f], src[f]) else dst[f]
     else:
         _extreme_row(op, dst, src, width)
 
@@ -936,8 +958,20 @@ cdef Py_ssize_t _scatter_op(int opcode, const value_t* src, const index_t* index
     cdef OpDiv div
     cdef OpMax mx
     cdef OpMin mn
+    cdef OpNanAdd nanadd
+    cdef OpNanMul nanmul
+    cdef OpFmax fmx
+    cdef OpFmin fmn
     if opcode == OP_ADD:
         return scatter_reduce_layout(add, src, index, out, L, counts, mode, threads)
+    elif opcode == OP_NANADD:
+        return scatter_reduce_layout(nanadd, src, index, out, L, counts, mode, threads)
+    elif opcode == OP_NANMUL:
+        return scatter_reduce_layout(nanmul, src, index, out, L, counts, mode, threads)
+    elif opcode == OP_FMAX:
+        return scatter_reduce_layout(fmx, src, index, out, L, counts, mode, threads)
+    elif opcode == OP_FMIN:
+        return scatter_reduce_layout(fmn, src, index, out, L, counts, mode, threads)
     elif opcode == OP_SUB:
         return scatter_reduce_layout(sub, src, index, out, L, counts, mode, threads)
     elif opcode == OP_MUL:
@@ -985,7 +1019,7 @@ def scatter_reduce(int opcode, cnp.ndarray src not None, cnp.ndarray index not N
     cdef void* index_ptr = cnp.PyArray_DATA(index)
     if code == V_NONE or _value_code(out) != code:
         raise TypeError(f"scatter kernel has no loop for src {(<object>src).dtype} into out {(<object>out).dtype}")
-    if opcode < OP_ADD or opcode > OP_MIN:
+    if not (OP_ADD <= opcode <= OP_MIN or OP_NANADD <= opcode <= OP_FMIN):
         raise ValueError(f"unknown op code {opcode}")
     if not cnp.PyArray_ISWRITEABLE(out):
         raise ValueError("kernel out is read-only")

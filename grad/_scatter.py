@@ -80,8 +80,10 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         Values (float or complex to be differentiated).
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter`.
-    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first"}, default "add"
-        As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin", "last" too).
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum", "nanprod", \
+"fmax", "fmin", "nanmean"}, default "add"
+        As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin", "last", "nanadd", "nanmul", "nanmax",
+        "nanmin" too). The NaN-skipping ops pass zero to NaN entries.
     dim_size, axis, fill_value, dtype, mode, indices_are_sorted, num_threads : optional
         As in `cyscatter.scatter` (keyword-only).
 
@@ -141,7 +143,8 @@ def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike 
         Values.
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter_into`.
-    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first"}, default "add"
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum", "nanprod", \
+"fmax", "fmin", "nanmean"}, default "add"
         As in `cyscatter.scatter_into`.
     axis, mode : optional
         As in `cyscatter.scatter_into` (keyword-only).
@@ -195,7 +198,8 @@ def _as_dtype(x, dtype):
 # ---- partials ---------------------------------------------------------------------------------------------------
 
 def _constant_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
-    """Partials that are locally constant (add, sub, mean, max, min), read off the core's VJPs of a unit cotangent."""
+    """Partials that are locally constant (add, sub, mean, max, min and the NaN-skipping twins but nanprod), read
+    off the core's VJPs of a unit cotangent."""
     out, index, mode = lin.out, lin.index, lin.mode
     src_v, ans_v, dst_v = (None if a is None else np.asarray(getval(a)) for a in (src, ans, dst))
     dtype = np.result_type(*(a for a in (src_v, dst_v) if a is not None and a.dtype.kind in "fc"))
@@ -241,13 +245,20 @@ def _div_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
     return d_src, d_dst
 
 
-_VALUE_DEPENDENT = {"mul": _mul_partials, "div": _div_partials}
+def _nanprod_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
+    """mul's partials over the non-NaN entries: NaN entries multiply by 1 and get a zero partial."""
+    nan = anp.isnan(src) if np.result_type(getval(src)).kind in "fc" else np.zeros(np.shape(src), bool)
+    d_src, d_dst = _mul_partials(op, ans, dst, anp.where(nan, 1, src), lin, wrt_src, wrt_dst)
+    return None if d_src is None else anp.where(nan, 0, d_src), d_dst
+
+
+_VALUE_DEPENDENT = {"mul": _mul_partials, "div": _div_partials, "nanprod": _nanprod_partials}
 
 
 def _partials_rule(op):
     if op.name in _VALUE_DEPENDENT:
         return _VALUE_DEPENDENT[op.name]
-    if op.linear or op.ordered:
+    if op.linear or op.ordered or op.skips_nan:   # nansum, nanmean: locally constant partials (the NaN mask)
         return _constant_partials
     raise NotImplementedError(f"grad has no derivative rule for op {op.name!r}")
 

@@ -28,14 +28,14 @@ def values(dtype, shape, rng, op: str = "add") -> np.ndarray:
     if dtype.kind in "MV":   # only moved, never computed with: random bytes
         return rng.integers(0, 256, tuple(shape) + (dtype.itemsize,), np.uint8).view(dtype)[..., 0]
     if dtype.kind in "iu":
-        low, high = (1, 4) if op in ("mul", "div") else ((0 if dtype.kind == "u" else -9), 10)
+        low, high = (1, 4) if op in ("mul", "div", "nanprod") else ((0 if dtype.kind == "u" else -9), 10)
         return rng.integers(low, high, size=shape).astype(dtype)
-    if op in ("mul", "div"):
+    if op in ("mul", "div", "nanprod"):
         real = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
     else:
         real = rng.standard_normal(shape) * 4
     if dtype.kind == "c":
-        imag = rng.uniform(0.5, 2.0, shape) if op in ("mul", "div") else rng.standard_normal(shape)
+        imag = rng.uniform(0.5, 2.0, shape) if op in ("mul", "div", "nanprod") else rng.standard_normal(shape)
         return (real + 1j * imag).astype(dtype)
     return real.astype(dtype)
 

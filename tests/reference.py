@@ -8,8 +8,11 @@ from __future__ import annotations
 import numpy as np
 
 IDENTITY = {"add": "zero", "sub": "zero", "mean": "zero", "sqrt_n": "zero", "mul": "one", "div": "one",
-            "max": "lowest", "min": "highest", "set": "zero", "first": "zero"}
-ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "last": "set"}
+            "max": "lowest", "min": "highest", "set": "zero", "first": "zero", "nansum": "zero", "nanprod": "one",
+            "fmax": "lowest", "fmin": "highest", "nanmean": "zero"}
+ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "last": "set", "nanadd": "nansum",
+           "nanmul": "nanprod", "nanmax": "fmax", "nanmin": "fmin"}
+NAN_OPS = ("nansum", "nanprod", "fmax", "fmin", "nanmean")   # a NaN src entry counts as absent
 
 
 def identity(op, dtype):
@@ -49,9 +52,35 @@ def _assign(cur, new):
 # "first" is "set" applied to a row's first entry only (ref_scatter skips the later ones)
 UPDATE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": _max, "min": _min,
           "mean": np.add, "sqrt_n": np.add, "set": _assign, "first": _assign}
+
+
+def _isnan(b):
+    b = np.asarray(b)
+    return np.isnan(b) if b.dtype.kind in "fc" else np.zeros(b.shape, bool)
+
+
+def _skip_nan(update, fill):
+    """`update` with a NaN `b` replaced by `fill` (NumPy's nansum/nanprod rule: -0.0 plus a NaN gives +0.0)."""
+    return lambda a, b: update(a, np.where(_isnan(b), fill, b))
+
+
+def _fmax(a, b):
+    """np.fmax with max's -0.0 < +0.0 (order independent)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(_isnan(b), a, np.where(_isnan(a), b, _max(a, b)))
+
+
+def _fmin(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(_isnan(b), a, np.where(_isnan(a), b, _min(a, b)))
+
+
+UPDATE.update({"nansum": _skip_nan(np.add, 0), "nanprod": _skip_nan(np.multiply, 1), "fmax": _fmax,
+               "fmin": _fmin, "nanmean": _skip_nan(np.add, 0)})
+UPDATE.update(nanadd=UPDATE["nansum"], nanmul=UPDATE["nanprod"])   # the GPU update names (tests/emulated_cupy.py)
 # divisor of the group sums by group count: mean's count, and TensorFlow's unsorted_segment_sqrt_n definition
-# (``sum / sqrt(N)``, N the number of entries of the group, an empty group 0)
-DIVISOR = {"mean": lambda count: count, "sqrt_n": np.sqrt}
+# (``sum / sqrt(N)``, N the number of entries of the group, an empty group 0); nanmean's count is per element
+DIVISOR = {"mean": lambda count: count, "sqrt_n": np.sqrt, "nanmean": lambda count: count}
 
 
 def compute_dtype(op, result_dtype):
@@ -65,7 +94,7 @@ def compute_dtype(op, result_dtype):
 
 def result_dtype(op, src_dtype):
     src_dtype = np.dtype(src_dtype)
-    if op in ("div", "mean", "sqrt_n") and src_dtype.kind in "iu":
+    if op in ("div", "mean", "sqrt_n", "nanmean") and src_dtype.kind in "iu":
         return np.dtype(np.float64)
     return src_dtype
 
@@ -111,6 +140,7 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
         init = np.full(batch + dims + feat, identity(op, rdtype), dtype=cdtype)
     acc = np.zeros_like(init) if op in DIVISOR else init.copy()
     counts = np.zeros(dims, np.int64)
+    elements = np.zeros(init.shape, np.int64)   # non-NaN entries per element (the NaN-skipping ops)
     src_c = src.astype(rdtype).astype(cdtype) if dst is not None else src.astype(cdtype)
     for k in np.ndindex(*ishape):
         target = tuple(_resolve(c[k], s, mode) for c, s in zip(coords, dims))
@@ -121,9 +151,12 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
             continue
         for b in np.ndindex(*batch):
             acc[b + target] = UPDATE[op](acc[b + target], src_c[b + k])
+            elements[b + target] += ~_isnan(src_c[b + k])
     hit = (counts > 0).reshape((1,) * len(batch) + dims + (1,) * len(feat))
+    if op in NAN_OPS:   # an element whose entries are all NaN is an empty group
+        hit = elements > 0
     if op in DIVISOR:
-        shaped = counts.reshape((1,) * len(batch) + dims + (1,) * len(feat))
+        shaped = elements if op == "nanmean" else counts.reshape((1,) * len(batch) + dims + (1,) * len(feat))
         means = acc / DIVISOR[op](np.maximum(shaped, 1).astype(acc.real.dtype))
         acc = np.where(hit, init + means if dst is not None else means, init)
     if fill_value is not None and dst is None:

@@ -46,7 +46,7 @@ def elements(dtype, finite: bool = False, op: str = "add", complex_result: bool 
     and with infinities the kernels' C complex multiply (C99 Annex G) and NumPy's differ (see the report).
     """
     dtype = np.dtype(dtype)
-    if op == "mul" and (dtype.kind == "c" or complex_result):
+    if op in ("mul", "nanprod") and (dtype.kind == "c" or complex_result):
         if dtype.kind == "c":
             return st.complex_numbers(min_magnitude=0.5, max_magnitude=2, width=8 * dtype.itemsize).map(dtype.type)
         if dtype.kind == "f":

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 from reference import ref_scatter
-from testing import INDEX_KINDS, OPS, REDUCTION_OPS
+from testing import FUSED_OPS, INDEX_KINDS, OPS, PLAIN_OPS
 
 import cyscatter as cs
 
@@ -176,14 +176,14 @@ def test_group_ops_are_float32_rounded(name):
     same_bits(got, want.astype(BF16))
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", PLAIN_OPS)
 def test_segment_and_gather_scatter(op):
     src, _, _ = make_case("int", np.int64, 0, op)
     indptr = np.array([0, 4, 4, 11, 17])
     same_bits(cs.segment(src, indptr, op), cs.segment(src.astype(F32), indptr, op).astype(BF16))
     rng = np.random.default_rng(6)
     gi, si = rng.integers(0, 17, 30), rng.integers(0, 6, 30)
-    if op not in REDUCTION_OPS:   # the assignments: gather_scatter refuses them (tests/test_assign.py)
+    if op not in FUSED_OPS:   # the assignments: gather_scatter refuses them (tests/test_assign.py)
         return
     same_bits(cs.gather_scatter(src, gi, si, op, dim_size=6),
               cs.gather_scatter(src.astype(F32), gi, si, op, dim_size=6).astype(BF16))

@@ -27,6 +27,9 @@ ATOMIC_DTYPES = {  # the dtypes each GPU update meets through the atomic kernel
     "mul": [d for d in CTYPES if d != "complex128"], "div": ["float32", "float64", "complex64"],
     "max": ["float32", "float64", "int32", "int64", "uint64"],
     "min": ["float32", "float64", "int32", "int64", "uint64"],
+    "nanadd": list(CTYPES), "nanmul": [d for d in CTYPES if d != "complex128"],
+    "fmax": ["float32", "float64", "int32", "int64", "uint64"],
+    "fmin": ["float32", "float64", "int32", "int64", "uint64"],
 }
 
 
@@ -68,7 +71,7 @@ def _kernel_instances():
         for dtype in dtypes:
             for index in ("int32", "int64"):
                 yield _cuda_kernels.scatter_spec(update), {"S": dtype, "I": index}
-    for update in ("mul", "div"):
+    for update in ("mul", "div", "nanmul"):
         yield _cuda_kernels.ordered_spec(update), {"S": "complex128"}
     for index in ("int32", "int64"):
         yield _cuda_kernels.COUNT_ROWS, {"I": index}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from testing import OPS, VALUE_DTYPES, op_supports
+from testing import OPS, VALUE_DTYPES, op_supports, true_division
 
 REPEATS = 4
 
@@ -38,7 +38,7 @@ def _calls(op: str, dtype: str):
         "scatter": lambda: cs.scatter(src, index, op, axis=1, dim_size=40),
         "gather": lambda: cs.gather(dst, index, axis=1),
     }
-    if not (op in ("div", "mean", "sqrt_n") and np.dtype(dtype).kind in "iu"):   # those refuse an integer dst
+    if not (true_division(op) and np.dtype(dtype).kind in "iu"):   # those refuse an integer dst
         calls["scatter_into"] = lambda: cs.scatter_into(dst.copy(), src, index, op, axis=1)
     if np.dtype(dtype).kind in "fc":
         out = cs.scatter(src, index, op, axis=1, dim_size=40)

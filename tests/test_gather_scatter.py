@@ -12,7 +12,7 @@ import cyscatter as cs
 from compare import assert_same, tolerance
 from inputs import rng_for, values
 from reference_gather_scatter import ref_gather_scatter, ref_gather_scatter_vjp
-from testing import REDUCTION_OPS, op_supports
+from testing import FUSED_OPS, op_supports
 
 DTYPES = ("float32", "float64", "int32", "int64", "uint8", "float16", "complex128")
 WEIGHTS = ("none", "edge", "head", "head-broadcast")
@@ -47,7 +47,7 @@ def check(actual, expected, op, dtype, src):
 
 @pytest.mark.parametrize("kind", ["int", "tuple"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("op", REDUCTION_OPS)
+@pytest.mark.parametrize("op", FUSED_OPS)
 def test_forward_matches_reference(op, dtype, kind):
     if not op_supports(op, dtype):
         pytest.skip("complex has no order")

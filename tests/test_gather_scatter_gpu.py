@@ -19,7 +19,7 @@ import pytest
 import cyscatter as cs
 from compare import assert_same
 from inputs import rng_for, values
-from testing import REDUCTION_OPS, op_supports, require_gpu
+from testing import FUSED_OPS, op_supports, require_gpu
 
 DTYPES = ("float32", "float64", "int32", "int64", "uint8", "uint64", "float16", "complex64", "complex128")
 REVERSE_DTYPES = ("float32", "float64", "int64", "float16", "complex128")
@@ -123,7 +123,7 @@ def magnitude(src, gi, si, weight, **kwargs) -> float:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("kind", ["int", "tuple"])
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("op", REDUCTION_OPS)
+@pytest.mark.parametrize("op", FUSED_OPS)
 def test_forward_matches_cpu(cp, op, dtype, kind, mode):
     if not op_supports(op, dtype):
         pytest.skip("complex has no order")
@@ -181,7 +181,7 @@ def test_all_edges_into_one_row(cp, op, dtype):
 @pytest.mark.parametrize("mode", ["raise", "drop"])
 @pytest.mark.parametrize("wkind", WEIGHTS)
 @pytest.mark.parametrize("dtype", REVERSE_DTYPES)
-@pytest.mark.parametrize("op", REDUCTION_OPS)
+@pytest.mark.parametrize("op", FUSED_OPS)
 def test_reverse_functions_match_cpu(cp, op, dtype, wkind, mode):
     if not op_supports(op, dtype):
         pytest.skip("complex has no order")

@@ -16,7 +16,7 @@ from autograd.test_util import check_grads  # noqa: E402
 import cyscatter as cs  # noqa: E402
 import grad as csgrad  # noqa: E402
 from reference_gather_scatter import ref_gather_scatter_vjp  # noqa: E402
-from testing import REDUCTION_OPS  # noqa: E402
+from testing import FUSED_OPS  # noqa: E402
 
 RNG = np.random.default_rng(11)
 GI = RNG.integers(0, 6, 14)
@@ -25,7 +25,7 @@ WEIGHTS = {"none": None, "edge": (14,), "head": (14, 2)}
 
 
 @pytest.mark.parametrize("wkind", sorted(WEIGHTS))
-@pytest.mark.parametrize("op", REDUCTION_OPS)
+@pytest.mark.parametrize("op", FUSED_OPS)
 def test_second_order_in_src_and_weight(op, wkind):
     rng = np.random.default_rng(abs(hash((op, wkind))) % 2**32)
     x = rng.uniform(0.5, 2.0, (6, 2, 3))   # distinct values: max/min are differentiable there

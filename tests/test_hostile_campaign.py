@@ -361,7 +361,8 @@ def _exceptions() -> dict:
             exc[(fn, "dim_size", "list")] = SAME
     # the argmax/argmin positions do not depend on the dtype
     for fn in ("cyscatter.scatter_argmax", "cyscatter.scatter_argmin", "grad.scatter_argmax", "grad.scatter_argmin",
-               "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
+               "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin", "cyscatter.scatter_nanargmax",
+               "cyscatter.scatter_nanargmin", "cyscatter.dask.scatter_nanargmax", "cyscatter.dask.scatter_nanargmin"):
         exc[(fn, "src", "int64")] = SAME
         exc[(fn, "src", "float32")] = SAME
     # out= of scatter/gather must have the result's dtype exactly (float64 here); max has no complex dtype=
@@ -372,7 +373,8 @@ def _exceptions() -> dict:
         exc[(fn, "dtype", "complex128")] = RAISE
     # argmax/argmin fill_value: checked as scatter's for an int64 output (a float32 or inf refused)
     for fn in ("cyscatter.scatter_argmax", "cyscatter.scatter_argmin", "grad.scatter_argmax", "grad.scatter_argmin",
-               "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin"):
+               "cyscatter.dask.scatter_argmax", "cyscatter.dask.scatter_argmin", "cyscatter.scatter_nanargmax",
+               "cyscatter.scatter_nanargmin", "cyscatter.dask.scatter_nanargmax", "cyscatter.dask.scatter_nanargmin"):
         exc[(fn, "fill_value", "np.float32")] = RAISE
         exc[(fn, "fill_value", "1e400 (inf)")] = RAISE
     # scatter_any/all: bool values are values (nonzero = True); the fill is a bool output's (np.float32, np.int64 and

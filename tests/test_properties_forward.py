@@ -19,7 +19,7 @@ from compare import assert_same, tolerance
 from reference import ref_gather, ref_scatter
 from strategies import (GATHER_DTYPES, axis_as_given, elements, examples, inferred_dims, lay_out, laid_out, problems,
                         value_arrays, value_dtypes)
-from testing import VALUE_DTYPES, op_supports
+from testing import VALUE_DTYPES, op_supports, true_division
 
 
 @contextlib.contextmanager
@@ -72,7 +72,7 @@ def test_scatter_matches_reference(data):
     p = data.draw(problems())
     dtype = np.dtype(data.draw(value_dtypes(p.op)))
     src = laid_out(data.draw, data.draw(value_arrays(dtype, p.batch + p.ishape + p.feat, op=p.op)))
-    result_dtype = np.float64 if p.op in ("div", "mean", "sqrt_n") and dtype.kind in "iu" else dtype
+    result_dtype = np.float64 if true_division(p.op) and dtype.kind in "iu" else dtype
     fill = data.draw(st.none() | elements(result_dtype))
     axis = axis_as_given(data.draw, p, src.ndim)
     expected = reference_or_error(lambda: ref_scatter(src, p.index, p.op, dim_size=inferred_dims(p.case), axis=p.axis,
@@ -85,7 +85,7 @@ def test_scatter_matches_reference(data):
 
 def _scatter_into_refusal(op: str, src_dtype, dst_dtype):
     """The TypeError scatter_into documents for these dtypes, or None."""
-    if not op_supports(op, dst_dtype) or (op in ("div", "mean", "sqrt_n") and dst_dtype.kind in "iu"):
+    if not op_supports(op, dst_dtype) or (true_division(op) and dst_dtype.kind in "iu"):
         return TypeError
     return None if np.can_cast(src_dtype, dst_dtype, "same_kind") else TypeError
 

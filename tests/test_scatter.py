@@ -11,7 +11,7 @@ import cyscatter as cs
 from compare import assert_same, tolerance
 from inputs import BASE, DIMS, EMPTY_GEOMETRIES, GEOMETRIES, in_layout, index, pick, rng_for, values
 from reference import ref_scatter, result_dtype
-from testing import INDEX_DTYPES, INDEX_KINDS, KERNEL_VALUE_DTYPES, OPS, VALUE_DTYPES, op_supports
+from testing import INDEX_DTYPES, INDEX_KINDS, KERNEL_VALUE_DTYPES, OPS, VALUE_DTYPES, op_supports, true_division
 
 FORMS = ("scatter", "scatter_into")
 
@@ -98,7 +98,7 @@ def test_modes(backend, mode, op, kind, form):
 @pytest.mark.parametrize("fill_value", [-7, 2.5, np.nan])
 def test_fill_value(backend, fill_value, op, kind):
     """Positions no entry reaches hold fill_value (dims larger than the index reaches guarantee some)."""
-    dtype = "float64" if isinstance(fill_value, float) or op in ("div", "mean", "sqrt_n") else pick(("int64", "int32"),
+    dtype = "float64" if isinstance(fill_value, float) or true_division(op) else pick(("int64", "int32"),
                                                                                           op, kind)
     dims = (9,) if kind == "int" else (4, 6)
     check_scatter(backend, op, dtype, kind, "scatter", dims=dims, fill_value=fill_value)
@@ -165,7 +165,7 @@ CAST_PAIRS = [("float64", "float16"), ("float64", "float32"), ("int64", "int8"),
 @pytest.mark.parametrize("src_dtype,dst_dtype", CAST_PAIRS, ids=str)
 def test_scatter_into_other_dtype(backend, src_dtype, dst_dtype, op):
     """src of another dtype (same_kind castable) is cast to dst's dtype first, then reduced in dst's rules."""
-    if not op_supports(op, dst_dtype) or (op in ("div", "mean", "sqrt_n") and np.dtype(dst_dtype).kind in "iu"):
+    if not op_supports(op, dst_dtype) or (true_division(op) and np.dtype(dst_dtype).kind in "iu"):
         pytest.skip("op refuses dst's dtype")
     rng = rng_for("cast", src_dtype, dst_dtype, op)
     src = values(src_dtype, (9, 2), rng, op) * (50 if np.dtype(src_dtype).kind in "iu" and op != "mul" else 1)

@@ -8,7 +8,7 @@ from compare import assert_same, tolerance
 from group_cases import LAYOUTS, make_case, random_indptr, values
 from reference import ref_scatter
 from reference_extra import ref_gather_segment, ref_scatter_arg, ref_segment
-from testing import INDEX_KINDS, OPS, VALUE_DTYPES, op_supports
+from testing import INDEX_KINDS, PLAIN_OPS, VALUE_DTYPES, op_supports
 
 # (src shape, axis): rows along axis
 SEGMENT_LAYOUTS = {"axis0": ((11, 3), 0), "batch": ((2, 11, 3), 1), "last": ((2, 11), -1), "rows_only": ((11,), 0)}
@@ -21,7 +21,7 @@ def _segment_case(seed, layout, dtype, nseg=6):
     return src, random_indptr(rng, shape[axis], nseg), axis
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", PLAIN_OPS)
 @pytest.mark.parametrize("dtype", VALUE_DTYPES)
 @pytest.mark.parametrize("layout", SEGMENT_LAYOUTS)
 def test_segment_matches_reference(backend, op, dtype, layout):
@@ -36,7 +36,7 @@ def test_segment_matches_reference(backend, op, dtype, layout):
     assert_same(got, want, *tolerance(backend.name, op, want.dtype, src))
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", PLAIN_OPS)
 @pytest.mark.parametrize("dtype", ("float32", "float64", "int64", "complex128"))
 @pytest.mark.parametrize("width", (2, 4, 8, 16, 32, 64, 67))
 def test_segment_rows_of_every_unrolled_width(op, dtype, width):
@@ -83,7 +83,7 @@ def test_segment_empty_segment_differs_from_reduceat():
     assert np.add.reduceat(src, indptr[:-1])[1] == 6
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", PLAIN_OPS)
 def test_segment_equals_scatter_with_segment_ids(op):
     rng = np.random.default_rng(2)
     src = rng.standard_normal((2, 30, 4))
@@ -163,7 +163,7 @@ def test_gather_segment_validation(backend):
 
 # ---- scatter's sorted-run path -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", PLAIN_OPS)
 @pytest.mark.parametrize("dtype", ("float64", "float32", "int64", "int8", "complex128"))
 @pytest.mark.parametrize("index_kind", INDEX_KINDS)
 @pytest.mark.parametrize("layout", LAYOUTS)

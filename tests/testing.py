@@ -7,13 +7,19 @@ import os
 import numpy as np
 import pytest
 
-from cyscatter import OP_NAMES
+from cyscatter import OP_NAMES, get_op
 from cyscatter import OPS as _REGISTRY
 
 OPS = OP_NAMES
-# the reductions: the ops gather_scatter and its reverse functions take (the assignments set/first are refused
-# there with a ValueError, tests/test_assign.py)
+# the reductions: the ops other than the assignments set/first (tests/test_assign.py)
 REDUCTION_OPS = tuple(op.name for op in _REGISTRY if not op.winner)
+# the NaN-skipping twins (issue 18 item 3) run in scatter/scatter_into, their reverse functions, grad and dask;
+# segment takes the others
+NAN_OPS = tuple(name for name in OPS if get_op(name).skips_nan)
+PLAIN_OPS = tuple(name for name in OPS if not get_op(name).skips_nan)
+# the ops gather_scatter and its reverse functions take: the plain reductions (the assignments and the
+# NaN-skipping ops are refused there with a ValueError)
+FUSED_OPS = tuple(name for name in REDUCTION_OPS if name in PLAIN_OPS)
 VALUE_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8", "int16", "uint16", "uint32", "uint64",
                 "float16", "complex64", "complex128")
 KERNEL_VALUE_DTYPES = ("float32", "float64", "int32", "int64")
@@ -22,8 +28,22 @@ INDEX_KINDS = ("int", "tuple")
 REQUIRE_GPU = os.environ.get("CYSCATTER_REQUIRE_GPU", "0") == "1"
 
 
+def true_division(op: str) -> bool:
+    """The op divides truly (div, mean, nanmean): integer inputs give float64, an integer dst is refused."""
+    return get_op(op).true_division
+
+
+def twin(op: str) -> str:
+    """The NaN-propagating twin of a NaN-skipping op (its tolerances and dtype rules), else `op` itself (names
+    outside the registry, as "gather", included)."""
+    try:
+        return get_op(op).twin or op
+    except ValueError:
+        return op
+
+
 def op_supports(op: str, dtype) -> bool:
-    return not (op in ("max", "min") and np.dtype(dtype).kind == "c")
+    return not (get_op(op).ordered and np.dtype(dtype).kind == "c")
 
 
 def _cupy_or_none():

@@ -19,11 +19,12 @@ except ImportError as err:   # pragma: no cover - depends on the environment
     raise ImportError('cyscatter.dask needs Dask: pip install "cyscatter[dask]"') from err
 
 from cyscatter._backend import take_foreign_in
-from cyscatter.dask._argext import scatter_argmax, scatter_argmin
+from cyscatter.dask._argext import scatter_argmax, scatter_argmin, scatter_nanargmax, scatter_nanargmin
 from cyscatter.dask._count import scatter_count
 from cyscatter.dask._gather import gather
 from cyscatter.dask._logical import scatter_all, scatter_any
 from cyscatter.dask._scatter import scatter
 
-__all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count", "scatter_any", "scatter_all"]
+__all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count", "scatter_any", "scatter_all",
+           "scatter_nanargmax", "scatter_nanargmin"]
 take_foreign_in(globals(), __all__)

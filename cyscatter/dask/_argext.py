@@ -110,3 +110,25 @@ def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis
                    dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
                    split_every: SupportsIndex = 4) -> da.Array:
     return _scatter_arg("min", src, index, dim_size, axis, mode, dim_chunks, split_every, fill_value)
+
+
+_NAN_DOC = (_DOC.replace("scatter_arg{which}", "scatter_nanarg{which}")
+            .replace('the rules of ``scatter(..., "{which}")`` (NaN wins, {zero})',
+                     'the rules of ``scatter(..., "nan{which}")`` (NaN never wins, {zero})')
+            .replace("for groups with no entry.", "for groups with no entry or only NaN entries."))
+
+
+@arg_doc("max", "+0.0 beats -0.0", "3., np.nan, 1., 5.", "3, 4, 2, 4", _NAN_DOC)
+def scatter_nanargmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
+                      fill_value: SupportsIndex | float | None = None, mode: Mode = "raise",
+                      dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+                      split_every: SupportsIndex = 4) -> da.Array:
+    return _scatter_arg("fmax", src, index, dim_size, axis, mode, dim_chunks, split_every, fill_value)
+
+
+@arg_doc("min", "-0.0 beats +0.0", "3., np.nan, 1., 3.", "0, 4, 2, 4", _NAN_DOC)
+def scatter_nanargmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
+                      fill_value: SupportsIndex | float | None = None, mode: Mode = "raise",
+                      dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+                      split_every: SupportsIndex = 4) -> da.Array:
+    return _scatter_arg("fmin", src, index, dim_size, axis, mode, dim_chunks, split_every, fill_value)

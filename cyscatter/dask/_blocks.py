@@ -13,7 +13,7 @@ from cyscatter._argext import winners
 from cyscatter._canonical import precheck, prod, rows_view, run_gather, run_scatter
 from cyscatter._index import IndexPlan, parse_coords, plan_index
 from cyscatter._ops import get_op
-from cyscatter._scatter import finish_fresh
+from cyscatter._scatter import finish_fresh, run_counted
 
 
 def _sizes(shape, nb: int, span: int) -> tuple[int, int, int]:
@@ -42,18 +42,19 @@ def flat_rows(*coords, dims, mode, block_info=None):
 def scatter_partial(src, flat, *, op, result_dtype, nb, rows, count):
     """(work3, counts): one src block reduced from the op's identity into destination rows `rows` = (lo, hi).
 
-    `work3` is (outer, hi - lo, inner) in the compute dtype; counts (entries per row, int64) only if `count`.
+    `work3` is (outer, hi - lo, inner) in the compute dtype; counts (entries per row, int64) only if `count`:
+    for the NaN-skipping ops, non-NaN entries per element (shape of work3), which add up as row counts do.
     """
     op = get_op(op)
     lo, hi = rows
     outer, n, inner = _sizes(src.shape, nb, flat.ndim)
     work3 = op.fresh((outer, hi - lo, inner), result_dtype)
     src3 = rows_view(src, work3.dtype, outer, n, inner)
-    counts = np.zeros(hi - lo, np.int64) if count else None
+    counts = np.zeros(work3.shape if op.skips_nan else hi - lo, np.int64) if count else None
     # Shifted by lo, the rows of other partitions and dropped entries (all outside [0, size) and size >= hi)
     # fall outside [0, hi - lo), and the kernel skips them: no need to select this partition's entries first.
     flat = flat.reshape(-1) - np.int64(lo) if lo else flat.reshape(-1)
-    run_scatter(op.opcode, src3, _rows_plan(flat, hi - lo), work3, counts)
+    run_counted(run_scatter, op, src3, _rows_plan(flat, hi - lo), work3, counts)
     return work3, counts
 
 

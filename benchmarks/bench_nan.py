@@ -1,0 +1,79 @@
+"""The NaN-skipping ops against their twins, side by side in one run (issue 18 item 3).
+
+On the W1 sizes of `workloads.py` (1e6 entries x 64 features -> 1e5 rows, uniform index): nansum vs add,
+fmax vs max, nanmean vs mean (nanmean counts the non-NaN entries per element in a second add pass), and
+numpy_groupies' nansum as the peer (on the flattened problem it can take: one feature column, scaled to the
+same bytes). The calls alternate round by round, so a noisy shared machine slows both sides alike; the figure
+is the median time of each, and the ratio of the medians.
+
+    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import cyscatter as cs  # noqa: E402
+from workloads import workloads  # noqa: E402
+
+PAIRS = (("nansum", "add"), ("fmax", "max"), ("nanmean", "mean"))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--nan", type=float, default=0.1, help="share of NaN entries in src")
+    parser.add_argument("--threads", type=int, default=None, help="default: the library's")
+    parser.add_argument("--quick", action="store_true", help="a tenth of the W1 sizes")
+    args = parser.parse_args(argv)
+    scale = 0.1 if args.quick else 1.0
+    print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, threads="
+          f"{args.threads or cs.get_num_threads()}, NaN share {args.nan}, rounds {args.rounds}; shared machine: "
+          "figures are noisy, compare the ratios")
+    for w in workloads(scale):
+        if w.name not in ("W1-f32", "W1-f64"):
+            continue
+        src, index = w.make()
+        rng = np.random.default_rng(1)
+        src[rng.random(src.shape) < args.nan] = np.nan
+        for nan_op, twin in PAIRS:
+            times = {nan_op: [], twin: []}
+            for _ in range(args.rounds):
+                for op in (twin, nan_op):
+                    t = time.perf_counter()
+                    cs.scatter(src, index, op, dim_size=w.size, num_threads=args.threads)
+                    times[op].append(time.perf_counter() - t)
+            a, b = statistics.median(times[nan_op]), statistics.median(times[twin])
+            print(f"{w.name:7s} {nan_op:8s} {a * 1e3:8.1f} ms   {twin:5s} {b * 1e3:8.1f} ms   "
+                  f"ratio {a / b:5.2f}x")
+    try:
+        import numpy_groupies as npg
+    except ImportError:
+        return
+    src, index = workloads(scale)[0].make()
+    flat_src = src[:, 0].copy()
+    flat_src[np.random.default_rng(1).random(flat_src.shape) < args.nan] = np.nan
+    times = {"cyscatter nansum": [], "numpy_groupies nansum": []}
+    for _ in range(args.rounds):
+        t = time.perf_counter()
+        cs.scatter(flat_src, index, "nansum", dim_size=workloads(scale)[0].size, num_threads=args.threads)
+        times["cyscatter nansum"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        npg.aggregate(index, flat_src, func="nansum", size=workloads(scale)[0].size)
+        times["numpy_groupies nansum"].append(time.perf_counter() - t)
+    a, b = (statistics.median(v) for v in times.values())
+    print(f"vector (W1 entries, one column): cyscatter nansum {a * 1e3:.2f} ms, numpy_groupies nansum "
+          f"{b * 1e3:.2f} ms: {b / a:.1f}x faster")
+
+
+if __name__ == "__main__":
+    main()

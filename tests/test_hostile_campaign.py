@@ -416,7 +416,8 @@ def _exceptions() -> dict:
     # a src that broadcasts (issue 18 item 1, NumPy's ufunc.at rule): a 0-d src stands for every entry; a src of
     # shape (1, 4) against the index (4,) of an allocating op is a row of 4 features broadcast over the entries;
     # an index of shape (1, 4) takes the src (4,) as (1, 4) (leading 1s, NumPy's rule)
-    allocating = ("scatter", "scatter_argmax", "scatter_argmin", "scatter_var", "scatter_std", "scatter_logsumexp")
+    allocating = ("scatter", "scatter_argmax", "scatter_argmin", "scatter_var", "scatter_std", "scatter_logsumexp",
+                  "scatter_any", "scatter_all", "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd")
     for fn in [f"{pkg}.{name}" for pkg in ("cyscatter", "grad", "cyscatter.dask") for name in allocating]:
         if fn in BASELINES:
             for arg, name in (("src", "0-d"), ("src", "extra dim"), ("index", "extra dim")):

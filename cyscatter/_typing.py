@@ -24,11 +24,14 @@ else:   # at run time the alias names the class without importing the registry (
 
 # every name `scatter(..., op=...)` accepts: the registry's names and aliases, in the registry's order
 ScatterOp = Literal["add", "sum", "sub", "mul", "prod", "div", "max", "amax", "min", "amin", "mean"]
+# the ops a grouped scan (`scatter_scan`) takes: add, mul, max, min and their aliases
+ScanOp = Literal["add", "sum", "mul", "prod", "max", "amax", "min", "amin"]
 # the out-of-range index modes (`cyscatter._index.MODES`)
 Mode = Literal["raise", "drop", "wrap", "clip", "normalize_drop"]
 
 # an op name or a registry entry (`cyscatter.OPS`, `cyscatter.get_op`)
 OpLike: TypeAlias = Union[ScatterOp, Op]
+ScanOpLike: TypeAlias = Union[ScanOp, Op]
 
 
 class DeviceArray(Protocol):
@@ -61,7 +64,7 @@ DimSize: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex], NDArray[np.in
 # a scalar for the untouched rows of an output, cast to its dtype (strings and bytes: gather of text)
 FillValue: TypeAlias = Union[complex, str, bytes, np.generic]
 
-__all__ = ["ScatterOp", "Mode", "OpLike", "ArrayInput", "IndexLike", "DeviceArray", "DLPackArray", "DeviceIndex",
+__all__ = ["ScatterOp", "ScanOp", "Mode", "OpLike", "ScanOpLike", "ArrayInput", "IndexLike", "DeviceArray", "DLPackArray", "DeviceIndex",
            "DimSize", "FillValue"]
 
 if TYPE_CHECKING:

@@ -1,0 +1,176 @@
+# cython: language_level=3
+"""CPU kernels of the grouped scans: one pass over the index with a running value per destination row.
+
+Typed-memoryview loops on the canonical (outer, n, inner) view, fused over dtypes, the op fixed at compile time;
+they run without the GIL and return a status. The `def` wrappers at the bottom translate the registry's op codes
+into tags, check every extent the loops rely on, and are the only entry points the Python layer uses.
+"""
+cimport cython
+from cython.view cimport contiguous
+from libc.stdint cimport int64_t, uint64_t
+
+import numpy as np
+
+from cyscatter.kernels cimport (OpAdd, OpMul, OpMax, OpMin, op_t, value_t, index_t, OP_ADD, OP_MUL, OP_MAX,
+                                OP_MIN, MODE_RAISE, MODE_DROP, first_out_of_range)
+from cyscatter.group_kernels cimport beats, combine
+
+
+# ---- scans -------------------------------------------------------------------------------------------------------
+
+cdef Py_ssize_t scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                          value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, value_t identity,
+                          bint reverse, bint exclusive, int mode, bint track,
+                          int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ) noexcept nogil:
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = table.shape[0]
+    cdef Py_ssize_t o, t, k, f, bad
+    cdef index_t j
+    cdef value_t cur, x
+    if mode == MODE_RAISE:
+        bad = first_out_of_range(index, size)
+        if bad >= 0:
+            return bad
+    for o in range(outer):
+        for k in range(size):
+            for f in range(inner):
+                table[k, f] = identity
+                if track:
+                    targ[k, f] = -1
+        for t in range(n):
+            k = n - 1 - t if reverse else t
+            j = index[k]
+            if <uint64_t>j >= <uint64_t>size:   # dropped (a negative j wraps to a huge unsigned value)
+                for f in range(inner):
+                    out[o, k, f] = identity
+                    if track:
+                        arg[o, k, f] = -1
+                continue
+            for f in range(inner):
+                cur = table[j, f]
+                x = src[o, k, f]
+                if exclusive:
+                    out[o, k, f] = cur
+                    if track:
+                        arg[o, k, f] = targ[j, f]
+                if op_t is OpMax or op_t is OpMin:
+                    if beats(op, cur, x) or (track and targ[j, f] < 0):   # ties keep the first position
+                        table[j, f] = x
+                        if track:
+                            targ[j, f] = k
+                else:
+                    table[j, f] = combine(op, cur, x)
+                if not exclusive:
+                    out[o, k, f] = table[j, f]
+                    if track:
+                        arg[o, k, f] = targ[j, f]
+    return -1
+
+
+cdef Py_ssize_t linear_scan_rows(const value_t[:, :, ::contiguous] b, const value_t[:, :, ::contiguous] a,
+                                 const index_t[::1] index, value_t[:, :, ::contiguous] out,
+                                 value_t[:, ::contiguous] table, bint reverse, bint exclusive,
+                                 int mode) noexcept nogil:
+    cdef Py_ssize_t outer = b.shape[0], n = b.shape[1], inner = b.shape[2], size = table.shape[0]
+    cdef Py_ssize_t o, t, k, f, bad
+    cdef index_t j
+    cdef value_t prev, new
+    if mode == MODE_RAISE:
+        bad = first_out_of_range(index, size)
+        if bad >= 0:
+            return bad
+    for o in range(outer):
+        for k in range(size):
+            for f in range(inner):
+                table[k, f] = 0
+        for t in range(n):
+            k = n - 1 - t if reverse else t
+            j = index[k]
+            if <uint64_t>j >= <uint64_t>size:
+                for f in range(inner):
+                    out[o, k, f] = 0
+                continue
+            for f in range(inner):
+                prev = table[j, f]
+                new = b[o, k, f] + a[o, k, f] * prev
+                table[j, f] = new
+                out[o, k, f] = prev if exclusive else new
+    return -1
+
+
+# ---- Python entry points ---------------------------------------------------------------------------------------
+# The loops run without bounds checks, so the wrappers check every extent they rely on.
+
+cdef int _check(str kernel, tuple src_shape, Py_ssize_t index_len, tuple arrays, tuple tables,
+                Py_ssize_t size) except -1:
+    if index_len != src_shape[1]:
+        raise ValueError(f"{kernel}: index has {index_len} entries for {src_shape[1]} rows of src")
+    for name, shape in arrays:
+        if shape != src_shape:
+            raise ValueError(f"{kernel}: {name} shape {shape} != src shape {src_shape}")
+    for name, shape in tables:
+        if shape != (size, src_shape[2]):
+            raise ValueError(f"{kernel}: {name} shape {shape} != ({size}, {src_shape[2]})")
+    return 0
+
+
+cdef tuple _shape3(const value_t[:, :, ::contiguous] a):
+    return (a.shape[0], a.shape[1], a.shape[2])
+
+
+def scan(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+         value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, const value_t[::1] identity,
+         bint reverse=False, bint exclusive=False, int mode=MODE_RAISE, int64_t[:, :, ::contiguous] arg=None,
+         int64_t[:, ::contiguous] targ=None):
+    """Run the grouped scan for OP_ADD, OP_MUL, OP_MAX or OP_MIN; `table` (size, inner) is scratch space for the
+    running values, `identity` a one-element array holding the start value. With `arg` and `targ` (max/min
+    only; shaped as `out` and `table`) also the position each output value comes from. Returns -1 or the first
+    bad index position."""
+    cdef Py_ssize_t status = -1
+    cdef OpAdd add
+    cdef OpMul mul
+    cdef OpMax mx
+    cdef OpMin mn
+    cdef bint track = arg is not None
+    cdef int64_t[:, :, ::1] no_arg
+    cdef int64_t[:, ::1] no_targ
+    if opcode not in (OP_ADD, OP_MUL, OP_MAX, OP_MIN):
+        raise ValueError(f"scan takes OP_ADD, OP_MUL, OP_MAX or OP_MIN, got op code {opcode}")
+    if identity.shape[0] != 1:
+        raise ValueError(f"scan: identity has {identity.shape[0]} entries, not 1")
+    shape = _shape3(src)
+    _check("scan", shape, index.shape[0], (("out", _shape3(out)),),
+           (("table", (table.shape[0], table.shape[1])),), table.shape[0])
+    if track:
+        if opcode not in (OP_MAX, OP_MIN) or targ is None:
+            raise ValueError("scan: arg (with targ) is for OP_MAX and OP_MIN only")
+        _check("scan", shape, index.shape[0], (("arg", (arg.shape[0], arg.shape[1], arg.shape[2])),),
+               (("targ", (targ.shape[0], targ.shape[1])),), table.shape[0])
+    else:
+        no_arg = np.zeros((1, 1, 1), np.int64)
+        no_targ = np.zeros((1, 1), np.int64)
+        arg, targ = no_arg, no_targ
+    with nogil:
+        if opcode == OP_ADD:
+            status = scan_rows(add, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
+                               targ)
+        elif opcode == OP_MUL:
+            status = scan_rows(mul, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
+                               targ)
+        elif opcode == OP_MAX:
+            status = scan_rows(mx, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ)
+        else:
+            status = scan_rows(mn, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ)
+    return status
+
+
+def linear_scan(const value_t[:, :, ::contiguous] b, const value_t[:, :, ::contiguous] a,
+                const index_t[::1] index, value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table,
+                bint reverse=False, bint exclusive=False, int mode=MODE_RAISE):
+    """Run the linear recurrence ``new = b + a * prev`` along each group (`table`: (size, inner) scratch);
+    returns -1 or the first bad index position."""
+    cdef Py_ssize_t status = -1
+    _check("linear_scan", _shape3(b), index.shape[0], (("a", _shape3(a)), ("out", _shape3(out))),
+           (("table", (table.shape[0], table.shape[1])),), table.shape[0])
+    with nogil:
+        status = linear_scan_rows(b, a, index, out, table, reverse, exclusive, mode)
+    return status

@@ -223,3 +223,17 @@ def test_scan_empty_and_zero_groups(backend):
         assert got.shape == src.shape
     got = backend.call(cs.scatter_scan, np.ones((3, 0)), np.array([0, 1, 0]), "add")
     assert got.shape == (3, 0)
+
+
+@pytest.mark.parametrize("op", SCAN_OPS)
+@pytest.mark.parametrize("exclusive", (False, True))
+@pytest.mark.parametrize("reverse", (False, True))
+def test_scan_strided_and_wide_inputs(op, exclusive, reverse):
+    """The pointer loops (one-element and wide rows) read strided rows and batches as the reference does."""
+    rng = np.random.default_rng(15)
+    index = rng.integers(0, 6, 40)
+    kw = dict(exclusive=exclusive, reverse=reverse)
+    base = rng.normal(size=(3, 80, 10))
+    for src, axis in ((base[:, ::2, 0], 1), (base[1, ::2, ::3], 0), (base[:, ::2, :].transpose(0, 1, 2), 1),
+                      (np.asfortranarray(base[0, :40, :]), 0), (base[::2, 1::2, 1:8], 1)):
+        assert_same(cs.scatter_scan(src, index, op, axis=axis, **kw), ref_scan(src, index, op, axis=axis, **kw))

@@ -2,7 +2,9 @@
 
 Contenders per op, on the same values and the same unsorted group index:
   cyscatter.scatter_scan        one pass over the index with a running value per group (one thread)
-  numpy_groupies aggregate      aggregate(index, src, func="cumsum"/"cumprod"/"cummax"/"cummin") (numpy impl.)
+  numpy_groupies (default)      aggregate(index, src, func="cumsum"/"cumprod"/"cummax"/"cummin"): its numba
+                                implementation when numba is installed (as here), else the NumPy one
+  numpy_groupies (numpy)        numpy_groupies.aggregate_np, the implementation without numba (cumsum only)
   pandas groupby                pd.Series(src).groupby(index).cumsum() (and cumprod/cummax/cummin)
 Times are the best of --repeat runs; ratios are each contender's time over scatter_scan's in the same run.
 The machine may be shared: rerun and compare ratios, not absolute times.
@@ -51,8 +53,11 @@ def main(argv=None):
             assert np.allclose(got, want, rtol=1e-9), op
             series = pd.Series(src)
             rows = [("cyscatter.scatter_scan", lambda: cs.scatter_scan(src, index, op)),
-                    ("numpy_groupies", lambda: npg.aggregate(index, src, func=NPG[op])),
+                    (f"numpy_groupies ({npg.aggregate.__module__.rpartition('_')[2]})",
+                     lambda: npg.aggregate(index, src, func=NPG[op])),
                     ("pandas groupby", lambda: getattr(series.groupby(index), NPG[op])())]
+            if op == "add":   # the NumPy implementation has cumsum only
+                rows.insert(2, ("numpy_groupies (numpy)", lambda: npg.aggregate_np(index, src, func="cumsum")))
             base = None
             for name, fn in rows:
                 t = best(fn, args.repeat)

@@ -84,8 +84,8 @@ class ScanView:
         reverse = self.reverse if reverse is None else reverse
         exclusive = self.exclusive if exclusive is None else exclusive
         ident = np.asarray(op.identity(self.result)).astype(src3.dtype)
-        if self.xp is not np:
-            return _scan_sorted(self.xp, op.name, src3, self.plan, ident, reverse, exclusive, track)
+        if self.xp is not np:   # (a NumPy scalar, not a 0-d host array, as the fill of device arrays)
+            return _scan_sorted(self.xp, op.name, src3, self.plan, ident[()], reverse, exclusive, track)
         out3 = np.empty(src3.shape, src3.dtype)
         arg3 = targ = None
         with sized_by(*self.sized):   # the running table has a row per group: a MemoryError names what sized it

@@ -169,6 +169,21 @@ cdef Py_ssize_t linear_scan_rows(const value_t[:, :, ::contiguous] b, const valu
     return -1
 
 
+cdef void route_rows(const value_t[:, :, ::contiguous] grad, const int64_t[:, :, ::contiguous] arg,
+                     value_t[:, :, ::contiguous] out) noexcept nogil:
+    """out[o, arg[o, k, f], f] += grad[o, k, f] for arg >= 0, in k order: the adjoint of picking the running
+    extremum's holder (max/min scans). `out` starts at 0; the wrapper checks every arg is below n."""
+    cdef Py_ssize_t outer = grad.shape[0], n = grad.shape[1], inner = grad.shape[2]
+    cdef Py_ssize_t o, k, f
+    cdef int64_t p
+    for o in range(outer):
+        for k in range(n):
+            for f in range(inner):
+                p = arg[o, k, f]
+                if p >= 0:
+                    out[o, p, f] = out[o, p, f] + grad[o, k, f]
+
+
 # ---- Python entry points ---------------------------------------------------------------------------------------
 # The loops run without bounds checks, so the wrappers check every extent they rely on.
 
@@ -246,3 +261,16 @@ def linear_scan(const value_t[:, :, ::contiguous] b, const value_t[:, :, ::conti
     with nogil:
         status = linear_scan_rows(b, a, index, out, table, reverse, exclusive, mode)
     return status
+
+
+def route(const value_t[:, :, ::contiguous] grad, const int64_t[:, :, ::contiguous] arg,
+          value_t[:, :, ::contiguous] out):
+    """Add each grad[o, k, f] into out[o, arg[o, k, f], f] (skipping arg < 0); `out` shaped as `grad`."""
+    shape = _shape3(grad)
+    if (arg.shape[0], arg.shape[1], arg.shape[2]) != shape or _shape3(out) != shape:
+        raise ValueError(f"route: arg {(arg.shape[0], arg.shape[1], arg.shape[2])} and out {_shape3(out)} must "
+                         f"have grad's shape {shape}")
+    if arg.shape[0] and arg.shape[1] and arg.shape[2] and np.asarray(arg).max() >= shape[1]:
+        raise ValueError(f"route: arg holds a position past {shape[1] - 1}")
+    with nogil:
+        route_rows(grad, arg, out)

@@ -237,3 +237,40 @@ def test_scan_strided_and_wide_inputs(op, exclusive, reverse):
     for src, axis in ((base[:, ::2, 0], 1), (base[1, ::2, ::3], 0), (base[:, ::2, :].transpose(0, 1, 2), 1),
                       (np.asfortranarray(base[0, :40, :]), 0), (base[::2, 1::2, 1:8], 1)):
         assert_same(cs.scatter_scan(src, index, op, axis=axis, **kw), ref_scan(src, index, op, axis=axis, **kw))
+
+
+def test_scan_kernel_entry_points_refuse_what_would_go_out_of_bounds():
+    """The loops run unchecked: every `def` entry point of scan_kernels checks the extents it relies on."""
+    from cyscatter import scan_kernels
+    src = np.ones((1, 4, 2))
+    index = np.array([0, 1, 0, 1])
+    out = np.empty_like(src)
+    table = np.empty((2, 2))
+    ident = np.zeros(1)
+    assert scan_kernels.scan(0, src, index, out, table, ident) == -1
+    assert scan_kernels.scan(0, src, np.array([0, 1, 0, 2]), out, table, ident) == 3   # the first bad position
+    with pytest.raises(ValueError, match="index has 3 entries"):
+        scan_kernels.scan(0, src, index[:3], out, table, ident)
+    with pytest.raises(ValueError, match="out shape"):
+        scan_kernels.scan(0, src, index, np.empty((1, 4, 1)), table, ident)
+    with pytest.raises(ValueError, match="table shape"):
+        scan_kernels.scan(0, src, index, out, np.empty((2, 1)), ident)
+    with pytest.raises(ValueError, match="identity"):
+        scan_kernels.scan(0, src, index, out, table, np.zeros(2))
+    with pytest.raises(ValueError, match="op code"):
+        scan_kernels.scan(1, src, index, out, table, ident)
+    with pytest.raises(ValueError, match="OP_MAX and OP_MIN only"):
+        scan_kernels.scan(0, src, index, out, table, ident, arg=np.empty((1, 4, 2), np.int64),
+                          targ=np.empty((2, 2), np.int64))
+    with pytest.raises(ValueError, match="arg shape"):
+        scan_kernels.scan(4, src, index, out, table, ident, arg=np.empty((1, 3, 2), np.int64),
+                          targ=np.empty((2, 2), np.int64))
+    with pytest.raises(ValueError, match="targ shape"):
+        scan_kernels.scan(4, src, index, out, table, ident, arg=np.empty((1, 4, 2), np.int64),
+                          targ=np.empty((1, 2), np.int64))
+    with pytest.raises(ValueError, match="a shape"):
+        scan_kernels.linear_scan(src, np.ones((1, 4, 1)), index, out, table)
+    with pytest.raises(ValueError, match="past 3"):
+        scan_kernels.route(src, np.full((1, 4, 2), 4, np.int64), np.zeros_like(src))
+    with pytest.raises(ValueError, match="grad's shape"):
+        scan_kernels.route(src, np.zeros((1, 4, 1), np.int64), np.zeros_like(src))

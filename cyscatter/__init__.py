@@ -29,6 +29,7 @@ from cyscatter._reverse_extra import (gather_segment_vjp_src, scatter_log_softma
                                       scatter_logsumexp_jvp, scatter_logsumexp_vjp, scatter_softmax_jvp,
                                       scatter_softmax_vjp, scatter_std_jvp, scatter_std_vjp, scatter_var_jvp,
                                       scatter_var_vjp, segment_jvp, segment_vjp_src)
+from cyscatter._scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
 from cyscatter._scatter import scatter, scatter_into
 from cyscatter._segment import gather_segment, segment, segment_ids
 from cyscatter._softmax import scatter_log_softmax, scatter_logsumexp, scatter_softmax
@@ -50,7 +51,7 @@ __all__ = [
     "gather_scatter", "gather_scatter_plan", "GatherScatterPlan", "gather_scatter_vjp_src",
     "gather_scatter_vjp_weight", "gather_scatter_jvp",
     # peer parity, round 2 (issue 18)
-    "scatter_count", "scatter_any", "scatter_all",
+    "scatter_count", "scatter_any", "scatter_all", "scatter_scan", "scatter_scan_vjp", "scatter_scan_jvp",
     # NaN-skipping reductions (issue 18 item 3; the ops nansum, nanprod, fmax, fmin, nanmean are in OPS)
     "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd",
 ]

@@ -87,9 +87,13 @@ FRAGMENTS = {
     CuPy flushes float32 subnormals to zero.""",
 }
 
-FRAGMENTS["indptr"] = """indptr : 1-D int array of length S + 1
+FRAGMENTS["indptr"] = """indptr : int array, shape (S + 1,) or B' + (S + 1,)
         CSR pointer: segment s holds rows ``indptr[s]:indptr[s + 1]`` along `axis`. Must start at 0, never
-        decrease and end at the number of rows; equal neighbours make empty segments."""
+        decrease and end at the number of rows; equal neighbours make empty segments. Batched, as
+        pytorch_scatter's ``segment_csr``: an indptr with k = ``indptr.ndim - 1`` leading dims B' holds one
+        pointer per batch row ``b`` of ``src[b]`` (B' equal to src's first k dims, or 1 there to broadcast);
+        the rows then lie along axis k (the default `axis`; a given one must equal it), each row is checked
+        (errors name its batch position) and one translated pointer serves all, with no loop over the batch."""
 
 FRAGMENTS["indices_are_sorted"] = """indices_are_sorted : bool, default False
         A speed hint (JAX's name): equal index entries are mostly adjacent, as in a sorted index. For

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter import group_kernels
-from cyscatter._backend import backend_of, host_asarray
+from cyscatter._backend import backend_of, host_asarray, shape_of
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
@@ -87,17 +87,17 @@ def segment_ids(indptr: ArrayInput) -> Any:
 
 
 @overload
-def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex = ...,
+def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
             fill_value: FillValue | None = ...) -> Any: ...
 
 
 @overload
-def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex = ...,
+def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
             fill_value: FillValue | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
-def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex = 0,
+def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
             fill_value: FillValue | None = None) -> Any:
     """Reduce consecutive segments of rows: ``out[b, s, f] = op-reduction of src[b, indptr[s]:indptr[s+1], f]``.
 
@@ -114,8 +114,9 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
         Values; the n rows along `axis` are cut into segments.
     {indptr}
     {op}
-    axis : int, default 0
+    axis : int, optional
         The axis of `src` holding the rows; the dims before it are batch dims B. Negative counts from the end.
+        Default: ``indptr.ndim - 1`` (0 for a 1-D `indptr`).
     fill_value : scalar, optional
         Value of the empty segments (default: the op's identity, 0 for mean).
 
@@ -129,8 +130,9 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     TypeError
         Unknown op type, non-integer `indptr`, an unsupported dtype (bool, object; complex for max/min).
     ValueError
-        Unknown op name, an `axis` that does not fit, an `indptr` that is not 1-D, does not start at 0, does
-        not end at n, or decreases (the message names the segment).
+        Unknown op name, an `axis` that does not fit (or differs from ``indptr.ndim - 1`` for a batched
+        `indptr`), an `indptr` without entries, whose batch dims do not fit src's, that does not start at 0,
+        does not end at n, or decreases (the message names the segment and batch row).
 
     Notes
     -----
@@ -144,10 +146,20 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     >>> cs.segment(np.array([[1, 5], [3, 4], [2, 6]]), np.array([0, 1, 3]), "max")
     array([[1, 5],
            [3, 6]])
+    >>> cs.segment(np.array([[1, 2, 3], [4, 5, 6]]), np.array([[0, 1, 3], [0, 3, 3]]))   # one pointer per row
+    array([[ 1,  5],
+           [15,  0]])
     """
     op = get_op(op)
     op.require_plain("segment")
     be = backend_of(src=src, indptr=indptr)
+    if len(shape_of(indptr)) > 1:
+        src = be.asarray(src)
+        axis = segment_axis(indptr, axis, src.ndim)
+        flat, batch, nseg, _ = batched_indptr(indptr, src.shape, be.xp, rows=src.shape[axis])
+        out = segment(merge_batch(src, axis), flat, op, axis=0, fill_value=fill_value)
+        return out.reshape(batch + (nseg,) + src.shape[axis + 1:])
+    axis = 0 if axis is None else axis
     if be.xp is not np or op.winner:   # assignments (set, first): the scatter's winner pass and gather
         return _segment_by_scatter(be, src, indptr, op, axis, fill_value)
     src = host_asarray(src)
@@ -176,15 +188,15 @@ def _segment_by_scatter(be, src, indptr, op, axis, fill_value):
 
 
 @overload
-def gather_segment(src: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> Any: ...
+def gather_segment(src: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
-def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> NDArray[Any]: ...
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
-def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = 0) -> Any:
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:
     """Broadcast each segment's row back to its members: ``out[b, k, f] = src[b, s, f]`` for k in segment s.
 
     The gather counterpart (and adjoint) of `segment`: pytorch_scatter's ``gather_csr``, NumPy's
@@ -195,8 +207,8 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex =
     src : array_like, shape B + (S,) + F
         One row per segment (any dtype).
     {indptr}
-    axis : int, default 0
-        The axis of `src` holding the S segment rows.
+    axis : int, optional
+        The axis of `src` holding the S segment rows. Default: ``indptr.ndim - 1`` (0 for a 1-D `indptr`).
 
     Returns
     -------
@@ -208,8 +220,9 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex =
     TypeError
         Non-integer `indptr`.
     ValueError
-        An `axis` that does not fit, an `indptr` that is not 1-D, does not start at 0, decreases, or has a
-        length other than S + 1.
+        An `axis` that does not fit, an `indptr` without entries, does not start at 0, decreases, or has a
+        length other than S + 1; batched, batch dims that do not fit src's or rows ending at different
+        ``indptr[b, -1]`` (the output must be rectangular; pytorch_scatter's ``gather_csr`` reads the last).
 
     Examples
     --------
@@ -219,7 +232,11 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex =
     """
     be = backend_of(src=src, indptr=indptr)
     src = be.asarray(src)
-    axis = normalize_axis(axis, src.ndim, 1)
+    axis = segment_axis(indptr, axis, src.ndim)
+    batched = batched_indptr(indptr, src.shape, be.xp, segments=src.shape[axis])
+    if batched is not None:
+        flat, batch, _, rows = batched
+        return gather_segment(merge_batch(src, axis), flat, axis=0).reshape(batch + (rows,) + src.shape[axis + 1:])
     ptr = check_indptr(indptr, xp=be.xp)
     if ptr.size - 1 != src.shape[axis]:
         raise ValueError(f"indptr has {ptr.size} entries, so it describes {ptr.size - 1} segments, but src has "
@@ -230,3 +247,89 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex =
         with sized_by("indptr[-1]", int(ptr[-1])):
             return np.repeat(src, np.diff(ptr), axis=axis)
     return gather(src, segment_ids(ptr), axis=axis)
+
+
+# ---- batched pointers (pytorch_scatter's indptr of shape B + (S + 1,)) -------------------------------------------
+
+def segment_axis(indptr, axis, ndim: int, array: str = "src") -> int:
+    """The axis the CSR rows lie along: ``indptr.ndim - 1`` (pytorch_scatter's rule), which `axis`, if given, must
+    equal for a batched `indptr`; `axis` (default 0) for a 1-D one."""
+    k = max(len(shape_of(indptr)), 1) - 1
+    if k and ndim <= k:
+        raise ValueError(f"indptr has shape {shape_of(indptr)}: {k} batch dims, its segments along axis {k}, so "
+                         f"{array} needs more than {k} dims, got {ndim}")
+    if axis is None:
+        return normalize_axis(k, ndim, 1, array=array)
+    axis = normalize_axis(axis, ndim, 1, array=array)
+    if k and axis != k:
+        raise ValueError(f"indptr has shape {shape_of(indptr)}, so its segments lie along axis {k} "
+                         f"(indptr.ndim - 1, as pytorch_scatter's segment_csr), but axis={axis} was given")
+    return axis
+
+
+def batched_indptr(indptr, shape: tuple, xp=np, *, rows: int | None = None, rows_of: str = "src",
+                   segments: int | None = None):
+    """A batched `indptr` of shape B' + (S + 1,) translated into one 1-D pointer, or None for a 1-D `indptr`.
+
+    `shape` is the array's shape B + (r,) + F with len(B) == len(B'); each dim of B' must be 1 (broadcast, as
+    pytorch_scatter expands it) or that of B. Row b of the pointer cuts rows ``b * n .. (b + 1) * n`` of the
+    array reshaped to ``(prod(B) * n,) + F`` (n = `rows`, or for a gather the common last entry), so one call of
+    the 1-D path along axis 0 serves every batch row: one vectorised translation, no loop over the batch.
+
+    Returns (flat pointer (int64, length prod(B) * S + 1), B, S, n). Raises as `check_indptr` does, naming the
+    batch position of the first bad row; `segments` (a gather's rows) must equal S.
+    """
+    ptr = host_asarray(indptr) if xp is np else xp.asarray(indptr)
+    if ptr.ndim <= 1:
+        return None
+    if ptr.dtype == np.bool_ or ptr.dtype.kind not in "iu":
+        raise TypeError(f"indptr must hold integers, got dtype {ptr.dtype}")
+    k = ptr.ndim - 1
+    batch = tuple(shape[:k])
+    if ptr.shape[-1] == 0:
+        raise ValueError(f"indptr must have at least one entry along its last dim (S + 1 for S segments), got "
+                         f"shape {ptr.shape}")
+    if any(p not in (1, b) for p, b in zip(ptr.shape[:k], batch)):
+        raise ValueError(f"indptr's batch dims {ptr.shape[:k]} must equal (or be 1 against) the first {k} dims "
+                         f"of {rows_of}, {batch}")
+    nseg = ptr.shape[-1] - 1
+    if segments is not None and nseg != segments:
+        raise ValueError(f"indptr has {nseg + 1} entries along its last dim, so it describes {nseg} segments, but "
+                         f"{rows_of} has {segments} rows along axis {k}")
+    if ptr.dtype == np.uint64 and ptr.size and ptr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"indptr holds {ptr.max()}, larger than any row count")
+    ptr = xp.broadcast_to(ptr.astype(np.int64, copy=False), batch + (nseg + 1,)).reshape(-1, nseg + 1)
+
+    def where(b: int) -> str:
+        pos = tuple(int(i) for i in np.unravel_index(b, batch))
+        return "indptr[" + ", ".join(map(str, pos)) + ", "
+
+    if ptr.shape[0]:
+        first = ptr[:, 0]
+        if bool((first != 0).any()):
+            b = int(xp.argmax(first != 0))
+            raise ValueError(f"{where(b)}0] = {int(first[b])} must be 0 (batch row {b})")
+        last = ptr[:, -1]
+        if rows is None:
+            rows = int(last[0])
+        if bool((last != rows).any()):
+            b = int(xp.argmax(last != rows))
+            raise ValueError(f"{where(b)}-1] = {int(last[b])} must equal the number of rows of {rows_of} along "
+                             f"axis {k}, {rows}" if segments is None else
+                             f"{where(b)}-1] = {int(last[b])} differs from {where(0)}-1] = {rows}: every batch "
+                             f"row must gather the same number of rows")
+        steps = xp.diff(ptr, axis=1)
+        if steps.size and bool((steps < 0).any()):
+            b, s = (int(i) for i in np.unravel_index(int(xp.argmax((steps < 0).ravel())), steps.shape))
+            raise ValueError(f"indptr must not decrease, but {where(b)}{s}] = {int(ptr[b, s])} > "
+                             f"{where(b)}{s + 1}] = {int(ptr[b, s + 1])}")
+    rows = 0 if rows is None else rows
+    offsets = xp.arange(ptr.shape[0], dtype=np.int64)[:, None] * rows
+    flat = xp.concatenate([xp.zeros(1, np.int64), (ptr[:, 1:] + offsets).ravel()])
+    return flat, batch, nseg, rows
+
+
+def merge_batch(arr, k: int):
+    """`arr` of shape B + (r,) + F (len(B) == k) as ``(prod(B) * r,) + F``; `arr` is an array (or autograd box)."""
+    shape = tuple(shape_of(arr))
+    return arr.reshape((prod(shape[:k + 1]),) + shape[k + 1:])

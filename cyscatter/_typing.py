@@ -26,11 +26,14 @@ else:   # at run time the alias names the class without importing the registry (
 ScatterOp = Literal["add", "sum", "sub", "mul", "prod", "div", "max", "amax", "min", "amin", "mean", "sqrt_n",
                     "set", "last", "first", "nansum", "nanadd", "nanprod", "nanmul", "fmax", "nanmax", "fmin",
                     "nanmin", "nanmean"]
+# the ops a grouped scan (`scatter_scan`) takes: add, mul, max, min and their aliases
+ScanOp = Literal["add", "sum", "mul", "prod", "max", "amax", "min", "amin"]
 # the out-of-range index modes (`cyscatter._index.MODES`)
 Mode = Literal["raise", "drop", "wrap", "clip", "normalize_drop"]
 
 # an op name or a registry entry (`cyscatter.OPS`, `cyscatter.get_op`)
 OpLike: TypeAlias = Union[ScatterOp, Op]
+ScanOpLike: TypeAlias = Union[ScanOp, Op]
 
 
 class DeviceArray(Protocol):
@@ -63,7 +66,7 @@ DimSize: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex], NDArray[np.in
 # a scalar for the untouched rows of an output, cast to its dtype (strings and bytes: gather of text)
 FillValue: TypeAlias = Union[complex, str, bytes, np.generic]
 
-__all__ = ["ScatterOp", "Mode", "OpLike", "ArrayInput", "IndexLike", "DeviceArray", "DLPackArray", "DeviceIndex",
+__all__ = ["ScatterOp", "ScanOp", "Mode", "OpLike", "ScanOpLike", "ArrayInput", "IndexLike", "DeviceArray", "DLPackArray", "DeviceIndex",
            "DimSize", "FillValue"]
 
 if TYPE_CHECKING:

@@ -7,6 +7,8 @@
 
 ScatterOp
     ``Literal`` of every op name and alias `scatter` accepts (``"add"``, ``"sum"``, ``"mean"``, ...).
+ScanOp, ScanOpLike
+    ``Literal`` of the ops `scatter_scan` takes (add, mul, max, min and their aliases); it or an ``Op``.
 Mode
     ``Literal`` of the out-of-range index modes: ``"raise"``, ``"drop"``, ``"wrap"``, ``"clip"``,
     ``"normalize_drop"``.
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from cyscatter._ops import Op
 from cyscatter._typing import (ArrayInput, DeviceArray, DeviceIndex, DimSize, DLPackArray, FillValue, IndexLike, Mode,
-                               OpLike, ScatterOp)
+                               OpLike, ScanOp, ScanOpLike, ScatterOp)
 
-__all__ = ["ScatterOp", "Mode", "Op", "OpLike", "ArrayInput", "IndexLike", "DLPackArray", "DeviceArray", "DeviceIndex",
+__all__ = ["ScatterOp", "ScanOp", "ScanOpLike", "Mode", "Op", "OpLike", "ArrayInput", "IndexLike", "DLPackArray", "DeviceArray", "DeviceIndex",
            "DimSize", "FillValue"]

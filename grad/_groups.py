@@ -25,7 +25,7 @@ from autograd.tracer import getval
 import cyscatter as cs
 from cyscatter._canonical import normalize_axis
 from cyscatter._index import plan_index
-from cyscatter._segment import check_indptr
+from cyscatter._segment import batched_indptr, check_indptr, merge_batch, segment_axis
 from grad._args import layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive
@@ -346,16 +346,16 @@ def _rows_along(src, axis) -> int:
 
 
 @overload
-def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex = ...,
+def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
             fill_value: FillValue | None = ...) -> Any: ...
 
 
 @overload
-def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex = ...,
+def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
             fill_value: FillValue | None = ...) -> NDArray[Any]: ...
 
 
-def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex = 0,
+def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
             fill_value: FillValue | None = None) -> Any:
     """Differentiable `cyscatter.segment`: `grad.scatter` with the index ``segment_ids(indptr)``.
 
@@ -366,9 +366,9 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     ----------
     src : array_like, shape B + (n,) + F
         Values; the n rows along `axis` are cut into segments.
-    indptr : 1-D int array of length S + 1
-        CSR pointer, as in `cyscatter.segment`.
-    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
+    indptr : int array, shape (S + 1,) or B' + (S + 1,)
+        CSR pointer, as in `cyscatter.segment` (batched too).
+    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first"}, default "add"
         As in `cyscatter.segment`.
     axis, fill_value : optional
         As in `cyscatter.segment` (keyword-only).
@@ -378,28 +378,34 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     out : ndarray, shape B + (S,) + F
         The result of `cyscatter.segment`.
     """
+    if np.ndim(indptr) > 1:   # pytorch_scatter's batched pointer: one 1-D pointer over the merged batch rows
+        k = segment_axis(indptr, axis, np.ndim(src))
+        flat, batch, nseg, _ = batched_indptr(indptr, np.shape(src), rows=np.shape(src)[k])
+        out = scatter(merge_batch(src, k), cs.segment_ids(flat), op, dim_size=flat.size - 1, fill_value=fill_value)
+        return out.reshape(batch + (nseg,) + np.shape(src)[k + 1:])
+    axis = 0 if axis is None else axis
     ptr = check_indptr(indptr, _rows_along(src, axis))
     return scatter(src, cs.segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
 
 
 @overload
-def gather_segment(src: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> Any: ...
+def gather_segment(src: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> Any: ...
 
 
 @overload
-def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = ...) -> NDArray[Any]: ...
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
-def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex = 0) -> Any:
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:
     """Differentiable `cyscatter.gather_segment`: `grad.gather` with the index ``segment_ids(indptr)``.
 
     Parameters
     ----------
     src : array_like, shape B + (S,) + F
         One row per segment.
-    indptr : 1-D int array of length S + 1
-        CSR pointer, as in `cyscatter.gather_segment`.
-    axis : int, default 0
+    indptr : int array, shape (S + 1,) or B' + (S + 1,)
+        CSR pointer, as in `cyscatter.gather_segment` (batched too).
+    axis : int, optional
         As in `cyscatter.gather_segment`.
 
     Returns
@@ -407,6 +413,11 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex =
     out : ndarray, shape B + (indptr[-1],) + F
         The result of `cyscatter.gather_segment`.
     """
+    if np.ndim(indptr) > 1:
+        k = segment_axis(indptr, axis, np.ndim(src))
+        flat, batch, _, rows = batched_indptr(indptr, np.shape(src), segments=np.shape(src)[k])
+        return gather(merge_batch(src, k), cs.segment_ids(flat)).reshape(batch + (rows,) + np.shape(src)[k + 1:])
+    axis = 0 if axis is None else axis
     ptr = check_indptr(indptr)
     if ptr.size - 1 != _rows_along(src, axis):
         raise ValueError(f"indptr describes {ptr.size - 1} segments, but src has {_rows_along(src, axis)} rows "

@@ -78,6 +78,12 @@ def _baselines() -> dict[str, Callable[[], dict]]:
         **{f"cyscatter.scatter_{kind}": (lambda: dict(src=src(), index=idx(), dim_size=3, axis=0, fill_value=True,
                                                       mode="raise", indices_are_sorted=False, num_threads=2))
            for kind in ("any", "all")},
+        "cyscatter.scatter_scan": lambda: dict(src=src(), index=idx(), op="max", exclusive=False, reverse=False,
+                                               **group),
+        "cyscatter.scatter_scan_vjp": lambda: dict(op="max", grad_out=np.ones(4), src=src(), index=idx(),
+                                                   exclusive=False, reverse=False, **group),
+        "cyscatter.scatter_scan_jvp": lambda: dict(op="max", src=src(), index=idx(), src_dot=np.ones(4),
+                                                   exclusive=False, reverse=False, **group),
         "cyscatter.scatter_logsumexp": lambda: dict(src=src(), index=idx(), **group),
         "cyscatter.scatter_softmax": lambda: dict(src=src(), index=idx(), **group),
         "cyscatter.scatter_log_softmax": lambda: dict(src=src(), index=idx(), **group),

@@ -260,7 +260,7 @@ ROLES = {
 ROLE_OF = {"src": "values", "dst": "values", "out": "tangent", "grad_out": "tangent", "src_dot": "tangent",
            "dst_dot": "tangent", "index": "index", "indptr": "indptr", "axis": "axis", "dim_size": "size",
            "src_shape": "src_shape", "num_threads": "threads", "op": "op", "mode": "mode", "fill_value": "fill",
-           "ddof": "ddof", "indices_are_sorted": "flag", "dim_chunks": "dim_chunks", "split_every": "split_every",
+           "ddof": "ddof", "indices_are_sorted": "flag", "exclusive": "flag", "reverse": "flag", "dim_chunks": "dim_chunks", "split_every": "split_every",
            "gather_index": "index", "scatter_index": "index", "weight": "values", "weight_dot": "tangent",
            "src_size": "size", "plan": "plan", "dtype": "dtype"}
 # arguments whose role depends on the function: `out` of the allocating scatter/gather is an output array
@@ -429,6 +429,15 @@ def _exceptions() -> dict:
     for fn in ("cyscatter.scatter_jvp", "cyscatter.scatter_logsumexp_jvp", "cyscatter.scatter_var_jvp",
                "cyscatter.scatter_std_jvp"):
         exc[(fn, "index", "extra dim")] = OK   # (a 0-d src still meets a src_dot of the baseline's shape: raise)
+    # axis None is the batched-pointer default, indptr.ndim - 1: 0 for the baseline's 1-D indptr (issue 18)
+    for fn in ("cyscatter.segment", "cyscatter.gather_segment", "cyscatter.segment_vjp_src", "cyscatter.segment_jvp",
+               "cyscatter.gather_segment_vjp_src", "grad.segment", "grad.gather_segment"):
+        exc[(fn, "axis", "None")] = SAME
+    # scatter_scan: exclusive/reverse are flags that change the result (1 is True)
+    for fn in ("cyscatter.scatter_scan", "cyscatter.scatter_scan_vjp", "cyscatter.scatter_scan_jvp",
+               "grad.scatter_scan"):
+        exc[(fn, "exclusive", "1")] = OK
+        exc[(fn, "reverse", "1")] = OK
     return exc
 
 

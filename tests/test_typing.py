@@ -83,6 +83,7 @@ GRAD_PARAMETERS = {
     "gather_segment": ["src", "indptr", "axis"],
     "scatter_argmax": ["src", "index", "dim_size", "axis", "fill_value", "mode"],
     "scatter_argmin": ["src", "index", "dim_size", "axis", "fill_value", "mode"],
+    "scatter_scan": ["src", "index", "op", "dim_size", "axis", "mode", "exclusive", "reverse"],
     "gather_scatter": ["src", "gather_index", "scatter_index", "op", "weight", "dim_size", "axis", "fill_value",
                        "mode", "plan", "num_threads"],
 }

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 import cyscatter as cs
 import cyscatter.dask as csd
 import grad as csgrad
-from cyscatter.typing import Mode, Op, ScatterOp
+from cyscatter.typing import Mode, Op, ScanOp, ScatterOp
 
 src: NDArray[np.float64] = np.array([1.0, 2.0, 3.0, 4.0])
 index: NDArray[np.int64] = np.array([0, 2, 0, 2])
@@ -59,6 +59,10 @@ std = cs.scatter_nanstd(src, index)
 seg: NDArray[np.float64] = cs.segment(src, indptr, "min", fill_value=0.0)
 back: NDArray[np.float64] = cs.gather_segment(seg, indptr)
 ids: NDArray[np.int64] = cs.segment_ids(indptr)
+batched: NDArray[np.float64] = cs.segment(np.ones((2, 4)), np.array([[0, 1, 4], [0, 4, 4]]), "add", axis=None)
+running: NDArray[np.float64] = cs.scatter_scan(src, index, "max", exclusive=True, reverse=False)
+running_op: ScanOp = "prod"
+running = cs.scatter_scan(src, index, running_op, mode="drop")
 plan: cs.GatherScatterPlan = cs.gather_scatter_plan(index, np.array([1, 0, 1, 0]), src_size=4, dim_size=2)
 messages: NDArray[np.float64] = cs.gather_scatter(src, index, np.array([1, 0, 1, 0]), "add", weight=src)
 messages = cs.gather_scatter(src, op="mean", plan=plan, num_threads=2)
@@ -85,6 +89,8 @@ tangent = cs.scatter_std_jvp(src, index, std, np.ones(4), ddof=0.5)
 tangent = cs.segment_vjp_src("min", np.ones(3), src, indptr, seg)
 tangent = cs.segment_jvp("min", src, indptr, seg, np.ones(4))
 tangent = cs.gather_segment_vjp_src(np.ones(4), indptr)
+tangent = cs.scatter_scan_vjp("mul", np.ones(4), src, index, exclusive=True)
+tangent = cs.scatter_scan_jvp("min", src, index, np.ones(4), reverse=True)
 weighted = cs.gather_scatter(src, op="max", plan=plan, weight=src)
 tangent = cs.gather_scatter_vjp_src("max", np.ones(2), src, out=weighted, plan=plan, weight=src)
 tangent = cs.gather_scatter_vjp_weight("max", np.ones(2), src, out=weighted, plan=plan, weight=src)
@@ -124,6 +130,7 @@ fwd = csgrad.scatter_var(src, index, ddof=1)
 fwd = csgrad.scatter_std(src, index)
 fwd = csgrad.segment(src, indptr, "add")
 fwd = csgrad.gather_segment(fwd, indptr)
+fwd = csgrad.scatter_scan(src, index, "add", exclusive=True)
 fwd = csgrad.gather_scatter(src, index, np.array([1, 0, 1, 0]), "add", weight=src)
 argmax: NDArray[np.int64] = csgrad.scatter_argmax(src, index)
 argmin: NDArray[np.int64] = csgrad.scatter_argmin(src, index, dim_size=3)

@@ -1,0 +1,276 @@
+"""scatter_scan (grouped cumsum/cumprod/cummax/cummin, issue 18 item 7) against a plain loop reference,
+numpy_groupies' aggregate(func="cum*") and pandas' groupby().cum*(); its reverse functions against the loop's
+finite differences and autograd's check_grads; the validation."""
+import numpy as np
+import pytest
+
+import cyscatter as cs
+from compare import assert_same, tolerance
+from group_cases import LAYOUTS, make_case, values
+from reference_scan import ref_scan
+from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES, op_supports
+
+SCAN_OPS = ("add", "mul", "max", "min")
+MODES = ("raise", "drop", "wrap", "clip", "normalize_drop")
+
+
+def _tol(backend, op, dtype, src):
+    ulps, scale = tolerance(backend.name, op, dtype, src)
+    if backend.name != "numpy" and op in ("add", "mul") and np.dtype(dtype).kind in "fc":
+        return max(ulps, 64), scale   # the GPU path combines in a tree order (documented)
+    return ulps, scale
+
+
+@pytest.mark.parametrize("op", SCAN_OPS)
+@pytest.mark.parametrize("dtype", VALUE_DTYPES)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_scan_matches_reference(backend, op, dtype, kind, layout):
+    if not op_supports(op, dtype):
+        pytest.skip(f"{op} has no order for {dtype}")
+    src, index, dims, axis = make_case(11, kind, layout, "raise", dtype)
+    got = backend.call(cs.scatter_scan, src, index, op, dim_size=dims, axis=axis)
+    want = ref_scan(src, index, op, dim_size=dims, axis=axis)
+    assert_same(got, want, *_tol(backend, op, want.dtype, src))
+
+
+@pytest.mark.parametrize("op", SCAN_OPS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("exclusive", (False, True))
+@pytest.mark.parametrize("reverse", (False, True))
+def test_scan_modes_and_flags(backend, op, mode, kind, exclusive, reverse):
+    src, index, dims, axis = make_case(12, kind, "batch", mode, "float64")
+    got = backend.call(cs.scatter_scan, src, index, op, dim_size=dims, axis=axis, mode=mode, exclusive=exclusive,
+                       reverse=reverse)
+    want = ref_scan(src, index, op, dim_size=dims, axis=axis, mode=mode, exclusive=exclusive, reverse=reverse)
+    assert_same(got, want, *_tol(backend, op, want.dtype, src))
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_scan_index_dtypes(backend, index_dtype):
+    rng = np.random.default_rng(3)
+    index = rng.integers(0, 4, 30).astype(index_dtype)
+    src = rng.normal(size=(30, 2))
+    for op in SCAN_OPS:
+        got = backend.call(cs.scatter_scan, src, index, op)
+        assert_same(got, ref_scan(src, index, op), *_tol(backend, op, np.float64, src))
+
+
+def test_scan_nan_and_signed_zeros():
+    src = np.array([-0.0, 0.0, np.nan, 1.0, -0.0, 5.0])
+    index = np.array([0, 0, 0, 0, 1, 1])
+    assert_same(cs.scatter_scan(src, index, "max"), np.array([-0.0, 0.0, np.nan, np.nan, -0.0, 5.0]))
+    assert_same(cs.scatter_scan(src[::-1].copy(), index, "min"), ref_scan(src[::-1], index, "min"))
+
+
+@pytest.mark.parametrize("func,op", [("cumsum", "add"), ("cumprod", "mul"), ("cummax", "max"), ("cummin", "min")])
+@pytest.mark.parametrize("dtype", ("float64", "int64"))
+def test_scan_matches_numpy_groupies(func, op, dtype):
+    npg = pytest.importorskip("numpy_groupies")
+    rng = np.random.default_rng(4)
+    index = rng.integers(0, 7, 200)
+    src = values(rng, 200, dtype)
+    if op == "mul":
+        src = np.where(src == 0, 1, src).astype(dtype)
+    want = npg.aggregate(index, src, func=func)
+    got = cs.scatter_scan(src, index, op)
+    np.testing.assert_allclose(got, want, rtol=1e-13) if dtype == "float64" else \
+        np.testing.assert_array_equal(got, want)
+    # the last value of each group is the group's scatter result
+    last = np.zeros(7, bool)
+    for j in range(7):
+        members = np.flatnonzero(index == j)
+        if members.size:
+            assert_same(got[members[-1]], cs.scatter(src, index, op, dim_size=7)[j])
+
+
+@pytest.mark.parametrize("method,op", [("cumsum", "add"), ("cumprod", "mul"), ("cummax", "max"), ("cummin", "min")])
+def test_scan_matches_pandas(method, op):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(5)
+    index = rng.integers(0, 5, 100)
+    src = rng.normal(size=(100, 3))
+    want = getattr(pd.DataFrame(src).groupby(index), method)().to_numpy()
+    np.testing.assert_allclose(cs.scatter_scan(src, index, op), want, rtol=1e-12)
+
+
+# ---- reverse functions -------------------------------------------------------------------------------------------
+
+def _numeric_jacobian_checks(op, src, index, exclusive, reverse, mode="raise", dims=None):
+    rng = np.random.default_rng(6)
+    kw = dict(dim_size=dims, mode=mode, exclusive=exclusive, reverse=reverse)
+    g = rng.normal(size=src.shape)
+    t = rng.normal(size=src.shape)
+    eps = 1e-6
+
+    def f(x):
+        return ref_scan(x, index, op, **kw)
+    with np.errstate(invalid="ignore"):   # inf - inf at the identities of exclusive max/min
+        num_jvp = (f(src + eps * t) - f(src - eps * t)) / (2 * eps)
+    num_jvp = np.where(np.isfinite(num_jvp), num_jvp, 0)
+    got_jvp = cs.scatter_scan_jvp(op, src, index, t, **kw)
+    np.testing.assert_allclose(got_jvp, num_jvp, rtol=1e-6, atol=1e-7)
+    got_vjp = cs.scatter_scan_vjp(op, g, src, index, **kw)
+    # adjointness: <vjp(g), t> == <g, jvp(t)>
+    np.testing.assert_allclose(np.sum(got_vjp * t), np.sum(g * got_jvp), rtol=1e-10)
+    return got_vjp, got_jvp
+
+
+@pytest.mark.parametrize("op", SCAN_OPS)
+@pytest.mark.parametrize("exclusive", (False, True))
+@pytest.mark.parametrize("reverse", (False, True))
+@pytest.mark.parametrize("mode", ("raise", "drop"))
+def test_scan_reverse_functions_against_finite_differences(op, exclusive, reverse, mode):
+    src, index, dims, axis = make_case(13, "int", "axis0", mode, "float64")
+    src = src + np.random.default_rng(1).normal(size=src.shape) * 0.1   # no ties: max/min differentiable
+    _numeric_jacobian_checks(op, src, index, exclusive, reverse, mode, dims)
+
+
+@pytest.mark.parametrize("exclusive", (False, True))
+def test_scan_mul_gradient_exact_with_zeros(exclusive):
+    src = np.array([2.0, 0.0, 3.0, 0.0, 5.0, 7.0])
+    index = np.array([0, 0, 0, 0, 1, 1])
+    g = np.arange(1.0, 7.0)
+    # d out[k] / d x[p] = product of the other members up to k: written out for the group [2, 0, 3, 0]
+    want = np.zeros(6)
+    x = src
+    for k in range(6):
+        members = [p for p in range(k + (0 if exclusive else 1)) if index[p] == index[k]]
+        for p in members:
+            want[p] += g[k] * np.prod([x[q] for q in members if q != p])
+    assert_same(cs.scatter_scan_vjp("mul", g, src, index, exclusive=exclusive), want)
+    t = np.ones(6)
+    assert np.allclose(np.sum(want * t), np.sum(g * cs.scatter_scan_jvp("mul", src, index, t, exclusive=exclusive)))
+
+
+def test_scan_vjp_on_gpu_path_matches_cpu(backend):
+    src, index, dims, axis = make_case(14, "tuple", "batch", "drop", "float64")
+    src = src + np.random.default_rng(2).normal(size=src.shape) * 0.1
+    g = np.random.default_rng(3).normal(size=src.shape)
+    for op in SCAN_OPS:
+        for exclusive in (False, True):
+            kw = dict(dim_size=dims, axis=axis, mode="drop", exclusive=exclusive)
+            np.testing.assert_allclose(backend.call(cs.scatter_scan_vjp, op, g, src, index, **kw),
+                                       cs.scatter_scan_vjp(op, g, src, index, **kw), rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(backend.call(cs.scatter_scan_jvp, op, src, index, g, **kw),
+                                       cs.scatter_scan_jvp(op, src, index, g, **kw), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("op", SCAN_OPS)
+@pytest.mark.parametrize("exclusive", (False, True))
+@pytest.mark.parametrize("reverse", (False, True))
+def test_scan_grad_primitive(op, exclusive, reverse):
+    pytest.importorskip("autograd")
+    from autograd.test_util import check_grads
+
+    import grad as csgrad
+    rng = np.random.default_rng(7)
+    src = rng.normal(size=(2, 9, 2))
+    index = np.array([0, 2, 0, 1, 2, 0, 1, 0, 2])
+    kw = dict(axis=1, exclusive=exclusive, reverse=reverse)
+    assert_same(csgrad.scatter_scan(src, index, op, **kw), cs.scatter_scan(src, index, op, **kw))
+    order = 1 if op == "mul" else 2
+
+    def f(s):
+        out = csgrad.scatter_scan(s, index, op, **kw)
+        return anp.where(np.isfinite(getval(out)), out, 0.0)   # a group's first exclusive max is -inf
+    import autograd.numpy as anp
+    from autograd.tracer import getval
+    check_grads(f, modes=["fwd", "rev"], order=order)(src)
+
+
+def test_scan_grad_mul_second_order_refused():
+    pytest.importorskip("autograd")
+    from autograd import grad as agrad
+
+    import grad as csgrad
+    index = np.array([0, 0, 1])
+    f = agrad(lambda s: csgrad.scatter_scan(s, index, "mul").sum())
+    assert np.allclose(f(np.array([2.0, 3.0, 4.0])), [4.0, 2.0, 1.0])
+    with pytest.raises(NotImplementedError):
+        agrad(lambda s: f(s).sum())(np.array([2.0, 3.0, 4.0]))
+
+
+# ---- validation --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda: cs.scatter_scan(np.ones(3), np.array([0, 1, 0]), "mean"), ValueError, "add, mul, max, min"),
+    (lambda: cs.scatter_scan(np.ones(3), np.array([0, 1, 0]), "sub"), ValueError, "'sub'"),
+    (lambda: cs.scatter_scan(np.ones(3), np.array([0, 1, 0]), "nope"), ValueError, "unknown op"),
+    (lambda: cs.scatter_scan(np.ones(3), np.array([0, 1, 0]), 3), TypeError, "op must be a string"),
+    (lambda: cs.scatter_scan(np.ones(3), np.array([0, 5, 0]), dim_size=2), IndexError, r"index\[1\] = 5"),
+    (lambda: cs.scatter_scan(np.ones(3), np.array([0, -1, 0])), IndexError, r"index\[1\] = -1"),
+    (lambda: cs.scatter_scan(np.ones(3), np.array([0.0, 1.0, 0.0])), TypeError, "integers"),
+    (lambda: cs.scatter_scan(np.ones(4), np.array([0, 1, 0])), ValueError, "index shape"),
+    (lambda: cs.scatter_scan(np.ones(3, complex), np.array([0, 1, 0]), "max"), TypeError, "complex"),
+    (lambda: cs.scatter_scan(np.ones(3, bool), np.array([0, 1, 0])), TypeError, "bool"),
+    (lambda: cs.scatter_scan(np.ones(3), np.array([0, 1, 0]), mode="nope"), ValueError, "mode"),
+    (lambda: cs.scatter_scan(np.ones((2, 3)), np.array([0, 1, 0]), axis=2), ValueError, "axis"),
+    (lambda: cs.scatter_scan_vjp("add", np.ones(2), np.ones(3), np.array([0, 1, 0])), ValueError, "grad_out shape"),
+    (lambda: cs.scatter_scan_jvp("add", np.ones(3), np.array([0, 1, 0]), None), TypeError, "src_dot"),
+    (lambda: cs.scatter_scan_jvp("add", np.ones(3), np.array([0, 1, 0]), np.ones(3, bool)), TypeError, "src_dot"),
+])
+def test_scan_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_scan_empty_and_zero_groups(backend):
+    for src, index in ((np.zeros((0, 2)), np.zeros(0, np.int64)), (np.zeros((2, 0, 3)), np.zeros(0, np.int32))):
+        axis = src.ndim - 2
+        got = backend.call(cs.scatter_scan, src, index, "max", axis=axis)
+        assert got.shape == src.shape
+    got = backend.call(cs.scatter_scan, np.ones((3, 0)), np.array([0, 1, 0]), "add")
+    assert got.shape == (3, 0)
+
+
+@pytest.mark.parametrize("op", SCAN_OPS)
+@pytest.mark.parametrize("exclusive", (False, True))
+@pytest.mark.parametrize("reverse", (False, True))
+def test_scan_strided_and_wide_inputs(op, exclusive, reverse):
+    """The pointer loops (one-element and wide rows) read strided rows and batches as the reference does."""
+    rng = np.random.default_rng(15)
+    index = rng.integers(0, 6, 40)
+    kw = dict(exclusive=exclusive, reverse=reverse)
+    base = rng.normal(size=(3, 80, 10))
+    for src, axis in ((base[:, ::2, 0], 1), (base[1, ::2, ::3], 0), (base[:, ::2, :].transpose(0, 1, 2), 1),
+                      (np.asfortranarray(base[0, :40, :]), 0), (base[::2, 1::2, 1:8], 1)):
+        assert_same(cs.scatter_scan(src, index, op, axis=axis, **kw), ref_scan(src, index, op, axis=axis, **kw))
+
+
+def test_scan_kernel_entry_points_refuse_what_would_go_out_of_bounds():
+    """The loops run unchecked: every `def` entry point of scan_kernels checks the extents it relies on."""
+    from cyscatter import scan_kernels
+    src = np.ones((1, 4, 2))
+    index = np.array([0, 1, 0, 1])
+    out = np.empty_like(src)
+    table = np.empty((2, 2))
+    ident = np.zeros(1)
+    assert scan_kernels.scan(0, src, index, out, table, ident) == -1
+    assert scan_kernels.scan(0, src, np.array([0, 1, 0, 2]), out, table, ident) == 3   # the first bad position
+    with pytest.raises(ValueError, match="index has 3 entries"):
+        scan_kernels.scan(0, src, index[:3], out, table, ident)
+    with pytest.raises(ValueError, match="out shape"):
+        scan_kernels.scan(0, src, index, np.empty((1, 4, 1)), table, ident)
+    with pytest.raises(ValueError, match="table shape"):
+        scan_kernels.scan(0, src, index, out, np.empty((2, 1)), ident)
+    with pytest.raises(ValueError, match="identity"):
+        scan_kernels.scan(0, src, index, out, table, np.zeros(2))
+    with pytest.raises(ValueError, match="op code"):
+        scan_kernels.scan(1, src, index, out, table, ident)
+    with pytest.raises(ValueError, match="OP_MAX and OP_MIN only"):
+        scan_kernels.scan(0, src, index, out, table, ident, arg=np.empty((1, 4, 2), np.int64),
+                          targ=np.empty((2, 2), np.int64))
+    with pytest.raises(ValueError, match="arg shape"):
+        scan_kernels.scan(4, src, index, out, table, ident, arg=np.empty((1, 3, 2), np.int64),
+                          targ=np.empty((2, 2), np.int64))
+    with pytest.raises(ValueError, match="targ shape"):
+        scan_kernels.scan(4, src, index, out, table, ident, arg=np.empty((1, 4, 2), np.int64),
+                          targ=np.empty((1, 2), np.int64))
+    with pytest.raises(ValueError, match="a shape"):
+        scan_kernels.linear_scan(src, np.ones((1, 4, 1)), index, out, table)
+    with pytest.raises(ValueError, match="past 3"):
+        scan_kernels.route(src, np.full((1, 4, 2), 4, np.int64), np.zeros_like(src))
+    with pytest.raises(ValueError, match="grad's shape"):
+        scan_kernels.route(src, np.zeros((1, 4, 1), np.int64), np.zeros_like(src))

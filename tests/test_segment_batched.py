@@ -8,7 +8,7 @@ import cyscatter as cs
 from compare import assert_same, tolerance
 from group_cases import random_indptr, values
 from reference_extra import ref_gather_segment, ref_segment
-from testing import OPS, VALUE_DTYPES, op_supports
+from testing import PLAIN_OPS, VALUE_DTYPES, op_supports
 
 # (src shape, indptr batch shape): rows along len(batch), the features after
 LAYOUTS = {"one_batch": ((3, 9, 2), (3,)), "two_batch": ((2, 3, 7), (2, 3)), "broadcast": ((2, 3, 8, 2), (1, 3)),
@@ -33,7 +33,7 @@ def _loop_reference(src, ptr, k, fn):
     return rows
 
 
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", PLAIN_OPS)
 @pytest.mark.parametrize("dtype", VALUE_DTYPES)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_batched_segment_matches_loop_reference(backend, op, dtype, layout):

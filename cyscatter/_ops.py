@@ -119,10 +119,11 @@ class Op:
         """The per-group divisor of a counting op as a (1, size, 1) array of the real dtype of `dtype`: the counts
         (mean) or their square roots (sqrt_n), 1 for an empty group."""
         real = np.empty(0, dtype).real.dtype
-        per_group = xp.maximum(counts, 1)
+        per_group = counts.astype(real)   # one temporary, worked on in place: 8 bytes a row for float64
+        xp.maximum(per_group, 1, out=per_group)
         if self.sqrt_counts:
-            return xp.sqrt(per_group.astype(real))[None, :, None]
-        return per_group[None, :, None].astype(real)
+            xp.sqrt(per_group, out=per_group)
+        return per_group[None, :, None]
 
     def divide(self, work3, counts, xp=np, threads: int = 0) -> None:
         """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place. Element counts

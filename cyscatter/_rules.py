@@ -79,7 +79,8 @@ def _win_counts(ctx: Reverse, skip_nan: bool = False) -> tuple[np.ndarray, np.nd
     nwin = ctx.put(src_win.astype(ctx.dtype))
     dst_win = None
     if ctx.dst3 is not None:
-        dst_win = _winners(ctx.xp, ctx.dst3, ctx.out3, skip_nan)
+        # a NaN dst still holds a NaN result under fmax/fmin: that result is dst's, as on a row no entry reached
+        dst_win = _winners(ctx.xp, ctx.dst3, ctx.out3)
         nwin += dst_win
     return src_win, nwin, dst_win
 

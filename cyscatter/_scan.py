@@ -44,6 +44,16 @@ def scan_op(op):
     return entry
 
 
+def flag(name: str, value) -> bool:
+    """A bool argument: True/False (NumPy's too) or the integers 0/1; anything else (a string, None, 2) raises
+    TypeError rather than being taken for its truth value."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+
+
 class ScanView:
     """A grouped scan's inputs on the canonical (outer, n, inner) view: backend, index plan, shapes, dtypes."""
 
@@ -60,7 +70,7 @@ class ScanView:
         self.sized = size_arg(dim_size, self.plan)
         self.outer, self.inner = prod(batch), prod(feat)
         check_table_bytes((self.plan.size, self.inner), self.compute, *self.sized)
-        self.reverse, self.exclusive = bool(reverse), bool(exclusive)
+        self.reverse, self.exclusive = flag("reverse", reverse), flag("exclusive", exclusive)
         self.src3 = self.rows(src)
         self.name = name
 
@@ -325,7 +335,7 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
     other = check_numeric(view.be.asarray(other), other_name)
     if other.shape != view.shape:
         raise ValueError(f"{name}: {other_name} shape {other.shape} != src shape {view.shape}")
-    dtype = _float_dtype(view.src3, other)
+    dtype = _float_dtype(np.empty(0, view.result), other)   # src's own dtype: float16/bfloat16 give float64
     return view, dtype, view.rows(view.src3.reshape(view.shape), dtype), view.rows(other, dtype)
 
 

@@ -17,7 +17,7 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import Box, getval
 
 import cyscatter as cs
-from cyscatter._scan import ScanView, scan_op
+from cyscatter._scan import ScanView, flag, scan_op
 from grad._args import require_inexact
 from grad._primitive import primitive
 
@@ -116,7 +116,7 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     name = scan_op(op).name
     if isinstance(src, Box):   # being differentiated
         require_inexact(src, "src", "scatter_scan")
-    args = (index, dim_size, axis, mode, bool(exclusive), bool(reverse))
+    args = (index, dim_size, axis, mode, flag("exclusive", exclusive), flag("reverse", reverse))
     if name == "add":
         return _scan_add(src, *args)
     if name == "mul":

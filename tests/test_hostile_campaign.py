@@ -438,6 +438,8 @@ def _exceptions() -> dict:
                "grad.scatter_scan"):
         exc[(fn, "exclusive", "1")] = OK
         exc[(fn, "reverse", "1")] = OK
+        exc[(fn, "exclusive", "None")] = RAISE   # a bool flag: None is refused (TypeError), not taken as False
+        exc[(fn, "reverse", "None")] = RAISE
     return exc
 
 

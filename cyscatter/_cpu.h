@@ -70,6 +70,17 @@ CYSCATTER_EXTREME(cyscatter_max_d, double, >, cyscatter_and_d)
 CYSCATTER_EXTREME(cyscatter_min_d, double, <, cyscatter_or_d)
 CYSCATTER_EXTREME(cyscatter_max_f, float, >, cyscatter_and_f)
 CYSCATTER_EXTREME(cyscatter_min_f, float, <, cyscatter_or_f)
+/* fmax/fmin (NumPy's np.fmax/np.fmin, the NaN-skipping ops): the same rules, except that a NaN loses: a NaN
+ * new value keeps the one held, a NaN held takes the new value (NaN only when both are). */
+#define CYSCATTER_FEXTREME(name, T, CMP, TIE)                                                 \
+    static inline T name(T cur, T nw) {                                                       \
+        T r = (nw CMP cur) ? nw : ((nw == cur) ? TIE(cur, nw) : cur);                         \
+        return (cur != cur) ? nw : r;                                                         \
+    }
+CYSCATTER_FEXTREME(cyscatter_fmax_d, double, >, cyscatter_and_d)
+CYSCATTER_FEXTREME(cyscatter_fmin_d, double, <, cyscatter_or_d)
+CYSCATTER_FEXTREME(cyscatter_fmax_f, float, >, cyscatter_and_f)
+CYSCATTER_FEXTREME(cyscatter_fmin_f, float, <, cyscatter_or_f)
 
 /* The same rules on whole rows, four floats or two doubles at a time. MAXPS/MINPS alone already return the
  * second operand when either operand is a NaN or both are zeros, so only two fixes remain: equal values take
@@ -96,6 +107,28 @@ CYSCATTER_EXTREME_ROW(cyscatter_row_max_f, float, __m128, 4, max, 1, ps, cyscatt
 CYSCATTER_EXTREME_ROW(cyscatter_row_min_f, float, __m128, 4, min, 0, ps, cyscatter_min_f)
 CYSCATTER_EXTREME_ROW(cyscatter_row_max_d, double, __m128d, 2, max, 1, pd, cyscatter_max_d)
 CYSCATTER_EXTREME_ROW(cyscatter_row_min_d, double, __m128d, 2, min, 0, pd, cyscatter_min_d)
+/* fmax/fmin rows: MAXPS(new, cur) returns cur when either is a NaN or both are zeros, so a NaN new value already
+ * loses; equal values take the bitwise and (fmax) / or (fmin) of the two, and a NaN held takes the new value.
+ * The scalar rule's signbit tests compiled to branches for double (fmax 2.6x max's time, issue 18). */
+#define CYSCATTER_FEXTREME_ROW(name, T, V, W, MINMAX, TIE_MAX, SUF, scalar)                        \
+    static inline void name(T *dst, const T *src, ptrdiff_t width) {                                \
+        ptrdiff_t f = 0, whole = width - width % W;                                                 \
+        for (; f < whole; f += W) {                                                                 \
+            V cur = _mm_loadu_##SUF(dst + f), nw = _mm_loadu_##SUF(src + f);                        \
+            V a = _mm_##MINMAX##_##SUF(nw, cur);                                                    \
+            V eq = _mm_cmpeq_##SUF(cur, nw);                                                        \
+            a = TIE_MAX ? _mm_andnot_##SUF(_mm_andnot_##SUF(nw, eq), a)                             \
+                        : _mm_or_##SUF(a, _mm_and_##SUF(eq, nw));                                   \
+            V held = _mm_cmpunord_##SUF(cur, cur);                                                  \
+            _mm_storeu_##SUF(dst + f, _mm_or_##SUF(_mm_and_##SUF(held, nw), _mm_andnot_##SUF(held, a))); \
+        }                                                                                           \
+        for (; f < width; f++)                                                                      \
+            dst[f] = scalar(dst[f], src[f]);                                                        \
+    }
+CYSCATTER_FEXTREME_ROW(cyscatter_row_fmax_f, float, __m128, 4, max, 1, ps, cyscatter_fmax_f)
+CYSCATTER_FEXTREME_ROW(cyscatter_row_fmin_f, float, __m128, 4, min, 0, ps, cyscatter_fmin_f)
+CYSCATTER_FEXTREME_ROW(cyscatter_row_fmax_d, double, __m128d, 2, max, 1, pd, cyscatter_fmax_d)
+CYSCATTER_FEXTREME_ROW(cyscatter_row_fmin_d, double, __m128d, 2, min, 0, pd, cyscatter_fmin_d)
 #else
 #define CYSCATTER_EXTREME_ROW(name, T, scalar)                                                      \
     static inline void name(T *dst, const T *src, ptrdiff_t width) {                                \
@@ -105,6 +138,10 @@ CYSCATTER_EXTREME_ROW(cyscatter_row_max_f, float, cyscatter_max_f)
 CYSCATTER_EXTREME_ROW(cyscatter_row_min_f, float, cyscatter_min_f)
 CYSCATTER_EXTREME_ROW(cyscatter_row_max_d, double, cyscatter_max_d)
 CYSCATTER_EXTREME_ROW(cyscatter_row_min_d, double, cyscatter_min_d)
+CYSCATTER_EXTREME_ROW(cyscatter_row_fmax_f, float, cyscatter_fmax_f)
+CYSCATTER_EXTREME_ROW(cyscatter_row_fmin_f, float, cyscatter_fmin_f)
+CYSCATTER_EXTREME_ROW(cyscatter_row_fmax_d, double, cyscatter_fmax_d)
+CYSCATTER_EXTREME_ROW(cyscatter_row_fmin_d, double, cyscatter_fmin_d)
 #endif
 
 #endif

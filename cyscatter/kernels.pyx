@@ -34,6 +34,10 @@ cdef extern from "_cpu.h" nogil:
     void cyscatter_row_min_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_max_d(double* dst, const double* src, Py_ssize_t width)
     void cyscatter_row_min_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_row_fmax_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_fmin_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_fmax_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_row_fmin_d(double* dst, const double* src, Py_ssize_t width)
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, OpNanAdd, OpNanMul, OpFmax, OpFmin,
                                 nan_to, replaces_fmax, replaces_fmin, op_t, value_t, index_t, item_t, Layout,
@@ -212,7 +216,7 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
     cdef Py_ssize_t f
     cdef value_t row[16]   # a cache line of the narrowest value type (4 bytes)
     cdef value_t zero = 0, one = 1
-    if (not (op_t is OpMax or op_t is OpMin) and cyscatter_is_constant(width)
+    if (not (op_t is OpMax or op_t is OpMin or op_t is OpFmax or op_t is OpFmin) and cyscatter_is_constant(width)
             and width * <Py_ssize_t>sizeof(value_t) <= CACHE_LINE):
         # src never overlaps dst (the Python layer copies src when they may share memory), but the C compiler
         # cannot know, and updates a short fixed-width row one scalar at a time. Reading src into a local first
@@ -266,11 +270,21 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
             for f in range(width):
                 dst[f] = dst[f] * nan_to(src[f], one)
     elif op_t is OpFmax:
-        for f in range(width):
-            dst[f] = src[f] if replaces_fmax(dst[f], src[f]) else dst[f]   # a select, not a branch
+        if value_t is float:   # SSE2 rows, as max's (_cpu.h)
+            cyscatter_row_fmax_f(dst, src, width)
+        elif value_t is double:
+            cyscatter_row_fmax_d(dst, src, width)
+        else:
+            for f in range(width):
+                dst[f] = src[f] if replaces_fmax(dst[f], src[f]) else dst[f]   # a select, not a branch
     elif op_t is OpFmin:
-        for f in range(width):
-            dst[f] = src[f] if replaces_fmin(dst[f], src[f]) else dst[f]
+        if value_t is float:
+            cyscatter_row_fmin_f(dst, src, width)
+        elif value_t is double:
+            cyscatter_row_fmin_d(dst, src, width)
+        else:
+            for f in range(width):
+                dst[f] = src[f] if replaces_fmin(dst[f], src[f]) else dst[f]
     else:
         _extreme_row(op, dst, src, width)
 

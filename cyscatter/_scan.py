@@ -379,7 +379,7 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
     Returns
     -------
     grad_src : ndarray, shape of `src`
-        Float dtype (float64 for integer or float16 inputs).
+        Float dtype (float64 for integer, float16 or bfloat16 inputs).
 
     Raises
     ------
@@ -446,7 +446,7 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
     Returns
     -------
     out_dot : ndarray, shape of `src`
-        Float dtype (float64 for integer or float16 inputs).
+        Float dtype (float64 for integer, float16 or bfloat16 inputs).
 
     Raises
     ------

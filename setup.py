@@ -221,7 +221,7 @@ extensions = [
         depends=[os.path.join("cyscatter", h) for h in HEADERS],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"), ("CYSCATTER_DEBUG", "1" if DEBUG else "0")],
     )
-    for module in ("kernels", "group_kernels", "fused_kernels", "assign_kernels", "scan_kernels")
+    for module in ("kernels", "group_kernels", "fused_kernels", "assign_kernels", "scan_kernels", "nan_kernels")
 ]
 
 setup(ext_modules=extensions, cmdclass={"build_ext": cyscatter_build_ext})

@@ -6,14 +6,16 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter._backend import backend_of, check_foreign, refuse_bfloat16_on_gpu
-from cyscatter._canonical import normalize_axis, prod
+from cyscatter._canonical import normalize_axis, prod, run_scatter as run_scatter_host
 from cyscatter._docs import fill_doc
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
-from cyscatter import kernels
+from cyscatter import kernels, nan_kernels
 from cyscatter._ops import FAST, get_op, is_bfloat16
 from cyscatter._result import check_dtype_arg, check_out, direct, write_out
 from cyscatter._threads import check_threads
 from cyscatter._sorted import run_scatter_runs
+
+HOST_RUNNERS = (run_scatter_host, run_scatter_runs)   # the scatter runners of host (NumPy) arrays
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -196,11 +198,10 @@ MASK_ELEMENTS = 1 << 20   # src elements whose NaN mask (at most 8 MiB) one pass
 
 
 def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> None:
-    """element_counts[o, flat[k], f] += 1 for each non-NaN src3[o, k, f] (NumPy's isnan; complex: either part).
-
-    A second add pass through the same scatter kernel, of the mask in the counts' dtype, made for a slice of
-    index entries at a time (the extra memory is bounded, not O(n)). Its cost against the twin: benchmarks/bench_nan.py.
-    """
+    """element_counts[o, flat[k], f] += 1 for each non-NaN src3[o, k, f] (NumPy's isnan; complex: either part),
+    on any backend: a second add pass through the same scatter kernel, of the mask in the counts' dtype, made
+    for a slice of index entries at a time (the extra memory is bounded, not O(n)). The host runs
+    `_count_host` instead."""
     from cyscatter._index import IndexPlan
     step = max(1, MASK_ELEMENTS // max(1, src3.shape[0] * src3.shape[2]))
     for lo in range(0, plan.n, step):
@@ -212,13 +213,31 @@ def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> 
         run_scatter(kernels.OpCode.OP_ADD, mask, sub, element_counts, None, threads)
 
 
-def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0) -> None:
-    """`run_scatter` of `op`, counting into `counts` (from `new_counts`) when given."""
+def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, threads: int = 0):
+    """`run_counted` on host arrays: the sum pass counts the entries of each destination row (as mean's does,
+    inside its loop), then `nan_kernels.uncount` takes one off an element's count for each of its NaN entries,
+    touching the counts only where src holds a NaN. Without any NaN the row counts are the counts, and the
+    zeroed element counts (fresh pages) were never written (benchmarks/bench_nan.py)."""
+    rows = np.zeros(plan.size, np.int64)
+    run_scatter(op.opcode, src3, plan, work3, rows, threads)
+    if src3.dtype.kind not in "fc" or not plan.n or not nan_kernels.uncount(src3, plan.flat, element_counts, threads):
+        return rows
+    np.add(element_counts, rows[None, :, None], out=element_counts, casting="unsafe")
+    return element_counts
+
+
+def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0):
+    """`run_scatter` of `op`, counting into `counts` (zeros from `new_counts`) when given; returns the counts to
+    finish with: `counts`, or for a NaN-skipping op on host arrays whose src holds no NaN the entries per row
+    (int64, size), which mean's row rules then apply to."""
     if counts is not None and counts.ndim == 3:
+        if run_scatter in HOST_RUNNERS and isinstance(counts, np.ndarray) and counts.flags.c_contiguous:
+            return _run_counted_host(run_scatter, op, src3, plan, work3, counts, threads)
         run_scatter(op.opcode, src3, plan, work3, None, threads)
         count_not_nan(run_scatter, src3, plan, counts, threads)
     else:
         run_scatter(op.opcode, src3, plan, work3, counts, threads)
+    return counts
 
 
 def counts3(counts):
@@ -238,7 +257,7 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
     if op.counts:
         counts = new_counts(op, work3.shape, xp, n=plan.n)
         sums = op.fresh(work3.shape, work3.dtype, xp)
-        run_counted(run_scatter, op, src3, plan, sums, counts, threads)
+        counts = run_counted(run_scatter, op, src3, plan, sums, counts, threads)
         reached = xp.broadcast_to(counts3(counts) > 0, work3.shape)
         op.divide(sums, counts, xp, threads)
         if xp is np:   # one masked pass (CuPy's ufuncs take no `where`)
@@ -470,7 +489,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         src = expand_cast(src if cast is None else src.astype(cast, copy=False), expected, len(feat), compute,
                           be.xp)
         src3 = be.rows_view(src, compute, outer, plan.n, inner)
-        run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
+        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
         finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
         return out
     arg, given = size_arg(dim_size, plan)
@@ -482,7 +501,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         src = expand_cast(src, expected, len(feat), work3.dtype, be.xp)
         src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
         counts = new_counts(op, work3.shape, be.xp, fill, plan.n)
-        run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
+        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
         result = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
     if target is not None:
         return write_out(be, target, result, out)

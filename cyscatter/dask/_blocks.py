@@ -54,7 +54,9 @@ def scatter_partial(src, flat, *, op, result_dtype, nb, rows, count):
     # Shifted by lo, the rows of other partitions and dropped entries (all outside [0, size) and size >= hi)
     # fall outside [0, hi - lo), and the kernel skips them: no need to select this partition's entries first.
     flat = flat.reshape(-1) - np.int64(lo) if lo else flat.reshape(-1)
-    run_counted(run_scatter, op, src3, _rows_plan(flat, hi - lo), work3, counts)
+    counts = run_counted(run_scatter, op, src3, _rows_plan(flat, hi - lo), work3, counts)
+    if count and op.skips_nan and counts.ndim == 1:   # no NaN in this block: its row counts, as element counts
+        counts = np.broadcast_to(counts[None, :, None], work3.shape).copy()
     return work3, counts
 
 

@@ -88,10 +88,19 @@ cpdef enum OpCode:
 # NaN is NumPy's isnan: a complex value is NaN when either part is (C's == on complex compares both parts), an
 # integer never is (the compiler folds ``x == x`` away, so the integer loops are add/mul/max/min exactly).
 
+cdef extern from "_cpu.h" nogil:
+    float cyscatter_nan_to_f(float x, float fill)
+    double cyscatter_nan_to_d(double x, double fill)
+
 cdef inline value_t nan_to(value_t x, value_t fill) noexcept nogil:
-    """`x`, or `fill` when `x` is NaN; a select, so the row loops stay vectorised."""
+    """`x`, or `fill` when `x` is NaN; a bitwise select for float/double (no branch, and the row loops stay
+    vectorised), a conditional for complex."""
     if value_t is int32_t or value_t is int64_t or value_t is uint64_t:
         return x
+    elif value_t is float:
+        return cyscatter_nan_to_f(x, fill)
+    elif value_t is double:
+        return cyscatter_nan_to_d(x, fill)
     else:
         return x if x == x else fill
 

@@ -252,3 +252,59 @@ def test_errors_are_the_twins(name):
     for call, which in cases:
         mine, twin = (vjp, tvjp) if which == "vjp" else (jvp, tjvp)
         _same_error(lambda: call(mine), lambda: call(twin))
+
+
+# ---- grad: autograd primitives, second order ------------------------------------------------------------------
+
+def _masked(forward, src, index, dim_size, **kw):
+    """f(x) for check_grads: x's values at the NaN positions of `src` are replaced by NaN (the pattern is fixed,
+    the differentiated values finite), and the outputs that are NaN by count <= ddof (constants of that pattern)
+    are zeroed; NaN entries thus stay absent however check_grads perturbs x."""
+    import autograd.numpy as anp
+    absent = np.isnan(src)
+    undefined = np.isnan(forward(src, index, dim_size=dim_size, **kw))
+    return lambda x: anp.where(undefined, 0.0, forward(anp.where(absent, np.nan, x), index, dim_size=dim_size, **kw))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("ddof", (0, 1))
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+@pytest.mark.parametrize("axis", (0, 1))
+@pytest.mark.parametrize("mode", ("raise", "drop"))
+def test_grad_second_order(name, ddof, kind, axis, mode):
+    pytest.importorskip("autograd")
+    from autograd.test_util import check_grads
+
+    import grad as csgrad
+    src, index, dim_size = _case(91 + ddof, kind, axis, mode)
+    forward = getattr(csgrad, f"scatter_nan{name}")
+    kw = dict(ddof=ddof, axis=axis, mode=mode)
+    np.testing.assert_array_equal(forward(src, index, dim_size=dim_size, **kw),
+                                  getattr(cs, f"scatter_nan{name}")(src, index, dim_size=dim_size, **kw))
+    f = _masked(forward, src, index, dim_size, **kw)
+    check_grads(f, modes=["fwd", "rev"], order=2)(np.nan_to_num(src, nan=0.25))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("axis", (0, 1))
+def test_grad_equals_the_reverse_functions(name, axis):
+    pytest.importorskip("autograd")
+    import autograd.numpy as anp
+    from autograd import grad as agrad
+    from autograd import make_jvp
+
+    import grad as csgrad
+    src, index, dim_size = _case(95, "int", axis)
+    forward, vjp, jvp = _funcs(name)[:3]
+    out = forward(src, index, dim_size=dim_size, ddof=1, axis=axis)
+    rng = np.random.default_rng(10)
+    g, dot = rng.standard_normal(out.shape), rng.standard_normal(src.shape)
+    dot[np.isnan(src)] = np.nan
+    prim = lambda x: getattr(csgrad, f"scatter_nan{name}")(x, index, dim_size=dim_size, ddof=1, axis=axis)
+    g0 = np.where(np.isnan(out), 0.0, g)   # autograd's vjp multiplies g by NaN-free factors: no NaN to start from
+    auto = agrad(lambda x: anp.sum(prim(x) * g0))(src)
+    np.testing.assert_allclose(auto, vjp(g0, src, index, out, ddof=1, axis=axis), rtol=1e-12, atol=1e-14)
+    assert np.all(auto[np.isnan(src)] == 0)
+    tangent = make_jvp(prim)(src)(dot)[1]
+    np.testing.assert_allclose(tangent, jvp(src, index, out, dot, ddof=1, axis=axis), rtol=1e-12, atol=1e-14)
+    assert np.all(np.isfinite(tangent))

@@ -41,13 +41,13 @@ def _case(seed, kind, axis, mode="raise", dtype=np.float64):
     moved[flat == 3] = np.nan
     moved[np.flatnonzero(flat == 4)[0], ..., 0] = np.nan
     moved[rng.random(moved.shape) < 0.15] = np.nan
-    if mode == "drop":   # two entries out of range: not members of any group
+    if mode != "raise":   # two entries out of range: dropped, or wrapped into groups
         flat = flat.copy()
         flat[order[:2]] = (-1, SIZE + 3)
     if kind == "int":
         return src.astype(dtype), flat, SIZE
     coords = (flat // 2, flat % 2)
-    if mode == "drop":
+    if mode != "raise":
         coords = (np.where((flat >= 0) & (flat < SIZE), coords[0], flat), coords[1])
     return src.astype(dtype), coords, TUPLE_DIMS
 
@@ -87,7 +87,7 @@ def _out_like(src, axis, dims):
 @pytest.mark.parametrize("ddof", (0, 1))
 @pytest.mark.parametrize("kind", INDEX_KINDS)
 @pytest.mark.parametrize("axis", (0, 1))
-@pytest.mark.parametrize("mode", ("raise", "drop"))
+@pytest.mark.parametrize("mode", ("raise", "drop", "wrap"))
 @pytest.mark.parametrize("dtype", ("float32", "float64"))
 def test_against_twin_on_compressed_data(backend, name, ddof, kind, axis, mode, dtype):
     src, index, dim_size = _case(61 + ddof + 2 * axis, kind, axis, mode, dtype)
@@ -172,10 +172,10 @@ def test_without_nan_equals_the_twin():
         forward, vjp, jvp, tforward, tvjp, tjvp = _funcs(name)
         out = forward(src, index, dim_size=dim_size, axis=1, ddof=1)
         g, dot = np.ones(out.shape), np.ones(src.shape)
-        np.testing.assert_allclose(vjp(g, src, index, out, axis=1, ddof=1), tvjp(g, src, index, out, axis=1, ddof=1),
-                                   rtol=1e-12)
-        np.testing.assert_allclose(jvp(src, index, out, dot, axis=1, ddof=1), tjvp(src, index, out, dot, axis=1, ddof=1),
-                                   rtol=1e-12, atol=1e-14)
+        kw = dict(axis=1, ddof=1)
+        np.testing.assert_allclose(vjp(g, src, index, out, **kw), tvjp(g, src, index, out, **kw), rtol=1e-12)
+        np.testing.assert_allclose(jvp(src, index, out, dot, **kw), tjvp(src, index, out, dot, **kw), rtol=1e-12,
+                                   atol=1e-14)
 
 
 def test_broadcast_src():
@@ -308,3 +308,25 @@ def test_grad_equals_the_reverse_functions(name, axis):
     tangent = make_jvp(prim)(src)(dot)[1]
     np.testing.assert_allclose(tangent, jvp(src, index, out, dot, ddof=1, axis=axis), rtol=1e-12, atol=1e-14)
     assert np.all(np.isfinite(tangent))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_grad_complex_follows_the_twin(name):
+    # the reverse functions take real inputs only (as var/std's, test_errors_are_the_twins); the grad primitives
+    # take complex src as grad.scatter_var/std do: the same gradient as the twin's on the non-NaN entries
+    pytest.importorskip("autograd")
+    import autograd.numpy as anp
+    from autograd import grad as agrad
+
+    import grad as csgrad
+    rng = np.random.default_rng(11)
+    src = rng.standard_normal(8) + 1j * rng.standard_normal(8)
+    src[[1, 5]] = np.nan
+    index = np.array([0, 0, 0, 1, 1, 1, 2, 2])
+    keep = ~np.isnan(src)
+    mine, twin = getattr(csgrad, f"scatter_nan{name}"), getattr(csgrad, f"scatter_{name}")
+    np.testing.assert_allclose(mine(src, index, ddof=1), twin(src[keep], index[keep], ddof=1), rtol=1e-12)
+    auto = agrad(lambda x: anp.sum(mine(x, index, ddof=1)))(src)
+    np.testing.assert_allclose(auto[keep], agrad(lambda x: anp.sum(twin(x, index[keep], ddof=1)))(src[keep]),
+                               rtol=1e-12)
+    assert np.all(auto[~keep] == 0)

@@ -26,7 +26,8 @@ from cyscatter._ops import OP_NAMES, OPS, get_op
 from cyscatter._reverse import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
 from cyscatter._moments import scatter_nanstd, scatter_nanvar, scatter_std, scatter_var
 from cyscatter._reverse_extra import (gather_segment_vjp_src, scatter_log_softmax_jvp, scatter_log_softmax_vjp,
-                                      scatter_logsumexp_jvp, scatter_logsumexp_vjp, scatter_softmax_jvp,
+                                      scatter_logsumexp_jvp, scatter_logsumexp_vjp, scatter_nanstd_jvp,
+                                      scatter_nanstd_vjp, scatter_nanvar_jvp, scatter_nanvar_vjp, scatter_softmax_jvp,
                                       scatter_softmax_vjp, scatter_std_jvp, scatter_std_vjp, scatter_var_jvp,
                                       scatter_var_vjp, segment_jvp, segment_vjp_src)
 from cyscatter._scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
@@ -54,6 +55,7 @@ __all__ = [
     "scatter_count", "scatter_any", "scatter_all", "scatter_scan", "scatter_scan_vjp", "scatter_scan_jvp",
     # NaN-skipping reductions (issue 18 item 3; the ops nansum, nanprod, fmax, fmin, nanmean are in OPS)
     "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd",
+    "scatter_nanvar_vjp", "scatter_nanvar_jvp", "scatter_nanstd_vjp", "scatter_nanstd_jvp",
 ]
 
 

@@ -20,17 +20,18 @@ from cyscatter._backend import take_foreign_in
 from grad._gather import gather, gather_into
 from grad._gather_scatter import gather_scatter
 from grad._groups import (gather_segment, scatter_argmax, scatter_argmin, scatter_log_softmax, scatter_logsumexp,
-                          scatter_softmax, scatter_std, scatter_var, segment)
+                          scatter_nanstd, scatter_nanvar, scatter_softmax, scatter_std, scatter_var, segment)
 from grad._scan import scatter_scan
 from grad._scatter import scatter, scatter_into
 
 __all__ = ["scatter", "scatter_into", "gather", "gather_into",
            "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax", "scatter_var", "scatter_std",
            "segment", "gather_segment", "scatter_argmax", "scatter_argmin", "gather_scatter",
-           "scatter_scan"]
+           "scatter_scan", "scatter_nanvar", "scatter_nanstd"]
 
 for _public in (scatter, scatter_into, gather, gather_into, scatter_logsumexp, scatter_softmax,
-                scatter_log_softmax, scatter_var, scatter_std, gather_scatter, scatter_scan):
+                scatter_log_softmax, scatter_var, scatter_std, gather_scatter, scatter_scan, scatter_nanvar,
+                scatter_nanstd):
     _public.__module__ = __name__   # autograd's wrapper keeps name and doc, not the module (help(), doctest)
 del _public
 take_foreign_in(globals(), __all__)

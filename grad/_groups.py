@@ -10,8 +10,9 @@ with y the softmax (for logsumexp: exp(src - out)) and d = src - mean:
     var / std    vjp  gather(g * c) * d                   jvp  c * scatter_add(d * src_dot)
 
 with c = 2 / (count - ddof) for var and 1 / ((count - ddof) std) for std (0 where the result is NaN by
-count <= ddof, or std is 0). `segment` and `gather_segment` are `scatter` and `gather` with the index
-`cyscatter.segment_ids(indptr)`, so they inherit those primitives' derivatives.
+count <= ddof, or std is 0). nanvar / nanstd are var / std over the non-NaN entries (d, the counts and the mean
+over those; d is 0 at a NaN entry, whose tangent is dropped). `segment` and `gather_segment` are `scatter` and
+`gather` with the index `cyscatter.segment_ids(indptr)`, so they inherit those primitives' derivatives.
 """
 from __future__ import annotations
 
@@ -65,10 +66,11 @@ class Groups:
     def members_only(self, v):
         return anp.where(self.valid, v, 0.0)
 
-    def dof_factor(self, ddof, dtype, std_ans=None):
+    def dof_factor(self, ddof, dtype, std_ans=None, counts=None):
         """c of the module docstring in `dtype` (src's: float32 gradients stay float32), shaped to broadcast
-        against the group array."""
-        dof = self.group_dims(self.counts - ddof).astype(dtype)
+        against the group array. `counts`: the members of each output element, shape B + D + F (nanvar/nanstd's
+        non-NaN members); the group counts where None."""
+        dof = (self.group_dims(self.counts - ddof) if counts is None else counts - ddof).astype(dtype)
         ok = dof > 0
         if std_ans is None:
             return np.where(ok, 2.0 / np.where(ok, dof, 1.0), 0.0)
@@ -339,6 +341,121 @@ def _moment_jvp(std):
     return tangent
 
 
+@overload
+def scatter_nanvar(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanvar(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@primitive
+def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    """Differentiable `cyscatter.scatter_nanvar` for real `src` (same parameters, result and errors), any order.
+
+    The derivatives of `scatter_var` over each element's non-NaN members: a NaN entry of `src` takes no part, so
+    its gradient is 0 and its tangent does not reach the output; elements with ``count <= ddof`` (NaN result)
+    pass 0, as `scatter_var`'s do.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F, or broadcastable to it along I
+        Values (real float to be differentiated), NaN where absent.
+    index : int array or tuple of int arrays, shape I
+        Group of each entry, as in `cyscatter.scatter_nanvar`.
+    ddof, dim_size, axis, mode : optional
+        As in `cyscatter.scatter_nanvar` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        The result of `cyscatter.scatter_nanvar`.
+    """
+    return cs.scatter_nanvar(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
+
+
+@overload
+def scatter_nanstd(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanstd(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@primitive
+def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    """Differentiable `cyscatter.scatter_nanstd` for real `src` (same parameters, result and errors), any order.
+
+    The derivatives of `scatter_std` over each element's non-NaN members: a NaN entry of `src` takes no part, so
+    its gradient is 0 and its tangent does not reach the output; elements with ``count <= ddof`` (NaN result)
+    pass 0, as `scatter_std`'s do.
+    Where an element's std is 0 (its non-NaN members all equal) its members get gradient 0, as in
+    `scatter_std`.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F, or broadcastable to it along I
+        Values (real float to be differentiated), NaN where absent.
+    index : int array or tuple of int arrays, shape I
+        Group of each entry, as in `cyscatter.scatter_nanstd`.
+    ddof, dim_size, axis, mode : optional
+        As in `cyscatter.scatter_nanstd` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        The result of `cyscatter.scatter_nanstd`.
+    """
+    return cs.scatter_nanstd(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
+
+
+def _nan_moment_parts(std, ans, src, index, ddof, dim_size, axis, mode):
+    """(groups, present (the non-NaN entries, a constant mask), deviations from the mean of the present members
+    (differentiable, 0 at absent entries), factor c over the present members' counts)."""
+    groups = Groups(src, index, dim_size, axis, mode, "scatter_nanstd" if std else "scatter_nanvar")
+    value = getval(src)
+    present = value == value
+    dtype = value.dtype
+    counts = groups.put(present.astype(dtype))
+    src = anp.where(present, src, 0.0)
+    mean = groups.put(src) / np.where(counts > 0, counts, 1)
+    dev = anp.where(present, src - groups.take(mean), 0.0)
+    return groups, present, dev, groups.dof_factor(ddof, dtype, ans if std else None, counts=counts)
+
+
+def _nan_moment_vjp(std):
+    def make(ans, src, index, ddof=0, dim_size=None, axis=0, mode="raise"):
+        shape, src = np.shape(getval(src)), _broadcast(src, _expanded(src, index, axis))
+        groups, present, dev, factor = _nan_moment_parts(std, ans, src, index, ddof, dim_size, axis, mode)
+        return lambda g: _unbroadcast(anp.where(present, groups.take(g * factor) * dev, 0.0), shape)
+    return make
+
+
+def _nan_moment_jvp(std):
+    def tangent(src_dot, ans, src, index, ddof=0, dim_size=None, axis=0, mode="raise"):
+        expanded = _expanded(src, index, axis)
+        src, src_dot = _broadcast(src, expanded), _broadcast(src_dot, expanded)
+        groups, present, dev, factor = _nan_moment_parts(std, ans, src, index, ddof, dim_size, axis, mode)
+        return groups.put(dev * anp.where(present, src_dot, 0.0)) * factor   # an absent entry's tangent: none
+    return tangent
+
+
 # ---- CSR segments and arg-extremes ---------------------------------------------------------------------------------
 
 def _rows_along(src, axis) -> int:
@@ -438,3 +555,7 @@ defvjp(scatter_var, _moment_vjp(std=False))
 defjvp(scatter_var, _moment_jvp(std=False))
 defvjp(scatter_std, _moment_vjp(std=True))
 defjvp(scatter_std, _moment_jvp(std=True))
+defvjp(scatter_nanvar, _nan_moment_vjp(std=False))
+defjvp(scatter_nanvar, _nan_moment_jvp(std=False))
+defvjp(scatter_nanstd, _nan_moment_vjp(std=True))
+defjvp(scatter_nanstd, _nan_moment_jvp(std=True))

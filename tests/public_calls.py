@@ -44,6 +44,8 @@ def _baselines() -> dict[str, Callable[[], dict]]:
     lsm = lambda: _forward("scatter_log_softmax", SRC, IDX, dim_size=3)   # noqa: E731
     var = lambda: _forward("scatter_var", SRC, IDX, ddof=1, dim_size=3)   # noqa: E731
     std = lambda: _forward("scatter_std", SRC, IDX, ddof=1, dim_size=3)   # noqa: E731
+    nanvar = lambda: _forward("scatter_nanvar", SRC, IDX, ddof=1, dim_size=3)   # noqa: E731
+    nanstd = lambda: _forward("scatter_nanstd", SRC, IDX, ddof=1, dim_size=3)   # noqa: E731
     group = dict(dim_size=3, axis=0, mode="raise")
     base = {
         "cyscatter.scatter": lambda: dict(src=src(), index=idx(), op="max", dim_size=3, axis=0, fill_value=-1.0,
@@ -111,6 +113,14 @@ def _baselines() -> dict[str, Callable[[], dict]]:
                                                   axis=0, mode="raise"),
         "cyscatter.scatter_std_jvp": lambda: dict(src=src(), index=idx(), out=std(), src_dot=np.ones(4), ddof=1,
                                                   axis=0, mode="raise"),
+        "cyscatter.scatter_nanvar_vjp": lambda: dict(grad_out=np.ones(3), src=src(), index=idx(), out=nanvar(),
+                                                     ddof=1, axis=0, mode="raise"),
+        "cyscatter.scatter_nanvar_jvp": lambda: dict(src=src(), index=idx(), out=nanvar(), src_dot=np.ones(4),
+                                                     ddof=1, axis=0, mode="raise"),
+        "cyscatter.scatter_nanstd_vjp": lambda: dict(grad_out=np.ones(3), src=src(), index=idx(), out=nanstd(),
+                                                     ddof=1, axis=0, mode="raise"),
+        "cyscatter.scatter_nanstd_jvp": lambda: dict(src=src(), index=idx(), out=nanstd(), src_dot=np.ones(4),
+                                                     ddof=1, axis=0, mode="raise"),
         "cyscatter.segment_vjp_src": lambda: dict(op="max", grad_out=np.ones(3), src=src(), indptr=ptr(),
                                                   out=_forward("segment", SRC, PTR, "max"), axis=0),
         "cyscatter.segment_jvp": lambda: dict(op="max", src=src(), indptr=ptr(),

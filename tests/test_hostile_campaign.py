@@ -423,11 +423,12 @@ def _exceptions() -> dict:
             for arg, name in (("src", "0-d"), ("src", "extra dim"), ("index", "extra dim")):
                 exc[(fn, arg, name)] = OK
     for fn in ("cyscatter.scatter_into", "grad.scatter_into", "cyscatter.scatter_vjp_src", "cyscatter.scatter_vjp_dst",
-               "cyscatter.scatter_logsumexp_vjp", "cyscatter.scatter_var_vjp", "cyscatter.scatter_std_vjp"):
+               "cyscatter.scatter_logsumexp_vjp", "cyscatter.scatter_var_vjp", "cyscatter.scatter_std_vjp",
+               "cyscatter.scatter_nanvar_vjp", "cyscatter.scatter_nanstd_vjp"):
         exc[(fn, "src", "0-d")] = OK
         exc[(fn, "index", "extra dim")] = OK
     for fn in ("cyscatter.scatter_jvp", "cyscatter.scatter_logsumexp_jvp", "cyscatter.scatter_var_jvp",
-               "cyscatter.scatter_std_jvp"):
+               "cyscatter.scatter_std_jvp", "cyscatter.scatter_nanvar_jvp", "cyscatter.scatter_nanstd_jvp"):
         exc[(fn, "index", "extra dim")] = OK   # (a 0-d src still meets a src_dot of the baseline's shape: raise)
     # axis None is the batched-pointer default, indptr.ndim - 1: 0 for the baseline's 1-D indptr (issue 18)
     for fn in ("cyscatter.segment", "cyscatter.gather_segment", "cyscatter.segment_vjp_src", "cyscatter.segment_jvp",

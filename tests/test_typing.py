@@ -79,6 +79,8 @@ GRAD_PARAMETERS = {
     "scatter_log_softmax": ["src", "index", "dim_size", "axis", "mode"],
     "scatter_var": ["src", "index", "ddof", "dim_size", "axis", "mode"],
     "scatter_std": ["src", "index", "ddof", "dim_size", "axis", "mode"],
+    "scatter_nanvar": ["src", "index", "ddof", "dim_size", "axis", "mode"],
+    "scatter_nanstd": ["src", "index", "ddof", "dim_size", "axis", "mode"],
     "segment": ["src", "indptr", "op", "axis", "fill_value"],
     "gather_segment": ["src", "indptr", "axis"],
     "scatter_argmax": ["src", "index", "dim_size", "axis", "fill_value", "mode"],

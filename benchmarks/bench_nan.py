@@ -1,10 +1,12 @@
 """The NaN-skipping ops against their twins, side by side in one run (issue 18 item 3).
 
 On the W1 sizes of `workloads.py` (1e6 entries x 64 features -> 1e5 rows, uniform index): nansum vs add,
-fmax vs max, nanmean vs mean (nanmean counts the non-NaN entries per element in a second add pass), and
+fmax vs max, nanmean vs mean (nanmean's divisor is a count per element: the row counts of mean's loop less one
+per NaN entry, `cyscatter/nan_kernels.pyx`, so its cost grows with the share of src rows holding a NaN), and
 numpy_groupies' nansum as the peer (on the flattened problem it can take: one feature column, scaled to the
-same bytes). The calls alternate round by round, so a noisy shared machine slows both sides alike; the figure
-is the median time of each, and the ratio of the medians.
+same bytes). Then nansum vs add on narrow rows (1, 4, 16 float32 features, 4e6 elements, into 1e3 and 1e5
+rows), where the element rule's cost shows. The calls alternate round by round, so a noisy shared machine slows
+both sides alike; the figure is the median time of each, and the ratio of the medians.
 
     python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick]
 """
@@ -28,6 +30,17 @@ from workloads import workloads  # noqa: E402
 PAIRS = (("nansum", "add"), ("fmax", "max"), ("nanmean", "mean"))
 
 
+def _pair(name, src, index, size, nan_op, twin, args):
+    times = {nan_op: [], twin: []}
+    for _ in range(args.rounds):
+        for op in (twin, nan_op):
+            t = time.perf_counter()
+            cs.scatter(src, index, op, dim_size=size, num_threads=args.threads)
+            times[op].append(time.perf_counter() - t)
+    a, b = statistics.median(times[nan_op]), statistics.median(times[twin])
+    print(f"{name:20s} {nan_op:8s} {a * 1e3:8.2f} ms   {twin:5s} {b * 1e3:8.2f} ms   ratio {a / b:5.2f}x")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -46,15 +59,15 @@ def main(argv=None):
         rng = np.random.default_rng(1)
         src[rng.random(src.shape) < args.nan] = np.nan
         for nan_op, twin in PAIRS:
-            times = {nan_op: [], twin: []}
-            for _ in range(args.rounds):
-                for op in (twin, nan_op):
-                    t = time.perf_counter()
-                    cs.scatter(src, index, op, dim_size=w.size, num_threads=args.threads)
-                    times[op].append(time.perf_counter() - t)
-            a, b = statistics.median(times[nan_op]), statistics.median(times[twin])
-            print(f"{w.name:7s} {nan_op:8s} {a * 1e3:8.1f} ms   {twin:5s} {b * 1e3:8.1f} ms   "
-                  f"ratio {a / b:5.2f}x")
+            _pair(w.name, src, index, w.size, nan_op, twin, args)
+    rng = np.random.default_rng(2)
+    for features in (1, 4, 16):
+        n = int(4e6 * scale) // features
+        src = rng.standard_normal((n, features), dtype=np.float32)
+        src[rng.random(src.shape) < args.nan] = np.nan
+        for size in (1000, 100000):
+            index = rng.integers(0, size, n)
+            _pair(f"F={features:<2d} {n}->{size}", src, index, size, "nansum", "add", args)
     try:
         import numpy_groupies as npg
     except ImportError:

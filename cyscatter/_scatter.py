@@ -220,7 +220,8 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
     zeroed element counts (fresh pages) were never written (benchmarks/bench_nan.py)."""
     rows = np.zeros(plan.size, np.int64)
     run_scatter(op.opcode, src3, plan, work3, rows, threads)
-    if src3.dtype.kind not in "fc" or not plan.n or not nan_kernels.uncount(src3, plan.flat, element_counts, threads):
+    # integers and bools have no NaN; any other dtype reaching here is one the kernel takes (or refuses loudly)
+    if src3.dtype.kind in "biu" or not plan.n or not nan_kernels.uncount(src3, plan.flat, element_counts, threads):
         return rows
     np.add(element_counts, rows[None, :, None], out=element_counts, casting="unsafe")
     return element_counts

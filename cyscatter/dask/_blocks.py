@@ -11,7 +11,7 @@ import numpy as np
 
 from cyscatter._argext import winners
 from cyscatter._canonical import precheck, prod, rows_view, run_gather, run_scatter
-from cyscatter._index import IndexPlan, parse_coords, plan_index
+from cyscatter._index import IndexPlan, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
 from cyscatter._scatter import finish_fresh, run_counted
 
@@ -187,3 +187,43 @@ def gather_assemble(parts, *, shape, nb, ni, dtype, fill):
     for keep, values3 in parts:
         out3[:, keep] = values3
     return out3.reshape(shape)
+
+
+# ---- scatter_scan: per-chunk group totals, the carry from earlier chunks, each chunk's scan with its carry -------
+
+def scan_total(src, flat, *, op, result_dtype, nb, size, dim_size):
+    """(outer, size, inner) in the compute dtype: each group's total over one src block, the op's identity for
+    the groups the block does not reach (`scatter_partial` over every destination row). A MemoryError names
+    `dim_size` (the user's value), which sized the table."""
+    with sized_by("dim_size", dim_size):
+        work3, _ = scatter_partial(src, flat, op=op, result_dtype=result_dtype, nb=nb, rows=(0, size), count=False)
+    return work3
+
+
+def scan_carry(parts, *, op):
+    """The running total of several chunks' totals, merged in scan order with the op's combine rule."""
+    work3, _ = combine_partials([(part, None) for part in parts], op=op)
+    return work3
+
+
+def scan_block(src, flat, carry, *, op, nb, size, dim_size, exclusive, reverse):
+    """One src block's grouped scan (`ScanView.scan`, its rows already planned: out-of-range ones dropped),
+    each entry then combined with its group's `carry` (the running total of the chunks scanned before this one,
+    None for the first): ``carry + local`` for add, ``carry * local`` for mul, the core's max/min rules (NaN
+    wins, -0.0 < +0.0). Dropped entries keep the op's identity."""
+    from cyscatter._scan import ScanView, _beats
+    view = ScanView("cyscatter.dask.scatter_scan", op, src, flat, size, nb, "drop", reverse, exclusive)
+    view.sized = ("dim_size", dim_size)   # the running table's MemoryError names the user's dim_size
+    out3, _ = view.scan(view.src3)
+    if carry is not None and out3.size:
+        valid = view.plan.valid()
+        c3 = carry[:, np.where(valid, view.plan.flat, 0), :]
+        name = view.op.name
+        if name == "add":
+            merged = c3 + out3
+        elif name == "mul":
+            merged = c3 * out3
+        else:
+            merged = np.where(_beats(np, name, c3, out3), out3, c3)
+        out3 = np.where(valid[None, :, None], merged, out3) if not valid.all() else merged
+    return view.finish(out3)

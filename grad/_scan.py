@@ -28,7 +28,9 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import Box, getval
 
 import cyscatter as cs
+from cyscatter._index import parse_coords, plan_index
 from cyscatter._scan import ScanView, flag, scan_op
+from cyscatter._scatter import split_src
 from grad._args import require_inexact
 from grad._primitive import primitive
 
@@ -69,10 +71,15 @@ def _linear(b, a, index, dim_size, axis, mode, exclusive, reverse):
 
 
 def _valid(src, index, dim_size, axis, mode):
-    """Bool mask shaped like `src`: the entries that belong to a group (all but those dropped by the mode)."""
-    view = ScanView("grad.scatter_scan", "add", np.broadcast_to(np.empty((), np.float64), anp.shape(src)), index,
-                    dim_size, axis, mode, False, False)
-    return np.broadcast_to(view.valid3(), (view.outer, view.plan.n, view.inner)).reshape(view.shape)
+    """Bool mask shaped like `src` (broadcast, no copy): the entries that belong to a group (all but those the
+    mode drops); None when every entry does."""
+    if mode not in ("drop", "normalize_drop"):
+        return None
+    coords = parse_coords(index)
+    shape = anp.shape(src)
+    axis, batch, _ = split_src(np.broadcast_to(np.empty((), np.uint8), shape), coords, axis, expanded_check=False)
+    valid = plan_index(None, dim_size, mode, coords=coords).valid().reshape(coords[0].shape)
+    return np.broadcast_to(valid.reshape(valid.shape + (1,) * (len(shape) - axis - valid.ndim)), shape)
 
 
 def _transpose(g, a, index, dim_size, axis, mode, exclusive, reverse):
@@ -81,7 +88,8 @@ def _transpose(g, a, index, dim_size, axis, mode, exclusive, reverse):
     after = _linear(a * g if not exclusive else g, a, index, dim_size, axis, mode, True, not reverse)
     if exclusive:
         return after
-    return anp.where(_valid(g, index, dim_size, axis, mode), g + after, 0.0)
+    valid = _valid(g, index, dim_size, axis, mode)
+    return g + after if valid is None else anp.where(valid, g + after, 0.0)
 
 
 def _linear_jvp_a(g, ans, b, a, index, dim_size, axis, mode, exclusive, reverse):

@@ -207,23 +207,23 @@ def scan_carry(parts, *, op):
 
 
 def scan_block(src, flat, carry, *, op, nb, size, dim_size, exclusive, reverse):
-    """One src block's grouped scan (`ScanView.scan`, its rows already planned: out-of-range ones dropped),
-    each entry then combined with its group's `carry` (the running total of the chunks scanned before this one,
-    None for the first): ``carry + local`` for add, ``carry * local`` for mul, the core's max/min rules (NaN
-    wins, -0.0 < +0.0). Dropped entries keep the op's identity."""
-    from cyscatter._scan import ScanView, _beats
+    """One src block's grouped scan, started from its groups' `carry` (the running values of the chunks scanned
+    before this one; None for the first). The carry rows enter the core kernel (`ScanView.scan`) as one extra
+    entry per group ahead of the block's entries (after them with `reverse`), so the kernel's own rules combine
+    them (NaN wins max/min, -0.0 < +0.0) in one pass; their outputs are left out. Out-of-range rows (already
+    planned by the mode) are dropped and keep the op's identity."""
+    from cyscatter._scan import ScanView
     view = ScanView("cyscatter.dask.scatter_scan", op, src, flat, size, nb, "drop", reverse, exclusive)
     view.sized = ("dim_size", dim_size)   # the running table's MemoryError names the user's dim_size
-    out3, _ = view.scan(view.src3)
-    if carry is not None and out3.size:
-        valid = view.plan.valid()
-        c3 = carry[:, np.where(valid, view.plan.flat, 0), :]
-        name = view.op.name
-        if name == "add":
-            merged = c3 + out3
-        elif name == "mul":
-            merged = c3 * out3
-        else:
-            merged = np.where(_beats(np, name, c3, out3), out3, c3)
-        out3 = np.where(valid[None, :, None], merged, out3) if not valid.all() else merged
-    return view.finish(out3)
+    if carry is None or not view.src3.size:
+        out3, _ = view.scan(view.src3)
+        return view.finish(out3)
+    n = view.src3.shape[1]
+    rows = np.arange(size, dtype=np.int64)
+    flat = flat.reshape(-1).astype(np.int64, copy=False)
+    parts, coords = ((view.src3, carry), (flat, rows)) if reverse else ((carry, view.src3), (rows, flat))
+    seeded = ScanView("cyscatter.dask.scatter_scan", op, np.concatenate(parts, axis=1), np.concatenate(coords),
+                      size, 1, "drop", reverse, exclusive)
+    seeded.sized = view.sized
+    out3, _ = seeded.scan(seeded.src3)
+    return view.finish(out3[:, :n] if reverse else out3[:, size:])

@@ -1,5 +1,5 @@
 """scatter_scan on Dask arrays: each chunk's group totals, an exclusive running total of them across chunks (the
-carry), then each chunk's own grouped scan combined with its group's carry."""
+carry), then each chunk's grouped scan started from its groups' carry."""
 from __future__ import annotations
 
 from functools import partial
@@ -41,9 +41,10 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     A scan is sequential along the entries, so the chunk k along the index dims needs, per group, the running
     value of all the entries before it (after it with `reverse`): each chunk's group totals are reduced by the
     core kernel (as ``cyscatter.dask.scatter``'s partials), a chain of small tasks merges them in scan order
-    (chunk k's carry is the merge of chunks 0..k-1, with the op's combine rule), and each chunk's own scan
-    (``exclusive`` and ``reverse`` as given) is combined with the carry of its entries' groups. Chunks along
-    the batch and feature dims are independent.
+    (chunk k's carry is the merge of chunks 0..k-1, with the op's combine rule), and each chunk is scanned by
+    the core kernel (``exclusive`` and ``reverse`` as given) from its groups' carry: the carry enters as one
+    extra leading entry per group (trailing with `reverse`) whose output is left out, so the kernel's own rules
+    combine it. Chunks along the batch and feature dims are independent.
 
     Parameters
     ----------
@@ -88,11 +89,12 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     -----
     Memory: a total or carry task holds one table of ``outer_block * prod(D) * inner_block`` elements in the
     compute dtype (as a ``cyscatter.dask.scatter`` partial with one destination block); a scan task holds
-    one src block, its index block and one carry. The carries form a chain (one task per chunk along I,
+    one src block, its index block, one carry and their concatenation (the kernel's input). The carries form a chain (one task per chunk along I,
     each merging two tables), so the chunks' scans run in parallel once it is done.
 
     Results equal ``cyscatter.scatter_scan``'s exactly for integers and max/min (NaN wins, -0.0 < +0.0) and to
-    rounding for float sums and products, which are grouped by chunk (``carry + local sum``).
+    rounding for float sums and products: within a chunk they run entry by entry from the carry, as in memory,
+    but the carry adds up whole chunks' totals (a different grouping).
 
     Examples
     --------

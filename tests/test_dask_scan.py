@@ -214,3 +214,33 @@ def test_scan_graph_is_a_chain_of_small_tasks():
     kinds = [k[0].rsplit("-", 1)[-1] if k[0] != got.name else "scan" for k in layer]
     assert kinds.count("scan") == 12 and kinds.count("total") == 11 and kinds.count("carry") == 10
     np.testing.assert_array_equal(threads(got), np.arange(1.0, 13.0))
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("dask.distributed")
+    import os
+    environ = dict(os.environ)   # the nanny sets OMP_NUM_THREADS=1 in this process's environment (tests/test_dask.py)
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      worker_dashboard_address=None) as cluster, \
+                distributed.Client(cluster, set_as_default=False) as client:
+            yield client
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def test_scan_on_local_cluster_and_its_errors(client):
+    """The tasks pickle to worker processes; an out-of-range entry raises the IndexError there."""
+    rng = np.random.default_rng(1)
+    index = rng.integers(0, 5, N)
+    src = make_values(rng, (N, 3), "float64")
+    for op, exclusive, reverse in (("add", False, True), ("max", True, False), ("mul", True, True)):
+        kw = dict(dim_size=5, exclusive=exclusive, reverse=reverse)
+        got = csd.scatter_scan(da.from_array(src, chunks=(5, 2)), chunked(index, 7), op, **kw)
+        assert_matches(client.compute(got).result(), cs.scatter_scan(src, index, op, **kw), op)
+    bad = index.copy()
+    bad[13] = 9
+    with pytest.raises(IndexError, match="out of bounds"):
+        client.compute(csd.scatter_scan(da.from_array(src, chunks=(5, 3)), chunked(bad, 4), dim_size=5)).result()

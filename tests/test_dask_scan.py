@@ -231,6 +231,7 @@ def client():
         os.environ.update(environ)
 
 
+@pytest.mark.distributed
 def test_scan_on_local_cluster_and_its_errors(client):
     """The tasks pickle to worker processes; an out-of-range entry raises the IndexError there."""
     rng = np.random.default_rng(1)

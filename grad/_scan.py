@@ -77,7 +77,7 @@ def _valid(src, index, dim_size, axis, mode):
         return None
     coords = parse_coords(index)
     shape = anp.shape(src)
-    axis, batch, _ = split_src(np.broadcast_to(np.empty((), np.uint8), shape), coords, axis, expanded_check=False)
+    axis, _, _ = split_src(np.broadcast_to(np.empty((), np.uint8), shape), coords, axis, expanded_check=False)
     valid = plan_index(None, dim_size, mode, coords=coords).valid().reshape(coords[0].shape)
     return np.broadcast_to(valid.reshape(valid.shape + (1,) * (len(shape) - axis - valid.ndim)), shape)
 

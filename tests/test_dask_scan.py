@@ -10,7 +10,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 from compare import assert_same  # noqa: E402
 from reference_scan import ref_scan  # noqa: E402
-from testing import INDEX_KINDS, VALUE_DTYPES, op_supports  # noqa: E402
+from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES, op_supports  # noqa: E402
 
 import cyscatter as cs  # noqa: E402
 import cyscatter.dask as csd  # noqa: E402
@@ -245,3 +245,49 @@ def test_scan_on_local_cluster_and_its_errors(client):
     bad[13] = 9
     with pytest.raises(IndexError, match="out of bounds"):
         client.compute(csd.scatter_scan(da.from_array(src, chunks=(5, 3)), chunked(bad, 4), dim_size=5)).result()
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+def test_scan_index_dtypes(index_dtype, kind):
+    rng = np.random.default_rng(6)
+    index, dims = make_index(rng, kind, "drop")
+    if np.dtype(index_dtype).kind == "u":   # (negative entries have no unsigned form: the large ones stay)
+        index = tuple(np.abs(c) for c in index) if kind == "tuple" else np.abs(index)
+    index = tuple(c.astype(index_dtype) for c in index) if kind == "tuple" else index.astype(index_dtype)
+    src = make_values(rng, (N, 2), "float64")
+    for op in SCAN_OPS:
+        kw = dict(dim_size=dims, mode="drop", exclusive=op in ("mul", "max"), reverse=op in ("add", "mul"))
+        got = threads(csd.scatter_scan(da.from_array(src, chunks=(5, 2)), chunked(index, 7), op, **kw))
+        assert_matches(got, cs.scatter_scan(src, index, op, **kw), op)
+        assert_matches(got, ref_scan(src, index, op, **kw), op)
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from strategies import examples  # noqa: E402
+
+
+@st.composite
+def _chunkings(draw):
+    n = draw(st.integers(0, 30))
+    cuts = sorted(draw(st.lists(st.integers(0, n), max_size=6)))
+    chunks = tuple(np.diff([0] + cuts + [n]).tolist())
+    return n, chunks
+
+
+@examples(60)
+@given(case=_chunkings(), groups=st.integers(1, 4), op=st.sampled_from(SCAN_OPS), exclusive=st.booleans(),
+       reverse=st.booleans(), seed=st.integers(0, 2**16), specials=st.booleans())
+def test_scan_any_chunking_property(case, groups, op, exclusive, reverse, seed, specials):
+    """Any chunking (empty chunks included) gives the in-memory scan; max/min bit for bit with NaN, +-inf, +-0."""
+    n, chunks = case
+    rng = np.random.default_rng(seed)
+    index = rng.integers(0, groups, n)
+    src = make_values(rng, (n,), "float64")
+    if specials and op in ("max", "min") and n:
+        src[rng.integers(0, n, 3)] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0], 3)
+    kw = dict(dim_size=groups, exclusive=exclusive, reverse=reverse)
+    got = threads(csd.scatter_scan(da.from_array(src, chunks=(chunks,)), index, op, **kw))
+    assert_matches(got, cs.scatter_scan(src, index, op, **kw), op)

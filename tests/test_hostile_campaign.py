@@ -265,7 +265,8 @@ ROLE_OF = {"src": "values", "dst": "values", "out": "tangent", "grad_out": "tang
            "src_size": "size", "plan": "plan", "dtype": "dtype"}
 # arguments whose role depends on the function: `out` of the allocating scatter/gather is an output array
 ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather")} | {
-    (fn, "out"): "dask out" for fn in ("cyscatter.dask.scatter", "cyscatter.dask.gather", "cyscatter.dask.scatter_scan")}
+    (fn, "out"): "dask out" for fn in ("cyscatter.dask.scatter", "cyscatter.dask.gather",
+                                       "cyscatter.dask.scatter_scan")}
 
 
 def role_of(function: str, arg: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 import cyscatter as cs
 from group_cases import LAYOUTS, make_case
-from testing import INDEX_KINDS
+from testing import INDEX_DTYPES, INDEX_KINDS
 
 autograd = pytest.importorskip("autograd")
 import autograd.numpy as anp  # noqa: E402
@@ -153,3 +153,15 @@ def test_scan_mul_third_order_and_zero_cotangent_exact():
     # second derivative through the two zeros: d2 y_5 / dx_1 dx_3 = 2 * 7
     h = agrad(lambda s: last(s)[1])(x2)
     np.testing.assert_array_equal(h, [0.0, 0.0, 0.0, 14.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_scan_mul_second_order_index_dtypes(index_dtype):
+    index = np.array([2, 0, 2, 2, 1, 0, 2], index_dtype)
+    x = np.array([1.5, -0.5, 0.0, 2.0, 0.7, 1.1, -1.2])
+    for exclusive, reverse in FLAGS:
+        kw = dict(dim_size=3, exclusive=exclusive, reverse=reverse)
+        check_grads(lambda s: csgrad.scatter_scan(s, index, "mul", **kw), modes=["fwd", "rev"], order=2)(x)
+        g = np.arange(1.0, 8.0)
+        got = agrad(lambda s: anp.sum(g * csgrad.scatter_scan(s, index, "mul", **kw)))(x)
+        np.testing.assert_array_equal(got, cs.scatter_scan_vjp("mul", g, x, index.astype(np.int64), **kw))

@@ -89,8 +89,9 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     -----
     Memory: a total or carry task holds one table of ``outer_block * prod(D) * inner_block`` elements in the
     compute dtype (as a ``cyscatter.dask.scatter`` partial with one destination block); a scan task holds
-    one src block, its index block, one carry and their concatenation (the kernel's input). The carries form a chain (one task per chunk along I,
-    each merging two tables), so the chunks' scans run in parallel once it is done.
+    one src block, its index block, one carry and their concatenation (the kernel's input). The carries form
+    a chain (one task per chunk along I, each merging two tables), so the chunks' scans run in parallel once
+    it is done.
 
     Results equal ``cyscatter.scatter_scan``'s exactly for integers and max/min (NaN wins, -0.0 < +0.0) and to
     rounding for float sums and products: within a chunk they run entry by entry from the carry, as in memory,

@@ -291,3 +291,15 @@ def test_scan_any_chunking_property(case, groups, op, exclusive, reverse, seed, 
     kw = dict(dim_size=groups, exclusive=exclusive, reverse=reverse)
     got = threads(csd.scatter_scan(da.from_array(src, chunks=(chunks,)), index, op, **kw))
     assert_matches(got, cs.scatter_scan(src, index, op, **kw), op)
+
+
+@pytest.mark.parametrize("chunks", [(0, 0), (0, 0, 0)])
+def test_empty_src_in_several_empty_chunks(chunks):
+    """Dask's rechunk leaves an empty index in one chunk: src's empty chunks found no index block (a tuple key
+    passed as data, AttributeError in the task), in scatter_scan and in cyscatter.dask.scatter alike."""
+    src = da.from_array(np.zeros((2, 0)), chunks=((1, 1), chunks))
+    index = np.zeros(0, np.int64)
+    got = threads(csd.scatter_scan(src, index, "max", dim_size=2, axis=1))
+    assert_same(got, cs.scatter_scan(np.zeros((2, 0)), index, "max", dim_size=2, axis=1))
+    assert_same(threads(csd.scatter(src, da.from_array(index, chunks=-1), "add", dim_size=2, axis=1)),
+                cs.scatter(np.zeros((2, 0)), index, "add", dim_size=2, axis=1))

@@ -192,6 +192,7 @@ def test_scan_out_of_range_raises_when_computed():
     (lambda s, i: csd.scatter_scan(s[:1], i, dim_size=3), ValueError, "does not hold the index shape"),
     (lambda s, i: csd.scatter_scan(s, i, dim_size=3, mode="nearest"), ValueError, "mode="),
     (lambda s, i: csd.scatter_scan(s, i[i > 0], dim_size=3), ValueError, "unknown chunk sizes"),
+    (lambda s, i: csd.scatter_scan(s[s > 0], i, dim_size=3), ValueError, "src has unknown chunk sizes"),
     (lambda s, i: csd.scatter_scan(s, i, dim_size=3, exclusive="yes"), TypeError, "exclusive must be a bool"),
     (lambda s, i: csd.scatter_scan(s, i, dim_size=3, reverse=None), TypeError, "reverse must be a bool"),
     (lambda s, i: csd.scatter_scan(s, i, dim_size=3, out=np.zeros(6)), TypeError, "does not take out="),

@@ -14,7 +14,7 @@ from cyscatter._docs import fill_doc
 from cyscatter._scan import FLAGS_DOC, flag, scan_op
 from cyscatter._scatter import split_src
 from cyscatter.dask import _blocks
-from cyscatter.dask._graph import as_coords, new_array, positions, stand_in
+from cyscatter.dask._graph import as_coords, known_shape, new_array, positions, stand_in
 from cyscatter.dask._scatter import prepare, refuse_out
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     refuse_out(out, "scatter_scan")
     exclusive, reverse = flag("exclusive", exclusive), flag("reverse", reverse)
     if dim_size is not None:   # (a missing one: prepare's TypeError) the core's shape check: no broadcasting
-        shape = src.shape if isinstance(src, da.Array) else np.shape(src)
+        shape = known_shape(src, "src").shape if isinstance(src, da.Array) else np.shape(src)
         split_src(np.broadcast_to(np.empty((), "u1"), shape), (stand_in(as_coords(index)[0]),), axis,
                   expanded_check=False)
     setup = prepare(src, index, entry, dim_size, axis, mode, None, 2, dtype)

@@ -3,9 +3,20 @@
 add is linear and its VJP is the same scan run the other way (``reverse`` flipped), itself this primitive, so
 derivatives of any order follow. max/min pick, for each output, the src element holding the running extremum
 (positions from the core kernel, not differentiated); the pick is autograd's own indexing of `src`, whose
-derivatives (getitem / untake) go to any order; ties: the first member to reach the extremum. mul's VJP and
-JVP are the core's `scatter_scan_vjp` / `scatter_scan_jvp` (exact with zeros): first order only, a second
-derivative of the mul scan raises autograd's NotImplementedError.
+derivatives (getitem / untake) go to any order; ties: the first member to reach the extremum.
+
+mul's VJP and JVP are those of the core's `scatter_scan_vjp` / `scatter_scan_jvp` (exact with zeros, no
+division), written with two primitives whose own derivatives are again made of them, so derivatives of any
+order follow: the exclusive mul scan (``before``) and the linear recurrence ``L(b, a)``: ``out = b + a * prev``
+along each group (``out[k] = sum(b[j] * prod(a[i] for j < i <= k))``; with `exclusive`, each member's value
+before its own step). With ``E = L_exclusive(b, a)`` (the value each member starts from) and ``T(g)`` the
+transpose of ``b -> L(b, a)`` (``L(g, a)`` run the other way, exclusive; plus ``g`` itself for an inclusive
+recurrence):
+
+    d L(b, a) = L(db + da * E, a)          (forward)
+    b-bar = T(g),   a-bar = E * T(g)       (reverse)
+
+and the mul scan ``y`` of ``x``: ``dy = L(before * dx, x)``, ``x-bar = before * T(g)`` (0 for dropped entries).
 """
 from __future__ import annotations
 
@@ -17,7 +28,9 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import Box, getval
 
 import cyscatter as cs
+from cyscatter._index import parse_coords, plan_index
 from cyscatter._scan import ScanView, flag, scan_op
+from cyscatter._scatter import split_src
 from grad._args import require_inexact
 from grad._primitive import primitive
 
@@ -49,17 +62,60 @@ def _scan_mul(src, index, dim_size, axis, mode, exclusive, reverse):
 
 
 @primitive
-def _scan_mul_vjp(g, src, index, dim_size, axis, mode, exclusive, reverse):
-    """The mul scan's VJP: a primitive of its own with no derivative, so a second derivative says so clearly."""
-    return cs.scatter_scan_vjp("mul", g, src, index, dim_size=dim_size, axis=axis, mode=mode, exclusive=exclusive,
-                               reverse=reverse)
+def _linear(b, a, index, dim_size, axis, mode, exclusive, reverse):
+    """``out = b + a * prev`` along each group, in scan order (0 for dropped entries): `ScanView.linear`."""
+    view = ScanView("grad.scatter_scan", "add", b, index, dim_size, axis, mode, reverse, exclusive)
+    dtype = np.result_type(view.src3.dtype, np.asarray(a).dtype, np.float32)
+    out3 = view.linear(view.rows(b, dtype), view.rows(a, dtype), reverse=view.reverse, exclusive=view.exclusive)
+    return view.finish(out3, dtype)
 
 
-defvjp(_scan_mul, lambda ans, src, index, dim_size, axis, mode, exclusive, reverse: lambda g: _scan_mul_vjp(
-    g, src, index, dim_size, axis, mode, exclusive, reverse))
-defjvp(_scan_mul, lambda g, ans, src, index, dim_size, axis, mode, exclusive, reverse: cs.scatter_scan_jvp(
-    "mul", getval(src), index, getval(g), dim_size=dim_size, axis=axis, mode=mode, exclusive=exclusive,
-    reverse=reverse))
+def _valid(src, index, dim_size, axis, mode):
+    """Bool mask shaped like `src` (broadcast, no copy): the entries that belong to a group (all but those the
+    mode drops); None when every entry does."""
+    if mode not in ("drop", "normalize_drop"):
+        return None
+    coords = parse_coords(index)
+    shape = anp.shape(src)
+    axis, _, _ = split_src(np.broadcast_to(np.empty((), np.uint8), shape), coords, axis, expanded_check=False)
+    valid = plan_index(None, dim_size, mode, coords=coords).valid().reshape(coords[0].shape)
+    return np.broadcast_to(valid.reshape(valid.shape + (1,) * (len(shape) - axis - valid.ndim)), shape)
+
+
+def _transpose(g, a, index, dim_size, axis, mode, exclusive, reverse):
+    """The adjoint of ``b -> L(b, a)``: ``sum(g[k] * prod(a[i] for j < i <= k))`` over the members k at and
+    after j (after j for an exclusive L): the recurrence run the other way, exclusive; 0 for dropped entries."""
+    after = _linear(a * g if not exclusive else g, a, index, dim_size, axis, mode, True, not reverse)
+    if exclusive:
+        return after
+    valid = _valid(g, index, dim_size, axis, mode)
+    return g + after if valid is None else anp.where(valid, g + after, 0.0)
+
+
+def _linear_jvp_a(g, ans, b, a, index, dim_size, axis, mode, exclusive, reverse):
+    start = _linear(b, a, index, dim_size, axis, mode, True, reverse)
+    return _linear(g * start, a, index, dim_size, axis, mode, exclusive, reverse)
+
+
+def _linear_vjp_a(ans, b, a, index, dim_size, axis, mode, exclusive, reverse):
+    start = _linear(b, a, index, dim_size, axis, mode, True, reverse)
+    return lambda g: start * _transpose(g, a, index, dim_size, axis, mode, exclusive, reverse)
+
+
+defvjp(_linear,
+       lambda ans, b, a, *args: lambda g: _transpose(g, a, *args),
+       _linear_vjp_a)
+defjvp(_linear,
+       lambda g, ans, b, a, *args: _linear(g, a, *args),
+       _linear_jvp_a)
+
+
+def _mul_before(src, index, dim_size, axis, mode, exclusive, reverse):
+    return _scan_mul(src, index, dim_size, axis, mode, True, reverse)
+
+
+defvjp(_scan_mul, lambda ans, src, *args: lambda g: _mul_before(src, *args) * _transpose(g, src, *args))
+defjvp(_scan_mul, lambda g, ans, src, *args: _linear(_mul_before(src, *args) * g, src, *args))
 
 
 def _scan_extreme(op, src, index, dim_size, axis, mode, exclusive, reverse):
@@ -94,8 +150,9 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
                  axis: SupportsIndex = 0, mode: Mode = "raise", exclusive: bool = False, reverse: bool = False) -> Any:
     """Differentiable `cyscatter.scatter_scan` (same parameters, result and errors).
 
-    add, max and min to any order; mul to first order (exact with zeros; a second derivative raises
-    NotImplementedError). max/min send each cotangent to the first member that reached the running extremum.
+    Every op to any order, forward and reverse mode; mul's derivatives are exact where `src` holds zeros (no
+    division: products of the other members, as ``torch.cumprod``'s gradient). max/min send each cotangent to
+    the first member that reached the running extremum.
 
     Parameters
     ----------

@@ -156,6 +156,9 @@ def _baselines() -> dict[str, Callable[[], dict]]:
         "cyscatter.dask.scatter_nanargmin": lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
                                                          fill_value=-1, mode="raise", dim_chunks=None, split_every=2),
         "cyscatter.dask.scatter_count": lambda: dict(index=chunked(IDX), dim_size=3, mode="raise", split_every=2),
+        "cyscatter.dask.scatter_scan": lambda: dict(src=chunked(SRC), index=chunked(IDX), op="max", dim_size=3,
+                                                    axis=0, mode="raise", exclusive=True, reverse=True, dtype=None,
+                                                    out=None),
         **{f"cyscatter.dask.scatter_{kind}": (lambda: dict(src=chunked(SRC), index=chunked(IDX), dim_size=3, axis=0,
                                                            fill_value=True, mode="raise", dim_chunks=2,
                                                            split_every=2))

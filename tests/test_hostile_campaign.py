@@ -265,7 +265,8 @@ ROLE_OF = {"src": "values", "dst": "values", "out": "tangent", "grad_out": "tang
            "src_size": "size", "plan": "plan", "dtype": "dtype"}
 # arguments whose role depends on the function: `out` of the allocating scatter/gather is an output array
 ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather")} | {
-    (fn, "out"): "dask out" for fn in ("cyscatter.dask.scatter", "cyscatter.dask.gather")}
+    (fn, "out"): "dask out" for fn in ("cyscatter.dask.scatter", "cyscatter.dask.gather",
+                                       "cyscatter.dask.scatter_scan")}
 
 
 def role_of(function: str, arg: str) -> str:
@@ -369,7 +370,7 @@ def _exceptions() -> dict:
     for fn in ("cyscatter.scatter", "cyscatter.gather"):
         exc[(fn, "out", "int64")] = RAISE
         exc[(fn, "out", "float32")] = RAISE
-    for fn in ("cyscatter.scatter", "grad.scatter", "cyscatter.dask.scatter"):
+    for fn in ("cyscatter.scatter", "grad.scatter", "cyscatter.dask.scatter", "cyscatter.dask.scatter_scan"):
         exc[(fn, "dtype", "complex128")] = RAISE
     # argmax/argmin fill_value: checked as scatter's for an int64 output (a float32 or inf refused)
     for fn in ("cyscatter.scatter_argmax", "cyscatter.scatter_argmin", "grad.scatter_argmax", "grad.scatter_argmin",
@@ -436,7 +437,7 @@ def _exceptions() -> dict:
         exc[(fn, "axis", "None")] = SAME
     # scatter_scan: exclusive/reverse are flags that change the result (1 is True)
     for fn in ("cyscatter.scatter_scan", "cyscatter.scatter_scan_vjp", "cyscatter.scatter_scan_jvp",
-               "grad.scatter_scan"):
+               "grad.scatter_scan", "cyscatter.dask.scatter_scan"):
         exc[(fn, "exclusive", "1")] = OK
         exc[(fn, "reverse", "1")] = OK
         exc[(fn, "exclusive", "None")] = RAISE   # a bool flag: None is refused (TypeError), not taken as False

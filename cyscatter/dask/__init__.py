@@ -8,6 +8,8 @@ compute nothing; they run on any Dask scheduler (threads, processes, ``dask.dist
 whole flattened index) and merge those pairs by the same tree, keeping the max/min winner (NaN wins, signed
 zeros ordered) and on equal values the smaller position: the in-memory ``cyscatter.scatter_argmax`` /
 ``scatter_argmin`` result, int64 positions with ``n = index.size`` for empty groups.
+``cyscatter.dask.scatter_scan`` scans each chunk with the core and combines it with the running total of the
+chunks before it (a chain of per-chunk group totals): the in-memory ``cyscatter.scatter_scan`` result.
 
 Needs the optional extra ``dask`` (``pip install "cyscatter[dask]"``); ``import cyscatter`` does not import Dask.
 """
@@ -23,8 +25,9 @@ from cyscatter.dask._argext import scatter_argmax, scatter_argmin, scatter_nanar
 from cyscatter.dask._count import scatter_count
 from cyscatter.dask._gather import gather
 from cyscatter.dask._logical import scatter_all, scatter_any
+from cyscatter.dask._scan import scatter_scan
 from cyscatter.dask._scatter import scatter
 
 __all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count", "scatter_any", "scatter_all",
-           "scatter_nanargmax", "scatter_nanargmin"]
+           "scatter_nanargmax", "scatter_nanargmin", "scatter_scan"]
 take_foreign_in(globals(), __all__)

@@ -11,7 +11,7 @@ import numpy as np
 
 from cyscatter._argext import winners
 from cyscatter._canonical import precheck, prod, rows_view, run_gather, run_scatter
-from cyscatter._index import IndexPlan, parse_coords, plan_index
+from cyscatter._index import IndexPlan, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
 from cyscatter._scatter import finish_fresh, run_counted
 
@@ -189,3 +189,43 @@ def gather_assemble(parts, *, shape, nb, ni, dtype, fill):
     for keep, values3 in parts:
         out3[:, keep] = values3
     return out3.reshape(shape)
+
+
+# ---- scatter_scan: per-chunk group totals, the carry from earlier chunks, each chunk's scan with its carry -------
+
+def scan_total(src, flat, *, op, result_dtype, nb, size, dim_size):
+    """(outer, size, inner) in the compute dtype: each group's total over one src block, the op's identity for
+    the groups the block does not reach (`scatter_partial` over every destination row). A MemoryError names
+    `dim_size` (the user's value), which sized the table."""
+    with sized_by("dim_size", dim_size):
+        work3, _ = scatter_partial(src, flat, op=op, result_dtype=result_dtype, nb=nb, rows=(0, size), count=False)
+    return work3
+
+
+def scan_carry(parts, *, op):
+    """The running total of several chunks' totals, merged in scan order with the op's combine rule."""
+    work3, _ = combine_partials([(part, None) for part in parts], op=op)
+    return work3
+
+
+def scan_block(src, flat, carry, *, op, nb, size, dim_size, exclusive, reverse):
+    """One src block's grouped scan, started from its groups' `carry` (the running values of the chunks scanned
+    before this one; None for the first). The carry rows enter the core kernel (`ScanView.scan`) as one extra
+    entry per group ahead of the block's entries (after them with `reverse`), so the kernel's own rules combine
+    them (NaN wins max/min, -0.0 < +0.0) in one pass; their outputs are left out. Out-of-range rows (already
+    planned by the mode) are dropped and keep the op's identity."""
+    from cyscatter._scan import ScanView
+    view = ScanView("cyscatter.dask.scatter_scan", op, src, flat, size, nb, "drop", reverse, exclusive)
+    view.sized = ("dim_size", dim_size)   # the running table's MemoryError names the user's dim_size
+    if carry is None or not view.src3.size:
+        out3, _ = view.scan(view.src3)
+        return view.finish(out3)
+    n = view.src3.shape[1]
+    rows = np.arange(size, dtype=np.int64)
+    flat = flat.reshape(-1).astype(np.int64, copy=False)
+    parts, coords = ((view.src3, carry), (flat, rows)) if reverse else ((carry, view.src3), (rows, flat))
+    seeded = ScanView("cyscatter.dask.scatter_scan", op, np.concatenate(parts, axis=1), np.concatenate(coords),
+                      size, 1, "drop", reverse, exclusive)
+    seeded.sized = view.sized
+    out3, _ = seeded.scan(seeded.src3)
+    return view.finish(out3[:, :n] if reverse else out3[:, size:])

@@ -40,6 +40,10 @@ def flat_rows(coords: tuple, chunks: tuple, dims: tuple, mode: str) -> da.Array:
     Its tasks validate the index, so an out-of-range entry under mode='raise' raises when they run.
     """
     coords = tuple(c.rechunk(chunks) for c in coords)
+    if coords[0].size == 0 and coords[0].chunks != tuple(chunks):
+        # Dask's rechunk leaves an empty array's chunks as they are (((0,),), not src's ((0, 0),)): the blocks of
+        # src would miss theirs. An empty index has no entries to check: empty blocks cut as src's
+        coords = tuple(da.from_array(np.empty(c.shape, c.dtype), chunks=chunks) for c in coords)
     dtype = np.dtype(np.int32 if len(coords) == 1 and coords[0].dtype == np.int32 else np.int64)
     return da.map_blocks(_blocks.flat_rows, *coords, dims=dims, mode=mode, dtype=dtype,
                          meta=np.empty((0,) * coords[0].ndim, dtype))

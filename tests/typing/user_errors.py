@@ -86,6 +86,8 @@ csd.gather(lazy, index, mode="ignore")  # type: ignore[arg-type]
 csd.scatter_argmax(lazy, index, dim_size=3, split_every="4")  # type: ignore[arg-type]
 csd.scatter_argmin(lazy, index, dim_size=3, mode="ignore")  # type: ignore[arg-type]
 not_numpy: np.ndarray = csd.scatter(lazy, index, dim_size=3)  # type: ignore[assignment]
+csd.scatter_scan(lazy, index, "mean", dim_size=3)  # type: ignore[arg-type]
+csd.scatter_scan(lazy, index, dim_size=3, mode="ignore")  # type: ignore[arg-type]
 
 # ---- grad: every function ----------------------------------------------------------------------------------------
 csgrad.scatter(src, index, op="avg")  # type: ignore[call-overload]

@@ -120,6 +120,7 @@ lazy = csd.scatter_argmax(lazy_src, index, dim_size=3)
 lazy = csd.scatter_any(lazy_src, index, dim_size=3)
 lazy = csd.scatter_all(lazy_src, index, dim_size=3, fill_value=False)
 lazy = csd.scatter_argmin(lazy_src, index, dim_size=3, mode="drop")
+lazy = csd.scatter_scan(lazy_src, index, "mul", dim_size=3, exclusive=True, reverse=False, dtype=np.float32)
 computed: NDArray[np.float64] = lazy.compute()
 
 # ---- grad --------------------------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, 
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_NANADD, OP_NANMUL, OP_FMAX,
                                 OP_FMIN, OpNanAdd, OpNanMul, OpFmax, OpFmin, MODE_RAISE, MODE_DROP,
                                 scatter_reduce_rows, first_out_of_range, combine_rows)
-from cyscatter.group_kernels cimport extreme_t, running, replaces_max, replaces_min
+from cyscatter.group_kernels cimport (extreme_t, nan_op_t, nan_value_t, count_t, running, replaces_max,
+                                      replaces_min)
 
 
 # ---- CSR segments ----------------------------------------------------------------------------------------------
@@ -52,6 +53,52 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
                 # the core's row update, one call per segment: vectorised, no branch per element (NOTES.md v16)
                 combine_rows(op, &out[o, s, 0], &src[o, indptr[s], 0], indptr[s + 1] - indptr[s],
                              src.strides[1] // sizeof(value_t), inner)
+    return -1
+
+
+cdef Py_ssize_t segment_reduce_counted_rows(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
+                                            const index_t[::1] indptr, nan_value_t[:, :, ::contiguous] out,
+                                            count_t[:, :, ::contiguous] counts) noexcept nogil:
+    """`segment_reduce_rows` of a NaN-skipping op that also adds to counts[o, s, f] the non-NaN entries of each
+    output element (NumPy's isnan; complex: either part), so an element whose entries are all NaN counts 0.
+
+    The reduction is the row update of `segment_reduce_rows` (the same result, bit for bit); the count is a
+    second pass over the segment's rows while they are still in cache. Returns -1, or the first invalid segment
+    (checked before anything is written).
+    """
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2]
+    cdef Py_ssize_t nseg = indptr.shape[0] - 1
+    cdef Py_ssize_t stride = src.strides[1] // sizeof(nan_value_t)
+    cdef Py_ssize_t o, s, p, f, rows, bad
+    cdef nan_value_t acc, x
+    cdef count_t c
+    cdef const nan_value_t* row
+    cdef count_t* cnt
+    bad = first_bad_segment(indptr, n)
+    if bad >= 0:
+        return bad
+    for o in range(outer):
+        for s in range(nseg):
+            rows = indptr[s + 1] - indptr[s]
+            if rows == 0:
+                continue
+            row = &src[o, indptr[s], 0]
+            cnt = &counts[o, s, 0]
+            if inner == 1:   # the running value and its count in registers
+                acc = out[o, s, 0]
+                c = cnt[0]
+                for p in range(rows):
+                    x = row[p * stride]
+                    acc = running(op, acc, x)
+                    c += (x == x)
+                out[o, s, 0] = acc
+                cnt[0] = c
+            else:
+                combine_rows(op, &out[o, s, 0], row, rows, stride, inner)
+                for p in range(rows):
+                    for f in range(inner):
+                        x = row[p * stride + f]
+                        cnt[f] += (x == x)
     return -1
 
 
@@ -191,6 +238,33 @@ def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const inde
             status = segment_reduce_rows(fmx, src, indptr, out)
         elif opcode == OP_FMIN:
             status = segment_reduce_rows(fmn, src, indptr, out)
+    return status
+
+
+def segment_reduce_counted(int opcode, const nan_value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
+                           nan_value_t[:, :, ::contiguous] out, count_t[:, :, ::contiguous] counts):
+    """The CSR segment kernel of a NaN-skipping `opcode` (OP_NANADD, OP_NANMUL, OP_FMAX, OP_FMIN) on float or
+    complex values, adding the non-NaN entries of each output element to `counts` (same shape as `out`);
+    returns -1 or the first invalid segment."""
+    cdef Py_ssize_t status = -1
+    cdef OpNanAdd nanadd
+    cdef OpNanMul nanmul
+    cdef OpFmax fmx
+    cdef OpFmin fmn
+    if not OP_NANADD <= opcode <= OP_FMIN:
+        raise ValueError(f"segment_reduce_counted takes a NaN-skipping op code, got {opcode}")
+    _check_rows("segment_reduce_counted", src.shape[0], src.shape[1], src.shape[2], src.shape[1], "src", (
+        ("out", _shape3(out), max(indptr.shape[0] - 1, 0)),
+        ("counts", (counts.shape[0], counts.shape[1], counts.shape[2]), max(indptr.shape[0] - 1, 0))))
+    with nogil:
+        if opcode == OP_NANADD:
+            status = segment_reduce_counted_rows(nanadd, src, indptr, out, counts)
+        elif opcode == OP_NANMUL:
+            status = segment_reduce_counted_rows(nanmul, src, indptr, out, counts)
+        elif opcode == OP_FMAX:
+            status = segment_reduce_counted_rows(fmx, src, indptr, out, counts)
+        else:
+            status = segment_reduce_counted_rows(fmn, src, indptr, out, counts)
     return status
 
 

@@ -6,7 +6,11 @@ numpy_groupies' nansum as the peer (on the flattened problem it can take: one fe
 same bytes). The calls alternate round by round, so a noisy shared machine slows both sides alike; the figure
 is the median time of each, and the ratio of the medians.
 
-    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick]
+    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick] [--segment]
+
+--segment times `segment` instead (CSR, the W1 sizes: 1e6 rows x 64 float32 into 1e5 segments of random length):
+every NaN-skipping op against its twin, and nanmean / nansum with a fill_value, whose kernel also counts the
+non-NaN entries of each element (the twins count nothing: mean divides by the segment lengths).
 """
 from __future__ import annotations
 
@@ -34,8 +38,11 @@ def main(argv=None):
     parser.add_argument("--nan", type=float, default=0.1, help="share of NaN entries in src")
     parser.add_argument("--threads", type=int, default=None, help="default: the library's")
     parser.add_argument("--quick", action="store_true", help="a tenth of the W1 sizes")
+    parser.add_argument("--segment", action="store_true", help="time segment (CSR) instead of scatter")
     args = parser.parse_args(argv)
     scale = 0.1 if args.quick else 1.0
+    if args.segment:
+        return segment_pairs(args, scale)
     print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, threads="
           f"{args.threads or cs.get_num_threads()}, NaN share {args.nan}, rounds {args.rounds}; shared machine: "
           "figures are noisy, compare the ratios")
@@ -73,6 +80,32 @@ def main(argv=None):
     a, b = (statistics.median(v) for v in times.values())
     print(f"vector (W1 entries, one column): cyscatter nansum {a * 1e3:.2f} ms, numpy_groupies nansum "
           f"{b * 1e3:.2f} ms: {b / a:.1f}x faster")
+
+
+SEGMENT_PAIRS = (("nansum", "add", None), ("nanprod", "mul", None), ("fmax", "max", None), ("fmin", "min", None),
+                 ("nanmean", "mean", None), ("nansum", "add", 0.0), ("fmax", "max", 0.0))
+
+
+def segment_pairs(args, scale: float) -> None:
+    """segment of each NaN-skipping op against its twin, alternating, medians and their ratio."""
+    rows, segs, feat = int(1e6 * scale), int(1e5 * scale), 64
+    print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, segment (one thread: the CSR "
+          f"kernel is serial), {rows} x {feat} float32 into {segs} segments, NaN share {args.nan}, rounds "
+          f"{args.rounds}; shared machine: figures are noisy, compare the ratios")
+    rng = np.random.default_rng(1)
+    src = rng.uniform(0.99, 1.01, (rows, feat)).astype(np.float32)   # products stay finite
+    src[rng.random(src.shape) < args.nan] = np.nan
+    indptr = np.concatenate([[0], np.sort(rng.integers(0, rows + 1, segs - 1)), [rows]])
+    for nan_op, twin, fill in SEGMENT_PAIRS:
+        times = {nan_op: [], twin: []}
+        for _ in range(args.rounds):
+            for op in (twin, nan_op):
+                t = time.perf_counter()
+                cs.segment(src, indptr, op, fill_value=fill)
+                times[op].append(time.perf_counter() - t)
+        a, b = statistics.median(times[nan_op]), statistics.median(times[twin])
+        label = "" if fill is None else f" fill={fill}"
+        print(f"segment{label:9s} {nan_op:8s} {a * 1e3:8.1f} ms   {twin:5s} {b * 1e3:8.1f} ms   ratio {a / b:5.2f}x")
 
 
 if __name__ == "__main__":

@@ -178,11 +178,14 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     outer, inner = prod(batch), prod(feat)
     work3 = op.fresh((outer, nseg, inner), result_dtype)
     src3 = rows_view(src, work3.dtype, outer, rows, inner)
-    if op.skips_nan and (op.counts or fill is not None) and work3.dtype.kind in "fc":
-        # non-NaN entries per output element, counted by the kernel as it reduces (an all-NaN element is empty);
-        # int32 below 2**31 rows, as scatter's element counts
-        counts = np.zeros(work3.shape, np.int32 if rows < 2**31 - 1 else np.int64)
-        status = group_kernels.segment_reduce_counted(op.opcode, src3, ptr, work3, counts)
+    if op.skips_nan and work3.dtype.kind in "fc":
+        # where nanmean or a fill_value needs them, the non-NaN entries per output element, counted by the kernel
+        # as it reduces (an all-NaN element is empty); int32 below 2**31 rows, as scatter's element counts
+        counting = op.counts or fill is not None
+        counts = np.zeros(work3.shape if counting else (0, 0, 0), np.int32 if rows < 2**31 - 1 else np.int64)
+        status = group_kernels.segment_reduce_counted(op.opcode, src3, ptr, work3, counts, counting)
+        if not counting:
+            counts = np.diff(ptr).astype(np.int64, copy=False)
     else:   # integers have no NaN: a NaN-skipping op counts its segment lengths, as its twin
         status = group_kernels.segment_reduce(op.opcode, src3, ptr, work3)
         counts = np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds

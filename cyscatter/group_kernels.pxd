@@ -147,7 +147,7 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
 
 cdef Py_ssize_t segment_reduce_counted_rows(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
                                             const index_t[::1] indptr, nan_value_t[:, :, ::contiguous] out,
-                                            count_t[:, :, ::contiguous] counts) noexcept nogil
+                                            count_t[:, :, ::contiguous] counts, bint counting) noexcept nogil
 
 cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                                   value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil

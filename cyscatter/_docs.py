@@ -136,7 +136,8 @@ FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F, or broadcastab
     {axis}
     {mode}""".format(**FRAGMENTS)
 
-FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div", "nansum", "nanprod", "nanmean", "fmax", "fmin"}
+FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div", "nansum", "nanprod",
+        "nanmean", "fmax", "fmin"}
         The op of the forward `gather_scatter` call (aliases as there; the assignments set/last/first raise
         ValueError, as there).
     grad_out : array_like, shape B + D + F

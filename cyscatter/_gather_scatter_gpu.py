@@ -380,5 +380,6 @@ def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *
             t_msgs += call.messages(s_dot3)[0]
         if w_dot2 is not None:
             t_msgs += call.absent(taken, msgs) * call.scale(w_dot2)
-        result = scatter_jvp(name, msgs, call.device("scatter_kept"), call.out3, call.absent(t_msgs, msgs), axis=1)
+        result = scatter_jvp(name, msgs, call.device("scatter_kept"), call.out3, call.absent(t_msgs, msgs),
+                             axis=1)
     return result.reshape(call.out_shape)

@@ -442,7 +442,8 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
 
     Parameters
     ----------
-    op : {{"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div", "nansum", "nanprod", "nanmean", "fmax", "fmin"}}
+    op : {{"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div", "nansum", "nanprod", "nanmean", "fmax",
+        "fmin"}}
         The op of the forward call.
     src : array_like, shape B + S + F
         The forward call's `src`.

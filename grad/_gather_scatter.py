@@ -99,8 +99,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     mean are fused at every order (the transposed product and the per-edge dots, no E x F array); max and min
     are fused at first order (the gradient goes to the tied winning edges, split evenly, as `scatter`), their
     higher orders and mul/div go through the materialised messages, and so do the NaN-skipping ops (nansum,
-    nanprod, nanmean, fmax, fmin: a NaN message, left out, passes no gradient to its src row or weight). Indices, `plan`, `dim_size` and
-    `fill_value` are not differentiable; rows filled with `fill_value` and dropped edges pass no gradient.
+    nanprod, nanmean, fmax, fmin: a NaN message, left out, passes no gradient to its src row or weight).
+    Indices, `plan`, `dim_size` and `fill_value` are not differentiable; rows filled with `fill_value` and
+    dropped edges pass no gradient.
 
     Parameters
     ----------
@@ -108,8 +109,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         Source rows (node features).
     gather_index, scatter_index : int array or tuple of int arrays, shape I, optional
         Source and destination row of each edge (omit both with `plan`).
-    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "nanprod", "nanmean", "fmax", "fmin"}
-        As in `cyscatter.gather_scatter` (default "add"; the aliases too).
+    op : str, default "add"
+        As in `cyscatter.gather_scatter`: "add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum",
+        "nanprod", "nanmean", "fmax", "fmin" (and their aliases).
     weight : array_like, shape I + W, optional
         Scales each message (differentiable).
     dim_size, axis, fill_value, mode, plan, num_threads : optional

@@ -8,7 +8,14 @@ same bytes). Then nansum vs add on narrow rows (1, 4, 16 float32 features, 4e6 e
 rows), where the element rule's cost shows. The calls alternate round by round, so a noisy shared machine slows
 both sides alike; the figure is the median time of each, and the ratio of the medians.
 
-    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick]
+    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick] [--segment | --gather-scatter]
+
+--segment times `segment` instead (CSR, the W1 sizes: 1e6 rows x 64 float32 into 1e5 segments of random length):
+every NaN-skipping op against its twin, and nanmean / nansum with a fill_value, whose kernel also counts the
+non-NaN entries of each element (the twins count nothing: mean divides by the segment lengths).
+--gather-scatter times `gather_scatter` with a plan (1e5 nodes x 64 float32, 1e6 random edges, with and without an
+edge weight): nansum, fmax and nanmean against add, max and mean (nanmean's kernel counts each element's non-NaN
+messages as it reduces).
 """
 from __future__ import annotations
 
@@ -47,8 +54,14 @@ def main(argv=None):
     parser.add_argument("--nan", type=float, default=0.1, help="share of NaN entries in src")
     parser.add_argument("--threads", type=int, default=None, help="default: the library's")
     parser.add_argument("--quick", action="store_true", help="a tenth of the W1 sizes")
+    parser.add_argument("--segment", action="store_true", help="time segment (CSR) instead of scatter")
+    parser.add_argument("--gather-scatter", action="store_true", help="time gather_scatter instead of scatter")
     args = parser.parse_args(argv)
     scale = 0.1 if args.quick else 1.0
+    if args.segment:
+        return segment_pairs(args, scale)
+    if args.gather_scatter:
+        return gather_scatter_pairs(args, scale)
     print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, threads="
           f"{args.threads or cs.get_num_threads()}, NaN share {args.nan}, rounds {args.rounds}; shared machine: "
           "figures are noisy, compare the ratios")
@@ -86,6 +99,59 @@ def main(argv=None):
     a, b = (statistics.median(v) for v in times.values())
     print(f"vector (W1 entries, one column): cyscatter nansum {a * 1e3:.2f} ms, numpy_groupies nansum "
           f"{b * 1e3:.2f} ms: {b / a:.1f}x faster")
+
+
+SEGMENT_PAIRS = (("nansum", "add", None), ("nanprod", "mul", None), ("fmax", "max", None), ("fmin", "min", None),
+                 ("nanmean", "mean", None), ("nansum", "add", 0.0), ("fmax", "max", 0.0))
+
+
+def segment_pairs(args, scale: float) -> None:
+    """segment of each NaN-skipping op against its twin, alternating, medians and their ratio."""
+    rows, segs, feat = int(1e6 * scale), int(1e5 * scale), 64
+    print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, segment (one thread: the CSR "
+          f"kernel is serial), {rows} x {feat} float32 into {segs} segments, NaN share {args.nan}, rounds "
+          f"{args.rounds}; shared machine: figures are noisy, compare the ratios")
+    rng = np.random.default_rng(1)
+    src = rng.uniform(0.99, 1.01, (rows, feat)).astype(np.float32)   # products stay finite
+    src[rng.random(src.shape) < args.nan] = np.nan
+    indptr = np.concatenate([[0], np.sort(rng.integers(0, rows + 1, segs - 1)), [rows]])
+    for nan_op, twin, fill in SEGMENT_PAIRS:
+        times = {nan_op: [], twin: []}
+        for _ in range(args.rounds):
+            for op in (twin, nan_op):
+                t = time.perf_counter()
+                cs.segment(src, indptr, op, fill_value=fill)
+                times[op].append(time.perf_counter() - t)
+        a, b = statistics.median(times[nan_op]), statistics.median(times[twin])
+        label = "" if fill is None else f" fill={fill}"
+        print(f"segment{label:9s} {nan_op:8s} {a * 1e3:8.1f} ms   {twin:5s} {b * 1e3:8.1f} ms   ratio {a / b:5.2f}x")
+
+
+def gather_scatter_pairs(args, scale: float) -> None:
+    """gather_scatter of nansum / fmax / nanmean against add / max / mean, alternating, medians and ratios."""
+    nodes, edges, feat = int(1e5 * scale), int(1e6 * scale), 64
+    print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, threads="
+          f"{args.threads or cs.get_num_threads()}, gather_scatter with a plan, {nodes} nodes x {feat} float32, "
+          f"{edges} edges, NaN share {args.nan}, rounds {args.rounds}; shared machine: figures are noisy, compare "
+          "the ratios")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((nodes, feat)).astype(np.float32)
+    x[rng.random(x.shape) < args.nan] = np.nan
+    plan = cs.gather_scatter_plan(rng.integers(0, nodes, edges), rng.integers(0, nodes, edges), src_size=nodes,
+                                  dim_size=nodes)
+    weight = rng.uniform(0.5, 2.0, edges).astype(np.float32)
+    for nan_op, twin in (("nansum", "add"), ("fmax", "max"), ("nanmean", "mean")):
+        for w in (None, weight):
+            times = {nan_op: [], twin: []}
+            for _ in range(args.rounds):
+                for op in (twin, nan_op):
+                    t = time.perf_counter()
+                    cs.gather_scatter(x, op=op, weight=w, plan=plan, num_threads=args.threads)
+                    times[op].append(time.perf_counter() - t)
+            a, b = statistics.median(times[nan_op]), statistics.median(times[twin])
+            kind = "weighted" if w is not None else "unweighted"
+            print(f"gather_scatter {kind:10s} {nan_op:8s} {a * 1e3:8.1f} ms   {twin:5s} {b * 1e3:8.1f} ms   "
+                  f"ratio {a / b:5.2f}x")
 
 
 if __name__ == "__main__":

@@ -136,7 +136,8 @@ FRAGMENTS["forward_args"] = """src : array_like, shape B + I + F, or broadcastab
     {axis}
     {mode}""".format(**FRAGMENTS)
 
-FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div"}
+FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div", "nansum", "nanprod",
+        "nanmean", "fmax", "fmin"}
         The op of the forward `gather_scatter` call (aliases as there; the assignments set/last/first raise
         ValueError, as there).
     grad_out : array_like, shape B + D + F
@@ -146,7 +147,7 @@ FRAGMENTS["gs_reverse"] = """op : {"add", "sub", "mean", "sqrt_n", "max", "min",
     gather_index, scatter_index : int array or tuple of int arrays, shape I
         The forward call's indices (omit both with `plan`).
     out : array_like, shape B + D + F, optional
-        The forward result; needed by max, min, mul and div.
+        The forward result; needed by max, min, mul, div and the NaN-skipping ops.
     weight : array_like, shape I + W, optional
         The forward call's weight.
     dim_size, axis, mode, plan, num_threads : optional

@@ -17,7 +17,7 @@ from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._index import DROPPING, check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
-from cyscatter._ops import get_op, holds_numbers, native, refuse_assignment
+from cyscatter._ops import OPS, get_op, holds_numbers, native, refuse_assignment
 from cyscatter._scatter import fill_for, finish_fresh, scatter
 from cyscatter._threads import check_threads
 
@@ -314,7 +314,12 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     {op}
         Message-passing layers use add ("sum"), mean, max and min (PyG's and DGL's aggregations). The
         assignments "set" / "last" and "first" are refused (ValueError): the fused kernels reduce messages;
-        assign them with ``scatter(gather(src, gather_index), scatter_index, "set")``.
+        assign them with ``scatter(gather(src, gather_index), scatter_index, "set")``. The NaN-skipping ops
+        (nansum, nanprod, nanmean, fmax/nanmax, fmin/nanmin) test NaN on the message ``weight[e] * src[...]``,
+        the value that is scattered: a NaN in `src` or in `weight`, or ``inf * 0``, makes a NaN message, which is
+        left out; an output element whose messages are all NaN is an empty group (the identity, or
+        `fill_value`), and nanmean divides by each element's non-NaN messages (counted by the kernel as it
+        reduces; on CuPy arrays nanmean, and the others with a `fill_value`, materialise the messages, E x F).
     weight : array_like, shape I + W, optional
         Scales each message: one number per edge (W empty: GCN normalisation, edge weights), or per edge and
         leading feature dims (W broadcasting against ``F[:len(W)]``: per attention head). Integer or float;
@@ -322,7 +327,8 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     {dim_size}
     {axis}
     fill_value : scalar, optional
-        Value of the destination rows no edge reaches (default: the op's identity; 0 for mean).
+        Value of the destination rows no edge reaches (default: the op's identity; 0 for mean); for the
+        NaN-skipping ops, of the output elements whose messages are all NaN too.
     mode : {{"raise", "drop", "wrap", "clip", "normalize_drop"}}, optional
         Out-of-range entries of either index, as in `scatter` ("raise" by default); under "drop" (and
         "normalize_drop", once negatives are counted from the end) an edge with either end out of range is
@@ -335,7 +341,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     -------
     out : ndarray, shape B + D + F
         The dtype of the messages (`src`, or NumPy's promotion of `src` and `weight`), except float64 for integer
-        messages with div and mean.
+        messages with div, mean, sqrt_n and nanmean.
 
     Raises
     ------
@@ -373,7 +379,6 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     threads = check_threads(num_threads)
     op = get_op(op)
     refuse_assignment(op, "gather_scatter", "its fused kernels reduce messages with atomics or in registers")
-    op.require_plain("gather_scatter")
     be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight)
     if be.xp is not np:
         from cyscatter._gather_scatter_gpu import gather_scatter_gpu
@@ -397,8 +402,14 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         return out.reshape(batch + plan.dims + feat)
     out3 = op.fresh((outer, plan.size, inner), result_dtype)
     src3 = rows_view(src, out3.dtype, outer, plan.src_size, inner)
-    run_forward(op.opcode, src3, plan, w, heads, feat, out3, threads)
     counts = plan.counts if op.counts or fill is not None else None
+    if counts is not None and op.skips_nan and out3.dtype.kind in "fc":
+        # non-NaN messages per output element, counted by the kernel as it reduces (int32 below 2**31 edges, as
+        # scatter's element counts): an element whose messages are all NaN is an empty group
+        counts = np.zeros(out3.shape, np.int32 if plan.n_edges < 2**31 - 1 else np.int64)
+        run_forward(op.opcode, src3, plan, w, heads, feat, out3, threads, counts=counts)
+    else:
+        run_forward(op.opcode, src3, plan, w, heads, feat, out3, threads)
     return finish_fresh(op, out3, counts, fill, result_dtype, threads=threads).reshape(batch + plan.dims + feat)
 
 
@@ -413,14 +424,25 @@ def messages(src3, plan, w, heads: int, feat: tuple, dtype):
     return taken * np.repeat(rows, src3.shape[2] // max(heads, 1), axis=1)[None], keep
 
 
-def run_forward(opcode, src3, plan, w, heads, feat, out3, threads, transpose: bool = False) -> None:
+# op code of a NaN-skipping op -> its twin's: integers have no NaN, so they run the twin's kernel
+_TWIN_OPCODES = {op.opcode: get_op(op.twin).opcode for op in OPS if op.skips_nan}
+_NO_COUNTS = np.zeros((0, 0, 0), np.int32)
+
+
+def run_forward(opcode, src3, plan, w, heads, feat, out3, threads, transpose: bool = False, counts=None) -> None:
     """The fused kernel from `src3` into `out3` (started at the identity) along the plan's CSR by destination,
-    or, `transpose`, along its CSR by source (src3 then holds destination rows, out3 source rows)."""
+    or, `transpose`, along its CSR by source (src3 then holds destination rows, out3 source rows). A NaN-skipping
+    op on floats adds the non-NaN messages of each output element to `counts` (out3's shape) when given."""
     if out3.shape[0] == 0 or out3.shape[2] == 0:
         return   # no batch slice or no feature: nothing to compute (a head dim of length 0 included)
     indptr, edge_ids, cols = plan.transpose if transpose else (plan.indptr, plan.edge_ids, plan.cols)
     w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
     parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2])
-    status = fused_kernels.forward(opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3, parts)
+    if opcode in _TWIN_OPCODES and out3.dtype.kind in "fc":
+        status = fused_kernels.forward_nan(opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
+                                           _NO_COUNTS if counts is None else counts, counts is not None, parts)
+    else:
+        status = fused_kernels.forward(_TWIN_OPCODES.get(opcode, opcode), src3, indptr, cols, edge_ids, w2,
+                                       w is not None, out3, parts)
     if status != -1:   # a plan validates everything the kernel checks; only a corrupted one gets here
         raise ValueError(f"the plan's edges do not fit src and out (kernel status {status})")

@@ -114,15 +114,21 @@ def gather_scatter_gpu(src, gather_index, scatter_index, op, *, weight, dim_size
     result_dtype = op.result_dtype(vdtype)
     fill = fill_for(fill_value, result_dtype, xp)
     outer, inner = prod(batch), prod(feat)
-    if w is not None and vdtype.kind in "iu" and op.compute_dtype(result_dtype) != vdtype:
+    wide_ints = w is not None and vdtype.kind in "iu" and op.compute_dtype(result_dtype) != vdtype
+    # a NaN-skipping op that counts (nanmean, a fill_value) needs each element's non-NaN messages: the messages
+    # are materialised (E x F) and scattered, the composition that defines gather_scatter, whose scatter counts
+    nan_counted = op.skips_nan and (op.counts or fill is not None) and vdtype.kind in "fc"
+    if wide_ints or nan_counted:
         # integer messages the kernel would compute wider than w * src wraps or rounds in its own dtype: formed
-        # as NumPy forms them, then scattered (as on the CPU)
-        own = be.rows_view(src, vdtype, outer, plan.src_size, inner)[:, _on_device(plan, xp, "gather_kept"), :]
-        rows = weight_rows(w, plan.index_shape, feat, heads, vdtype, xp=xp)[_on_device(plan, xp, "kept")]
-        msgs = own * xp.repeat(rows, inner // max(heads, 1), axis=1)[None]
+        # as NumPy forms them, then scattered (as on the CPU); float messages in the compute dtype, as the kernel
+        mdtype = vdtype if wide_ints else op.compute_dtype(result_dtype)
+        msgs = be.rows_view(src, mdtype, outer, plan.src_size, inner)[:, _on_device(plan, xp, "gather_kept"), :]
+        if w is not None:
+            rows = weight_rows(w, plan.index_shape, feat, heads, mdtype, xp=xp)[_on_device(plan, xp, "kept")]
+            msgs = msgs * xp.repeat(rows, inner // max(heads, 1), axis=1)[None]
         out = scatter(msgs, _on_device(plan, xp, "scatter_kept"), op, dim_size=plan.size, axis=1,
                       fill_value=fill_value)
-        return out.reshape(batch + plan.dims + feat)
+        return out.astype(result_dtype, copy=False).reshape(batch + plan.dims + feat)
     out3 = op.fresh((outer, plan.size, inner), result_dtype, xp)
     src3 = be.rows_view(src, out3.dtype, outer, plan.src_size, inner)
     w2 = None if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype, xp=xp)
@@ -143,7 +149,6 @@ class _Call:
                              weight=weight, **tangents)
         xp = self.xp = self.be.xp
         self.op = get_op(op)
-        self.op.require_plain("gather_scatter")
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")
         self.src = self.be.asarray(src)
@@ -275,7 +280,16 @@ class _Call:
     def core_vjp(self, g3):
         """d out / d message times the cotangent, per kept edge (outer, kept, inner), by the core rules."""
         msgs, taken = self.messages(self.src3)
+        self._msgs = msgs
         return scatter_vjp_src(self.op.name, g3, msgs, self.device("scatter_kept"), self.out3, axis=1), taken
+
+    def absent(self, a, msgs=None):
+        """`a` (per kept edge, broadcasting against the messages) with 0 where a NaN-skipping op left the message
+        out (NaN): the factors of the chain rule's products there, whose derivatives are 0 (not 0 * inf)."""
+        if not self.op.skips_nan:
+            return a
+        msgs = self._msgs if msgs is None else msgs
+        return self.xp.where(msgs == msgs, a, 0).astype(a.dtype, copy=False)
 
 
 def _cast_like(result, like):
@@ -302,7 +316,7 @@ def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, o
     else:
         d, _ = call.core_vjp(g3)
         if call.w2 is not None:
-            d = d * call.scale(call.w2)
+            d = d * call.absent(call.scale(call.w2))
         scatter_into(result, d, call.device("gather_kept"), "add", axis=1)
     return _cast_like(result.reshape(call.src.shape), call.src)
 
@@ -320,7 +334,7 @@ def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index
         result = call.dots(call.share(g3), tied=True)
     else:
         d, taken = call.core_vjp(g3)
-        per_feature = (d * taken).sum(axis=0)                                  # (kept, inner)
+        per_feature = (d * call.absent(taken)).sum(axis=0)                     # (kept, inner)
         result = call.zeros((call.plan.n_edges, call.heads))
         kept = call.device("kept")
         result[kept] = per_feature.reshape(kept.shape[0], call.heads, -1).sum(axis=2)
@@ -365,6 +379,7 @@ def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *
         if s_dot3 is not None:
             t_msgs += call.messages(s_dot3)[0]
         if w_dot2 is not None:
-            t_msgs += taken * call.scale(w_dot2)
-        result = scatter_jvp(name, msgs, call.device("scatter_kept"), call.out3, t_msgs, axis=1)
+            t_msgs += call.absent(taken, msgs) * call.scale(w_dot2)
+        result = scatter_jvp(name, msgs, call.device("scatter_kept"), call.out3, call.absent(t_msgs, msgs),
+                             axis=1)
     return result.reshape(call.out_shape)

@@ -6,7 +6,8 @@ transposed product (the same kernel along the CSR by source row), the `weight` g
 cotangent evenly among them, as `scatter` does; none of them allocates an E x F array. mul and div, whose
 derivatives need the product of the other members of a group, go through the materialised messages and the core
 `scatter` rules, and so do max/min on integer messages (whose ties are those of the integers, compared, as
-`scatter_vjp_src` compares them, in float64: exact up to 2**53).
+`scatter_vjp_src` compares them, in float64: exact up to 2**53), and the NaN-skipping ops (nansum, nanprod, nanmean,
+fmax, fmin: `scatter_vjp_src`'s rules on the messages, a NaN message passing nothing to its src row or weight).
 """
 from __future__ import annotations
 
@@ -46,7 +47,6 @@ class _Call:
                  num_threads, cotangents: dict):
         self.op = get_op(op)
         refuse_assignment(self.op, fun, "gather_scatter has no assignment forward")
-        self.op.require_plain("the gather_scatter reverse functions")
         self.threads = check_threads(num_threads)
         if src is None:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")
@@ -140,6 +140,11 @@ class _Call:
             msgs, keep = messages(self.src3, self.plan, self.w, self.heads, self.feat, self.dtype)
         return keep, msgs, self.src3[:, self.plan.gather[keep], :]
 
+    def absent(self, a, msgs):
+        """`a` (per kept edge, broadcasting against `msgs`) with 0 where a NaN-skipping op left the message out
+        (NaN): the factors of the chain rule's products there, whose derivatives are 0 (not 0 * inf or 0 * NaN)."""
+        return np.where(msgs == msgs, a, 0).astype(a.dtype, copy=False) if self.op.skips_nan else a
+
     def scale(self, rows2, keep):
         """Per-edge (n, heads) values of the kept edges, repeated over each head's features: (1, kept, inner)."""
         return np.repeat(rows2[keep], self.inner // self.heads, axis=1)[None]
@@ -163,7 +168,7 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
     Derivatives are real or complex: integers in float64, float16 in float32, else NumPy's promotion; a complex
     cotangent of a real output is refused (its imaginary part would be dropped). mul/div need the products of
     the other messages, integer max/min the integer messages themselves (their ties, -0.0 aside): both are
-    materialised.
+    materialised, and so are the NaN-skipping ops' messages (their NaN entries are what the core rules skip).
     """
     op.check_dtype(vdtype)
     for name, a in arrays.items():
@@ -173,7 +178,7 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
     if is_bfloat16(dtype):   # as float16: derivatives in float32
         dtype = np.dtype(np.float32)
     dtype = np.dtype(np.float64) if dtype.kind in "iu" else np.dtype(np.float32) if dtype == np.float16 else dtype
-    return dtype, op.name in ("mul", "div") or (op.ordered and vdtype.kind in "iu")
+    return dtype, op.name in ("mul", "div") or (op.ordered and vdtype.kind in "iu") or op.skips_nan
 
 
 def _numbers(a, arg: str):
@@ -247,7 +252,8 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     grouping once, at its first reverse pass); sub negates it, mean divides each destination's cotangent by its
     edge count first (empty rows pass nothing). max/min send each output element's cotangent to the edges whose
     message equals it, split evenly among tied ones, as `scatter_vjp_src` does (NNlib gives every tied winner the
-    whole cotangent; finite differences agree with the split). mul/div materialise the messages (E x F) and use
+    whole cotangent; finite differences agree with the split). mul/div and the NaN-skipping ops (a NaN message
+    gets nothing) materialise the messages (E x F) and use
     `scatter_vjp_src`'s exact rules.
 
     Parameters
@@ -293,7 +299,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
         keep, msgs, _ = call.forward_messages()
         d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
         if call.w2 is not None:
-            d = d * call.scale(call.w2, keep)
+            d = d * call.absent(call.scale(call.w2, keep), msgs)
         np.add.at(result, (slice(None), call.plan.gather[keep]), d)
     elif call.op.linear:
         run_forward(OpCode.OP_ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
@@ -382,7 +388,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     if call.materialise:
         keep, msgs, taken = call.forward_messages()
         d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
-        per_feature = (d * taken).sum(axis=0)                                  # (kept, inner)
+        per_feature = (d * call.absent(taken, msgs)).sum(axis=0)               # (kept, inner)
         result[keep] = per_feature.reshape(len(keep), call.heads, -1).sum(axis=2)
     elif call.inner and call.outer:
         ties = {"max": 1, "min": 2}.get(name, 0)
@@ -431,19 +437,20 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     add/sub/mean are bilinear in (src, weight): ``out_dot = gather_scatter(src_dot, weight) +
     gather_scatter(src, weight_dot)`` (mean divided by the counts), fused. max/min average the tangent messages
     ``weight * src_dot + weight_dot * src`` of each output element's tied winning edges (the directional
-    derivative that matches the split cotangent of the VJPs). mul/div go through `scatter_jvp` on materialised
-    messages.
+    derivative that matches the split cotangent of the VJPs). mul/div and the NaN-skipping ops go through
+    `scatter_jvp` on materialised messages.
 
     Parameters
     ----------
-    op : {{"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div"}}
+    op : {{"add", "sub", "mean", "sqrt_n", "max", "min", "mul", "div", "nansum", "nanprod", "nanmean", "fmax",
+        "fmin"}}
         The op of the forward call.
     src : array_like, shape B + S + F
         The forward call's `src`.
     gather_index, scatter_index : int array or tuple of int arrays, shape I
         The forward call's indices (omit both with `plan`).
     out : array_like, shape B + D + F, optional
-        The forward result; needed by max, min, mul and div.
+        The forward result; needed by max, min, mul, div and the NaN-skipping ops.
     src_dot : array_like, shape of `src`, optional
         Tangent of `src` (None: zero).
     weight : array_like, shape I + W, optional
@@ -504,8 +511,8 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
             t = s_dot3[:, call.plan.gather[keep], :]
             t_msgs += t if call.w2 is None else t * call.scale(call.w2, keep)
         if w_dot2 is not None:
-            t_msgs += taken * call.scale(w_dot2, keep)
-        result = scatter_jvp(name, msgs, call.plan.scatter[keep], call.out3, t_msgs, axis=1)
+            t_msgs += call.absent(taken, msgs) * call.scale(w_dot2, keep)
+        result = scatter_jvp(name, msgs, call.plan.scatter[keep], call.out3, call.absent(t_msgs, msgs), axis=1)
     elif call.op.linear:
         result = np.zeros(size3, call.dtype)
         if s_dot3 is not None:

@@ -108,6 +108,11 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     sums pairwise, so its float sums can differ in the last bits). On CuPy arrays it runs as that scatter (the
     GPU kernels; float sums then in the order the atomics take), after checking `indptr` on the device.
 
+    The NaN-skipping ops follow numpy_groupies' ``func="nansum"`` etc. (and ``np.fmax.reduceat`` on non-empty
+    segments): a NaN entry (complex: either part) is absent, an element whose entries are all NaN is an empty
+    segment's (the identity, or `fill_value`), and nanmean divides by each element's non-NaN entries. The kernel
+    counts those as it reduces, where nanmean or a `fill_value` needs them.
+
     Parameters
     ----------
     src : array_like, shape B + (n,) + F
@@ -118,12 +123,13 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
         The axis of `src` holding the rows; the dims before it are batch dims B. Negative counts from the end.
         Default: ``indptr.ndim - 1`` (0 for a 1-D `indptr`).
     fill_value : scalar, optional
-        Value of the empty segments (default: the op's identity, 0 for mean).
+        Value of the empty segments (default: the op's identity, 0 for mean); for a NaN-skipping op (nansum,
+        nanprod, nanmean, fmax/nanmax, fmin/nanmin), of the output elements whose entries are all NaN too.
 
     Returns
     -------
     out : ndarray, shape B + (S,) + F
-        The dtype of `src`, except float64 for integer `src` with div and mean.
+        The dtype of `src`, except float64 for integer `src` with div, mean and nanmean.
 
     Raises
     ------
@@ -151,7 +157,6 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
            [15,  0]])
     """
     op = get_op(op)
-    op.require_plain("segment")
     be = backend_of(src=src, indptr=indptr)
     if len(shape_of(indptr)) > 1:
         src = be.asarray(src)
@@ -172,10 +177,20 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     nseg = ptr.size - 1
     outer, inner = prod(batch), prod(feat)
     work3 = op.fresh((outer, nseg, inner), result_dtype)
-    status = group_kernels.segment_reduce(op.opcode, rows_view(src, work3.dtype, outer, rows, inner), ptr, work3)
+    src3 = rows_view(src, work3.dtype, outer, rows, inner)
+    if op.skips_nan and work3.dtype.kind in "fc":
+        # where nanmean or a fill_value needs them, the non-NaN entries per output element, counted by the kernel
+        # as it reduces (an all-NaN element is empty); int32 below 2**31 rows, as scatter's element counts
+        counting = op.counts or fill is not None
+        counts = np.zeros(work3.shape if counting else (0, 0, 0), np.int32 if rows < 2**31 - 1 else np.int64)
+        status = group_kernels.segment_reduce_counted(op.opcode, src3, ptr, work3, counts, counting)
+        if not counting:
+            counts = np.diff(ptr).astype(np.int64, copy=False)
+    else:   # integers have no NaN: a NaN-skipping op counts its segment lengths, as its twin
+        status = group_kernels.segment_reduce(op.opcode, src3, ptr, work3)
+        counts = np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds
     if status >= 0:   # check_indptr lets nothing through that the kernel refuses
         raise AssertionError(f"segment kernel refused segment {status} of a validated indptr")
-    counts = np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds
     return finish_fresh(op, work3, counts, fill, result_dtype).reshape(batch + (nseg,) + feat)
 
 

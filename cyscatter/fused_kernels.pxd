@@ -20,6 +20,7 @@ from cython.view cimport contiguous
 from libc.stdint cimport int64_t
 
 from cyscatter.kernels cimport op_t, value_t
+from cyscatter.group_kernels cimport nan_op_t, nan_value_t, count_t
 
 # Values the max/min reverse kernels take (gradients of ordered ops are real).
 ctypedef fused real_t:
@@ -42,6 +43,16 @@ cdef Py_ssize_t build_csr(const int64_t[::1] key, Py_ssize_t size, const int64_t
 cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                                    const int64_t[::1] cols, const int64_t* edge_ids, const value_t* weight,
                                    Py_ssize_t heads, value_t[:, :, ::contiguous] out, int num_threads) noexcept nogil
+
+# The forward pass of a NaN-skipping op on float or complex values: as `gather_scatter_csr` (a NaN message, w * x
+# as the value type rounds it, is left out: nansum/nanprod skip it, fmax/fmin let it lose), and, when `counts` is
+# not NULL (strides c_outer, c_row in items, out's shape), the non-NaN messages of each output element are added
+# to it (nanmean's divisor; an element whose messages are all NaN counts 0, an empty group).
+cdef Py_ssize_t gather_scatter_nan_csr(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
+                                       const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids,
+                                       const nan_value_t* weight, Py_ssize_t heads,
+                                       nan_value_t[:, :, ::contiguous] out, count_t* counts, Py_ssize_t c_outer,
+                                       Py_ssize_t c_row, int num_threads) noexcept nogil
 
 # max/min, by destination row: result[o, r, f] = (sum over the edges p of row r that tie with out[o, r, f] of
 # a[o, r, f] (share mode: a = grad_out, tangent_src and tangent_w NULL), or of

@@ -12,6 +12,9 @@ def csr(key: npt.NDArray[np.int64], size: int, other: npt.NDArray[np.int64], oth
 def forward(opcode: int, src: npt.NDArray[Any], indptr: npt.NDArray[np.int64], cols: npt.NDArray[np.int64],
             edge_ids: npt.NDArray[np.int64], weight: npt.NDArray[Any], weighted: bool, out: npt.NDArray[Any],
             num_threads: int) -> int: ...
+def forward_nan(opcode: int, src: npt.NDArray[Any], indptr: npt.NDArray[np.int64], cols: npt.NDArray[np.int64],
+                edge_ids: npt.NDArray[np.int64], weight: npt.NDArray[Any], weighted: bool, out: npt.NDArray[Any],
+                counts: npt.NDArray[np.int32] | npt.NDArray[np.int64], counting: bool, num_threads: int) -> int: ...
 def extreme_ties(is_max: bool, src: npt.NDArray[Any], indptr: npt.NDArray[np.int64],
                  cols: npt.NDArray[np.int64], edge_ids: npt.NDArray[np.int64], weight: npt.NDArray[Any],
                  weighted: bool, out: npt.NDArray[Any], grad_out: npt.NDArray[Any], tangent_src: npt.NDArray[Any],

@@ -16,6 +16,8 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, combine_rows, team_size)
 from cyscatter.fused_kernels cimport real_t
+from cyscatter.group_kernels cimport nan_op_t, nan_value_t, count_t
+from cyscatter.kernels cimport OpNanAdd, OpNanMul, OpFmax, OpFmin, OP_NANADD, OP_NANMUL, OP_FMAX, OP_FMIN
 
 import numpy as np
 
@@ -276,6 +278,80 @@ cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] sr
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         _forward_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &G, cut[t],
                       cut[t + 1], ahead)
+    return -1
+
+
+# ---- forward of the NaN-skipping ops -----------------------------------------------------------------------------
+
+cdef void _forward_nan_rows(nan_op_t op, const nan_value_t* src, const int64_t* indptr, const int64_t* cols,
+                            Py_ssize_t m, const int64_t* edge_ids, const nan_value_t* weight, nan_value_t* out,
+                            count_t* counts, Py_ssize_t c_outer, Py_ssize_t c_row, const Geo* G, Py_ssize_t r0,
+                            Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
+    # `_forward_rows` for a NaN-skipping op, counting the non-NaN messages of each output element into `counts`
+    # (NULL: not counted; strides c_outer, c_row in items) while the message is in registers or `buf`. NaN is
+    # tested on the message w * x, the value that is scattered: a NaN weight, or inf * 0, makes a NaN message.
+    cdef Py_ssize_t o, r, p, e, h, f, f0, n, row_bytes = G.inner * <Py_ssize_t>sizeof(nan_value_t)
+    cdef nan_value_t* acc
+    cdef count_t* cnt
+    cdef const nan_value_t* x
+    cdef nan_value_t buf[CHUNK]
+    for o in range(G.outer):
+        for r in range(r0, r1):
+            acc = out + o * G.o_outer + r * G.o_row
+            cnt = counts + o * c_outer + r * c_row if counts != NULL else NULL
+            for p in range(indptr[r], indptr[r + 1]):
+                if ahead and p + ahead < m:
+                    _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    if edge_ids != NULL and weight != NULL:
+                        cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
+                x = src + o * G.s_outer + cols[p] * G.s_row
+                if weight == NULL:
+                    combine_rows(op, acc, x, 1, 0, G.inner)
+                    if cnt != NULL:
+                        for f in range(G.inner):
+                            cnt[f] += (x[f] == x[f])
+                    continue
+                e = edge_ids[p] if edge_ids != NULL else p
+                for h in range(G.heads):
+                    f0 = 0
+                    while f0 < G.chunk:   # the message rounded to the value type first, as in `_forward_rows`
+                        n = min(<Py_ssize_t>CHUNK, G.chunk - f0)
+                        _scale(buf, x + h * G.chunk + f0, weight[e * G.heads + h], n)
+                        combine_rows(op, acc + h * G.chunk + f0, buf, 1, 0, n)
+                        if cnt != NULL:
+                            for f in range(n):
+                                cnt[h * G.chunk + f0 + f] += (buf[f] == buf[f])
+                        f0 += n
+
+
+cdef Py_ssize_t gather_scatter_nan_csr(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
+                                       const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids,
+                                       const nan_value_t* weight, Py_ssize_t heads,
+                                       nan_value_t[:, :, ::contiguous] out, count_t* counts, Py_ssize_t c_outer,
+                                       Py_ssize_t c_row, int num_threads) noexcept nogil:
+    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], status, ahead
+    cdef Py_ssize_t cut[MAX_THREADS + 1]
+    cdef int parts = _team(num_threads), t
+    cdef Geo G
+    if indptr.shape[0] != rows + 1 or src.shape[0] != out.shape[0] or src.shape[2] != out.shape[2]:
+        return -2 - rows
+    if weight != NULL and (heads < 1 or src.shape[2] % heads):
+        return -2 - rows
+    status = check_csr(indptr, cols, src.shape[1])
+    if status != -1 or src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
+        return status
+    _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(nan_value_t),
+              src.strides[1] // sizeof(nan_value_t), out.strides[0] // sizeof(nan_value_t),
+              out.strides[1] // sizeof(nan_value_t))
+    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(nan_value_t), src.shape[1])
+    if parts == 1 or rows < 2:
+        _forward_nan_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], counts,
+                          c_outer, c_row, &G, 0, rows, ahead)
+        return -1
+    _cuts(&indptr[0], rows, parts, cut)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _forward_nan_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], counts,
+                          c_outer, c_row, &G, cut[t], cut[t + 1], ahead)
     return -1
 
 
@@ -592,6 +668,51 @@ def forward(int opcode, const value_t[:, :, ::contiguous] src, const int64_t[::1
             status = gather_scatter_csr(mx, src, indptr, cols, ids, w, heads, out, num_threads)
         elif opcode == OP_MIN:
             status = gather_scatter_csr(mn, src, indptr, cols, ids, w, heads, out, num_threads)
+    return status
+
+
+def forward_nan(int opcode, const nan_value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                const int64_t[::1] cols, const int64_t[::1] edge_ids, const nan_value_t[:, ::1] weight, bint weighted,
+                nan_value_t[:, :, ::contiguous] out, count_t[:, :, ::contiguous] counts, bint counting,
+                int num_threads):
+    """`gather_scatter_nan_csr` for a NaN-skipping `opcode` (OP_NANADD, OP_NANMUL, OP_FMAX, OP_FMIN) on float or
+    complex values; `counting`: add each output element's non-NaN messages to `counts` (out's shape). Returns
+    the kernel's status, as `forward`."""
+    cdef Py_ssize_t status = -1
+    cdef const nan_value_t* w = &weight[0, 0] if weighted and weight.shape[0] > 0 else NULL
+    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
+    cdef const int64_t* ids = _ids(edge_ids)
+    cdef count_t* c = NULL
+    cdef Py_ssize_t c_outer = 0, c_row = 0
+    cdef OpNanAdd nanadd
+    cdef OpNanMul nanmul
+    cdef OpFmax fmx
+    cdef OpFmin fmn
+    if not OP_NANADD <= opcode <= OP_FMIN:
+        raise ValueError(f"forward_nan takes a NaN-skipping op code, got {opcode}")
+    if src.shape[0] != out.shape[0] or src.shape[2] != out.shape[2]:
+        raise ValueError("forward_nan: src and out disagree in batch or feature size")
+    if counting:
+        if (counts.shape[0], counts.shape[1], counts.shape[2]) != (out.shape[0], out.shape[1], out.shape[2]):
+            raise ValueError("forward_nan: counts must have out's shape")
+        if out.shape[0] and out.shape[1] and out.shape[2]:
+            c = &counts[0, 0, 0]
+            c_outer, c_row = counts.strides[0] // sizeof(count_t), counts.strides[1] // sizeof(count_t)
+    _edges_ok("forward_nan", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted, heads,
+              src.shape[2])
+    with nogil:
+        if opcode == OP_NANADD:
+            status = gather_scatter_nan_csr(nanadd, src, indptr, cols, ids, w, heads, out, c, c_outer, c_row,
+                                            num_threads)
+        elif opcode == OP_NANMUL:
+            status = gather_scatter_nan_csr(nanmul, src, indptr, cols, ids, w, heads, out, c, c_outer, c_row,
+                                            num_threads)
+        elif opcode == OP_FMAX:
+            status = gather_scatter_nan_csr(fmx, src, indptr, cols, ids, w, heads, out, c, c_outer, c_row,
+                                            num_threads)
+        else:
+            status = gather_scatter_nan_csr(fmn, src, indptr, cols, ids, w, heads, out, c, c_outer, c_row,
+                                            num_threads)
     return status
 
 

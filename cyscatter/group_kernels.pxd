@@ -26,6 +26,25 @@ cdef extern from "_cpu.h" nogil:   # the same rules as branch-free selects (see 
     float cyscatter_max_f(float cur, float new)
     float cyscatter_min_f(float cur, float new)
 
+# The NaN-skipping ops, and the value types that can hold a NaN: the CSR kernel that also counts the non-NaN
+# entries of each output element (nanmean's divisor, the empty elements a fill_value replaces). Integers have no
+# NaN: the Python layer runs them as the twins, with the segment lengths as counts.
+ctypedef fused nan_op_t:
+    OpNanAdd
+    OpNanMul
+    OpFmax
+    OpFmin
+
+ctypedef fused nan_value_t:
+    float
+    double
+    float complex
+    double complex
+
+ctypedef fused count_t:
+    int32_t
+    int64_t
+
 # The two ops that have a winner (and so an arg-reduction).
 ctypedef fused extreme_t:
     OpMax
@@ -125,6 +144,10 @@ cdef inline value_t running(op_t op, value_t acc, value_t x) noexcept nogil:
 
 cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
                                     value_t[:, :, ::contiguous] out) noexcept nogil
+
+cdef Py_ssize_t segment_reduce_counted_rows(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
+                                            const index_t[::1] indptr, nan_value_t[:, :, ::contiguous] out,
+                                            count_t[:, :, ::contiguous] counts, bint counting) noexcept nogil
 
 cdef Py_ssize_t scatter_runs_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                                   value_t[:, :, ::contiguous] out, int64_t* counts, int mode) noexcept nogil

@@ -6,6 +6,9 @@ import numpy.typing as npt
 
 def segment_reduce(opcode: int, src: npt.NDArray[Any], indptr: npt.NDArray[np.integer[Any]],
                    out: npt.NDArray[Any]) -> int: ...
+def segment_reduce_counted(opcode: int, src: npt.NDArray[Any], indptr: npt.NDArray[np.integer[Any]],
+                           out: npt.NDArray[Any], counts: npt.NDArray[np.int32] | npt.NDArray[np.int64],
+                           counting: bool = ...) -> int: ...
 def scatter_runs(opcode: int, src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]], out: npt.NDArray[Any],
                  counts: npt.NDArray[np.int64] | None = ..., mode: int = ...) -> int: ...
 def scatter_arg(opcode: int, src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]], best: npt.NDArray[Any],

@@ -13,7 +13,8 @@ from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, 
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_NANADD, OP_NANMUL, OP_FMAX,
                                 OP_FMIN, OpNanAdd, OpNanMul, OpFmax, OpFmin, MODE_RAISE, MODE_DROP,
                                 scatter_reduce_rows, first_out_of_range, combine_rows)
-from cyscatter.group_kernels cimport extreme_t, running, replaces_max, replaces_min
+from cyscatter.group_kernels cimport (extreme_t, nan_op_t, nan_value_t, count_t, combine, running, replaces_max,
+                                      replaces_min)
 
 
 # ---- CSR segments ----------------------------------------------------------------------------------------------
@@ -52,6 +53,153 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
                 # the core's row update, one call per segment: vectorised, no branch per element (NOTES.md v16)
                 combine_rows(op, &out[o, s, 0], &src[o, indptr[s], 0], indptr[s + 1] - indptr[s],
                              src.strides[1] // sizeof(value_t), inner)
+    return -1
+
+
+from libc.stdint cimport uint32_t
+from libc.string cimport memcpy
+
+cdef extern from "_cpu.h" nogil:   # the core's fmax/fmin rules on whole rows, in SSE2 (see _cpu.h)
+    void cyscatter_row_fmax_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_fmin_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_fmax_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_row_fmin_d(double* dst, const double* src, Py_ssize_t width)
+
+cdef enum:
+    SEGMENT_CHUNK = 256   # features per stack buffer of the NaN-skipping segment kernel
+
+
+cdef inline float _nan_to_f(float x, float fill) noexcept nogil:
+    """`kernels.nan_to` with bitwise and/or instead of a select: Cython writes a select as if/else statements,
+    which GCC vectorises in the nansum loop but not in the nanprod one ("control flow in loop"); these are
+    plain integer operations, vectorised in both. The same bits."""
+    cdef uint32_t a, b, m
+    cdef float r
+    memcpy(&a, &x, sizeof(float))
+    memcpy(&b, &fill, sizeof(float))
+    m = <uint32_t>0 - <uint32_t>(x == x)
+    a = (a & m) | (b & ~m)
+    memcpy(&r, &a, sizeof(float))
+    return r
+
+
+cdef inline double _nan_to_d(double x, double fill) noexcept nogil:
+    cdef uint64_t a, b, m
+    cdef double r
+    memcpy(&a, &x, sizeof(double))
+    memcpy(&b, &fill, sizeof(double))
+    m = <uint64_t>0 - <uint64_t>(x == x)
+    a = (a & m) | (b & ~m)
+    memcpy(&r, &a, sizeof(double))
+    return r
+
+
+cdef inline void _nan_update_row(nan_op_t op, nan_value_t* acc, const nan_value_t* x,
+                                 Py_ssize_t width) noexcept nogil:
+    """acc[f] = op(acc[f], x[f]) for a NaN-skipping op, as `combine` (the same bits), in a form GCC vectorises:
+    the core's SSE2 rows for fmax/fmin, bitwise selects for nansum/nanprod on float and double."""
+    cdef Py_ssize_t f
+    if nan_value_t is float:
+        if nan_op_t is OpNanAdd:
+            for f in range(width):
+                acc[f] = acc[f] + _nan_to_f(x[f], 0)
+        elif nan_op_t is OpNanMul:
+            for f in range(width):
+                acc[f] = acc[f] * _nan_to_f(x[f], 1)
+        elif nan_op_t is OpFmax:
+            cyscatter_row_fmax_f(acc, x, width)
+        else:
+            cyscatter_row_fmin_f(acc, x, width)
+    elif nan_value_t is double:
+        if nan_op_t is OpNanAdd:
+            for f in range(width):
+                acc[f] = acc[f] + _nan_to_d(x[f], 0)
+        elif nan_op_t is OpNanMul:
+            for f in range(width):
+                acc[f] = acc[f] * _nan_to_d(x[f], 1)
+        elif nan_op_t is OpFmax:
+            cyscatter_row_fmax_d(acc, x, width)
+        else:
+            cyscatter_row_fmin_d(acc, x, width)
+    else:
+        for f in range(width):
+            acc[f] = combine(op, acc[f], x[f])
+
+
+cdef inline void _nan_update_count_row(nan_op_t op, nan_value_t* acc, count_t* cnt, const nan_value_t* x,
+                                       Py_ssize_t width) noexcept nogil:
+    """`_nan_update_row` that also adds 1 to cnt[f] for each non-NaN x[f]; nansum/nanprod in one loop."""
+    cdef Py_ssize_t f
+    if nan_value_t is float and (nan_op_t is OpNanAdd or nan_op_t is OpNanMul):
+        for f in range(width):
+            if nan_op_t is OpNanAdd:
+                acc[f] = acc[f] + _nan_to_f(x[f], 0)
+            else:
+                acc[f] = acc[f] * _nan_to_f(x[f], 1)
+            cnt[f] = cnt[f] + (x[f] == x[f])
+    elif nan_value_t is double and (nan_op_t is OpNanAdd or nan_op_t is OpNanMul):
+        for f in range(width):
+            if nan_op_t is OpNanAdd:
+                acc[f] = acc[f] + _nan_to_d(x[f], 0)
+            else:
+                acc[f] = acc[f] * _nan_to_d(x[f], 1)
+            cnt[f] = cnt[f] + (x[f] == x[f])
+    else:
+        _nan_update_row(op, acc, x, width)
+        for f in range(width):
+            cnt[f] = cnt[f] + (x[f] == x[f])
+
+
+cdef Py_ssize_t segment_reduce_counted_rows(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
+                                            const index_t[::1] indptr, nan_value_t[:, :, ::contiguous] out,
+                                            count_t[:, :, ::contiguous] counts, bint counting) noexcept nogil:
+    """`segment_reduce_rows` of a NaN-skipping op (the same result, bit for bit: the same element update, rows in
+    order) that, when `counting`, also adds to counts[o, s, f] the non-NaN entries of each output element (NumPy's
+    isnan; complex: either part), so an element whose entries are all NaN counts 0.
+
+    One pass: a segment's running values and counts are kept for SEGMENT_CHUNK features at a time in stack
+    buffers, which alias nothing, so the row updates and the count vectorise. Returns -1, or the first
+    invalid segment (checked before anything is written).
+    """
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2]
+    cdef Py_ssize_t nseg = indptr.shape[0] - 1
+    cdef Py_ssize_t stride = src.strides[1] // sizeof(nan_value_t)
+    cdef Py_ssize_t o, s, p, f, f0, width, rows, bad
+    cdef nan_value_t x
+    cdef nan_value_t acc[SEGMENT_CHUNK]
+    cdef count_t cnt[SEGMENT_CHUNK]
+    cdef const nan_value_t* row
+    cdef nan_value_t* dst
+    cdef count_t* total
+    bad = first_bad_segment(indptr, n)
+    if bad >= 0:
+        return bad
+    for o in range(outer):
+        for s in range(nseg):
+            rows = indptr[s + 1] - indptr[s]
+            if rows == 0:
+                continue
+            dst = &out[o, s, 0]
+            f0 = 0
+            while f0 < inner:
+                width = min(<Py_ssize_t>SEGMENT_CHUNK, inner - f0)
+                row = &src[o, indptr[s], f0]
+                for f in range(width):
+                    acc[f] = dst[f0 + f]
+                if counting:
+                    for f in range(width):
+                        cnt[f] = 0
+                    for p in range(rows):
+                        _nan_update_count_row(op, acc, cnt, row + p * stride, width)
+                    total = &counts[o, s, f0]
+                    for f in range(width):
+                        total[f] += cnt[f]
+                else:
+                    for p in range(rows):
+                        _nan_update_row(op, acc, row + p * stride, width)
+                for f in range(width):
+                    dst[f0 + f] = acc[f]
+                f0 += width
     return -1
 
 
@@ -191,6 +339,35 @@ def segment_reduce(int opcode, const value_t[:, :, ::contiguous] src, const inde
             status = segment_reduce_rows(fmx, src, indptr, out)
         elif opcode == OP_FMIN:
             status = segment_reduce_rows(fmn, src, indptr, out)
+    return status
+
+
+def segment_reduce_counted(int opcode, const nan_value_t[:, :, ::contiguous] src, const index_t[::1] indptr,
+                           nan_value_t[:, :, ::contiguous] out, count_t[:, :, ::contiguous] counts,
+                           bint counting=True):
+    """The CSR segment kernel of a NaN-skipping `opcode` (OP_NANADD, OP_NANMUL, OP_FMAX, OP_FMIN) on float or
+    complex values, adding the non-NaN entries of each output element to `counts` (same shape as `out`) when
+    `counting` (else `counts` is not read: any int32 array); returns -1 or the first invalid segment."""
+    cdef Py_ssize_t status = -1
+    cdef OpNanAdd nanadd
+    cdef OpNanMul nanmul
+    cdef OpFmax fmx
+    cdef OpFmin fmn
+    if not OP_NANADD <= opcode <= OP_FMIN:
+        raise ValueError(f"segment_reduce_counted takes a NaN-skipping op code, got {opcode}")
+    _check_rows("segment_reduce_counted", src.shape[0], src.shape[1], src.shape[2], src.shape[1], "src", (
+        ("out", _shape3(out), max(indptr.shape[0] - 1, 0)),) + ((
+        ("counts", (counts.shape[0], counts.shape[1], counts.shape[2]), max(indptr.shape[0] - 1, 0)),)
+        if counting else ()))
+    with nogil:
+        if opcode == OP_NANADD:
+            status = segment_reduce_counted_rows(nanadd, src, indptr, out, counts, counting)
+        elif opcode == OP_NANMUL:
+            status = segment_reduce_counted_rows(nanmul, src, indptr, out, counts, counting)
+        elif opcode == OP_FMAX:
+            status = segment_reduce_counted_rows(fmx, src, indptr, out, counts, counting)
+        else:
+            status = segment_reduce_counted_rows(fmn, src, indptr, out, counts, counting)
     return status
 
 

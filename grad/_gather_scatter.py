@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, overload
 
+import autograd.numpy as anp
 import numpy as np
 from autograd import make_jvp, make_vjp
 from autograd.extend import defjvp, defvjp
@@ -97,8 +98,10 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     Differentiable with respect to `src` and `weight` in reverse and forward mode, to any order. add, sub and
     mean are fused at every order (the transposed product and the per-edge dots, no E x F array); max and min
     are fused at first order (the gradient goes to the tied winning edges, split evenly, as `scatter`), their
-    higher orders and mul/div go through the materialised messages. Indices, `plan`, `dim_size` and
-    `fill_value` are not differentiable; rows filled with `fill_value` and dropped edges pass no gradient.
+    higher orders and mul/div go through the materialised messages, and so do the NaN-skipping ops (nansum,
+    nanprod, nanmean, fmax, fmin: a NaN message, left out, passes no gradient to its src row or weight).
+    Indices, `plan`, `dim_size` and `fill_value` are not differentiable; rows filled with `fill_value` and
+    dropped edges pass no gradient.
 
     Parameters
     ----------
@@ -106,8 +109,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         Source rows (node features).
     gather_index, scatter_index : int array or tuple of int arrays, shape I, optional
         Source and destination row of each edge (omit both with `plan`).
-    op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n"}, default "add"
-        As in `cyscatter.gather_scatter`.
+    op : str, default "add"
+        As in `cyscatter.gather_scatter`: "add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum",
+        "nanprod", "nanmean", "fmax", "fmin" (and their aliases).
     weight : array_like, shape I + W, optional
         Scales each message (differentiable).
     dim_size, axis, fill_value, mode, plan, num_threads : optional
@@ -133,7 +137,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     w_v = None if weight is None else np.asarray(_value(weight))
     edges = _Edges(opname, plan, axis_n, fill_value, num_threads, src_v.shape, src_v.dtype,
                    None if w_v is None else w_v.shape, None if w_v is None else w_v.dtype)
-    if opname in ("mul", "div"):
+    if opname in ("mul", "div") or cs.get_op(opname).skips_nan:
         return _materialised(src, weight, edges)
     return _forward(src, weight, edges)
 
@@ -237,7 +241,16 @@ def _materialised(src, weight, edges):
     if weight is not None:
         w = weight.reshape((-1,) + weight.shape[len(plan.index_shape):])[keep]
         k = edges.axis + 1
-        messages = messages * w.reshape((1,) * edges.axis + w.shape + (1,) * (messages.ndim - k - w.ndim + 1))
+        w = w.reshape((1,) * edges.axis + w.shape + (1,) * (messages.ndim - k - w.ndim + 1))
+        if cs.get_op(edges.op).skips_nan:
+            # a NaN message (NaN in src or weight, inf * 0) is left out, so its factors get no derivative: they
+            # are zeroed (constants) before the product, whose chain rule would give 0 * NaN = NaN
+            value = getval(messages) * getval(w)
+            absent = value != value
+            w = anp.where(absent, 0, w * np.ones(value.shape, value.dtype))   # broadcast, then masked
+            messages = anp.where(absent, np.nan, anp.where(absent, 0, messages) * w)
+        else:
+            messages = messages * w
     return scatter(messages, scatter_rows, edges.op, dim_size=plan.dims, axis=edges.axis,
                    fill_value=edges.fill_value)
 

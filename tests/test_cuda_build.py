@@ -86,12 +86,12 @@ def _kernel_instances():
 
 def _fused_kernel_instances():
     """The fused gather-scatter's kernels (cyscatter._gather_scatter_gpu): the forward for every op's compute
-    dtypes (the atomics' list; complex128 mul/div along CSR rows), the reverse kernels for the derivative dtypes
+    dtypes (the atomics' list; complex128 mul/div/nanmul along CSR rows), the reverse kernels for the derivative dtypes
     (real for max/min's winners)."""
     for update, dtypes in ATOMIC_DTYPES.items():
         for dtype in dtypes:
             yield _cuda_kernels.gather_scatter_spec(update), {"S": dtype}
-    for update in ("mul", "div"):
+    for update in ("mul", "div", "nanmul"):   # the CAS updates that take complex values (nanprod: issue 18)
         yield _cuda_kernels.gather_scatter_ordered_spec(update), {"S": "complex128"}
     for dtype in ("float32", "float64"):
         for spec in (_cuda_kernels.TIE_COUNTS, _cuda_kernels.TIED_SHARES_BACK, _cuda_kernels.TIED_TANGENTS,

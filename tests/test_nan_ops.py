@@ -245,14 +245,15 @@ def test_signed_zeros_and_nan_in_dst():
     assert_same(dst, np.array([2.0, np.nan, 1.0]))      # np.fmax.at: NaN only where both are
 
 
-@pytest.mark.parametrize("func", ["segment", "gather_scatter"])
-def test_plain_only_functions_refuse_nan_ops(func):
-    x = np.ones(3)
-    with pytest.raises(ValueError, match="NaN-skipping op 'nansum'"):
-        if func == "segment":
-            cs.segment(x, np.array([0, 1, 3]), "nansum")
-        else:
-            cs.gather_scatter(x, np.array([0, 1]), np.array([1, 0]), "nansum")
+@pytest.mark.parametrize("op", NAN_OPS)
+def test_segment_and_gather_scatter_take_the_nan_ops(op):
+    """Once refused there; now scatter on the segment ids, and scatter of the gathered messages (more in
+    tests/test_segment_nan.py and tests/test_gather_scatter_nan.py)."""
+    x = np.array([1.0, np.nan, 3.0, np.nan])
+    assert_same(cs.segment(x, np.array([0, 1, 2, 4]), op, fill_value=-1.0),
+                cs.scatter(x, np.array([0, 1, 2, 2]), op, dim_size=3, fill_value=-1.0))
+    gi, si = np.array([0, 1, 2, 3, 1]), np.array([1, 0, 0, 2, 2])
+    assert_same(cs.gather_scatter(x, gi, si, op, fill_value=-1.0), cs.scatter(x[gi], si, op, fill_value=-1.0))
 
 
 def test_aliases():

@@ -13,13 +13,13 @@ from cyscatter import OPS as _REGISTRY
 OPS = OP_NAMES
 # the reductions: the ops other than the assignments set/first (tests/test_assign.py)
 REDUCTION_OPS = tuple(op.name for op in _REGISTRY if not op.winner)
-# the NaN-skipping twins (issue 18 item 3) run in scatter/scatter_into, their reverse functions, grad and dask;
-# segment takes the others
+# the NaN-skipping twins (issue 18 item 3) run in scatter/scatter_into, segment, gather_scatter, their reverse
+# functions, grad and dask (tests/test_nan_ops.py, test_segment_nan.py, test_gather_scatter_nan.py)
 NAN_OPS = tuple(name for name in OPS if get_op(name).skips_nan)
 PLAIN_OPS = tuple(name for name in OPS if not get_op(name).skips_nan)
-# the ops gather_scatter and its reverse functions take: the plain reductions (the assignments and the
-# NaN-skipping ops are refused there with a ValueError)
-FUSED_OPS = tuple(name for name in REDUCTION_OPS if name in PLAIN_OPS)
+# the ops gather_scatter and its reverse functions take: the reductions (the assignments are refused there with
+# a ValueError); the NaN-skipping ones are tested on inputs with NaN in tests/test_gather_scatter_nan.py
+FUSED_OPS = REDUCTION_OPS
 VALUE_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8", "int16", "uint16", "uint32", "uint64",
                 "float16", "complex64", "complex128")
 KERNEL_VALUE_DTYPES = ("float32", "float64", "int32", "int64")

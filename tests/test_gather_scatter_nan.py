@@ -1,0 +1,278 @@
+"""The NaN-skipping ops (nansum, nanprod, fmax/nanmax, fmin/nanmin, nanmean) in `gather_scatter`, its reverse
+functions and grad. The definition is the composition ``scatter(gather(src) * weight, scatter_index, op)``: a NaN
+message (NaN in src or weight, or inf * 0) is left out. Compared with the plain-loop reference
+(tests/reference_gather_scatter.py, built on tests/reference.py's scatter loops), with `cs.scatter` on the
+materialised messages, with numpy_groupies' ``func="nan..."`` on the messages, and by central differences and
+autograd's check_grads (order 2, fwd and rev); over value dtypes, index kinds, weight kinds, plans, threads,
+modes, batch axes, fill values and the numpy / cupy-emulated backends."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cyscatter as cs
+from compare import assert_same, tolerance
+from inputs import rng_for, values
+from reference import numeric_vjp
+from reference_gather_scatter import ref_gather_scatter
+from testing import NAN_OPS, op_supports
+from test_nan_ops import with_nans
+
+DTYPES = ("float32", "float64", "int32", "int64", "uint8", "float16", "complex64", "complex128")
+WEIGHTS = ("none", "edge", "head", "head-broadcast")
+SRC_DIMS = {"int": (7,), "tuple": (3, 4)}
+DST_DIMS = {"int": (6,), "tuple": (2, 5)}
+
+
+def edges(kind, n_edges, rng, *, out_of_range=False):
+    def coords(dims):
+        cs_ = [rng.integers(0, d, n_edges) for d in dims]
+        if out_of_range:
+            for c, d in zip(cs_, dims):
+                bad = rng.random(n_edges) < 0.3
+                c[bad] = rng.choice([-1, d, d + 2, -d - 3], int(bad.sum()))
+        return cs_[0] if kind == "int" else tuple(cs_)
+    return coords(SRC_DIMS[kind]), coords(DST_DIMS[kind])
+
+
+def weight_for(kind, n_edges, feat, dtype, rng, nan_share=0.15):
+    if kind == "none":
+        return None
+    shape = {"edge": (n_edges,), "head": (n_edges, feat[0]), "head-broadcast": (n_edges, 1)}[kind]
+    w = rng.choice([0.5, 1.0, -2.0, 3.0], shape)
+    if np.dtype(dtype).kind not in "fc":
+        return np.rint(w).astype(np.int64)
+    return with_nans(w.astype(dtype), rng, nan_share)
+
+
+def messages(src, gi, si, w, axis=0):
+    """The E x F messages gather(src) * w of the composition (NumPy's promotion), as cs.gather would take them."""
+    taken = cs.gather(src, gi, axis=axis)
+    if w is None:
+        return taken
+    w = np.asarray(w)
+    return taken * w.reshape((1,) * axis + w.shape + (1,) * (taken.ndim - axis - w.ndim))
+
+
+def check(actual, expected, op, dtype, src):
+    assert_same(actual, expected, *tolerance("numpy", op, np.dtype(dtype), src))
+
+
+@pytest.mark.parametrize("kind", ["int", "tuple"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", NAN_OPS)
+def test_forward_matches_reference_and_composition(op, dtype, kind):
+    if not op_supports(op, dtype):
+        pytest.skip("complex has no order")
+    rng = rng_for("gs-nan", op, dtype, kind)
+    feat = (2, 3)
+    src = with_nans(values(dtype, SRC_DIMS[kind] + feat, rng, op), rng, 0.3)
+    gi, si = edges(kind, 23, rng)
+    plan = cs.gather_scatter_plan(gi, si, src_size=SRC_DIMS[kind], dim_size=DST_DIMS[kind])
+    for wkind in WEIGHTS:
+        w = weight_for(wkind, 23, feat, "float32" if dtype == "float16" else dtype, rng)
+        for fill in (None, 4.0 if dtype == "uint8" else -4.0):
+            expected = ref_gather_scatter(src, gi, si, op, weight=w, dim_size=DST_DIMS[kind], fill_value=fill)
+            if dtype != "float16":   # float16 messages: the kernel forms them in float32 (see gather_scatter)
+                composed = cs.scatter(messages(src, gi, si, w), si, op, dim_size=DST_DIMS[kind], fill_value=fill)
+                check(composed, expected, op, dtype, src)
+            for threads in (1, 2):
+                got = cs.gather_scatter(src, gi, si, op, weight=w, dim_size=DST_DIMS[kind], fill_value=fill,
+                                        num_threads=threads)
+                check(got, expected, op, dtype, src)
+                got = cs.gather_scatter(src, op=op, weight=w, plan=plan, fill_value=fill, num_threads=threads)
+                check(got, expected, op, dtype, src)
+
+
+@pytest.mark.parametrize("op", NAN_OPS)
+@pytest.mark.parametrize("mode", ["drop", "wrap", "clip"])
+def test_modes_batch_axis_and_fill(op, mode):
+    rng = rng_for("gs-nan-modes", op, mode)
+    src = with_nans(values("float64", (2, 7, 3), rng, op), rng, 0.4)
+    src[:, 2] = np.nan   # a source row of NaNs only
+    gi, si = edges("int", 30, rng, out_of_range=True)
+    for fill in (None, -7.5, np.nan):
+        expected = ref_gather_scatter(src, gi, si, op, dim_size=6, axis=1, mode=mode, fill_value=fill)
+        got = cs.gather_scatter(src, gi, si, op, dim_size=6, axis=1, mode=mode, fill_value=fill)
+        check(got, expected, op, "float64", src)
+        plan = cs.gather_scatter_plan(gi, si, src_size=7, dim_size=6, mode=mode)
+        got = cs.gather_scatter(src, op=op, axis=-2, plan=plan, fill_value=fill)
+        check(got, expected, op, "float64", src)
+
+
+def test_nan_is_tested_on_the_message():
+    """inf * 0 and a NaN weight make NaN messages, which are left out; a NaN src row with weight 0 too."""
+    src = np.array([[np.inf], [2.0], [np.nan], [5.0]])
+    gi = np.array([0, 1, 2, 3, 1])
+    si = np.array([0, 0, 0, 1, 1])
+    w = np.array([0.0, 3.0, 0.0, np.nan, 1.0])
+    # messages: nan (inf * 0), 6, nan (nan * 0), nan (5 * nan), 2
+    assert_same(cs.gather_scatter(src, gi, si, "nansum", weight=w), np.array([[6.0], [2.0]]))
+    assert_same(cs.gather_scatter(src, gi, si, "nanmean", weight=w), np.array([[6.0], [2.0]]))
+    assert_same(cs.gather_scatter(src, gi, si, "fmin", weight=w), np.array([[6.0], [2.0]]))
+    assert_same(cs.gather_scatter(src, gi, si, "nanprod", weight=w), np.array([[6.0], [2.0]]))
+    w[4] = np.nan   # row 1: all its messages NaN, an empty group
+    assert_same(cs.gather_scatter(src, gi, si, "nanmean", weight=w, fill_value=-1), np.array([[6.0], [-1.0]]))
+    assert_same(cs.gather_scatter(src, gi, si, "fmax", weight=w), np.array([[6.0], [-np.inf]]))
+    # the twins propagate the same NaN messages
+    assert np.isnan(cs.gather_scatter(src, gi, si, "add", weight=w)).all()
+
+
+@pytest.mark.parametrize("op", NAN_OPS)
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8"])
+def test_integers_are_the_twins(op, dtype):
+    rng = rng_for("gs-nan-int", op, dtype)
+    src = values(dtype, (7, 3), rng, op)
+    gi, si = edges("int", 20, rng)
+    twin = cs.get_op(op).twin
+    for w in (None, rng.integers(1, 3, 20)):
+        assert_same(cs.gather_scatter(src, gi, si, op, weight=w, dim_size=6, fill_value=5),
+                    cs.gather_scatter(src, gi, si, twin, weight=w, dim_size=6, fill_value=5))
+
+
+npg = pytest.importorskip("numpy_groupies")
+
+
+@pytest.mark.parametrize("fill", [0.0, np.nan, -1.0])
+@pytest.mark.parametrize("op,func", [("nansum", "nansum"), ("nanprod", "nanprod"), ("nanmax", "nanmax"),
+                                     ("nanmin", "nanmin"), ("nanmean", "nanmean")])
+def test_numpy_groupies_on_the_messages(op, func, fill):
+    rng = rng_for("gs-npg", op, fill)
+    x = with_nans(rng.standard_normal(40), rng, 0.3)
+    gi, si = rng.integers(0, 40, 300), rng.integers(0, 60, 300)
+    si[:3] = 60   # destination 60: its messages all NaN
+    w = with_nans(rng.uniform(0.5, 2.0, 300), rng, 0.2)
+    w[:3] = np.nan
+    expected = npg.aggregate(si, x[gi] * w, func=func, size=63, fill_value=fill)
+    got = cs.gather_scatter(x, gi, si, op, weight=w, dim_size=63, fill_value=fill)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", NAN_OPS)
+@pytest.mark.parametrize("fill", [None, -3.0])
+@pytest.mark.parametrize("wkind", ["none", "edge", "head"])
+def test_backends(backend, op, fill, wkind):
+    """numpy and the (emulated) CuPy path: atomics of the NaN-skipping updates, or, for nanmean and a fill
+    value, the materialised messages; complex128 nanprod takes the ordered CSR kernel."""
+    rng = rng_for("gs-nan-backend", op, fill, wkind)
+    for dtype in ("float64", "float32", "complex128"):
+        if not op_supports(op, dtype):
+            continue
+        src = with_nans(values(dtype, (2, 7, 4), rng, op), rng, 0.3)
+        gi, si = edges("int", 25, rng)
+        w = weight_for(wkind, 25, (4,), dtype, rng)
+        expected = ref_gather_scatter(src, gi, si, op, weight=w, dim_size=6, axis=1, fill_value=fill)
+        got = backend.call(cs.gather_scatter, src, gi, si, op, weight=w, dim_size=6, axis=1, fill_value=fill)
+        assert_same(got, expected, *tolerance(backend.name, op, expected.dtype, src))
+
+
+# ---- reverse functions and grad ---------------------------------------------------------------------------------
+
+def _reverse_case(op, wkind, seed=()):
+    rng = rng_for("gs-nan-rev", op, wkind, *seed)
+    src = rng.uniform(0.5, 2.0, (2, 7, 4)) * rng.choice([-1.0, 1.0], (2, 7, 4))
+    src[0, 1, 0] = src[1, 3, 2] = src[0, 5, 3] = np.nan
+    gi, si = edges("int", 25, rng)
+    w = None if wkind == "none" else rng.uniform(0.5, 2.0, {"edge": (25,), "head": (25, 4)}[wkind])
+    if w is not None:
+        w[4] = np.nan   # an edge whose messages are all NaN
+    return rng, src, gi, si, w
+
+
+@pytest.mark.parametrize("op", NAN_OPS)
+@pytest.mark.parametrize("wkind", ["none", "edge", "head"])
+def test_reverse_functions_by_central_differences(backend, op, wkind):
+    """NaN entries (of src and weight) stay fixed; no ties in the random values, so each op is differentiable."""
+    rng, src, gi, si, w = _reverse_case(op, wkind)
+    out = backend.call(cs.gather_scatter, src, gi, si, op, weight=w, dim_size=6, axis=1)
+    g = rng.standard_normal(out.shape)
+    nan_src = np.isnan(src)
+    got_src = backend.call(cs.gather_scatter_vjp_src, op, g, src, gi, si, out, weight=w, dim_size=6, axis=1)
+    assert np.all(got_src[nan_src] == 0) and not np.isnan(got_src).any()
+
+    def f_src(x):
+        return ref_gather_scatter(np.where(nan_src, np.nan, x), gi, si, op, weight=w, dim_size=6, axis=1)
+    np.testing.assert_allclose(got_src, numeric_vjp(f_src, np.where(nan_src, 0.0, src), g), rtol=1e-6, atol=1e-6)
+    v_src = np.where(nan_src, 0.0, rng.standard_normal(src.shape))
+    v_w = None if w is None else np.where(np.isnan(w), 0.0, rng.standard_normal(w.shape))
+    jvp = backend.call(cs.gather_scatter_jvp, op, src, gi, si, out, v_src, weight=w, weight_dot=v_w, dim_size=6,
+                       axis=1)
+    expected = np.sum(got_src * v_src)
+    if w is not None:
+        nan_w = np.isnan(w)
+        got_w = backend.call(cs.gather_scatter_vjp_weight, op, g, src, gi, si, out, weight=w, dim_size=6, axis=1)
+        assert np.all(got_w[nan_w] == 0) and not np.isnan(got_w).any()
+
+        def f_w(v):
+            return ref_gather_scatter(src, gi, si, op, weight=np.where(nan_w, np.nan, v), dim_size=6, axis=1)
+        np.testing.assert_allclose(got_w, numeric_vjp(f_w, np.where(nan_w, 0.0, w), g), rtol=1e-6, atol=1e-6)
+        expected += np.sum(got_w * v_w)
+    np.testing.assert_allclose(np.sum(g * jvp), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_reverse_functions_with_a_plan_and_inf_times_zero():
+    """A message inf * 0 is NaN, left out: the weight 0 gets no gradient from it (not 0 * inf), nor its src row."""
+    src = np.array([[np.inf], [2.0], [3.0]])
+    gi, si = np.array([0, 1, 2]), np.array([0, 0, 0])
+    w = np.array([0.0, 1.5, 2.0])
+    plan = cs.gather_scatter_plan(gi, si, src_size=3, dim_size=1)
+    out = cs.gather_scatter(src, op="nansum", weight=w, plan=plan)
+    assert_same(out, np.array([[9.0]]))
+    g = np.array([[1.0]])
+    assert_same(cs.gather_scatter_vjp_weight("nansum", g, src, out=out, weight=w, plan=plan),
+                np.array([0.0, 2.0, 3.0]))
+    assert_same(cs.gather_scatter_vjp_src("nansum", g, src, out=out, weight=w, plan=plan),
+                np.array([[0.0], [1.5], [2.0]]))
+
+
+autograd = pytest.importorskip("autograd")
+
+
+@pytest.mark.parametrize("op", NAN_OPS)
+@pytest.mark.parametrize("wkind", ["none", "edge", "head"])
+def test_check_grads_order_2(op, wkind):
+    """In float64, NaN entries of src held fixed (wrapped): derivatives in src and weight, fwd and rev, order 2."""
+    from autograd.test_util import check_grads
+
+    import grad as csgrad
+    _, src, gi, si, w = _reverse_case(op, wkind, seed=("grad",))
+    nan = np.isnan(src)
+
+    def f(x):
+        import autograd.numpy as anp
+        return anp.where(nan, np.nan, x)
+
+    base = np.where(nan, 0.0, src)
+    assert_same(csgrad.gather_scatter(src, gi, si, op, weight=w, dim_size=6, axis=1),
+                cs.gather_scatter(src, gi, si, op, weight=w, dim_size=6, axis=1))
+    if w is None:
+        # a fill for the row no edge reaches: fmax's -inf there has no finite differences
+        check_grads(lambda x: csgrad.gather_scatter(f(x), gi, si, op, dim_size=6, axis=1, fill_value=-1.0),
+                    modes=["fwd", "rev"], order=2)(base)
+        return
+    w = np.where(np.isnan(w), 1.0, w)   # check_grads moves every weight: NaN weights only in the test above
+    check_grads(lambda x, v: csgrad.gather_scatter(f(x), gi, si, op, weight=v, dim_size=6, axis=1, fill_value=-1.0),
+                (0, 1), modes=["fwd", "rev"], order=2)(base, w)
+
+
+# ---- the kernel's own checks ------------------------------------------------------------------------------------
+
+def test_forward_nan_kernel_checks_its_arguments():
+    from cyscatter import fused_kernels, kernels
+    src, out = np.ones((1, 3, 2)), np.zeros((1, 2, 2))
+    indptr, cols, ids = np.array([0, 2, 3]), np.array([0, 1, 2]), np.zeros(0, np.int64)
+    w = np.zeros((0, 1))
+    counts = np.zeros((1, 2, 2), np.int32)
+    with pytest.raises(ValueError, match="NaN-skipping op code"):
+        fused_kernels.forward_nan(kernels.OpCode.OP_ADD, src, indptr, cols, ids, w, False, out, counts, True, 1)
+    with pytest.raises(ValueError, match="counts must have out's shape"):
+        fused_kernels.forward_nan(kernels.OpCode.OP_NANADD, src, indptr, cols, ids, w, False, out,
+                                  np.zeros((1, 3, 2), np.int32), True, 1)
+    with pytest.raises(ValueError, match="CSR"):
+        fused_kernels.forward_nan(kernels.OpCode.OP_NANADD, src, indptr, np.array([0, 1, 5]), ids, w, False, out,
+                                  counts, True, 1)
+    assert not out.any() and not counts.any()
+    assert fused_kernels.forward_nan(kernels.OpCode.OP_NANADD, src, indptr, cols, ids, w, False, out, counts, True,
+                                     1) == -1
+    assert_same(out, np.array([[[2.0, 2.0], [1.0, 1.0]]]))
+    assert_same(counts, np.array([[[2, 2], [1, 1]]], np.int32))

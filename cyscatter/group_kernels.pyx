@@ -56,56 +56,30 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
     return -1
 
 
-from libc.stdint cimport uint32_t
-from libc.string cimport memcpy
-
 cdef extern from "_cpu.h" nogil:   # the core's fmax/fmin rules on whole rows, in SSE2 (see _cpu.h)
     void cyscatter_row_fmax_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_fmin_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_fmax_d(double* dst, const double* src, Py_ssize_t width)
     void cyscatter_row_fmin_d(double* dst, const double* src, Py_ssize_t width)
+    float cyscatter_nan_to_f(float x, float fill)     # nansum/nanprod's element rule as a bitwise select
+    double cyscatter_nan_to_d(double x, double fill)
 
 cdef enum:
     SEGMENT_CHUNK = 256   # features per stack buffer of the NaN-skipping segment kernel
 
 
-cdef inline float _nan_to_f(float x, float fill) noexcept nogil:
-    """`kernels.nan_to` with bitwise and/or instead of a select: Cython writes a select as if/else statements,
-    which GCC vectorises in the nansum loop but not in the nanprod one ("control flow in loop"); these are
-    plain integer operations, vectorised in both. The same bits."""
-    cdef uint32_t a, b, m
-    cdef float r
-    memcpy(&a, &x, sizeof(float))
-    memcpy(&b, &fill, sizeof(float))
-    m = <uint32_t>0 - <uint32_t>(x == x)
-    a = (a & m) | (b & ~m)
-    memcpy(&r, &a, sizeof(float))
-    return r
-
-
-cdef inline double _nan_to_d(double x, double fill) noexcept nogil:
-    cdef uint64_t a, b, m
-    cdef double r
-    memcpy(&a, &x, sizeof(double))
-    memcpy(&b, &fill, sizeof(double))
-    m = <uint64_t>0 - <uint64_t>(x == x)
-    a = (a & m) | (b & ~m)
-    memcpy(&r, &a, sizeof(double))
-    return r
-
-
 cdef inline void _nan_update_row(nan_op_t op, nan_value_t* acc, const nan_value_t* x,
                                  Py_ssize_t width) noexcept nogil:
     """acc[f] = op(acc[f], x[f]) for a NaN-skipping op, as `combine` (the same bits), in a form GCC vectorises:
-    the core's SSE2 rows for fmax/fmin, bitwise selects for nansum/nanprod on float and double."""
+    the core's SSE2 rows for fmax/fmin, its bitwise selects (`_cpu.h`) for nansum/nanprod on float and double."""
     cdef Py_ssize_t f
     if nan_value_t is float:
         if nan_op_t is OpNanAdd:
             for f in range(width):
-                acc[f] = acc[f] + _nan_to_f(x[f], 0)
+                acc[f] = acc[f] + cyscatter_nan_to_f(x[f], 0)
         elif nan_op_t is OpNanMul:
             for f in range(width):
-                acc[f] = acc[f] * _nan_to_f(x[f], 1)
+                acc[f] = acc[f] * cyscatter_nan_to_f(x[f], 1)
         elif nan_op_t is OpFmax:
             cyscatter_row_fmax_f(acc, x, width)
         else:
@@ -113,10 +87,10 @@ cdef inline void _nan_update_row(nan_op_t op, nan_value_t* acc, const nan_value_
     elif nan_value_t is double:
         if nan_op_t is OpNanAdd:
             for f in range(width):
-                acc[f] = acc[f] + _nan_to_d(x[f], 0)
+                acc[f] = acc[f] + cyscatter_nan_to_d(x[f], 0)
         elif nan_op_t is OpNanMul:
             for f in range(width):
-                acc[f] = acc[f] * _nan_to_d(x[f], 1)
+                acc[f] = acc[f] * cyscatter_nan_to_d(x[f], 1)
         elif nan_op_t is OpFmax:
             cyscatter_row_fmax_d(acc, x, width)
         else:
@@ -133,16 +107,16 @@ cdef inline void _nan_update_count_row(nan_op_t op, nan_value_t* acc, count_t* c
     if nan_value_t is float and (nan_op_t is OpNanAdd or nan_op_t is OpNanMul):
         for f in range(width):
             if nan_op_t is OpNanAdd:
-                acc[f] = acc[f] + _nan_to_f(x[f], 0)
+                acc[f] = acc[f] + cyscatter_nan_to_f(x[f], 0)
             else:
-                acc[f] = acc[f] * _nan_to_f(x[f], 1)
+                acc[f] = acc[f] * cyscatter_nan_to_f(x[f], 1)
             cnt[f] = cnt[f] + (x[f] == x[f])
     elif nan_value_t is double and (nan_op_t is OpNanAdd or nan_op_t is OpNanMul):
         for f in range(width):
             if nan_op_t is OpNanAdd:
-                acc[f] = acc[f] + _nan_to_d(x[f], 0)
+                acc[f] = acc[f] + cyscatter_nan_to_d(x[f], 0)
             else:
-                acc[f] = acc[f] * _nan_to_d(x[f], 1)
+                acc[f] = acc[f] * cyscatter_nan_to_d(x[f], 1)
             cnt[f] = cnt[f] + (x[f] == x[f])
     else:
         _nan_update_row(op, acc, x, width)

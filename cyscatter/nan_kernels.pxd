@@ -5,19 +5,8 @@ other Cython code to cimport.
 Same conventions as ``cyscatter/kernels.pxd``: the canonical view ``(outer, n, inner)``, ``noexcept nogil``, no
 exceptions. A NaN is NumPy's isnan (a complex value when either part is); integers have none.
 """
-from libc.stdint cimport int32_t, int64_t
-
 from cyscatter.kernels cimport index_t
-
-ctypedef fused nan_value_t:
-    float
-    double
-    float complex
-    double complex
-
-ctypedef fused count_t:
-    int32_t
-    int64_t
+from cyscatter.group_kernels cimport nan_value_t, count_t
 
 # counts[o, index[k], f] -= 1 for every NaN src[o, k, f], k in index order; entries whose index is outside
 # [0, size) are skipped (the sum pass before it has applied the call's index mode). Strides of `src` in elements

@@ -91,6 +91,13 @@ class Op:
     twin: str = ""
     rules: dict = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def selects(self) -> bool:
+        """max/min and fmax/fmin: each output element is the value of one of its entries (or its start), so the
+        entries that do not win take no part in its derivatives, not even through an inf or NaN tangent (JAX's
+        select rule)."""
+        return self.identity_kind in ("lowest", "highest")
+
     def require_plain(self, func: str) -> None:
         """ValueError for a NaN-skipping op in a function that runs only the NaN-propagating ones (for now)."""
         if self.skips_nan:

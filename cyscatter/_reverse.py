@@ -363,10 +363,21 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
         _reduce_into(ctx.be, op, dot3, ctx.plan, base)
         return base.reshape(out_shape)
     ones = ctx.xp.ones(ctx.out3.shape, ctx.dtype)
-    out_dot = ctx.put(op.rules["vjp_src"](ctx, ones) * dot3)
+    if op.skips_nan:   # a NaN entry is absent: its tangent (NaN, inf or a number) does not reach the output
+        dot3 = ctx.xp.where(ctx.src3 == ctx.src3, dot3, 0)
+    out_dot = ctx.put(_tangent_part(ctx.xp, op, op.rules["vjp_src"](ctx, ones), dot3))
     if dst is not None and dst_dot3 is not None:
-        out_dot += op.rules["vjp_dst"](ctx, ones) * dst_dot3
+        out_dot += _tangent_part(ctx.xp, op, op.rules["vjp_dst"](ctx, ones), dst_dot3)
     return out_dot.reshape(out_shape)
+
+
+def _tangent_part(xp, op, coefficient, dot):
+    """coefficient * dot; for an op that selects (max/min and twins) 0 wherever the coefficient is 0, so that the
+    inf or NaN tangent of an entry that lost does not reach the output (JAX's rule; 0 * inf would be NaN)."""
+    if not op.selects:
+        return coefficient * dot
+    with np.errstate(invalid="ignore"):
+        return xp.where(coefficient != 0, coefficient * dot, 0)
 
 
 @overload

@@ -67,15 +67,10 @@ __device__ __forceinline__ bool cs_isnan(double x) { return x != x; }
 template <template <class> class C, class R>
 __device__ __forceinline__ bool cs_isnan(C<R> z) { return z.real() != z.real() || z.imag() != z.imag(); }
 
-// A NaN is replaced by the op's identity, as NumPy's nansum/nanprod do (so -0.0 plus a NaN gives +0.0, as on
-// the CPU); integers are returned as they are.
-template <class T> __device__ __forceinline__ T cs_nan_to(T x, int) { return x; }
-__device__ __forceinline__ float cs_nan_to(float x, int fill) { return x == x ? x : (float)fill; }
-__device__ __forceinline__ double cs_nan_to(double x, int fill) { return x == x ? x : (double)fill; }
-template <template <class> class C, class R>
-__device__ __forceinline__ C<R> cs_nan_to(C<R> z, int fill) { return cs_isnan(z) ? C<R>((R)fill, (R)0) : z; }
-template <class T> __device__ __forceinline__ T cs_nanadd(T a, T b) { return cs_add(a, cs_nan_to(b, 0)); }
-template <class T> __device__ __forceinline__ T cs_nanmul(T a, T b) { return cs_mul(a, cs_nan_to(b, 1)); }
+// A NaN entry is absent: nanadd/nanmul leave the held value as it is (as the CPU kernels: adding a 0 would turn
+// a -0.0 into +0.0, a product with 1+0j is not exact for complex values); integers have no NaN.
+template <class T> __device__ __forceinline__ T cs_nanadd(T a, T b) { return cs_isnan(b) ? a : cs_add(a, b); }
+template <class T> __device__ __forceinline__ T cs_nanmul(T a, T b) { return cs_isnan(b) ? a : cs_mul(a, b); }
 
 // fmax/fmin: a NaN v never wins, a NaN cur loses to any number, then max/min's order (-0.0 < +0.0)
 __device__ __forceinline__ bool cs_fmax_wins(float cur, float v) {
@@ -207,9 +202,9 @@ __device__ __forceinline__ void cs_atomic_min(unsigned long long* p, unsigned lo
 __device__ __forceinline__ void cs_atomic_min(float* p, float v) { cs_atomic_update<cs_rule_min>(p, v); }
 __device__ __forceinline__ void cs_atomic_min(double* p, double v) { cs_atomic_update<cs_rule_min>(p, v); }
 
-// NaN-skipping updates: a NaN src value is applied as the identity (nanadd: adds 0; nanmul: the CAS loop
-// returns without writing, as for v == 1); fmax/fmin: native for integers (no NaN), a CAS loop for floats
-template <class T> __device__ __forceinline__ void cs_atomic_nanadd(T* p, T v) { cs_atomic_add(p, cs_nan_to(v, 0)); }
+// NaN-skipping updates: a NaN src value writes nothing (nanadd skips the atomic; nanmul's CAS loop returns
+// without writing); fmax/fmin: native for integers (no NaN), a CAS loop for floats
+template <class T> __device__ __forceinline__ void cs_atomic_nanadd(T* p, T v) { if (!cs_isnan(v)) cs_atomic_add(p, v); }
 template <class T> __device__ __forceinline__ void cs_atomic_nanmul(T* p, T v) {
     cs_atomic_update<cs_rule_nanmul>(p, v);
 }

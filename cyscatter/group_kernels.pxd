@@ -14,7 +14,7 @@ from libc.math cimport signbit
 from libc.stdint cimport int64_t, int32_t, uint64_t
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, OpNanAdd, OpNanMul, OpFmax, OpFmin,
-                                op_t, value_t, index_t, nan_to, replaces_fmax, replaces_fmin)
+                                op_t, value_t, index_t, nan_to, nan_add, replaces_fmax, replaces_fmin)
 
 cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
@@ -97,7 +97,7 @@ cdef inline bint beats(op_t op, value_t cur, value_t new) noexcept nogil:
 
 cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
     """One update ``acc = op(acc, x)``, exactly as the core scatter kernel applies it."""
-    cdef value_t zero = 0, one = 1
+    cdef value_t one = 1
     if op_t is OpAdd:
         return acc + x
     elif op_t is OpSub:
@@ -115,8 +115,10 @@ cdef inline value_t combine(op_t op, value_t acc, value_t x) noexcept nogil:
         else:
             return acc / x
     elif op_t is OpNanAdd:
-        return acc + nan_to(x, zero)
+        return nan_add(acc, x)
     elif op_t is OpNanMul:
+        if value_t is cython.floatcomplex or value_t is cython.doublecomplex:
+            return (acc * x) if x == x else acc   # a product with 1+0j is not exact (see kernels.pyx)
         return acc * nan_to(x, one)
     elif op_t is OpFmax or op_t is OpFmin:
         return x if beats(op, acc, x) else acc

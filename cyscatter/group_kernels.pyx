@@ -76,7 +76,7 @@ cdef inline void _nan_update_row(nan_op_t op, nan_value_t* acc, const nan_value_
     if nan_value_t is float:
         if nan_op_t is OpNanAdd:
             for f in range(width):
-                acc[f] = acc[f] + cyscatter_nan_to_f(x[f], 0)
+                acc[f] = acc[f] + cyscatter_nan_to_f(x[f], -0.0)
         elif nan_op_t is OpNanMul:
             for f in range(width):
                 acc[f] = acc[f] * cyscatter_nan_to_f(x[f], 1)
@@ -87,7 +87,7 @@ cdef inline void _nan_update_row(nan_op_t op, nan_value_t* acc, const nan_value_
     elif nan_value_t is double:
         if nan_op_t is OpNanAdd:
             for f in range(width):
-                acc[f] = acc[f] + cyscatter_nan_to_d(x[f], 0)
+                acc[f] = acc[f] + cyscatter_nan_to_d(x[f], -0.0)
         elif nan_op_t is OpNanMul:
             for f in range(width):
                 acc[f] = acc[f] * cyscatter_nan_to_d(x[f], 1)
@@ -107,14 +107,14 @@ cdef inline void _nan_update_count_row(nan_op_t op, nan_value_t* acc, count_t* c
     if nan_value_t is float and (nan_op_t is OpNanAdd or nan_op_t is OpNanMul):
         for f in range(width):
             if nan_op_t is OpNanAdd:
-                acc[f] = acc[f] + cyscatter_nan_to_f(x[f], 0)
+                acc[f] = acc[f] + cyscatter_nan_to_f(x[f], -0.0)
             else:
                 acc[f] = acc[f] * cyscatter_nan_to_f(x[f], 1)
             cnt[f] = cnt[f] + (x[f] == x[f])
     elif nan_value_t is double and (nan_op_t is OpNanAdd or nan_op_t is OpNanMul):
         for f in range(width):
             if nan_op_t is OpNanAdd:
-                acc[f] = acc[f] + cyscatter_nan_to_d(x[f], 0)
+                acc[f] = acc[f] + cyscatter_nan_to_d(x[f], -0.0)
             else:
                 acc[f] = acc[f] * cyscatter_nan_to_d(x[f], 1)
             cnt[f] = cnt[f] + (x[f] == x[f])

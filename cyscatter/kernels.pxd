@@ -105,6 +105,20 @@ cdef inline value_t nan_to(value_t x, value_t fill) noexcept nogil:
         return x if x == x else fill
 
 
+cdef inline value_t nan_add(value_t acc, value_t x) noexcept nogil:
+    """nansum's update: acc + x, or acc as it is where x is NaN (the entry is absent). For float/double x is
+    replaced by -0.0, the sum's exact identity (acc + -0.0 is acc bit for bit, a -0.0 acc included; +0.0 would
+    turn it into +0.0), through the bitwise select; complex selects the result."""
+    if value_t is float:
+        return acc + cyscatter_nan_to_f(x, -0.0)
+    elif value_t is double:
+        return acc + cyscatter_nan_to_d(x, -0.0)
+    elif value_t is int32_t or value_t is int64_t or value_t is uint64_t:
+        return acc + x
+    else:
+        return (acc + x) if x == x else acc
+
+
 cdef inline bint replaces_fmax(value_t cur, value_t new) noexcept nogil:
     """Whether `new` replaces `cur` under fmax: a NaN `new` never does, a NaN `cur` loses to any number, then
     larger wins and +0.0 beats -0.0 (as max: order independent, unlike C's fmax on zeros)."""

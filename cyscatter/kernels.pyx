@@ -40,7 +40,7 @@ cdef extern from "_cpu.h" nogil:
     void cyscatter_row_fmin_d(double* dst, const double* src, Py_ssize_t width)
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, OpNanAdd, OpNanMul, OpFmax, OpFmin,
-                                nan_to, replaces_fmax, replaces_fmin, op_t, value_t, index_t, item_t, Layout,
+                                nan_to, nan_add, replaces_fmax, replaces_fmin, op_t, value_t, index_t, item_t, Layout,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_NANADD, OP_NANMUL, OP_FMAX,
                                 OP_FMIN, MODE_RAISE, MODE_DROP)
 
@@ -215,7 +215,7 @@ cdef inline Py_ssize_t _first_error(const Py_ssize_t* status, int parts) noexcep
 cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_t width) noexcept nogil:
     cdef Py_ssize_t f
     cdef value_t row[16]   # a cache line of the narrowest value type (4 bytes)
-    cdef value_t zero = 0, one = 1
+    cdef value_t one = 1
     if (not (op_t is OpMax or op_t is OpMin or op_t is OpFmax or op_t is OpFmin) and cyscatter_is_constant(width)
             and width * <Py_ssize_t>sizeof(value_t) <= CACHE_LINE):
         # src never overlaps dst (the Python layer copies src when they may share memory), but the C compiler
@@ -258,14 +258,16 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
                 dst[f] = dst[f] / src[f]
     elif op_t is OpNanAdd:
         for f in range(width):
-            dst[f] = dst[f] + nan_to(src[f], zero)
+            dst[f] = nan_add(dst[f], src[f])
     elif op_t is OpNanMul:
+        # complex: a NaN entry leaves dst as it is (a product with 1+0j is not exact: it can flip a zero's sign
+        # or make a NaN part of dst spread to the other part)
         if value_t is cython.doublecomplex:
             for f in range(width):
-                dst[f] = cyscatter_cmul(dst[f], nan_to(src[f], one))
+                dst[f] = cyscatter_cmul(dst[f], src[f]) if src[f] == src[f] else dst[f]
         elif value_t is cython.floatcomplex:
             for f in range(width):
-                dst[f] = cyscatter_cmulf(dst[f], nan_to(src[f], one))
+                dst[f] = cyscatter_cmulf(dst[f], src[f]) if src[f] == src[f] else dst[f]
         else:
             for f in range(width):
                 dst[f] = dst[f] * nan_to(src[f], one)

@@ -176,6 +176,18 @@ class Linearization:
         if dst is not None:   # scatter_into casts src to dst's dtype first
             src = _as_dtype(src, np.result_type(getval(dst)))
         self.d_src, self.d_dst = _partials_rule(op)(op, ans, dst, src, self, wrt_src, wrt_dst)
+        # Where an entry takes no part (a NaN entry of a NaN-skipping op, an entry that lost a max/min) its tangent
+        # must not reach the output even when it is inf or NaN (0 * inf is NaN): JAX's rule, and the core's
+        self.keep_src = self.keep_dst = None
+        src_v = np.asarray(getval(src))
+        if op.skips_nan and src_v.dtype.kind in "fc":
+            self.keep_src = ~np.isnan(src_v)
+        if op.selects:
+            if self.d_src is not None:
+                won = np.asarray(getval(self.d_src)) != 0
+                self.keep_src = won if self.keep_src is None else self.keep_src & won
+            if self.d_dst is not None:
+                self.keep_dst = np.asarray(getval(self.d_dst)) != 0
 
     def vjp_src(self, g):
         return self.d_src * gather(g, self.index, axis=self.out.axis, mode=self.mode)
@@ -185,8 +197,17 @@ class Linearization:
 
     def jvp(self, src_dot=None, dst_dot=None):
         out_dot = np.zeros(self.out_shape, self.out_dtype) if src_dot is None else \
-            gather_vjp_src(self.d_src * src_dot, self.index, self.out_shape, axis=self.out.axis, mode=self.mode)
-        return out_dot if dst_dot is None else out_dot + self.d_dst * dst_dot
+            gather_vjp_src(_part(self.d_src, src_dot, self.keep_src), self.index, self.out_shape,
+                           axis=self.out.axis, mode=self.mode)
+        return out_dot if dst_dot is None else out_dot + _part(self.d_dst, dst_dot, self.keep_dst)
+
+
+def _part(partial, dot, keep):
+    """partial * dot, 0 where `keep` is False (see Linearization)."""
+    if keep is None:
+        return partial * dot
+    with np.errstate(invalid="ignore"):
+        return anp.where(keep, partial * dot, 0)
 
 
 def _as_dtype(x, dtype):

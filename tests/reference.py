@@ -59,9 +59,13 @@ def _isnan(b):
     return np.isnan(b) if b.dtype.kind in "fc" else np.zeros(b.shape, bool)
 
 
-def _skip_nan(update, fill):
-    """`update` with a NaN `b` replaced by `fill` (NumPy's nansum/nanprod rule: -0.0 plus a NaN gives +0.0)."""
-    return lambda a, b: update(a, np.where(_isnan(b), fill, b))
+def _skip_nan(update):
+    """`update`, or `a` as it is where `b` is NaN: the entry is absent (a -0.0 `a` stays -0.0, a complex `a` with
+    one NaN part stays as it is), as ``np.add.at``/``np.multiply.at`` over the non-NaN entries."""
+    def apply(a, b):
+        with np.errstate(all="ignore"):
+            return np.where(_isnan(b), a, update(a, b))
+    return apply
 
 
 def _fmax(a, b):
@@ -75,8 +79,8 @@ def _fmin(a, b):
     return np.where(_isnan(b), a, np.where(_isnan(a), b, _min(a, b)))
 
 
-UPDATE.update({"nansum": _skip_nan(np.add, 0), "nanprod": _skip_nan(np.multiply, 1), "fmax": _fmax,
-               "fmin": _fmin, "nanmean": _skip_nan(np.add, 0)})
+UPDATE.update({"nansum": _skip_nan(np.add), "nanprod": _skip_nan(np.multiply), "fmax": _fmax,
+               "fmin": _fmin, "nanmean": _skip_nan(np.add)})
 UPDATE.update(nanadd=UPDATE["nansum"], nanmul=UPDATE["nanprod"])   # the GPU update names (tests/emulated_cupy.py)
 # divisor of the group sums by group count: mean's count, and TensorFlow's unsorted_segment_sqrt_n definition
 # (``sum / sqrt(N)``, N the number of entries of the group, an empty group 0); nanmean's count is per element

@@ -232,11 +232,30 @@ def test_all_nan_and_empty_groups_are_the_identity_without_fill():
 
 
 def test_signed_zeros_and_nan_in_dst():
-    # fmax orders -0.0 < +0.0 as max does (C's fmax and NumPy leave it to the order); nansum adds +0.0 for a NaN,
-    # as np.nansum does (-0.0 plus a skipped NaN gives +0.0)
+    # fmax orders -0.0 < +0.0 as max does (C's fmax and NumPy leave it to the order); a NaN entry of nansum and
+    # nanprod is absent: the value held stays as it is, bit for bit (np.add.at over the other entries), so a -0.0
+    # dst stays -0.0, and a fresh output starts from +0.0 as np.nansum's sum does
     assert_same(cs.scatter(np.array([0.0, -0.0, np.nan]), np.array([0, 0, 0]), "fmax"), np.array([0.0]))
     assert_same(cs.scatter(np.array([0.0, -0.0, np.nan]), np.array([0, 0, 0]), "fmin"), np.array([-0.0]))
     assert_same(cs.scatter(np.array([-0.0, np.nan]), np.array([0, 0]), "nansum"), np.array([np.nansum([-0.0, np.nan])]))
+    for op, expected in (("nansum", [-0.0, -0.0]), ("nanprod", [-0.0, 0.0]),   # -0.0 * -0.0 = +0.0
+                         ("nanmean", [-0.0, 0.0])):   # mean's rule: dst + the group mean (summed from +0.0)
+        dst = np.array([-0.0, -0.0])
+        cs.scatter_into(dst, np.array([np.nan, -0.0, np.nan]), np.array([0, 1, 1]), op)
+        assert_same(dst, np.array(expected))
+        mean_dst = np.array([-0.0, -0.0])
+        if op == "nanmean":   # as mean on the entries left
+            cs.scatter_into(mean_dst, np.array([-0.0]), np.array([1]), "mean")
+            assert_same(dst, mean_dst)
+    dst = np.array([complex(2, np.nan), complex(-0.0, -0.0)])   # complex: no product with 1+0j, no sum with +0.0
+    for op in ("nansum", "nanprod"):
+        work = dst.copy()
+        cs.scatter_into(work, np.array([complex(np.nan, 1), complex(1, np.nan)]), np.array([0, 1]), op)
+        assert_same(work, dst)
+    v = np.array([0.5j, complex(-0.0, -0.25), complex(np.nan, 1.0)])
+    expected = np.zeros(1, complex) + 1
+    np.multiply.at(expected, np.zeros(2, int), v[:2])
+    assert_same(cs.scatter(v, np.zeros(3, int), "nanprod"), expected)
     dst = np.array([np.nan, np.nan, 1.0])
     cs.scatter_into(dst, np.array([2.0, np.nan, np.nan]), np.array([0, 1, 2]), "nansum")
     assert_same(dst, np.array([np.nan, np.nan, 1.0]))   # nansum skips NaN in src only: dst is the start value

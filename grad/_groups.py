@@ -273,6 +273,12 @@ def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size:
     -------
     out : ndarray, shape B + D + F
         The result of `cyscatter.scatter_var`.
+
+    Raises
+    ------
+    TypeError
+        When differentiated with a complex `src` (real inputs only, as `cyscatter.scatter_var_vjp`; the forward
+        value is computed), besides the errors of `cyscatter.scatter_var`.
     """
     return cs.scatter_var(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
 
@@ -312,12 +318,28 @@ def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size:
     -------
     out : ndarray, shape B + D + F
         The result of `cyscatter.scatter_std`.
+
+    Raises
+    ------
+    TypeError
+        When differentiated with a complex `src` (real inputs only, as `cyscatter.scatter_std_vjp`; the forward
+        value is computed), besides the errors of `cyscatter.scatter_std`.
     """
     return cs.scatter_std(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
 
 
+def _real_only(name: str, src) -> None:
+    """TypeError for a complex src: the derivatives of var/std here are those of real inputs (as the core's
+    reverse functions, which refuse complex too); autograd's complex convention would need the conjugate."""
+    dtype = np.asarray(getval(src)).dtype
+    if dtype.kind == "c":
+        raise TypeError(f"grad.{name} differentiates real src only (as cyscatter.{name}_vjp and _jvp), got src "
+                        f"of dtype {dtype}; the forward value of a complex src is cyscatter.{name}")
+
+
 def _moment_parts(std, ans, src, index, ddof, dim_size, axis, mode):
     """(groups, deviations from the group mean (differentiable), factor c)."""
+    _real_only("scatter_std" if std else "scatter_var", src)
     groups = Groups(src, index, dim_size, axis, mode, "scatter_std" if std else "scatter_var")
     mean = scatter(src, index, "mean", dim_size=groups.dims, axis=groups.axis, mode=mode)
     dtype = np.asarray(getval(src)).dtype
@@ -378,6 +400,12 @@ def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_si
     -------
     out : ndarray, shape B + D + F
         The result of `cyscatter.scatter_nanvar`.
+
+    Raises
+    ------
+    TypeError
+        When differentiated with a complex `src` (real inputs only, as `cyscatter.scatter_nanvar_vjp`; the forward
+        value is computed), besides the errors of `cyscatter.scatter_nanvar`.
     """
     return cs.scatter_nanvar(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
 
@@ -421,6 +449,12 @@ def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_si
     -------
     out : ndarray, shape B + D + F
         The result of `cyscatter.scatter_nanstd`.
+
+    Raises
+    ------
+    TypeError
+        When differentiated with a complex `src` (real inputs only, as `cyscatter.scatter_nanstd_vjp`; the forward
+        value is computed), besides the errors of `cyscatter.scatter_nanstd`.
     """
     return cs.scatter_nanstd(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
 
@@ -428,6 +462,7 @@ def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_si
 def _nan_moment_parts(std, ans, src, index, ddof, dim_size, axis, mode):
     """(groups, present (the non-NaN entries, a constant mask), deviations from the mean of the present members
     (differentiable, 0 at absent entries), factor c over the present members' counts)."""
+    _real_only("scatter_nanstd" if std else "scatter_nanvar", src)
     groups = Groups(src, index, dim_size, axis, mode, "scatter_nanstd" if std else "scatter_nanvar")
     value = getval(src)
     present = value == value

@@ -404,7 +404,7 @@ def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0
         The index given to `gather`.
     axis : int, default 0
         As given to `gather`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `gather`.
 
     Returns

@@ -125,7 +125,7 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
         Its result.
     axis : int, default 0
         As given to `scatter_logsumexp`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_logsumexp`.
 
     Returns
@@ -174,7 +174,7 @@ def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, sr
         Tangent of `src`.
     axis : int, default 0
         As given to `scatter_logsumexp`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_logsumexp`.
 
     Returns
@@ -225,7 +225,7 @@ def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike,
         As given to `scatter_softmax` (it matters for ``mode="wrap"``/``"clip"``).
     axis : int, default 0
         As given to `scatter_softmax`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_softmax`.
 
     Returns
@@ -270,7 +270,7 @@ def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, 
         As given to `scatter_softmax`.
     axis : int, default 0
         As given to `scatter_softmax`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_softmax`.
 
     Returns
@@ -315,7 +315,7 @@ def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexL
         As given to `scatter_log_softmax`.
     axis : int, default 0
         As given to `scatter_log_softmax`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_log_softmax`.
 
     Returns
@@ -360,7 +360,7 @@ def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInp
         As given to `scatter_log_softmax`.
     axis : int, default 0
         As given to `scatter_log_softmax`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_log_softmax`.
 
     Returns
@@ -449,7 +449,7 @@ def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
         As given to `scatter_var`.
     axis : int, default 0
         As given to `scatter_var`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_var`.
 
     Returns
@@ -494,7 +494,7 @@ def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
         As given to `scatter_var`.
     axis : int, default 0
         As given to `scatter_var`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_var`.
 
     Returns
@@ -538,7 +538,7 @@ def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
         As given to `scatter_std`.
     axis : int, default 0
         As given to `scatter_std`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_std`.
 
     Returns
@@ -584,7 +584,7 @@ def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
         As given to `scatter_std`.
     axis : int, default 0
         As given to `scatter_std`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_std`.
 
     Returns
@@ -634,7 +634,7 @@ def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
         As given to `scatter_nanvar`.
     axis : int, default 0
         As given to `scatter_nanvar`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_nanvar`.
 
     Returns
@@ -693,7 +693,7 @@ def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
         As given to `scatter_nanvar`.
     axis : int, default 0
         As given to `scatter_nanvar`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_nanvar`.
 
     Returns
@@ -752,7 +752,7 @@ def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
         As given to `scatter_nanstd`.
     axis : int, default 0
         As given to `scatter_nanstd`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_nanstd`.
 
     Returns
@@ -813,7 +813,7 @@ def scatter_nanstd_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
         As given to `scatter_nanstd`.
     axis : int, default 0
         As given to `scatter_nanstd`.
-    mode : {"raise", "drop", "wrap", "clip"}, default "raise"
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
         As given to `scatter_nanstd`.
 
     Returns

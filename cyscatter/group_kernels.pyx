@@ -63,6 +63,10 @@ cdef extern from "_cpu.h" nogil:   # the core's fmax/fmin rules on whole rows, i
     void cyscatter_row_fmin_d(double* dst, const double* src, Py_ssize_t width)
     float cyscatter_nan_to_f(float x, float fill)     # nansum/nanprod's element rule as a bitwise select
     double cyscatter_nan_to_d(double x, double fill)
+    void cyscatter_row_nanadd_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_nanmul_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_nanadd_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_row_nanmul_d(double* dst, const double* src, Py_ssize_t width)
 
 cdef enum:
     SEGMENT_CHUNK = 256   # features per stack buffer of the NaN-skipping segment kernel
@@ -70,27 +74,23 @@ cdef enum:
 
 cdef inline void _nan_update_row(nan_op_t op, nan_value_t* acc, const nan_value_t* x,
                                  Py_ssize_t width) noexcept nogil:
-    """acc[f] = op(acc[f], x[f]) for a NaN-skipping op, as `combine` (the same bits), in a form GCC vectorises:
-    the core's SSE2 rows for fmax/fmin, its bitwise selects (`_cpu.h`) for nansum/nanprod on float and double."""
+    """acc[f] = op(acc[f], x[f]) for a NaN-skipping op, as `combine` (the same bits), in the core's SSE2 rows
+    (`_cpu.h`) for float and double."""
     cdef Py_ssize_t f
     if nan_value_t is float:
         if nan_op_t is OpNanAdd:
-            for f in range(width):
-                acc[f] = acc[f] + cyscatter_nan_to_f(x[f], -0.0)
+            cyscatter_row_nanadd_f(acc, x, width)
         elif nan_op_t is OpNanMul:
-            for f in range(width):
-                acc[f] = acc[f] * cyscatter_nan_to_f(x[f], 1)
+            cyscatter_row_nanmul_f(acc, x, width)
         elif nan_op_t is OpFmax:
             cyscatter_row_fmax_f(acc, x, width)
         else:
             cyscatter_row_fmin_f(acc, x, width)
     elif nan_value_t is double:
         if nan_op_t is OpNanAdd:
-            for f in range(width):
-                acc[f] = acc[f] + cyscatter_nan_to_d(x[f], -0.0)
+            cyscatter_row_nanadd_d(acc, x, width)
         elif nan_op_t is OpNanMul:
-            for f in range(width):
-                acc[f] = acc[f] * cyscatter_nan_to_d(x[f], 1)
+            cyscatter_row_nanmul_d(acc, x, width)
         elif nan_op_t is OpFmax:
             cyscatter_row_fmax_d(acc, x, width)
         else:
@@ -102,7 +102,8 @@ cdef inline void _nan_update_row(nan_op_t op, nan_value_t* acc, const nan_value_
 
 cdef inline void _nan_update_count_row(nan_op_t op, nan_value_t* acc, count_t* cnt, const nan_value_t* x,
                                        Py_ssize_t width) noexcept nogil:
-    """`_nan_update_row` that also adds 1 to cnt[f] for each non-NaN x[f]; nansum/nanprod in one loop."""
+    """`_nan_update_row` that also adds 1 to cnt[f] for each non-NaN x[f]; float nansum/nanprod in one loop (the
+    int32 mask work vectorises with float lanes), the others row by row then the counts."""
     cdef Py_ssize_t f
     if nan_value_t is float and (nan_op_t is OpNanAdd or nan_op_t is OpNanMul):
         for f in range(width):
@@ -110,13 +111,6 @@ cdef inline void _nan_update_count_row(nan_op_t op, nan_value_t* acc, count_t* c
                 acc[f] = acc[f] + cyscatter_nan_to_f(x[f], -0.0)
             else:
                 acc[f] = acc[f] * cyscatter_nan_to_f(x[f], 1)
-            cnt[f] = cnt[f] + (x[f] == x[f])
-    elif nan_value_t is double and (nan_op_t is OpNanAdd or nan_op_t is OpNanMul):
-        for f in range(width):
-            if nan_op_t is OpNanAdd:
-                acc[f] = acc[f] + cyscatter_nan_to_d(x[f], -0.0)
-            else:
-                acc[f] = acc[f] * cyscatter_nan_to_d(x[f], 1)
             cnt[f] = cnt[f] + (x[f] == x[f])
     else:
         _nan_update_row(op, acc, x, width)

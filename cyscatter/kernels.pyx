@@ -38,6 +38,10 @@ cdef extern from "_cpu.h" nogil:
     void cyscatter_row_fmin_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_fmax_d(double* dst, const double* src, Py_ssize_t width)
     void cyscatter_row_fmin_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_row_nanadd_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_nanmul_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_nanadd_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_row_nanmul_d(double* dst, const double* src, Py_ssize_t width)
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, OpNanAdd, OpNanMul, OpFmax, OpFmin,
                                 nan_to, nan_add, replaces_fmax, replaces_fmin, op_t, value_t, index_t, item_t, Layout,
@@ -257,8 +261,13 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
             for f in range(width):
                 dst[f] = dst[f] / src[f]
     elif op_t is OpNanAdd:
-        for f in range(width):
-            dst[f] = nan_add(dst[f], src[f])
+        if value_t is float:   # SSE2 rows (_cpu.h)
+            cyscatter_row_nanadd_f(dst, src, width)
+        elif value_t is double:
+            cyscatter_row_nanadd_d(dst, src, width)
+        else:
+            for f in range(width):
+                dst[f] = nan_add(dst[f], src[f])
     elif op_t is OpNanMul:
         # complex: a NaN entry leaves dst as it is (a product with 1+0j is not exact: it can flip a zero's sign
         # or make a NaN part of dst spread to the other part)
@@ -268,6 +277,10 @@ cdef inline void _combine_n(op_t op, value_t* dst, const value_t* src, Py_ssize_
         elif value_t is cython.floatcomplex:
             for f in range(width):
                 dst[f] = cyscatter_cmulf(dst[f], src[f]) if src[f] == src[f] else dst[f]
+        elif value_t is float:
+            cyscatter_row_nanmul_f(dst, src, width)
+        elif value_t is double:
+            cyscatter_row_nanmul_d(dst, src, width)
         else:
             for f in range(width):
                 dst[f] = dst[f] * nan_to(src[f], one)

@@ -337,7 +337,7 @@ def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index
         per_feature = (d * call.absent(taken)).sum(axis=0)                     # (kept, inner)
         result = call.zeros((call.plan.n_edges, call.heads))
         kept = call.device("kept")
-        result[kept] = per_feature.reshape(kept.shape[0], call.heads, -1).sum(axis=2)
+        result[kept] = per_feature.reshape(kept.shape[0], call.heads, call.inner // call.heads).sum(axis=2)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else _cast_like(shaped, call.w)
 

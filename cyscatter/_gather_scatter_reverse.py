@@ -389,7 +389,8 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
         keep, msgs, taken = call.forward_messages()
         d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
         per_feature = (d * call.absent(taken, msgs)).sum(axis=0)               # (kept, inner)
-        result[keep] = per_feature.reshape(len(keep), call.heads, -1).sum(axis=2)
+        # (the features per head spelt out: with no kept edge, -1 could not be inferred from 0 elements)
+        result[keep] = per_feature.reshape(len(keep), call.heads, call.inner // call.heads).sum(axis=2)
     elif call.inner and call.outer:
         ties = {"max": 1, "min": 2}.get(name, 0)
         cot = call.share(g3) if ties else call.per_destination(g3)

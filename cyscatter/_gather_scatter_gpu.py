@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._backend import backend_of, is_device_array
+from cyscatter._backend import backend_of, is_device_array, shape_of
 from cyscatter._canonical import prod
 from cyscatter._cuda_kernels import (EDGE_DOTS, EDGE_DOTS_TIED, TIE_COUNTS, TIED_SHARES_BACK, TIED_TANGENTS, build,
                                      gather_scatter_ordered_spec, gather_scatter_spec)
@@ -154,8 +154,12 @@ class _Call:
         self.src = self.be.asarray(src)
         arrays = {name: self._numeric(a, name) for name, a in tangents.items() if a is not None}
         gather_index, scatter_index = _host(gather_index), _host(scatter_index)
+        if out is not None and "grad_out" in arrays and shape_of(out) != arrays["grad_out"].shape:
+            # (as the other reverse functions: neither is taken for the right one, which sizes D below)
+            raise ValueError(f"grad_out shape {arrays['grad_out'].shape} != out shape {shape_of(out)}")
         if plan is None and dim_size is None:
-            dim_size = dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
+            dim_size = dims_like(out if out is not None else arrays.get("grad_out"), self.src, gather_index,
+                                 scatter_index, axis)
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
                                                               dim_size, mode)
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op, xp=xp)

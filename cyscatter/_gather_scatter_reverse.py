@@ -52,8 +52,12 @@ class _Call:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")
         self.src = host_asarray(src)
         arrays = {name: _numbers(a, name) for name, a in cotangents.items() if a is not None}
+        if out is not None and "grad_out" in arrays and shape_of(out) != arrays["grad_out"].shape:
+            # (as the other reverse functions: neither is taken for the right one, which sizes D below)
+            raise ValueError(f"grad_out shape {arrays['grad_out'].shape} != out shape {shape_of(out)}")
         if plan is None and dim_size is None:
-            dim_size = dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
+            dim_size = dims_like(out if out is not None else arrays.get("grad_out"), self.src, gather_index,
+                                 scatter_index, axis)
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
                                                               dim_size, mode)
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op)

@@ -289,11 +289,13 @@ class _Call:
 
     def absent(self, a, msgs=None):
         """`a` (per kept edge, broadcasting against the messages) with 0 where a NaN-skipping op left the message
-        out (NaN): the factors of the chain rule's products there, whose derivatives are 0 (not 0 * inf)."""
+        out (NaN), and for fmax/fmin also where the message lost (differs from its output element): the factors
+        of the chain rule's products there, whose derivatives are 0 (not 0 * inf), as in the max/min kernels."""
         if not self.op.skips_nan:
             return a
         msgs = self._msgs if msgs is None else msgs
-        return self.xp.where(msgs == msgs, a, 0).astype(a.dtype, copy=False)
+        present = msgs == self.out3[:, self.device("scatter_kept"), :] if self.op.ordered else msgs == msgs
+        return self.xp.where(present, a, 0).astype(a.dtype, copy=False)
 
 
 def _cast_like(result, like):

@@ -142,12 +142,18 @@ class _Call:
             msgs = msgs.astype(self.dtype, copy=False)
         else:
             msgs, keep = messages(self.src3, self.plan, self.w, self.heads, self.feat, self.dtype)
+        self._kept_out = None if self.out3 is None else self.out3[:, self.plan.scatter[keep], :]
         return keep, msgs, self.src3[:, self.plan.gather[keep], :]
 
     def absent(self, a, msgs):
         """`a` (per kept edge, broadcasting against `msgs`) with 0 where a NaN-skipping op left the message out
-        (NaN): the factors of the chain rule's products there, whose derivatives are 0 (not 0 * inf or 0 * NaN)."""
-        return np.where(msgs == msgs, a, 0).astype(a.dtype, copy=False) if self.op.skips_nan else a
+        (NaN), and for fmax/fmin also where the message lost (differs from its output element): the factors of
+        the chain rule's products there, whose derivatives are 0 (not 0 * inf or 0 * NaN). A losing message of
+        -inf (an inf weight) thus passes 0, as the max/min kernels pass only their tied winners' products."""
+        if not self.op.skips_nan:
+            return a
+        present = msgs == self._kept_out if self.op.ordered else msgs == msgs
+        return np.where(present, a, 0).astype(a.dtype, copy=False)
 
     def scale(self, rows2, keep):
         """Per-edge (n, heads) values of the kept edges, repeated over each head's features: (1, kept, inner)."""

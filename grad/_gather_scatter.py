@@ -247,6 +247,11 @@ def _materialised(src, weight, edges):
             # are zeroed (constants) before the product, whose chain rule would give 0 * NaN = NaN
             value = getval(messages) * getval(w)
             absent = value != value
+            if cs.get_op(edges.op).ordered:
+                # fmax/fmin: a losing message is left out as well (it passes no derivative, as max/min's losers),
+                # so an inf weight on a loser gives 0, not 0 * inf; the winners, hence the result, are unchanged
+                best = cs.scatter(value, scatter_rows, edges.op, dim_size=plan.dims, axis=edges.axis)
+                absent |= value != cs.gather(best, scatter_rows, axis=edges.axis)
             w = anp.where(absent, 0, w * np.ones(value.shape, value.dtype))   # broadcast, then masked
             messages = anp.where(absent, np.nan, anp.where(absent, 0, messages) * w)
         else:

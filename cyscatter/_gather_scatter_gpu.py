@@ -294,7 +294,9 @@ class _Call:
         if not self.op.skips_nan:
             return a
         msgs = self._msgs if msgs is None else msgs
-        present = msgs == self.out3[:, self.device("scatter_kept"), :] if self.op.ordered else msgs == msgs
+        present = msgs == msgs
+        if self.op.ordered and self.out3 is not None:   # (out3 is there: fmax/fmin need out)
+            present = msgs == self.out3[:, self.device("scatter_kept"), :]
         return self.xp.where(present, a, 0).astype(a.dtype, copy=False)
 
 

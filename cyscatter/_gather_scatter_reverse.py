@@ -263,8 +263,8 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     edge count first (empty rows pass nothing). max/min send each output element's cotangent to the edges whose
     message equals it, split evenly among tied ones, as `scatter_vjp_src` does (NNlib gives every tied winner the
     whole cotangent; finite differences agree with the split). mul/div and the NaN-skipping ops (a NaN message
-    gets nothing) materialise the messages (E x F) and use
-    `scatter_vjp_src`'s exact rules.
+    gets nothing; with fmax/fmin a losing one neither, so they equal max/min where no message is NaN) materialise
+    the messages (E x F) and use `scatter_vjp_src`'s exact rules.
 
     Parameters
     ----------

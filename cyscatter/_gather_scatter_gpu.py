@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._backend import backend_of, is_device_array
+from cyscatter._backend import backend_of, is_device_array, shape_of
 from cyscatter._canonical import prod
 from cyscatter._cuda_kernels import (EDGE_DOTS, EDGE_DOTS_TIED, TIE_COUNTS, TIED_SHARES_BACK, TIED_TANGENTS, build,
                                      gather_scatter_ordered_spec, gather_scatter_spec)
@@ -154,8 +154,12 @@ class _Call:
         self.src = self.be.asarray(src)
         arrays = {name: self._numeric(a, name) for name, a in tangents.items() if a is not None}
         gather_index, scatter_index = _host(gather_index), _host(scatter_index)
+        if out is not None and "grad_out" in arrays and shape_of(out) != arrays["grad_out"].shape:
+            # (as the other reverse functions: neither is taken for the right one, which sizes D below)
+            raise ValueError(f"grad_out shape {arrays['grad_out'].shape} != out shape {shape_of(out)}")
         if plan is None and dim_size is None:
-            dim_size = dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
+            dim_size = dims_like(out if out is not None else arrays.get("grad_out"), self.src, gather_index,
+                                 scatter_index, axis)
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
                                                               dim_size, mode)
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op, xp=xp)
@@ -285,11 +289,15 @@ class _Call:
 
     def absent(self, a, msgs=None):
         """`a` (per kept edge, broadcasting against the messages) with 0 where a NaN-skipping op left the message
-        out (NaN): the factors of the chain rule's products there, whose derivatives are 0 (not 0 * inf)."""
+        out (NaN), and for fmax/fmin also where the message lost (differs from its output element): the factors
+        of the chain rule's products there, whose derivatives are 0 (not 0 * inf), as in the max/min kernels."""
         if not self.op.skips_nan:
             return a
         msgs = self._msgs if msgs is None else msgs
-        return self.xp.where(msgs == msgs, a, 0).astype(a.dtype, copy=False)
+        present = msgs == msgs
+        if self.op.ordered and self.out3 is not None:   # (out3 is there: fmax/fmin need out)
+            present = msgs == self.out3[:, self.device("scatter_kept"), :]
+        return self.xp.where(present, a, 0).astype(a.dtype, copy=False)
 
 
 def _cast_like(result, like):
@@ -337,7 +345,7 @@ def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index
         per_feature = (d * call.absent(taken)).sum(axis=0)                     # (kept, inner)
         result = call.zeros((call.plan.n_edges, call.heads))
         kept = call.device("kept")
-        result[kept] = per_feature.reshape(kept.shape[0], call.heads, -1).sum(axis=2)
+        result[kept] = per_feature.reshape(kept.shape[0], call.heads, call.inner // call.heads).sum(axis=2)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else _cast_like(shaped, call.w)
 

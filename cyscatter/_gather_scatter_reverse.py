@@ -52,8 +52,12 @@ class _Call:
             raise TypeError(f"{fun} needs src (the forward call's src), got None")
         self.src = host_asarray(src)
         arrays = {name: _numbers(a, name) for name, a in cotangents.items() if a is not None}
+        if out is not None and "grad_out" in arrays and shape_of(out) != arrays["grad_out"].shape:
+            # (as the other reverse functions: neither is taken for the right one, which sizes D below)
+            raise ValueError(f"grad_out shape {arrays['grad_out'].shape} != out shape {shape_of(out)}")
         if plan is None and dim_size is None:
-            dim_size = dims_like(arrays.get("grad_out", out), self.src, gather_index, scatter_index, axis)
+            dim_size = dims_like(out if out is not None else arrays.get("grad_out"), self.src, gather_index,
+                                 scatter_index, axis)
         self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
                                                               dim_size, mode)
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op)
@@ -138,12 +142,18 @@ class _Call:
             msgs = msgs.astype(self.dtype, copy=False)
         else:
             msgs, keep = messages(self.src3, self.plan, self.w, self.heads, self.feat, self.dtype)
+        self._kept_out = None if self.out3 is None else self.out3[:, self.plan.scatter[keep], :]
         return keep, msgs, self.src3[:, self.plan.gather[keep], :]
 
     def absent(self, a, msgs):
         """`a` (per kept edge, broadcasting against `msgs`) with 0 where a NaN-skipping op left the message out
-        (NaN): the factors of the chain rule's products there, whose derivatives are 0 (not 0 * inf or 0 * NaN)."""
-        return np.where(msgs == msgs, a, 0).astype(a.dtype, copy=False) if self.op.skips_nan else a
+        (NaN), and for fmax/fmin also where the message lost (differs from its output element): the factors of
+        the chain rule's products there, whose derivatives are 0 (not 0 * inf or 0 * NaN). A losing message of
+        -inf (an inf weight) thus passes 0, as the max/min kernels pass only their tied winners' products."""
+        if not self.op.skips_nan:
+            return a
+        present = msgs == self._kept_out if self.op.ordered else msgs == msgs
+        return np.where(present, a, 0).astype(a.dtype, copy=False)
 
     def scale(self, rows2, keep):
         """Per-edge (n, heads) values of the kept edges, repeated over each head's features: (1, kept, inner)."""
@@ -253,8 +263,8 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     edge count first (empty rows pass nothing). max/min send each output element's cotangent to the edges whose
     message equals it, split evenly among tied ones, as `scatter_vjp_src` does (NNlib gives every tied winner the
     whole cotangent; finite differences agree with the split). mul/div and the NaN-skipping ops (a NaN message
-    gets nothing) materialise the messages (E x F) and use
-    `scatter_vjp_src`'s exact rules.
+    gets nothing; with fmax/fmin a losing one neither, so they equal max/min where no message is NaN) materialise
+    the messages (E x F) and use `scatter_vjp_src`'s exact rules.
 
     Parameters
     ----------
@@ -389,7 +399,8 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
         keep, msgs, taken = call.forward_messages()
         d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
         per_feature = (d * call.absent(taken, msgs)).sum(axis=0)               # (kept, inner)
-        result[keep] = per_feature.reshape(len(keep), call.heads, -1).sum(axis=2)
+        # (the features per head spelt out: with no kept edge, -1 could not be inferred from 0 elements)
+        result[keep] = per_feature.reshape(len(keep), call.heads, call.inner // call.heads).sum(axis=2)
     elif call.inner and call.outer:
         ties = {"max": 1, "min": 2}.get(name, 0)
         cot = call.share(g3) if ties else call.per_destination(g3)

@@ -408,7 +408,9 @@ cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, cons
                                     tangent = 0
                                     if tangent_src != NULL:
                                         tangent = w * tangent_src[at + f] if weight != NULL else tangent_src[at + f]
-                                    acc[f - f0] += tangent + tw * x[f]
+                                    if tangent_w != NULL:   # (not 0 * x without one: NaN where x is +-inf)
+                                        tangent = tangent + tw * x[f]
+                                    acc[f - f0] += tangent
                         a, h = b, h + 1
                 for f in range(f0, f0 + n):
                     if count[f - f0] == 0:

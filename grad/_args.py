@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 from autograd.extend import defjvp, defvjp
-from autograd.tracer import getval
+from autograd.tracer import getval, isbox
 
 import cyscatter as cs
 from cyscatter._canonical import normalize_axis
@@ -23,6 +23,14 @@ def require_inexact(x, arg: str, fun: str) -> None:
     if dtype.kind not in "fc":
         raise TypeError(f"grad.{fun} cannot differentiate with respect to {arg} of dtype {dtype}: only floating "
                         f"and complex arrays have gradients (cast {arg} to float first)")
+
+
+def require_inexact_traced(x, arg: str, fun: str) -> None:
+    """`require_inexact` at once for a traced (boxed) argument of a function built on other primitives (segment
+    on scatter, gather_scatter on gather and scatter): the error names `fun`, the function called, rather than
+    the inner primitive whose derivative rule would refuse it later."""
+    if isbox(x):
+        require_inexact(x, arg, fun)
 
 
 class Layout(NamedTuple):

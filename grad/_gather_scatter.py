@@ -24,7 +24,7 @@ from autograd.tracer import getval
 
 import cyscatter as cs
 from cyscatter._gather_scatter import GatherScatterPlan, resolve
-from grad._args import require_inexact
+from grad._args import require_inexact, require_inexact_traced
 from grad._gather import gather
 from grad._primitive import primitive
 from grad._scatter import scatter
@@ -132,6 +132,8 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     array([ 6., 12., 36.])
     """
     opname = cs.get_op(op).name
+    require_inexact_traced(src, "src", "gather_scatter")
+    require_inexact_traced(weight, "weight", "gather_scatter")
     src_v = np.asarray(_value(src))
     plan, axis_n, _, _ = resolve(src_v, gather_index, scatter_index, plan, axis, dim_size, mode)
     w_v = None if weight is None else np.asarray(_value(weight))
@@ -247,6 +249,11 @@ def _materialised(src, weight, edges):
             # are zeroed (constants) before the product, whose chain rule would give 0 * NaN = NaN
             value = getval(messages) * getval(w)
             absent = value != value
+            if cs.get_op(edges.op).ordered:
+                # fmax/fmin: a losing message is left out as well (it passes no derivative, as max/min's losers),
+                # so an inf weight on a loser gives 0, not 0 * inf; the winners, hence the result, are unchanged
+                best = cs.scatter(value, scatter_rows, edges.op, dim_size=plan.dims, axis=edges.axis)
+                absent |= value != cs.gather(best, scatter_rows, axis=edges.axis)
             w = anp.where(absent, 0, w * np.ones(value.shape, value.dtype))   # broadcast, then masked
             messages = anp.where(absent, np.nan, anp.where(absent, 0, messages) * w)
         else:

@@ -27,7 +27,7 @@ import cyscatter as cs
 from cyscatter._canonical import normalize_axis
 from cyscatter._index import plan_index
 from cyscatter._segment import batched_indptr, check_indptr, merge_batch, segment_axis
-from grad._args import layout, require_inexact, valid_entries
+from grad._args import layout, require_inexact, require_inexact_traced, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive
 from grad._scatter import _broadcast, _expanded, _unbroadcast, scatter
@@ -530,6 +530,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     out : ndarray, shape B + (S,) + F
         The result of `cyscatter.segment`.
     """
+    require_inexact_traced(src, "src", "segment")
     if np.ndim(indptr) > 1:   # pytorch_scatter's batched pointer: one 1-D pointer over the merged batch rows
         k = segment_axis(indptr, axis, np.ndim(src))
         flat, batch, nseg, _ = batched_indptr(indptr, np.shape(src), rows=np.shape(src)[k])
@@ -565,6 +566,7 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex |
     out : ndarray, shape B + (indptr[-1],) + F
         The result of `cyscatter.gather_segment`.
     """
+    require_inexact_traced(src, "src", "gather_segment")
     if np.ndim(indptr) > 1:
         k = segment_axis(indptr, axis, np.ndim(src))
         flat, batch, _, rows = batched_indptr(indptr, np.shape(src), segments=np.shape(src)[k])

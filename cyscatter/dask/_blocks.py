@@ -227,5 +227,8 @@ def scan_block(src, flat, carry, *, op, nb, size, dim_size, exclusive, reverse):
     seeded = ScanView("cyscatter.dask.scatter_scan", op, np.concatenate(parts, axis=1), np.concatenate(coords),
                       size, 1, "drop", reverse, exclusive)
     seeded.sized = view.sized
+    # the concatenation is in the compute dtype (int64 for int8): the dropped entries' identity must still be
+    # the result dtype's (int8's minimum for max), not int64's, which the cast back would wrap (to 0, -1)
+    seeded.result = view.result
     out3, _ = seeded.scan(seeded.src3)
     return view.finish(out3[:, :n] if reverse else out3[:, size:])

@@ -98,13 +98,6 @@ class Op:
         select rule)."""
         return self.identity_kind in ("lowest", "highest")
 
-    def require_plain(self, func: str) -> None:
-        """ValueError for a NaN-skipping op in a function that runs only the NaN-propagating ones (for now)."""
-        if self.skips_nan:
-            raise ValueError(f"{func} does not take the NaN-skipping op {self.name!r} (it runs in scatter, "
-                             f"scatter_into, segment, gather_scatter, their reverse functions, grad and "
-                             f"cyscatter.dask); use op={self.twin!r} on src with its NaN entries replaced, or scatter")
-
     def identity(self, dtype) -> np.generic:
         """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
         dtype = native(dtype)

@@ -169,7 +169,7 @@ _NAN_DOC = """{title}
 
     Parameters
     ----------
-    src : array_like, shape B + I + F
+    src : array_like, shape B + I + F, or broadcastable to it along I
         Integers (computed in float64), floats (float16 in float32) or complex (a real result, as NumPy).
     {{index}}
     ddof : int or float, default 0

@@ -80,6 +80,11 @@ def _quiet():
 class cyscatter_build_ext(build_ext):
     """Chooses flags by asking the compiler, cythonizes, and reuses an identical earlier build (see the docstring)."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:   # one compiler per core unless -j says otherwise: six modules of minutes each
+            self.parallel = os.cpu_count() or 1
+
     def _probe(self, source: str, compile_args=(), link_args=None) -> bool:
         """True if `source` compiles with `compile_args` (and, given `link_args`, links into a shared object)."""
         with tempfile.TemporaryDirectory() as tmp:
@@ -191,7 +196,8 @@ class cyscatter_build_ext(build_ext):
             return
         from Cython.Build import cythonize   # once, here: Cython is not safe to run in build_ext's -j threads
         for ext, cythonized in zip(to_build, cythonize(to_build, compiler_directives=directives, force=self.force,
-                                                       build_dir="build/cython" if DEBUG else None)):
+                                                       build_dir="build/cython" if DEBUG else None,
+                                                       nthreads=self.parallel or 0)):
             ext.sources = cythonized.sources
             ext.depends = cythonized.depends
         # compile them even where build_ext's own check finds an output newer than its sources: that output may be

@@ -18,13 +18,7 @@ from cyscatter import MODES  # noqa: E402
 
 SCAN_OPS = ("add", "mul", "max", "min")
 FLAGS = [(False, False), (True, False), (False, True), (True, True)]   # (exclusive, reverse)
-N = 24
-CHUNKS = {"one": (N,), "even": (6,) * 4, "uneven_empty": (0, 7, 0, 1, 16), "singles": (1,) * N}
-
-
-def threads(x):
-    assert isinstance(x, da.Array)
-    return x.compute(scheduler="threads")
+from test_dask import CHUNKS, N, threads  # noqa: E402  (the chunkings and scheduler of the other Dask tests)
 
 
 def make_values(rng, shape, dtype):

@@ -16,23 +16,10 @@ from inputs import rng_for, values
 from reference import numeric_vjp
 from reference_gather_scatter import ref_gather_scatter
 from testing import NAN_OPS, op_supports
+from test_gather_scatter import DST_DIMS, SRC_DIMS, WEIGHTS, edges   # one edge generator for both files
 from test_nan_ops import with_nans
 
 DTYPES = ("float32", "float64", "int32", "int64", "uint8", "float16", "complex64", "complex128")
-WEIGHTS = ("none", "edge", "head", "head-broadcast")
-SRC_DIMS = {"int": (7,), "tuple": (3, 4)}
-DST_DIMS = {"int": (6,), "tuple": (2, 5)}
-
-
-def edges(kind, n_edges, rng, *, out_of_range=False):
-    def coords(dims):
-        cs_ = [rng.integers(0, d, n_edges) for d in dims]
-        if out_of_range:
-            for c, d in zip(cs_, dims):
-                bad = rng.random(n_edges) < 0.3
-                c[bad] = rng.choice([-1, d, d + 2, -d - 3], int(bad.sum()))
-        return cs_[0] if kind == "int" else tuple(cs_)
-    return coords(SRC_DIMS[kind]), coords(DST_DIMS[kind])
 
 
 def weight_for(kind, n_edges, feat, dtype, rng, nan_share=0.15):

@@ -1,8 +1,8 @@
 """The NaN-skipping ops against their twins, side by side in one run (issue 18 item 3).
 
 On the W1 sizes of `workloads.py` (1e6 entries x 64 features -> 1e5 rows, uniform index): nansum vs add,
-fmax vs max, nanmean vs mean (nanmean's divisor is a count per element: the row counts of mean's loop less one
-per NaN entry, `cyscatter/nan_kernels.pyx`, so its cost grows with the share of src rows holding a NaN), and
+fmax vs max, nanmean vs mean (nanmean's divisor is a count per element: the row counts less the NaN entries
+counted by a second pass over src, `cyscatter/nan_kernels.pyx`, run only when src holds a NaN), and
 numpy_groupies' nansum as the peer (on the flattened problem it can take: one feature column, scaled to the
 same bytes). Then nansum vs add on narrow rows (1, 4, 16 float32 features, 4e6 elements, into 1e3 and 1e5
 rows), where the element rule's cost shows. The calls alternate round by round, so a noisy shared machine slows

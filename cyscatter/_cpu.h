@@ -145,21 +145,26 @@ CYSCATTER_FEXTREME_ROW(cyscatter_row_fmin_d, double, __m128d, 2, min, 0, pd, cys
  * product: the held value stays bit for bit) through the ordered-compare mask, then added / multiplied; the
  * tail (and one-element rows) in scalar SSE. The scalar bitwise select compiles to 64-bit integer work that SSE2
  * does not vectorise for double (W1 f64 nansum 1.5x add's time), and to a compare-to-integer chain for one
- * element (nansum 1.7x add for one-element float32 rows in a cached table). */
+ * element (nansum 1.7x add for one-element float32 rows in a cached table). They return whether the row held a
+ * NaN, which nanmean's counting pass (nan_kernels.pyx) needs and the core kernels ignore. */
 #define CYSCATTER_NAN_ROW(name, T, V, W, OP, FILL, SUF, S1)                                          \
-    static inline void name(T *dst, const T *src, ptrdiff_t width) {                                \
+    static inline int name(T *dst, const T *src, ptrdiff_t width) {                                 \
         ptrdiff_t f = 0, whole = width - width % W;                                                 \
         const V fill = _mm_set1_##SUF(FILL);                                                        \
+        V all = _mm_castsi128_##SUF(_mm_set1_epi32(-1)), good = all;                                \
         for (; f < whole; f += W) {                                                                 \
             V nw = _mm_loadu_##SUF(src + f), ok = _mm_cmpord_##SUF(nw, nw);                         \
+            good = _mm_and_##SUF(good, ok);                                                         \
             nw = _mm_or_##SUF(_mm_and_##SUF(ok, nw), _mm_andnot_##SUF(ok, fill));                   \
             _mm_storeu_##SUF(dst + f, _mm_##OP##_##SUF(_mm_loadu_##SUF(dst + f), nw));              \
         }                                                                                           \
         for (; f < width; f++) {                                                                    \
             V nw = _mm_load_##S1(src + f), ok = _mm_cmpord_##S1(nw, nw);                            \
+            good = _mm_and_##SUF(good, _mm_or_##SUF(ok, _mm_move_##S1(all, _mm_setzero_##SUF()))); \
             nw = _mm_or_##SUF(_mm_and_##SUF(ok, nw), _mm_andnot_##SUF(ok, fill));                   \
             _mm_store_##S1(dst + f, _mm_##OP##_##S1(_mm_load_##S1(dst + f), nw));                   \
         }                                                                                           \
+        return _mm_movemask_##SUF(good) != _mm_movemask_##SUF(all);                                 \
     }
 CYSCATTER_NAN_ROW(cyscatter_row_nanadd_f, float, __m128, 4, add, -0.0f, ps, ss)
 CYSCATTER_NAN_ROW(cyscatter_row_nanmul_f, float, __m128, 4, mul, 1.0f, ps, ss)
@@ -179,8 +184,13 @@ CYSCATTER_EXTREME_ROW(cyscatter_row_fmin_f, float, cyscatter_fmin_f)
 CYSCATTER_EXTREME_ROW(cyscatter_row_fmax_d, double, cyscatter_fmax_d)
 CYSCATTER_EXTREME_ROW(cyscatter_row_fmin_d, double, cyscatter_fmin_d)
 #define CYSCATTER_NAN_ROW(name, T, OPC, FILL, nan_to)                                                \
-    static inline void name(T *dst, const T *src, ptrdiff_t width) {                                \
-        for (ptrdiff_t f = 0; f < width; f++) dst[f] = dst[f] OPC nan_to(src[f], FILL);            \
+    static inline int name(T *dst, const T *src, ptrdiff_t width) {                                 \
+        int any = 0;                                                                                \
+        for (ptrdiff_t f = 0; f < width; f++) {                                                     \
+            any |= src[f] != src[f];                                                                \
+            dst[f] = dst[f] OPC nan_to(src[f], FILL);                                               \
+        }                                                                                           \
+        return any;                                                                                 \
     }
 CYSCATTER_NAN_ROW(cyscatter_row_nanadd_f, float, +, -0.0f, cyscatter_nan_to_f)
 CYSCATTER_NAN_ROW(cyscatter_row_nanmul_f, float, *, 1.0f, cyscatter_nan_to_f)

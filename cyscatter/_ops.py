@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from cyscatter import kernels
+from cyscatter import kernels, nan_kernels
 
 # Op codes of the assignment ops, after the reduction codes of `kernels.OpCode` (0-5).
 OP_SET, OP_FIRST = 6, 7
@@ -127,8 +127,13 @@ class Op:
 
     def divide(self, work3, counts, xp=np, threads: int = 0) -> None:
         """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place. Element counts
-        (outer, size, inner) of a NaN-skipping op are clamped to 1 in place, so no counts-sized temporary is made."""
+        (outer, size, inner) of a NaN-skipping op: one kernel pass for float32/float64 host arrays, else the
+        counts are clamped to 1 in place, so no counts-sized temporary is made."""
         if counts.ndim == 3:
+            if xp is np and work3.dtype in (np.float32, np.float64) and counts.dtype in (np.int32, np.int64) \
+                    and work3.flags.c_contiguous and counts.flags.c_contiguous:
+                nan_kernels.divide(work3, counts)
+                return
             xp.maximum(counts, 1, out=counts)
             xp.divide(work3, counts, out=work3, dtype=work3.dtype, casting="unsafe")
             return

@@ -213,27 +213,75 @@ def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> 
         run_scatter(kernels.OpCode.OP_ADD, mask, sub, element_counts, None, threads)
 
 
-def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, threads: int = 0):
-    """`run_counted` on host arrays: the sum pass counts the entries of each destination row (as mean's does,
-    inside its loop), then `nan_kernels.uncount` takes one off an element's count for each of its NaN entries,
-    touching the counts only where src holds a NaN. Without any NaN the row counts are the counts, and the
-    zeroed element counts (fresh pages) were never written (benchmarks/bench_nan.py)."""
+NAN_COUNT_DTYPES = (np.uint8, np.uint16, np.int32, np.int64)
+
+
+class NanCounts:
+    """Counts of a NaN-skipping op on host arrays, kept apart: `rows` the entries per destination row (int64,
+    (size,)) and `nan` the NaN entries per element (the narrowest unsigned type, (outer, size, inner)). The
+    element counts ``rows[j] - nan[o, j, f]`` are made only when asked for (`elements`): nanmean's divide reads
+    the two parts directly (`nan_kernels.mean`)."""
+    ndim = 3
+
+    def __init__(self, rows, nan, dtype):
+        self.rows, self.nan, self.dtype = rows, nan, dtype
+
+    def elements(self):
+        """The element counts, (outer, size, inner) of `dtype` (int32, or int64 past 2**31 - 1 entries)."""
+        counts = np.empty(self.nan.shape, self.dtype)
+        nan_kernels.element_counts(self.rows, self.nan, counts)
+        return counts
+
+    def divide(self, op, work3, threads: int = 0) -> None:
+        """`op.divide` of `work3` by these counts: one pass for float32/float64 C-contiguous sums."""
+        if work3.dtype in (np.float32, np.float64) and work3.flags.c_contiguous:
+            nan_kernels.mean(work3, self.rows, self.nan)
+        else:
+            op.divide(work3, self.elements(), np, threads)
+
+
+def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, threads: int = 0, split: bool = False):
+    """`run_counted` on host arrays (`cyscatter/nan_kernels.pyx`): the entries of each destination row are
+    counted first (applying the index mode), then one pass applies nansum's update and counts each element's
+    NaN entries in the narrowest unsigned type that the largest row count fits (other ops scatter first, then
+    count). Without any NaN the row counts are the counts, and `element_counts` (fresh zeroed pages) is never
+    written; else it receives the row counts minus the NaN counts, or with `split` the two are returned apart
+    (`NanCounts`)."""
     rows = np.zeros(plan.size, np.int64)
-    run_scatter(op.opcode, src3, plan, work3, rows, threads)
+    if plan.n:
+        status = nan_kernels.row_counts(plan.flat, rows, plan.kernel_mode)
+        if status >= 0:
+            raise plan.error(status)
     # integers and bools have no NaN; any other dtype reaching here is one the kernel takes (or refuses loudly)
-    if src3.dtype.kind in "biu" or not plan.n or not nan_kernels.uncount(src3, plan.flat, element_counts, threads):
+    if src3.dtype.kind in "biu" or not plan.n:
+        run_scatter(op.opcode, src3, plan, work3, None, threads)
         return rows
-    np.add(element_counts, rows[None, :, None], out=element_counts, casting="unsafe")
+    if op.opcode == kernels.OpCode.OP_NANADD:
+        found = nan_kernels.nansum(src3, plan.flat, work3, threads)
+    else:
+        run_scatter(op.opcode, src3, plan, work3, None, threads)
+        found = True
+    if not found:
+        return rows
+    most = int(rows.max()) if rows.size else 0
+    # cache-line aligned (a 64-byte row of uint8 counts at NumPy's 16-byte offset spans two lines)
+    nan = kernels.fresh_table(work3.shape, next(t for t in NAN_COUNT_DTYPES if most <= np.iinfo(t).max), 0)
+    if not nan_kernels.count(src3, plan.flat, nan, threads):
+        return rows
+    if split:
+        return NanCounts(rows, nan, element_counts.dtype)
+    nan_kernels.element_counts(rows, nan, element_counts)
     return element_counts
 
 
-def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0):
+def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0, split: bool = False):
     """`run_scatter` of `op`, counting into `counts` (zeros from `new_counts`) when given; returns the counts to
     finish with: `counts`, or for a NaN-skipping op on host arrays whose src holds no NaN the entries per row
-    (int64, size), which mean's row rules then apply to."""
+    (int64, size), which mean's row rules then apply to; with `split` (a caller that finishes with
+    `finish_fresh`), host element counts may come as `NanCounts`."""
     if counts is not None and counts.ndim == 3:
         if run_scatter in HOST_RUNNERS and isinstance(counts, np.ndarray) and counts.flags.c_contiguous:
-            return _run_counted_host(run_scatter, op, src3, plan, work3, counts, threads)
+            return _run_counted_host(run_scatter, op, src3, plan, work3, counts, threads, split)
         run_scatter(op.opcode, src3, plan, work3, None, threads)
         count_not_nan(run_scatter, src3, plan, counts, threads)
     else:
@@ -335,6 +383,13 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0)
     the NaN-skipping ops' element counts); then the compute dtype is cast to `result_dtype`. `counts` (from
     `new_counts`) may be None when neither needs it.
     """
+    if isinstance(counts, NanCounts):
+        empty = None if fill is None else counts.elements() == 0
+        if op.counts:
+            counts.divide(op, work3, threads)
+        if empty is not None:
+            work3[empty] = fill[()]
+        return work3.astype(result_dtype, copy=False)
     if counts is not None and counts.ndim == 3:   # element counts (NaN-skipping ops): no counts-sized temporary
         empty = None if fill is None else counts == 0
         if op.counts:
@@ -490,7 +545,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         src = expand_cast(src if cast is None else src.astype(cast, copy=False), expected, len(feat), compute,
                           be.xp)
         src3 = be.rows_view(src, compute, outer, plan.n, inner)
-        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
+        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads,
+                             split=True)
         finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
         return out
     arg, given = size_arg(dim_size, plan)
@@ -502,7 +558,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         src = expand_cast(src, expected, len(feat), work3.dtype, be.xp)
         src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
         counts = new_counts(op, work3.shape, be.xp, fill, plan.n)
-        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads)
+        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads,
+                             split=True)
         result = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
     if target is not None:
         return write_out(be, target, result, out)

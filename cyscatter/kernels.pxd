@@ -168,6 +168,11 @@ cdef int team_size(int requested, Py_ssize_t work) noexcept nogil
 # Pointer-level kernels, run on `num_threads` OpenMP threads (0: the default, see `set_num_threads`); each
 # destination element receives its updates in index order whatever the thread count, so results are bitwise
 # identical. They return -1 or the first offending index position.
+# counts[index[k]] += 1 for the entries in [0, size) (counts may be NULL: a check only); -1, or under MODE_RAISE
+# the first position k whose index is outside [0, size) (the entries before it are counted).
+cdef Py_ssize_t check_and_count(const index_t* index, Py_ssize_t n, Py_ssize_t size, int64_t* counts,
+                                int mode) noexcept nogil
+
 cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t* index, value_t* out,
                                       const Layout* layout, int64_t* counts, int mode,
                                       int num_threads) noexcept nogil

@@ -38,10 +38,10 @@ cdef extern from "_cpu.h" nogil:
     void cyscatter_row_fmin_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_fmax_d(double* dst, const double* src, Py_ssize_t width)
     void cyscatter_row_fmin_d(double* dst, const double* src, Py_ssize_t width)
-    void cyscatter_row_nanadd_f(float* dst, const float* src, Py_ssize_t width)
-    void cyscatter_row_nanmul_f(float* dst, const float* src, Py_ssize_t width)
-    void cyscatter_row_nanadd_d(double* dst, const double* src, Py_ssize_t width)
-    void cyscatter_row_nanmul_d(double* dst, const double* src, Py_ssize_t width)
+    int cyscatter_row_nanadd_f(float* dst, const float* src, Py_ssize_t width)
+    int cyscatter_row_nanmul_f(float* dst, const float* src, Py_ssize_t width)
+    int cyscatter_row_nanadd_d(double* dst, const double* src, Py_ssize_t width)
+    int cyscatter_row_nanmul_d(double* dst, const double* src, Py_ssize_t width)
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, OpNanAdd, OpNanMul, OpFmax, OpFmin,
                                 nan_to, nan_add, replaces_fmax, replaces_fmin, op_t, value_t, index_t, item_t, Layout,
@@ -468,13 +468,13 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
     cdef Py_ssize_t status[MAX_THREADS]
     cdef Py_ssize_t block = CACHE_LINE // sizeof(value_t), lead = 0, done
     if outer == 0 or inner == 0:
-        return _check_and_count(index, L.n, size, counts, mode)   # nothing to write
+        return check_and_count(index, L.n, size, counts, mode)   # nothing to write
     if counts != NULL and (inner == 1 or _prefetch_distance(inner * <Py_ssize_t>sizeof(value_t), size, L.n) == 0):
         # the lean loops (one-element rows, tables that need no prefetch) take no counts: a pass of its own
         # costs less than the general loop would (W2-sized mean 153 -> 55 ms, NOTES.md v17); rows that need
         # prefetch count inside their loop, where it was measured free
         done = scatter_reduce_layout(op, src, index, out, L, NULL, mode, num_threads)
-        return done if done >= 0 else _check_and_count(index, L.n, size, counts, mode)
+        return done if done >= 0 else check_and_count(index, L.n, size, counts, mode)
     if _partitions(L, inner * <Py_ssize_t>sizeof(value_t), parts):
         done = _scatter_partitioned(op, src, index, out, L, counts, mode, parts)
         if done != NOT_DONE:
@@ -652,7 +652,7 @@ cdef Py_ssize_t _scatter_partitioned(op_t op, const value_t* src, const index_t*
     return -1
 
 
-cdef Py_ssize_t _check_and_count(const index_t* index, Py_ssize_t n, Py_ssize_t size, int64_t* counts,
+cdef Py_ssize_t check_and_count(const index_t* index, Py_ssize_t n, Py_ssize_t size, int64_t* counts,
                                  int mode) noexcept nogil:
     cdef Py_ssize_t k
     cdef index_t j

@@ -2,18 +2,25 @@
 """CPU kernel of the NaN-skipping ops' per-element counts.
 
 nanmean divides each output element by the number of its non-NaN entries, and a fill_value marks the elements
-that have none. The sum pass (the scatter-reduce kernel with the NaN-skipping op) counts the entries of each
-destination row as mean's does, at no extra cost; this kernel then takes one off for every NaN entry. Each src
-row is tested as a whole (SSE2 compares) some rows ahead of its update, and only the count rows of src rows that
-hold a NaN are prefetched and updated: src without NaN costs one sequential read of src, and the count traffic is
-that of the rows with NaN entries. (A second scatter-add pass of a non-NaN mask, the earlier way, cost 1.6-2.4x
-mean's time whatever the data; figures in benchmarks/bench_nan.py.)
+that have none. The entries per destination row are counted first (`row_counts`, a pass over the index that also
+applies the index mode); the largest of them bounds every element's NaN count, which is then kept in the narrowest
+unsigned integer that holds it (uint8 up to 255 entries per row): a count table 4x smaller than the output's
+float32 one mostly stays in cache. One pass (`count`) then applies nansum's update to the output and adds one to
+an element's NaN count for each of its NaN entries; the NaN compares of the update tell whether a src row holds a
+NaN at all, and only those rows touch (and prefetch) their count rows, so src without NaN costs nansum's pass.
+The element counts are the row counts minus the NaN counts. Without `out` the pass counts only, after the
+scatter pass of another NaN-skipping op that needs the empty elements (a fill_value).
+
+Earlier ways, measured (benchmarks/NOTES.md v22, v23): a second scatter-add pass of a non-NaN mask cost 1.6-2.4x
+mean's time whatever the data; the sum pass then a pass taking one off int32 element counts per NaN entry cost
+1.3x without NaN and 2.2x at 10% NaN.
 """
 cimport cython
 from cython.parallel cimport prange
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 
-from cyscatter.kernels cimport index_t, team_size
+from cyscatter.kernels cimport index_t, team_size, check_and_count, nan_add
+from cyscatter.group_kernels cimport nan_value_t
 
 cdef extern from *:
     """
@@ -50,44 +57,82 @@ cdef extern from *:
     CYSCATTER_HAS_NAN(cyscatter_has_nan_f, float)
     CYSCATTER_HAS_NAN(cyscatter_has_nan_d, double)
     #endif
-    /* c[f] -= isnan(s[f]) over a row: the all-ones compare mask is -1 as an integer, so it is added */
-    static inline void cyscatter_uncount_f(const float* s, int32_t* c, Py_ssize_t w) {
-        Py_ssize_t i = 0;
+    /* c[f] += isnan(s[f]) over a row, for counts of 8, 16 and 32 bits: four unordered compares make four 32-bit
+       masks (double: two compares of two, shuffled), saturating packs narrow the all-ones masks (-1) to the
+       count width, and subtracting them adds one per NaN. */
     #if defined(__SSE2__)
-        for (; i + 4 <= w; i += 4) {
-            __m128 v = _mm_loadu_ps(s + i);
-            __m128i x = _mm_loadu_si128((const __m128i*)(c + i));
-            _mm_storeu_si128((__m128i*)(c + i), _mm_add_epi32(x, _mm_castps_si128(_mm_cmpunord_ps(v, v))));
+    static inline __m128i cyscatter_unord4_f(const float* s) {
+        __m128 v = _mm_loadu_ps(s);
+        return _mm_castps_si128(_mm_cmpunord_ps(v, v));
+    }
+    static inline __m128i cyscatter_unord4_d(const double* s) {
+        __m128d u = _mm_loadu_pd(s), v = _mm_loadu_pd(s + 2);
+        return _mm_castps_si128(_mm_shuffle_ps(_mm_castpd_ps(_mm_cmpunord_pd(u, u)),
+                                               _mm_castpd_ps(_mm_cmpunord_pd(v, v)), _MM_SHUFFLE(2, 0, 2, 0)));
+    }
+    #define CYSCATTER_COUNT_NAN(T, SUF)                                                                    \
+        static inline void cyscatter_count_nan_##SUF##8(const T* s, uint8_t* c, Py_ssize_t w) {           \
+            Py_ssize_t i = 0;                                                                              \
+            for (; i + 16 <= w; i += 16) {                                                                 \
+                __m128i a = _mm_packs_epi32(cyscatter_unord4_##SUF(s + i), cyscatter_unord4_##SUF(s + i + 4));   \
+                __m128i b = _mm_packs_epi32(cyscatter_unord4_##SUF(s + i + 8), cyscatter_unord4_##SUF(s + i + 12)); \
+                __m128i x = _mm_loadu_si128((const __m128i*)(c + i));                                      \
+                _mm_storeu_si128((__m128i*)(c + i), _mm_sub_epi8(x, _mm_packs_epi16(a, b)));               \
+            }                                                                                              \
+            for (; i < w; i++) c[i] += s[i] != s[i];                                                       \
+        }                                                                                                  \
+        static inline void cyscatter_count_nan_##SUF##16(const T* s, uint16_t* c, Py_ssize_t w) {         \
+            Py_ssize_t i = 0;                                                                              \
+            for (; i + 8 <= w; i += 8) {                                                                   \
+                __m128i a = _mm_packs_epi32(cyscatter_unord4_##SUF(s + i), cyscatter_unord4_##SUF(s + i + 4));   \
+                __m128i x = _mm_loadu_si128((const __m128i*)(c + i));                                      \
+                _mm_storeu_si128((__m128i*)(c + i), _mm_sub_epi16(x, a));                                  \
+            }                                                                                              \
+            for (; i < w; i++) c[i] += s[i] != s[i];                                                       \
+        }                                                                                                  \
+        static inline void cyscatter_count_nan_##SUF##32(const T* s, int32_t* c, Py_ssize_t w) {          \
+            Py_ssize_t i = 0;                                                                              \
+            for (; i + 4 <= w; i += 4) {                                                                   \
+                __m128i x = _mm_loadu_si128((const __m128i*)(c + i));                                      \
+                _mm_storeu_si128((__m128i*)(c + i), _mm_sub_epi32(x, cyscatter_unord4_##SUF(s + i)));      \
+            }                                                                                              \
+            for (; i < w; i++) c[i] += s[i] != s[i];                                                       \
+        }
+    #else
+    #define CYSCATTER_COUNT_NAN(T, SUF)                                                                    \
+        static inline void cyscatter_count_nan_##SUF##8(const T* s, uint8_t* c, Py_ssize_t w) {           \
+            for (Py_ssize_t i = 0; i < w; i++) c[i] += s[i] != s[i];                                       \
+        }                                                                                                  \
+        static inline void cyscatter_count_nan_##SUF##16(const T* s, uint16_t* c, Py_ssize_t w) {         \
+            for (Py_ssize_t i = 0; i < w; i++) c[i] += s[i] != s[i];                                       \
+        }                                                                                                  \
+        static inline void cyscatter_count_nan_##SUF##32(const T* s, int32_t* c, Py_ssize_t w) {          \
+            for (Py_ssize_t i = 0; i < w; i++) c[i] += s[i] != s[i];                                       \
         }
     #endif
-        for (; i < w; i++) c[i] -= s[i] != s[i];
-    }
-    static inline void cyscatter_uncount_d(const double* s, int32_t* c, Py_ssize_t w) {
-        Py_ssize_t i = 0;
-    #if defined(__SSE2__)
-        for (; i + 4 <= w; i += 4) {
-            __m128d u = _mm_loadu_pd(s + i), v = _mm_loadu_pd(s + i + 2);
-            __m128 m = _mm_shuffle_ps(_mm_castpd_ps(_mm_cmpunord_pd(u, u)), _mm_castpd_ps(_mm_cmpunord_pd(v, v)),
-                                      _MM_SHUFFLE(2, 0, 2, 0));   /* the four 64-bit masks as 32-bit ones */
-            __m128i x = _mm_loadu_si128((const __m128i*)(c + i));
-            _mm_storeu_si128((__m128i*)(c + i), _mm_add_epi32(x, _mm_castps_si128(m)));
-        }
-    #endif
-        for (; i < w; i++) c[i] -= s[i] != s[i];
-    }
-    static inline void cyscatter_nan_prefetch_w(const void* p) { __builtin_prefetch(p, 1, 3); }
+    CYSCATTER_COUNT_NAN(float, f)
+    CYSCATTER_COUNT_NAN(double, d)
     """
-    void cyscatter_uncount_f(const float* s, int32_t* c, Py_ssize_t w) noexcept nogil
-    void cyscatter_uncount_d(const double* s, int32_t* c, Py_ssize_t w) noexcept nogil
+    void cyscatter_count_nan_f8(const float* s, uint8_t* c, Py_ssize_t w) noexcept nogil
+    void cyscatter_count_nan_f16(const float* s, uint16_t* c, Py_ssize_t w) noexcept nogil
+    void cyscatter_count_nan_f32(const float* s, int32_t* c, Py_ssize_t w) noexcept nogil
+    void cyscatter_count_nan_d8(const double* s, uint8_t* c, Py_ssize_t w) noexcept nogil
+    void cyscatter_count_nan_d16(const double* s, uint16_t* c, Py_ssize_t w) noexcept nogil
+    void cyscatter_count_nan_d32(const double* s, int32_t* c, Py_ssize_t w) noexcept nogil
     int cyscatter_has_nan_f(const float* s, Py_ssize_t w) noexcept nogil
     int cyscatter_has_nan_d(const double* s, Py_ssize_t w) noexcept nogil
-    void cyscatter_nan_prefetch_w(const void* p) noexcept nogil
+
+cdef extern from "_cpu.h" nogil:
+    void cyscatter_prefetch_w(const void* p)
+    void cyscatter_prefetch_r(const void* p)
+    int cyscatter_row_nanadd_f(float* dst, const float* src, Py_ssize_t width)
+    int cyscatter_row_nanadd_d(double* dst, const double* src, Py_ssize_t width)
 
 cdef enum:
     LINE = 16          # a cache line of float32: the unit of the threads' feature columns
-    RING = 64          # entries whose has-NaN flags are kept between the look-ahead and the update
     CACHE_BYTES = 64
     MAX_PARTS = 256    # threads one call may use (more are not given more work)
+    SMALL_TABLE = 256 * 1024   # tables up to this size need no prefetch (a quarter of the L2, as kernels.pyx)
 
 
 cdef inline bint _has_nan(const nan_value_t* s, Py_ssize_t w) noexcept nogil:
@@ -102,64 +147,144 @@ cdef inline bint _has_nan(const nan_value_t* s, Py_ssize_t w) noexcept nogil:
         return cyscatter_has_nan_d(<const double*>s, 2 * w) != 0
 
 
-cdef inline void _uncount_row(const nan_value_t* s, count_t* c, Py_ssize_t width) noexcept nogil:
-    """c[f] -= 1 where s[f] is NaN, for a whole row without a branch per element or line: rows that hold a NaN
+cdef inline bint _nansum_row(nan_value_t* d, const nan_value_t* s, Py_ssize_t width) noexcept nogil:
+    """d[f] = nan_add(d[f], s[f]) over a contiguous row (the core kernel's nansum update, bit for bit); whether
+    the row held a NaN, found by the same compares."""
+    cdef Py_ssize_t f
+    cdef bint found = False
+    if nan_value_t is float:
+        return cyscatter_row_nanadd_f(d, s, width) != 0
+    elif nan_value_t is double:
+        return cyscatter_row_nanadd_d(d, s, width) != 0
+    else:
+        for f in range(width):
+            found |= s[f] != s[f]
+            d[f] = nan_add(d[f], s[f])
+        return found
+
+
+cdef inline void _count_row(const nan_value_t* s, nan_count_t* c, Py_ssize_t width) noexcept nogil:
+    """c[f] += 1 where s[f] is NaN, for a whole row without a branch per element or line: rows that hold a NaN
     at all mostly hold several (a test per 16-feature line, tried first, mispredicted often enough at 10% NaN
     to cost 3x the whole-row update)."""
     cdef Py_ssize_t f
-    if nan_value_t is float and count_t is int32_t:
-        cyscatter_uncount_f(s, c, width)
-    elif nan_value_t is double and count_t is int32_t:
-        cyscatter_uncount_d(s, c, width)
+    if nan_value_t is float and nan_count_t is uint8_t:
+        cyscatter_count_nan_f8(s, c, width)
+    elif nan_value_t is float and nan_count_t is uint16_t:
+        cyscatter_count_nan_f16(s, c, width)
+    elif nan_value_t is float and nan_count_t is int32_t:
+        cyscatter_count_nan_f32(s, c, width)
+    elif nan_value_t is double and nan_count_t is uint8_t:
+        cyscatter_count_nan_d8(s, c, width)
+    elif nan_value_t is double and nan_count_t is uint16_t:
+        cyscatter_count_nan_d16(s, c, width)
+    elif nan_value_t is double and nan_count_t is int32_t:
+        cyscatter_count_nan_d32(s, c, width)
     else:
         for f in range(width):
-            c[f] -= s[f] != s[f]
+            c[f] += s[f] != s[f]
 
 
-cdef Py_ssize_t uncount_nan(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssize_t row_stride,
-                            Py_ssize_t feature_stride, const index_t* index, Py_ssize_t n, count_t* counts,
-                            Py_ssize_t size, Py_ssize_t inner, Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f0,
-                            Py_ssize_t f1) noexcept nogil:
-    cdef Py_ssize_t o, k, f, line, width = f1 - f0, found = 0
-    cdef Py_ssize_t lines = (width * <Py_ssize_t>sizeof(count_t) + CACHE_BYTES - 1) // CACHE_BYTES
-    # rows of counts are random: fetched ~4 KB of rows ahead, as the scatter kernels' destination rows, but only
-    # the rows whose src row holds a NaN (found by testing the src row at the look-ahead)
-    cdef Py_ssize_t ahead = min(RING - 1, max(8, 4096 // max(width * <Py_ssize_t>sizeof(count_t), 1)))
-    cdef unsigned char flag[RING]
+cdef inline bint _update(nan_value_t* d, const nan_value_t* s, nan_count_t* c, Py_ssize_t width) noexcept nogil:
+    """One entry's row: nansum's update of `d` by `s`, or with `d` NULL `c` += isnan(`s`) when `s` holds a NaN;
+    whether it did."""
+    if d != NULL:
+        return _nansum_row(d, s, width)
+    if _has_nan(s, width):
+        _count_row(s, c, width)
+        return True
+    return False
+
+
+cdef inline bint _update_row(nan_value_t* d, const nan_value_t* s, nan_count_t* c, Py_ssize_t width) noexcept nogil:
+    # constant widths let the C compiler unroll the SSE loops of common rows completely (as kernels.pyx does;
+    # W1's 64-feature rows took 1.4x nansum's time with the width a variable)
+    if width == 64:
+        return _update(d, s, c, 64)
+    elif width == 32:
+        return _update(d, s, c, 32)
+    elif width == 16:
+        return _update(d, s, c, 16)
+    elif width == 8:
+        return _update(d, s, c, 8)
+    elif width == 4:
+        return _update(d, s, c, 4)
+    elif width == 1:
+        return _update(d, s, c, 1)
+    return _update(d, s, c, width)
+
+
+cdef inline void _prefetch_row(const void* p, Py_ssize_t nbytes) noexcept nogil:
+    """Every cache line of [p, p + nbytes), for writing: a row that does not start on a line touches one more
+    (NumPy's large buffers start 16 bytes past a page boundary)."""
+    cdef size_t line = (<size_t>p) & ~(<size_t>CACHE_BYTES - 1), end = (<size_t>p) + <size_t>nbytes
+    while line < end:
+        cyscatter_prefetch_w(<const void*>line)
+        line += CACHE_BYTES
+
+
+cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssize_t row_stride,
+                         Py_ssize_t feature_stride, const index_t* index, Py_ssize_t n, nan_value_t* out,
+                         Py_ssize_t out_outer_stride, Py_ssize_t out_row_stride, Py_ssize_t out_feature_stride,
+                         nan_count_t* counts, Py_ssize_t size, Py_ssize_t inner, Py_ssize_t o0, Py_ssize_t o1,
+                         Py_ssize_t f0, Py_ssize_t f1) noexcept nogil:
+    cdef Py_ssize_t o, k, f, width = f1 - f0, found = 0
+    cdef Py_ssize_t row_bytes = width * <Py_ssize_t>sizeof(nan_value_t)
+    cdef Py_ssize_t count_bytes = width * <Py_ssize_t>sizeof(nan_count_t)
+    # destination rows are random: fetched ~4 KB of rows ahead as the core kernels do (NOTES.md), the count rows
+    # only while the src rows hold NaN (the last one did), so that src without NaN never touches the counts
+    cdef Py_ssize_t ahead = min(64, max(16, 4096 // max(row_bytes, 1)))
+    cdef bint fetch_out = out != NULL and size * inner * <Py_ssize_t>sizeof(nan_value_t) > SMALL_TABLE
+    cdef bint fetch_counts = out == NULL and size * inner * <Py_ssize_t>sizeof(nan_count_t) > SMALL_TABLE
+    # the src stream too for rows of 1-4 cache lines, as the core scatter (NOTES.md v6)
+    cdef bint fetch_src = out != NULL and CACHE_BYTES <= row_bytes <= 4 * CACHE_BYTES
+    cdef bint nan_row = False
     cdef index_t j
     cdef const nan_value_t* s
-    cdef count_t* c
+    cdef nan_value_t* d = NULL
+    cdef nan_count_t* c
+    cdef nan_value_t x
     if width <= 0:
         return 0
+    if ahead >= n:
+        fetch_out = fetch_counts = fetch_src = False
     for o in range(o0, o1):
         s = src + o * outer_stride + f0 * feature_stride
-        c = counts + o * size * inner + f0
-        if feature_stride != 1:
+        c = counts + o * size * inner + f0 if counts != NULL else NULL
+        if out != NULL:
+            d = out + o * out_outer_stride + f0 * out_feature_stride
+        if feature_stride != 1 or (out != NULL and out_feature_stride != 1):
             for k in range(n):
                 j = index[k]
                 if <uint64_t>j >= <uint64_t>size:
                     continue
                 for f in range(width):
-                    if s[k * row_stride + f * feature_stride] != s[k * row_stride + f * feature_stride]:
-                        c[j * inner + f] -= 1
-                        found = 1
+                    x = s[k * row_stride + f * feature_stride]
+                    if out != NULL:
+                        d[j * out_row_stride + f * out_feature_stride] = nan_add(
+                            d[j * out_row_stride + f * out_feature_stride], x)
+                    elif x == x:
+                        continue
+                    else:
+                        c[j * inner + f] += 1
+                    found += x != x
             continue
-        for k in range(min(ahead, n)):
-            flag[k] = _has_nan(s + k * row_stride, width)
         for k in range(n):
             if k + ahead < n:
-                flag[(k + ahead) % RING] = _has_nan(s + (k + ahead) * row_stride, width)
+                if fetch_src:
+                    _prefetch_row(s + (k + ahead) * row_stride, row_bytes)
                 j = index[k + ahead]
-                if flag[(k + ahead) % RING] and <uint64_t>j < <uint64_t>size:
-                    for line in range(lines):
-                        cyscatter_nan_prefetch_w(<char*>(c + j * inner) + line * CACHE_BYTES)
-            if not flag[k % RING]:
-                continue
+                if <uint64_t>j < <uint64_t>size:
+                    if fetch_out:
+                        _prefetch_row(d + j * out_row_stride, row_bytes)
+                    if fetch_counts and nan_row:
+                        _prefetch_row(c + j * inner, count_bytes)
             j = index[k]
             if <uint64_t>j >= <uint64_t>size:
                 continue
-            found += 1
-            _uncount_row(s + k * row_stride, c + j * inner, width)
+            nan_row = _update_row(d + j * out_row_stride if out != NULL else NULL, s + k * row_stride,
+                                  c + j * inner, width)
+            found += nan_row
     return found
 
 
@@ -168,37 +293,149 @@ cdef inline Py_ssize_t _cut(Py_ssize_t total, int parts, int part) noexcept nogi
     return min(total, ((total * part) // parts + LINE - 1) // LINE * LINE)
 
 
-def uncount(const nan_value_t[:, :, :] src not None, const index_t[::1] index not None,
-            count_t[:, :, ::1] counts not None, int num_threads=0):
-    """counts[o, index[k], f] -= 1 for every NaN src[o, k, f] (`uncount_nan`); `src` (outer, n, inner) of any
-    strides, `index` the planned flat index (n,), `counts` (outer, size, inner). Threads split the batch slices,
-    else the feature columns; each count has one writer, so the result does not depend on the thread count.
-    Returns 0 when src holds no NaN in an entry in range (`counts` untouched), else a positive number."""
-    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = counts.shape[1]
-    cdef Py_ssize_t item = sizeof(nan_value_t), total = 0
+def row_counts(const index_t[::1] index not None, int64_t[::1] rows not None, int mode):
+    """rows[index[k]] += 1 for the entries in [0, len(rows)) (`check_and_count`); -1, or under MODE_RAISE the
+    first position k outside it. nanmean's entries per row, and the largest of them bounds its NaN counts."""
+    cdef Py_ssize_t status = -1
+    if index.shape[0] == 0:
+        return status
+    with nogil:
+        status = check_and_count(&index[0], index.shape[0], rows.shape[0], &rows[0] if rows.shape[0] else NULL,
+                                 mode)
+    return status
+
+
+cdef Py_ssize_t _run(const nan_value_t[:, :, :] src, const index_t[::1] index, nan_value_t* d, Py_ssize_t doo,
+                     Py_ssize_t dor, Py_ssize_t dof, nan_count_t* counts, Py_ssize_t size,
+                     int num_threads) noexcept nogil:
+    """`nan_pass` on threads: batch slices split among them, else feature columns (whole lines), so that each
+    element has one writer and the result does not depend on the thread count."""
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], total = 0
+    cdef Py_ssize_t item = sizeof(nan_value_t)
+    cdef Py_ssize_t so = src.strides[0] // item, sr = src.strides[1] // item, sf = src.strides[2] // item
     cdef Py_ssize_t found[MAX_PARTS]
     cdef int parts, t
-    if index.shape[0] != n or counts.shape[0] != outer or counts.shape[2] != inner:
-        raise ValueError(f"uncount: src {(outer, n, inner)}, index ({index.shape[0]},) and counts "
-                         f"{(counts.shape[0], size, counts.shape[2])} do not match")
     if outer == 0 or n == 0 or inner == 0 or size == 0:
         return 0
-    cdef const nan_value_t* s = &src[0, 0, 0]
-    cdef Py_ssize_t so = src.strides[0] // item, sr = src.strides[1] // item, sf = src.strides[2] // item
     parts = min(MAX_PARTS, team_size(num_threads, outer * n * inner))
     if outer < parts and inner < 2 * LINE:
         parts = 1
-    with nogil:
-        if parts == 1:
-            total = uncount_nan(s, so, sr, sf, &index[0], n, &counts[0, 0, 0], size, inner, 0, outer, 0, inner)
+    if parts == 1:
+        return nan_pass(&src[0, 0, 0], so, sr, sf, &index[0], n, d, doo, dor, dof, counts, size, inner, 0, outer, 0,
+                        inner)
+    for t in prange(parts, num_threads=parts, schedule='static', chunksize=1):
+        if outer >= parts:
+            found[t] = nan_pass(&src[0, 0, 0], so, sr, sf, &index[0], n, d, doo, dor, dof, counts, size, inner,
+                                (outer * t) // parts, (outer * (t + 1)) // parts, 0, inner)
         else:
-            for t in prange(parts, num_threads=parts, schedule='static', chunksize=1):
-                if outer >= parts:
-                    found[t] = uncount_nan(s, so, sr, sf, &index[0], n, &counts[0, 0, 0], size, inner,
-                                           (outer * t) // parts, (outer * (t + 1)) // parts, 0, inner)
-                else:
-                    found[t] = uncount_nan(s, so, sr, sf, &index[0], n, &counts[0, 0, 0], size, inner, 0, outer,
-                                           _cut(inner, parts, t), _cut(inner, parts, t + 1))
-            for t in range(parts):
-                total += found[t]
+            found[t] = nan_pass(&src[0, 0, 0], so, sr, sf, &index[0], n, d, doo, dor, dof, counts, size, inner, 0,
+                                outer, _cut(inner, parts, t), _cut(inner, parts, t + 1))
+    for t in range(parts):
+        total += found[t]
     return total
+
+
+def _check(what, src, index, table):
+    if index.shape[0] != src.shape[1] or table.shape[0] != src.shape[0] or table.shape[2] != src.shape[2]:
+        table_name = "counts" if what == "count" else "out"
+        raise ValueError(f"{what}: src {tuple(src.shape[:3])}, index ({index.shape[0]},) and {table_name} "
+                         f"{tuple(table.shape[:3])} do not match")
+
+
+def nansum(const nan_value_t[:, :, :] src not None, const index_t[::1] index not None,
+           nan_value_t[:, :, :] out not None, int num_threads=0):
+    """out[o, index[k], f] = nansum's update of it by src[o, k, f] (the core kernel's, bit for bit), in index
+    order, for `src` (outer, n, inner) and `out` (outer, size, inner) of any strides and `index` the planned flat
+    index (n,) (entries outside [0, size) skipped: `row_counts` applied the call's index mode). Returns 0 when
+    src held no NaN in an entry in range, else a positive number: whether `count` has anything to count."""
+    _check("nansum", src, index, out)
+    cdef Py_ssize_t item = sizeof(nan_value_t), total
+    cdef uint8_t* none = NULL
+    with nogil:
+        total = _run(src, index, &out[0, 0, 0] if out.shape[0] * out.shape[1] * out.shape[2] else NULL,
+                     out.strides[0] // item, out.strides[1] // item, out.strides[2] // item, none, out.shape[1],
+                     num_threads)
+    return total
+
+
+def count(const nan_value_t[:, :, :] src not None, const index_t[::1] index not None,
+          nan_count_t[:, :, ::1] counts not None, int num_threads=0):
+    """counts[o, index[k], f] += 1 for every NaN src[o, k, f] (`nan_pass` without `out`), `counts` (outer, size,
+    inner) C-contiguous, the rest as `nansum`. Only rows that hold a NaN touch their count rows. Returns 0 when no
+    NaN was found (`counts` untouched), else a positive number."""
+    _check("count", src, index, counts)
+    cdef Py_ssize_t total
+    with nogil:
+        total = _run(src, index, NULL, 0, 0, 0, &counts[0, 0, 0] if counts.shape[0] * counts.shape[1] *
+                     counts.shape[2] else NULL, counts.shape[1], num_threads)
+    return total
+
+
+ctypedef fused element_count_t:
+    int32_t
+    int64_t
+
+
+def element_counts(const int64_t[::1] rows not None, const nan_count_t[:, :, ::1] nan not None,
+                   element_count_t[:, :, ::1] counts not None):
+    """counts[o, j, f] = rows[j] - nan[o, j, f]: the non-NaN entries of each element from the entries of its row
+    and its NaN entries (a NumPy subtract of the mixed types cast in buffers, 2-3x slower)."""
+    cdef Py_ssize_t o, j, f, outer = nan.shape[0], size = nan.shape[1], inner = nan.shape[2]
+    cdef int64_t r
+    if rows.shape[0] != size or (counts.shape[0], counts.shape[1], counts.shape[2]) != (outer, size, inner):
+        raise ValueError(f"element_counts: rows ({rows.shape[0]},), nan {(outer, size, inner)} and counts "
+                         f"{(counts.shape[0], counts.shape[1], counts.shape[2])} do not match")
+    with nogil:
+        for o in range(outer):
+            for j in range(size):
+                r = rows[j]
+                for f in range(inner):
+                    counts[o, j, f] = <element_count_t>(r - nan[o, j, f])
+
+
+ctypedef fused real_t:
+    float
+    double
+
+
+def divide(real_t[:, :, ::1] out not None, const element_count_t[:, :, ::1] counts not None):
+    """out /= max(counts, 1) element by element, `counts` left as it is (nanmean's finish, one pass; NumPy's
+    clamp then divide of a float by an integer array cast in buffers took 2x)."""
+    cdef Py_ssize_t o, j, f, outer = out.shape[0], size = out.shape[1], inner = out.shape[2]
+    cdef element_count_t c
+    if (counts.shape[0], counts.shape[1], counts.shape[2]) != (outer, size, inner):
+        raise ValueError(f"divide: out {(outer, size, inner)} and counts "
+                         f"{(counts.shape[0], counts.shape[1], counts.shape[2])} do not match")
+    with nogil:
+        for o in range(outer):
+            for j in range(size):
+                for f in range(inner):
+                    c = counts[o, j, f]
+                    out[o, j, f] = out[o, j, f] / <real_t>(c if c > 1 else 1)
+
+
+def mean(real_t[:, :, ::1] out not None, const int64_t[::1] rows not None, const nan_count_t[:, :, ::1] nan not None):
+    """out[o, j, f] /= max(rows[j] - nan[o, j, f], 1): nanmean's finish from the entries of each row and the NaN
+    entries of each element, without making the element counts."""
+    cdef Py_ssize_t o, j, f, outer = out.shape[0], size = out.shape[1], inner = out.shape[2]
+    cdef int64_t r
+    cdef int32_t r32, c32
+    if rows.shape[0] != size or (nan.shape[0], nan.shape[1], nan.shape[2]) != (outer, size, inner):
+        raise ValueError(f"mean: out {(outer, size, inner)}, rows ({rows.shape[0]},) and nan "
+                         f"{(nan.shape[0], nan.shape[1], nan.shape[2])} do not match")
+    with nogil:
+        for o in range(outer):
+            for j in range(size):
+                r = rows[j]
+                if r <= 1:   # at most one entry: the sum is the mean (or the identity)
+                    continue
+                if nan_count_t is int64_t:
+                    for f in range(inner):
+                        out[o, j, f] = out[o, j, f] / <real_t>max(r - nan[o, j, f], 1)
+                else:
+                    # a count below 2**31 (the narrow types hold one): int32 arithmetic vectorises, int64's did
+                    # not (3.7x the time)
+                    r32 = <int32_t>r
+                    for f in range(inner):
+                        c32 = r32 - <int32_t>nan[o, j, f]
+                        out[o, j, f] = out[o, j, f] / <real_t>(c32 if c32 > 1 else 1)

@@ -5,25 +5,37 @@ import pytest
 from testing import build_scratch_extension
 
 SCRATCH = """
-from libc.stdint cimport int32_t, int64_t
-from cyscatter.nan_kernels cimport uncount_nan
+from libc.stdint cimport uint8_t, int64_t
+from cyscatter.nan_kernels cimport nan_pass
 
-def uncount_rows(const double[:, ::1] src, const int64_t[::1] index, int32_t[:, ::1] counts):
+def count_rows(const double[:, ::1] src, const int64_t[::1] index, uint8_t[:, ::1] counts):
     cdef Py_ssize_t found
     with nogil:
-        found = uncount_nan(&src[0, 0], 0, src.shape[1], 1, &index[0], index.shape[0], &counts[0, 0],
-                            counts.shape[0], src.shape[1], 0, 1, 0, src.shape[1])
+        found = nan_pass(&src[0, 0], 0, src.shape[1], 1, &index[0], index.shape[0], NULL, 0, 0, 0,
+                         &counts[0, 0], counts.shape[0], src.shape[1], 0, 1, 0, src.shape[1])
+    return found
+
+def nansum_rows(const double[:, ::1] src, const int64_t[::1] index, double[:, ::1] out):
+    cdef Py_ssize_t found
+    cdef uint8_t* none = NULL
+    with nogil:
+        found = nan_pass(&src[0, 0], 0, src.shape[1], 1, &index[0], index.shape[0], &out[0, 0], 0, out.shape[1],
+                         1, none, out.shape[0], src.shape[1], 0, 1, 0, src.shape[1])
     return found
 """
 
 
 @pytest.mark.slow
-def test_cimport_uncount(tmp_path):
+def test_cimport_nan_pass(tmp_path):
     scratch = build_scratch_extension(tmp_path, "scratch_nan", SCRATCH)
     src = np.array([[1.0, np.nan], [np.nan, np.nan], [3.0, 4.0], [np.nan, 0.0]])
     index = np.array([2, 0, 2, 7], dtype=np.int64)   # 7 is out of range: skipped
-    counts = np.zeros((3, 2), np.int32)
-    assert scratch.uncount_rows(src, index, counts) > 0
-    np.testing.assert_array_equal(counts, [[-1, -1], [0, 0], [0, -1]])
+    counts = np.zeros((3, 2), np.uint8)
+    assert scratch.count_rows(src, index, counts) > 0
+    np.testing.assert_array_equal(counts, [[1, 1], [0, 0], [0, 1]])
     clean = np.zeros((4, 2))
-    assert scratch.uncount_rows(clean, index, counts) == 0
+    assert scratch.count_rows(clean, index, counts) == 0
+    out = np.full((3, 2), -0.0)
+    assert scratch.nansum_rows(src, index, out) > 0
+    np.testing.assert_array_equal(out, [[-0.0, -0.0], [-0.0, -0.0], [4.0, 4.0]])
+    assert np.signbit(out[0]).all()

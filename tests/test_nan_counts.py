@@ -1,6 +1,6 @@
 """The per-element counts of the NaN-skipping ops on the host (nanmean's divisor, the elements a fill_value
-marks): row counts from the sum pass, minus one per NaN entry (`cyscatter.nan_kernels.uncount`), or the row
-counts alone when src holds no NaN. Compared with the plain-loop reference (tests/reference.py) and with an
+marks): entries per row, minus the NaN entries per element counted in the narrowest type the largest row count
+fits (`cyscatter.nan_kernels`), or the row counts alone when src holds no NaN. Compared with the plain-loop reference (tests/reference.py) and with an
 explicit NumPy ``np.add.at`` computation, over row widths around the kernel's 16-feature lines, NaN densities
 (none, sparse, dense, all), src layouts (contiguous, broadcast rows, broadcast features, strided), complex NaN in
 one part, batch dims, modes, thread counts, scatter_into and Dask blocks that do and do not hold NaN."""
@@ -144,34 +144,139 @@ def test_scatter_into_keeps_elements_without_a_number(share):
     assert_same(dst, expected)
 
 
-@pytest.mark.parametrize("count_dtype", ["int32", "int64"])
-@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
-def test_uncount_kernel(count_dtype, dtype):
-    """The kernel alone: one off per NaN element, counts untouched (and 0 returned) without any NaN."""
-    rng = np.random.default_rng([len(count_dtype), len(dtype)])
-    src = nan_src(rng, (2, 300, 35), 0.1, dtype)
+def expected_nan_counts(src, idx, size):
+    """NaN entries per (slice, row, feature) by np.add.at over the entries in range."""
+    expected = np.zeros((src.shape[0], size, src.shape[2]), np.int64)
+    keep = (idx >= 0) & (idx < size)
+    for o in range(src.shape[0]):
+        np.add.at(expected[o], idx[keep], np.isnan(src[o, keep]).astype(np.int64))
+    return expected
+
+
+COUNT_DTYPES = ["uint8", "uint16", "int32", "int64"]
+VALUE_DTYPES = ["float32", "float64", "complex64", "complex128"]
+
+
+@pytest.mark.parametrize("count_dtype", COUNT_DTYPES)
+@pytest.mark.parametrize("dtype", VALUE_DTYPES)
+@pytest.mark.parametrize("width", [1, 4, 35, 64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_count_kernel(count_dtype, dtype, width, threads):
+    """The counting pass alone: one per NaN element, counts untouched (and 0 returned) without any NaN."""
+    rng = np.random.default_rng([len(count_dtype), len(dtype), width, threads])
+    src = nan_src(rng, (2, 300, width), 0.1, dtype)
     idx = rng.integers(-5, 25, 300)
-    counts = np.zeros((2, 20, 35), count_dtype)
-    assert nan_kernels.uncount(src, idx, counts, 2) > 0
-    expected = np.zeros((2, 20, 35), np.int64)
-    keep = (idx >= 0) & (idx < 20)
-    for o in range(2):
-        np.add.at(expected[o], idx[keep], -np.isnan(src[o, keep]).astype(np.int64))
-    np.testing.assert_array_equal(counts, expected)
+    counts = np.zeros((2, 20, width), count_dtype)
+    assert nan_kernels.count(src, idx, counts, threads) > 0
+    np.testing.assert_array_equal(counts, expected_nan_counts(src, idx, 20))
     clean = np.where(np.isnan(src), 0, src)
-    untouched = np.full((2, 20, 35), 7, count_dtype)
-    assert nan_kernels.uncount(clean, idx, untouched, 2) == 0
+    untouched = np.full((2, 20, width), 7, count_dtype)
+    assert nan_kernels.count(clean, idx, untouched, threads) == 0
     assert (untouched == 7).all()
 
 
-def test_uncount_checks_extents():
+@pytest.mark.parametrize("layout", ["strided", "broadcast_row", "broadcast_feature"])
+def test_count_kernel_src_layouts(layout):
+    rng = np.random.default_rng(len(layout))
+    base = nan_src(rng, (1, 200, 90), 0.2)
+    src = {"strided": base[:, :, ::3],
+           "broadcast_row": np.broadcast_to(base[:, :1], (1, 200, 90)),
+           "broadcast_feature": np.broadcast_to(base[:, :, :1], (1, 200, 90))}[layout]
+    idx = rng.integers(0, 12, 200)
+    counts = np.zeros((1, 12, src.shape[2]), np.uint8)
+    nan_kernels.count(src, idx, counts)
+    np.testing.assert_array_equal(counts, expected_nan_counts(np.ascontiguousarray(src), idx, 12))
+
+
+@pytest.mark.parametrize("dtype", VALUE_DTYPES)
+@pytest.mark.parametrize("width", [1, 3, 16, 64, 70])
+@pytest.mark.parametrize("strided_out", [False, True])
+def test_nansum_kernel(dtype, width, strided_out):
+    """The sum pass alone: the reference loop's nansum bit for bit (a -0.0 start stays -0.0 under a NaN entry),
+    entries out of range skipped, and whether any entry in range held a NaN."""
+    rng = np.random.default_rng([len(dtype), width, strided_out])
+    src = nan_src(rng, (300, width), 0.1, dtype)
+    idx = rng.integers(-3, 23, 300)
+    keep = (idx >= 0) & (idx < 20)
+    start = np.full((20, width), -0.0, dtype)
+    expected = ref_scatter(src[keep], idx[keep], "nansum", dst=start.copy())
+    out = np.full((20, 2 * width), -0.0, dtype)[:, ::2] if strided_out else start.copy()
+    assert nan_kernels.nansum(src[None], idx, out[None]) > 0
+    assert_same(out, expected)
+    clean = np.where(np.isnan(src), 1, src)
+    out = start.copy()
+    assert nan_kernels.nansum(clean[None], idx, out[None]) == 0
+    assert_same(out, ref_scatter(clean[keep], idx[keep], "nansum", dst=start.copy()))
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_row_counts(mode):
+    idx = np.array([3, 0, 3, 9, 1, -1, 3])
+    rows = np.zeros(5, np.int64)
+    status = nan_kernels.row_counts(idx, rows, mode)
+    raises = mode == int(cs.kernels.IndexMode.MODE_RAISE)
+    assert status == (3 if raises else -1)
+    keep = (idx >= 0) & (idx < 5)
+    expected = np.bincount(idx[:3] if raises else idx[keep], minlength=5)
+    np.testing.assert_array_equal(rows, expected)
+    assert nan_kernels.row_counts(np.zeros(0, np.int64), rows, mode) == -1
+
+
+@pytest.mark.parametrize("count_dtype", COUNT_DTYPES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_finishing_kernels(count_dtype, dtype):
+    """element_counts, divide and mean against NumPy: rows minus NaN counts, sums over max(count, 1)."""
+    rng = np.random.default_rng([len(count_dtype), len(dtype)])
+    rows = rng.integers(0, 9, 30).astype(np.int64)
+    nan = np.minimum(rng.integers(0, 9, (2, 30, 17)), rows[None, :, None]).astype(count_dtype)
+    sums = rng.standard_normal((2, 30, 17)).astype(dtype)
+    expected_counts = rows[None, :, None] - nan.astype(np.int64)
+    for element_dtype in (np.int32, np.int64):
+        counts = np.empty((2, 30, 17), element_dtype)
+        nan_kernels.element_counts(rows, nan, counts)
+        np.testing.assert_array_equal(counts, expected_counts)
+        out = sums.copy()
+        nan_kernels.divide(out, counts)
+        np.testing.assert_array_equal(out, sums / np.maximum(expected_counts, 1).astype(dtype))
+        np.testing.assert_array_equal(counts, expected_counts)   # left as it was
+    out = sums.copy()
+    nan_kernels.mean(out, rows, nan)
+    np.testing.assert_array_equal(out, sums / np.maximum(expected_counts, 1).astype(dtype))
+
+
+def test_kernels_check_extents():
     src = np.zeros((1, 4, 3))
     with pytest.raises(ValueError, match="do not match"):
-        nan_kernels.uncount(src, np.zeros(3, np.int64), np.zeros((1, 5, 3), np.int32))
+        nan_kernels.count(src, np.zeros(3, np.int64), np.zeros((1, 5, 3), np.int32))
     with pytest.raises(ValueError, match="do not match"):
-        nan_kernels.uncount(src, np.zeros(4, np.int64), np.zeros((1, 5, 2), np.int32))
+        nan_kernels.count(src, np.zeros(4, np.int64), np.zeros((1, 5, 2), np.uint8))
     with pytest.raises(ValueError, match="do not match"):
-        nan_kernels.uncount(src, np.zeros(4, np.int64), np.zeros((2, 5, 3), np.int32))
+        nan_kernels.count(src, np.zeros(4, np.int64), np.zeros((2, 5, 3), np.uint16))
+    with pytest.raises(ValueError, match="do not match"):
+        nan_kernels.nansum(src, np.zeros(4, np.int64), np.zeros((1, 5, 2)))
+    with pytest.raises(ValueError, match="do not match"):
+        nan_kernels.element_counts(np.zeros(4, np.int64), np.zeros((1, 5, 2), np.uint8), np.zeros((1, 5, 2), np.int32))
+    with pytest.raises(ValueError, match="do not match"):
+        nan_kernels.divide(np.zeros((1, 5, 2)), np.zeros((1, 5, 3), np.int32))
+    with pytest.raises(ValueError, match="do not match"):
+        nan_kernels.mean(np.zeros((1, 5, 2)), np.zeros(5, np.int64), np.zeros((1, 4, 2), np.uint8))
+
+
+@pytest.mark.parametrize("most", [254, 255, 256, 300, 65535, 65536])
+@pytest.mark.parametrize("op", ["nanmean", "nansum", "fmax"])
+def test_count_width_boundaries(most, op):
+    """A row with `most` entries picks the NaN counts' type (uint8 up to 255, uint16 up to 65535, then int32);
+    an element whose entries are all NaN but one, or all NaN, is counted right on either side."""
+    rng = np.random.default_rng([most, len(op)])
+    n = most + 40
+    idx = np.concatenate([np.zeros(most, np.int64), rng.integers(1, 6, 40)])
+    src = rng.standard_normal((n, 3))
+    src[:most, 0] = np.nan              # row 0, feature 0: every entry NaN
+    src[1:most, 1] = np.nan             # row 0, feature 1: one number among `most - 1` NaN
+    src[most:][rng.random((40, 3)) < 0.3] = np.nan
+    actual = cs.scatter(src, idx, op, dim_size=6, fill_value=-7.0)
+    assert_same(actual, ref_scatter(src, idx, op, dim_size=6, fill_value=-7.0))
+    assert actual[0, 0] == -7.0 and actual[0, 1] == src[0, 1]
 
 
 def test_dask_blocks_with_and_without_nan():

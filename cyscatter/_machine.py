@@ -13,6 +13,11 @@ behind them (benchmarks/NOTES.md, "Strategies per machine"):
 - Row prefetch (scatter, gather, gather_scatter): not while the table fits in a quarter of the core's L2 (the
   prefetches then only cost instructions; 256 KB on the EPYC's 1 MiB L2, where it was measured).
 - Destination blocks of the partitioned 2-thread scatter: a quarter of the L2 (256 KB there, measured).
+- nanmean's NaN counts (host): counted in the sum pass while the output and its uint8/uint16 count table
+  together fit in half of the last-level cache (8 MB when unknown), else in a second pass over src. On the EPYC
+  (one thread, 10% NaN, 1e6 x 64 entries): the one pass won up to 17 MB of tables (1e3 rows f32 23.1 against
+  27.5 ms, 3e4 rows f64 59.0 against 63.5 ms) and lost from 32 MB (1e5 rows f32 53.4 against 42.8 ms), where
+  every entry's count row misses as well as its output row (benchmarks/NOTES.md v23).
 """
 from __future__ import annotations
 
@@ -45,6 +50,11 @@ class Machine:
     def l2_share_bytes(self) -> int:
         """A quarter of the L2 (256 KB when unknown): the prefetch threshold and the destination block."""
         return self.l2_bytes // 4 if self.l2_bytes else 256 * _KIB
+
+    @property
+    def fused_count_bytes(self) -> int:
+        """Largest output + NaN-count tables (bytes) whose counts nanmean takes in its sum pass."""
+        return self.llc_bytes // 2 if self.llc_bytes else 8 * _KIB * _KIB
 
     def describe(self) -> str:
         caches = ", ".join(f"{name} {size // _KIB} KiB" for name, size in (("L2", self.l2_bytes),
@@ -95,13 +105,16 @@ def detect() -> Machine:
 
 
 MACHINE = detect()
+ACTIVE = MACHINE   # the rules in force (`apply`)
 
 
 def apply(machine: Machine = MACHINE) -> None:
     """Set the kernels' machine-dependent thresholds from `machine` (CYSCATTER_MACHINE=generic: the conservative
     values, as on an unknown machine)."""
+    global ACTIVE
     from cyscatter import fused_kernels, kernels
     if os.environ.get("CYSCATTER_MACHINE") == "generic":
         machine = Machine("unknown", machine.model, 0, 0)
+    ACTIVE = machine
     kernels._set_machine(machine.stream_min_bytes, machine.l2_share_bytes, machine.l2_share_bytes)
     fused_kernels._set_machine(machine.l2_share_bytes)

@@ -9,7 +9,7 @@ from cyscatter._backend import backend_of, check_foreign, refuse_bfloat16_on_gpu
 from cyscatter._canonical import normalize_axis, prod, run_scatter as run_scatter_host
 from cyscatter._docs import fill_doc
 from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
-from cyscatter import kernels, nan_kernels
+from cyscatter import _machine, kernels, nan_kernels
 from cyscatter._ops import FAST, get_op, is_bfloat16
 from cyscatter._result import check_dtype_arg, check_out, direct, write_out
 from cyscatter._threads import check_threads
@@ -242,9 +242,10 @@ class NanCounts:
 
 def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, threads: int = 0, split: bool = False):
     """`run_counted` on host arrays (`cyscatter/nan_kernels.pyx`): the entries of each destination row are
-    counted first (applying the index mode), then one pass applies nansum's update and counts each element's
-    NaN entries in the narrowest unsigned type that the largest row count fits (other ops scatter first, then
-    count). Without any NaN the row counts are the counts, and `element_counts` (fresh zeroed pages) is never
+    counted first (applying the index mode); each element's NaN entries are counted in the narrowest unsigned
+    type that the largest row count fits, in nansum's pass while the tables fit the cache (`_machine`), else by
+    a second pass over src run only when the sum pass met a NaN (other ops scatter first, then count). Without
+    any NaN the row counts are the counts, and `element_counts` (fresh zeroed pages) is never
     written; else it receives the row counts minus the NaN counts, or with `split` the two are returned apart
     (`NanCounts`)."""
     rows = np.zeros(plan.size, np.int64)
@@ -256,17 +257,25 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
     if src3.dtype.kind in "biu" or not plan.n:
         run_scatter(op.opcode, src3, plan, work3, None, threads)
         return rows
-    if op.opcode == kernels.OpCode.OP_NANADD:
+    most = int(rows.max()) if rows.size else 0
+    narrow = next(t for t in NAN_COUNT_DTYPES if most <= np.iinfo(t).max)
+    fused = work3.size * (work3.itemsize + np.dtype(narrow).itemsize) <= _machine.ACTIVE.fused_count_bytes
+    if op.opcode == kernels.OpCode.OP_NANADD and not fused:
         found = nan_kernels.nansum(src3, plan.flat, work3, threads)
-    else:
+    elif op.opcode != kernels.OpCode.OP_NANADD:
         run_scatter(op.opcode, src3, plan, work3, None, threads)
+        found = True
+    else:
         found = True
     if not found:
         return rows
-    most = int(rows.max()) if rows.size else 0
     # cache-line aligned (a 64-byte row of uint8 counts at NumPy's 16-byte offset spans two lines)
-    nan = kernels.fresh_table(work3.shape, next(t for t in NAN_COUNT_DTYPES if most <= np.iinfo(t).max), 0)
-    if not nan_kernels.count(src3, plan.flat, nan, threads):
+    nan = kernels.fresh_table(work3.shape, narrow, 0)
+    if fused and op.opcode == kernels.OpCode.OP_NANADD:
+        found = nan_kernels.nansum_count(src3, plan.flat, work3, nan, threads)
+    else:
+        found = nan_kernels.count(src3, plan.flat, nan, threads)
+    if not found:
         return rows
     if split:
         return NanCounts(rows, nan, element_counts.dtype)

@@ -186,10 +186,14 @@ cdef inline void _count_row(const nan_value_t* s, nan_count_t* c, Py_ssize_t wid
 
 
 cdef inline bint _update(nan_value_t* d, const nan_value_t* s, nan_count_t* c, Py_ssize_t width) noexcept nogil:
-    """One entry's row: nansum's update of `d` by `s`, or with `d` NULL `c` += isnan(`s`) when `s` holds a NaN;
-    whether it did."""
+    """One entry's row: nansum's update of `d` by `s` (`d` NULL: none), and `c` += isnan(`s`) when `s` holds a
+    NaN (`c` NULL: none); whether it did."""
+    cdef bint nan_row
     if d != NULL:
-        return _nansum_row(d, s, width)
+        nan_row = _nansum_row(d, s, width)
+        if nan_row and c != NULL:
+            _count_row(s, c, width)
+        return nan_row
     if _has_nan(s, width):
         _count_row(s, c, width)
         return True
@@ -235,7 +239,7 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
     # only while the src rows hold NaN (the last one did), so that src without NaN never touches the counts
     cdef Py_ssize_t ahead = min(64, max(16, 4096 // max(row_bytes, 1)))
     cdef bint fetch_out = out != NULL and size * inner * <Py_ssize_t>sizeof(nan_value_t) > SMALL_TABLE
-    cdef bint fetch_counts = out == NULL and size * inner * <Py_ssize_t>sizeof(nan_count_t) > SMALL_TABLE
+    cdef bint fetch_counts = counts != NULL and size * inner * <Py_ssize_t>sizeof(nan_count_t) > SMALL_TABLE
     # the src stream too for rows of 1-4 cache lines, as the core scatter (NOTES.md v6)
     cdef bint fetch_src = out != NULL and CACHE_BYTES <= row_bytes <= 4 * CACHE_BYTES
     cdef bint nan_row = False
@@ -263,11 +267,10 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
                     if out != NULL:
                         d[j * out_row_stride + f * out_feature_stride] = nan_add(
                             d[j * out_row_stride + f * out_feature_stride], x)
-                    elif x == x:
-                        continue
-                    else:
-                        c[j * inner + f] += 1
-                    found += x != x
+                    if x != x:
+                        found += 1
+                        if c != NULL:
+                            c[j * inner + f] += 1
             continue
         for k in range(n):
             if k + ahead < n:
@@ -283,7 +286,7 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
             if <uint64_t>j >= <uint64_t>size:
                 continue
             nan_row = _update_row(d + j * out_row_stride if out != NULL else NULL, s + k * row_stride,
-                                  c + j * inner, width)
+                                  c + j * inner if c != NULL else NULL, width)
             found += nan_row
     return found
 
@@ -355,6 +358,25 @@ def nansum(const nan_value_t[:, :, :] src not None, const index_t[::1] index not
         total = _run(src, index, &out[0, 0, 0] if out.shape[0] * out.shape[1] * out.shape[2] else NULL,
                      out.strides[0] // item, out.strides[1] // item, out.strides[2] // item, none, out.shape[1],
                      num_threads)
+    return total
+
+
+def nansum_count(const nan_value_t[:, :, :] src not None, const index_t[::1] index not None,
+                 nan_value_t[:, :, :] out not None, nan_count_t[:, :, ::1] counts not None, int num_threads=0):
+    """`nansum` and `count` in one pass: the NaN rows' counts are updated as the sums are. Cheaper than the two
+    passes when the output and count tables stay in cache together (no second read of src); with a table out of
+    cache, each entry's count row then misses too (W1: 1.5x the two passes' time, benchmarks/NOTES.md v23)."""
+    _check("nansum_count", src, index, out)
+    _check("count", src, index, counts)
+    if out.shape[1] != counts.shape[1]:
+        raise ValueError(f"nansum_count: out has {out.shape[1]} rows and counts {counts.shape[1]}: they do not "
+                         "match")
+    cdef Py_ssize_t item = sizeof(nan_value_t), total
+    with nogil:
+        total = _run(src, index, &out[0, 0, 0] if out.shape[0] * out.shape[1] * out.shape[2] else NULL,
+                     out.strides[0] // item, out.strides[1] // item, out.strides[2] // item,
+                     &counts[0, 0, 0] if counts.shape[0] * counts.shape[1] * counts.shape[2] else NULL,
+                     out.shape[1], num_threads)
     return total
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from cyscatter import nan_kernels
+from cyscatter import _machine, nan_kernels
 from compare import assert_same
 from reference import ref_scatter
 
@@ -262,9 +262,51 @@ def test_kernels_check_extents():
         nan_kernels.mean(np.zeros((1, 5, 2)), np.zeros(5, np.int64), np.zeros((1, 4, 2), np.uint8))
 
 
+@pytest.fixture(params=["one pass", "two passes"])
+def count_pass(request, monkeypatch):
+    """Both ways of counting NaN entries (in nansum's pass, or a second pass over src), whatever the tables'
+    size, by the machine rule they follow."""
+    llc = (1 << 40) if request.param == "one pass" else 2
+    monkeypatch.setattr(_machine, "ACTIVE", _machine.Machine("AMD", "cpu", 1 << 20, llc))
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", VALUE_DTYPES)
+@pytest.mark.parametrize("width", [1, 16, 64, 70])
+@pytest.mark.parametrize("share", SHARES)
+@pytest.mark.parametrize("fill", [None, -1.5])
+def test_both_count_passes(count_pass, dtype, width, share, fill):
+    rng = np.random.default_rng([len(dtype), width, int(share * 1000), fill is None])
+    src = nan_src(rng, (500, width), share, dtype)
+    idx = rng.integers(-4, 30, 500)
+    for threads in (1, 2):
+        actual = cs.scatter(src, idx, "nanmean", dim_size=30, mode="drop", fill_value=fill, num_threads=threads)
+        assert_same(actual, ref_scatter(src, idx, "nanmean", dim_size=30, mode="drop", fill_value=fill))
+    if share:
+        with pytest.raises(IndexError):
+            cs.scatter(src, idx, "nanmean", dim_size=30)
+
+
+@pytest.mark.parametrize("count_dtype", COUNT_DTYPES)
+@pytest.mark.parametrize("dtype", VALUE_DTYPES)
+def test_nansum_count_kernel(count_dtype, dtype):
+    rng = np.random.default_rng([len(count_dtype), len(dtype)])
+    src = nan_src(rng, (2, 300, 37), 0.1, dtype)
+    idx = rng.integers(-5, 25, 300)
+    out = np.full((2, 20, 37), -0.0, dtype)
+    counts = np.zeros((2, 20, 37), count_dtype)
+    assert nan_kernels.nansum_count(src, idx, out, counts, 2) > 0
+    np.testing.assert_array_equal(counts, expected_nan_counts(src, idx, 20))
+    keep = (idx >= 0) & (idx < 20)
+    for o in range(2):
+        assert_same(out[o], ref_scatter(src[o, keep], idx[keep], "nansum", dst=np.full((20, 37), -0.0, dtype)))
+    with pytest.raises(ValueError, match="do not match"):
+        nan_kernels.nansum_count(src, idx, out, np.zeros((2, 21, 37), count_dtype))
+
+
 @pytest.mark.parametrize("most", [254, 255, 256, 300, 65535, 65536])
 @pytest.mark.parametrize("op", ["nanmean", "nansum", "fmax"])
-def test_count_width_boundaries(most, op):
+def test_count_width_boundaries(count_pass, most, op):
     """A row with `most` entries picks the NaN counts' type (uint8 up to 255, uint16 up to 65535, then int32);
     an element whose entries are all NaN but one, or all NaN, is counted right on either side."""
     rng = np.random.default_rng([most, len(op)])

@@ -1,12 +1,13 @@
 """The NaN-skipping ops against their twins, side by side in one run (issue 18 item 3).
 
-On the W1 sizes of `workloads.py` (1e6 entries x 64 features -> 1e5 rows, uniform index): nansum vs add,
-fmax vs max, nanmean vs mean (nanmean's divisor is a count per element: the row counts less the NaN entries
-counted by a second pass over src, `cyscatter/nan_kernels.pyx`, run only when src holds a NaN), and
-numpy_groupies' nansum as the peer (on the flattened problem it can take: one feature column, scaled to the
-same bytes). Then nansum vs add on narrow rows (1, 4, 16 float32 features, 4e6 elements, into 1e3 and 1e5
-rows), where the element rule's cost shows. The calls alternate round by round, so a noisy shared machine slows
-both sides alike; the figure is the median time of each, and the ratio of the medians.
+On the W1 sizes of `workloads.py` (1e6 entries x 64 features -> 1e5 rows, uniform index): nansum vs add, fmax vs
+max, nanmean vs mean (nanmean's divisor is a count per element: the row counts less the NaN entries counted by a
+second pass over src, `cyscatter/nan_kernels.pyx`, run only when src holds a NaN), and numpy_groupies' nansum as
+the peer (on the flattened problem it can take: one feature column, scaled to the same bytes). Then nansum vs add
+on narrow rows (1, 4, 16 float32 features, 4e6 elements, into 1e3 and 1e5 rows), where the element rule's cost
+shows, and nanmean vs mean into 1e3-1e5 rows of 64 (its NaN counts taken in the sum pass while the tables stay in
+cache, else by a second pass over src). The calls alternate round by round, so a noisy shared machine slows both
+sides alike; the figure is the median time of each, and the ratio of the medians.
 
     python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick] [--segment | --gather-scatter]
 
@@ -81,6 +82,14 @@ def main(argv=None):
         for size in (1000, 100000):
             index = rng.integers(0, size, n)
             _pair(f"F={features:<2d} {n}->{size}", src, index, size, "nansum", "add", args)
+    # nanmean into tables that stay in cache (its NaN counts taken in the sum pass, cyscatter/_machine.py) and
+    # one that does not (a second pass over src), float32 rows of 64 as W1's
+    n = int(1e6 * scale)
+    src = rng.standard_normal((n, 64), dtype=np.float32)
+    src[rng.random(src.shape) < args.nan] = np.nan
+    for size in (1000, 10000, 30000, 100000):
+        index = rng.integers(0, size, n)
+        _pair(f"F=64 {n}->{size}", src, index, size, "nanmean", "mean", args)
     try:
         import numpy_groupies as npg
     except ImportError:

@@ -22,6 +22,12 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 from cyscatter.kernels cimport index_t, team_size, check_and_count, nan_add
 from cyscatter.group_kernels cimport nan_value_t
 
+cdef extern from "_cpu.h" nogil:
+    void cyscatter_prefetch_w(const void* p)
+    void cyscatter_prefetch_r(const void* p)
+    int cyscatter_row_nanadd_f(float* dst, const float* src, Py_ssize_t width)
+    int cyscatter_row_nanadd_d(double* dst, const double* src, Py_ssize_t width)
+
 cdef extern from *:
     """
     #if defined(__SSE2__)
@@ -112,7 +118,98 @@ cdef extern from *:
     #endif
     CYSCATTER_COUNT_NAN(float, f)
     CYSCATTER_COUNT_NAN(double, d)
+    /* nansum's row update and the NaN count together, for rows expected to hold a NaN: the unordered masks of
+       the update feed the count, so src is loaded and compared once (the count row is written even when no
+       NaN turns up). The element update is _cpu.h's cyscatter_row_nanadd_f/d, bit for bit. */
+    #if defined(__SSE2__)
+    static inline __m128i cyscatter_nanadd4_f(float* d, const float* s) {
+        __m128 v = _mm_loadu_ps(s), u = _mm_cmpunord_ps(v, v);
+        v = _mm_or_ps(_mm_andnot_ps(u, v), _mm_and_ps(u, _mm_set1_ps(-0.0f)));
+        _mm_storeu_ps(d, _mm_add_ps(_mm_loadu_ps(d), v));
+        return _mm_castps_si128(u);
+    }
+    static inline __m128i cyscatter_nanadd4_d(double* d, const double* s) {
+        __m128d v = _mm_loadu_pd(s), w = _mm_loadu_pd(s + 2);
+        __m128d u = _mm_cmpunord_pd(v, v), x = _mm_cmpunord_pd(w, w);
+        const __m128d fill = _mm_set1_pd(-0.0);
+        v = _mm_or_pd(_mm_andnot_pd(u, v), _mm_and_pd(u, fill));
+        w = _mm_or_pd(_mm_andnot_pd(x, w), _mm_and_pd(x, fill));
+        _mm_storeu_pd(d, _mm_add_pd(_mm_loadu_pd(d), v));
+        _mm_storeu_pd(d + 2, _mm_add_pd(_mm_loadu_pd(d + 2), w));
+        return _mm_castps_si128(_mm_shuffle_ps(_mm_castpd_ps(u), _mm_castpd_ps(x), _MM_SHUFFLE(2, 0, 2, 0)));
+    }
+    #define CYSCATTER_NANADD_COUNT(T, SUF)                                                                 \
+        static inline int cyscatter_nanadd_count_##SUF##8(T* d, const T* s, uint8_t* c, Py_ssize_t w) {   \
+            Py_ssize_t i = 0;                                                                              \
+            __m128i any = _mm_setzero_si128();                                                             \
+            for (; i + 16 <= w; i += 16) {                                                                 \
+                __m128i a = _mm_packs_epi32(cyscatter_nanadd4_##SUF(d + i, s + i),                         \
+                                            cyscatter_nanadd4_##SUF(d + i + 4, s + i + 4));                \
+                __m128i b = _mm_packs_epi32(cyscatter_nanadd4_##SUF(d + i + 8, s + i + 8),                 \
+                                            cyscatter_nanadd4_##SUF(d + i + 12, s + i + 12));              \
+                a = _mm_packs_epi16(a, b);                                                                 \
+                any = _mm_or_si128(any, a);                                                                \
+                _mm_storeu_si128((__m128i*)(c + i), _mm_sub_epi8(_mm_loadu_si128((const __m128i*)(c + i)), a)); \
+            }                                                                                              \
+            int found = _mm_movemask_epi8(any) != 0;                                                       \
+            if (i < w) {                                                                                   \
+                found |= cyscatter_row_nanadd_##SUF(d + i, s + i, w - i);                                  \
+                for (; i < w; i++) c[i] += s[i] != s[i];                                                   \
+            }                                                                                              \
+            return found;                                                                                  \
+        }                                                                                                  \
+        static inline int cyscatter_nanadd_count_##SUF##16(T* d, const T* s, uint16_t* c, Py_ssize_t w) { \
+            Py_ssize_t i = 0;                                                                              \
+            __m128i any = _mm_setzero_si128();                                                             \
+            for (; i + 8 <= w; i += 8) {                                                                   \
+                __m128i a = _mm_packs_epi32(cyscatter_nanadd4_##SUF(d + i, s + i),                         \
+                                            cyscatter_nanadd4_##SUF(d + i + 4, s + i + 4));                \
+                any = _mm_or_si128(any, a);                                                                \
+                _mm_storeu_si128((__m128i*)(c + i), _mm_sub_epi16(_mm_loadu_si128((const __m128i*)(c + i)), a)); \
+            }                                                                                              \
+            int found = _mm_movemask_epi8(any) != 0;                                                       \
+            if (i < w) {                                                                                   \
+                found |= cyscatter_row_nanadd_##SUF(d + i, s + i, w - i);                                  \
+                for (; i < w; i++) c[i] += s[i] != s[i];                                                   \
+            }                                                                                              \
+            return found;                                                                                  \
+        }                                                                                                  \
+        static inline int cyscatter_nanadd_count_##SUF##32(T* d, const T* s, int32_t* c, Py_ssize_t w) {  \
+            Py_ssize_t i = 0;                                                                              \
+            __m128i any = _mm_setzero_si128();                                                             \
+            for (; i + 4 <= w; i += 4) {                                                                   \
+                __m128i a = cyscatter_nanadd4_##SUF(d + i, s + i);                                         \
+                any = _mm_or_si128(any, a);                                                                \
+                _mm_storeu_si128((__m128i*)(c + i), _mm_sub_epi32(_mm_loadu_si128((const __m128i*)(c + i)), a)); \
+            }                                                                                              \
+            int found = _mm_movemask_epi8(any) != 0;                                                       \
+            if (i < w) {                                                                                   \
+                found |= cyscatter_row_nanadd_##SUF(d + i, s + i, w - i);                                  \
+                for (; i < w; i++) c[i] += s[i] != s[i];                                                   \
+            }                                                                                              \
+            return found;                                                                                  \
+        }
+    #else
+    #define CYSCATTER_NANADD_COUNT_W(T, SUF, BITS, CT)                                                     \
+        static inline int cyscatter_nanadd_count_##SUF##BITS(T* d, const T* s, CT* c, Py_ssize_t w) {     \
+            int found = cyscatter_row_nanadd_##SUF(d, s, w);                                               \
+            for (Py_ssize_t i = 0; i < w; i++) c[i] += s[i] != s[i];                                       \
+            return found;                                                                                  \
+        }
+    #define CYSCATTER_NANADD_COUNT(T, SUF)                                                                 \
+        CYSCATTER_NANADD_COUNT_W(T, SUF, 8, uint8_t)                                                       \
+        CYSCATTER_NANADD_COUNT_W(T, SUF, 16, uint16_t)                                                     \
+        CYSCATTER_NANADD_COUNT_W(T, SUF, 32, int32_t)
+    #endif
+    CYSCATTER_NANADD_COUNT(float, f)
+    CYSCATTER_NANADD_COUNT(double, d)
     """
+    int cyscatter_nanadd_count_f8(float* d, const float* s, uint8_t* c, Py_ssize_t w) noexcept nogil
+    int cyscatter_nanadd_count_f16(float* d, const float* s, uint16_t* c, Py_ssize_t w) noexcept nogil
+    int cyscatter_nanadd_count_f32(float* d, const float* s, int32_t* c, Py_ssize_t w) noexcept nogil
+    int cyscatter_nanadd_count_d8(double* d, const double* s, uint8_t* c, Py_ssize_t w) noexcept nogil
+    int cyscatter_nanadd_count_d16(double* d, const double* s, uint16_t* c, Py_ssize_t w) noexcept nogil
+    int cyscatter_nanadd_count_d32(double* d, const double* s, int32_t* c, Py_ssize_t w) noexcept nogil
     void cyscatter_count_nan_f8(const float* s, uint8_t* c, Py_ssize_t w) noexcept nogil
     void cyscatter_count_nan_f16(const float* s, uint16_t* c, Py_ssize_t w) noexcept nogil
     void cyscatter_count_nan_f32(const float* s, int32_t* c, Py_ssize_t w) noexcept nogil
@@ -121,12 +218,6 @@ cdef extern from *:
     void cyscatter_count_nan_d32(const double* s, int32_t* c, Py_ssize_t w) noexcept nogil
     int cyscatter_has_nan_f(const float* s, Py_ssize_t w) noexcept nogil
     int cyscatter_has_nan_d(const double* s, Py_ssize_t w) noexcept nogil
-
-cdef extern from "_cpu.h" nogil:
-    void cyscatter_prefetch_w(const void* p)
-    void cyscatter_prefetch_r(const void* p)
-    int cyscatter_row_nanadd_f(float* dst, const float* src, Py_ssize_t width)
-    int cyscatter_row_nanadd_d(double* dst, const double* src, Py_ssize_t width)
 
 cdef enum:
     LINE = 16          # a cache line of float32: the unit of the threads' feature columns
@@ -185,11 +276,37 @@ cdef inline void _count_row(const nan_value_t* s, nan_count_t* c, Py_ssize_t wid
             c[f] += s[f] != s[f]
 
 
-cdef inline bint _update(nan_value_t* d, const nan_value_t* s, nan_count_t* c, Py_ssize_t width) noexcept nogil:
+cdef inline bint _nansum_count_row(nan_value_t* d, const nan_value_t* s, nan_count_t* c,
+                                   Py_ssize_t width) noexcept nogil:
+    """nansum's update of `d` by `s` and `c` += isnan(`s`) in one loop (`c` written whatever `s` holds);
+    whether `s` held a NaN."""
+    if nan_value_t is float and nan_count_t is uint8_t:
+        return cyscatter_nanadd_count_f8(d, s, c, width) != 0
+    elif nan_value_t is float and nan_count_t is uint16_t:
+        return cyscatter_nanadd_count_f16(d, s, c, width) != 0
+    elif nan_value_t is float and nan_count_t is int32_t:
+        return cyscatter_nanadd_count_f32(d, s, c, width) != 0
+    elif nan_value_t is double and nan_count_t is uint8_t:
+        return cyscatter_nanadd_count_d8(d, s, c, width) != 0
+    elif nan_value_t is double and nan_count_t is uint16_t:
+        return cyscatter_nanadd_count_d16(d, s, c, width) != 0
+    elif nan_value_t is double and nan_count_t is int32_t:
+        return cyscatter_nanadd_count_d32(d, s, c, width) != 0
+    elif _nansum_row(d, s, width):
+        _count_row(s, c, width)
+        return True
+    return False
+
+
+cdef inline bint _update(nan_value_t* d, const nan_value_t* s, nan_count_t* c, Py_ssize_t width,
+                         bint expect_nan) noexcept nogil:
     """One entry's row: nansum's update of `d` by `s` (`d` NULL: none), and `c` += isnan(`s`) when `s` holds a
-    NaN (`c` NULL: none); whether it did."""
+    NaN (`c` NULL: none); whether it did. `expect_nan` (the last row held one): update and count in one loop,
+    else count only after the update found a NaN, so that rows without NaN never touch their counts."""
     cdef bint nan_row
     if d != NULL:
+        if c != NULL and expect_nan:
+            return _nansum_count_row(d, s, c, width)
         nan_row = _nansum_row(d, s, width)
         if nan_row and c != NULL:
             _count_row(s, c, width)
@@ -200,22 +317,23 @@ cdef inline bint _update(nan_value_t* d, const nan_value_t* s, nan_count_t* c, P
     return False
 
 
-cdef inline bint _update_row(nan_value_t* d, const nan_value_t* s, nan_count_t* c, Py_ssize_t width) noexcept nogil:
+cdef inline bint _update_row(nan_value_t* d, const nan_value_t* s, nan_count_t* c, Py_ssize_t width,
+                             bint expect_nan) noexcept nogil:
     # constant widths let the C compiler unroll the SSE loops of common rows completely (as kernels.pyx does;
     # W1's 64-feature rows took 1.4x nansum's time with the width a variable)
     if width == 64:
-        return _update(d, s, c, 64)
+        return _update(d, s, c, 64, expect_nan)
     elif width == 32:
-        return _update(d, s, c, 32)
+        return _update(d, s, c, 32, expect_nan)
     elif width == 16:
-        return _update(d, s, c, 16)
+        return _update(d, s, c, 16, expect_nan)
     elif width == 8:
-        return _update(d, s, c, 8)
+        return _update(d, s, c, 8, expect_nan)
     elif width == 4:
-        return _update(d, s, c, 4)
+        return _update(d, s, c, 4, expect_nan)
     elif width == 1:
-        return _update(d, s, c, 1)
-    return _update(d, s, c, width)
+        return _update(d, s, c, 1, expect_nan)
+    return _update(d, s, c, width, expect_nan)
 
 
 cdef inline void _prefetch_row(const void* p, Py_ssize_t nbytes) noexcept nogil:
@@ -286,7 +404,7 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
             if <uint64_t>j >= <uint64_t>size:
                 continue
             nan_row = _update_row(d + j * out_row_stride if out != NULL else NULL, s + k * row_stride,
-                                  c + j * inner if c != NULL else NULL, width)
+                                  c + j * inner if c != NULL else NULL, width, nan_row)
             found += nan_row
     return found
 

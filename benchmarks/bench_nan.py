@@ -1,15 +1,17 @@
 """The NaN-skipping ops against their twins, side by side in one run (issue 18 item 3).
 
 On the W1 sizes of `workloads.py` (1e6 entries x 64 features -> 1e5 rows, uniform index): nansum vs add, fmax vs
-max, nanmean vs mean (nanmean's divisor is a count per element: the row counts less the NaN entries counted by a
-second pass over src, `cyscatter/nan_kernels.pyx`, run only when src holds a NaN), and numpy_groupies' nansum as
-the peer (on the flattened problem it can take: one feature column, scaled to the same bytes). Then nansum vs add
-on narrow rows (1, 4, 16 float32 features, 4e6 elements, into 1e3 and 1e5 rows), where the element rule's cost
-shows, and nanmean vs mean into 1e3-1e5 rows of 64 (its NaN counts taken in the sum pass while the tables stay in
-cache, else by a second pass over src). The calls alternate round by round, so a noisy shared machine slows both
-sides alike; the figure is the median time of each, and the ratio of the medians.
+max, scatter_nanvar vs scatter_var, nanmean vs mean (nanmean's divisor is a count per element: the row counts less
+the NaN entries, counted by a second pass over src when the tables are larger than the cache,
+`cyscatter/nan_kernels.pyx`), and numpy_groupies' nansum as the peer (on the flattened problem it can take: one
+feature column, scaled to the same bytes). Then nansum vs add on narrow rows (1, 4, 16 float32 features, 4e6
+elements, into 1e3 and 1e5 rows), where the element rule's cost shows, and nanmean vs mean into 1e3-1e5 rows of 64
+(its NaN counts taken in the sum pass while the tables stay in cache, else by a second pass over src). The calls
+alternate round by round, so a noisy shared machine slows both sides alike; the figure is the median time of each,
+and the ratio of the medians.
 
-    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick] [--segment | --gather-scatter]
+    python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick]
+                                   [--segment | --gather-scatter | --count-passes]
 
 --segment times `segment` instead (CSR, the W1 sizes: 1e6 rows x 64 float32 into 1e5 segments of random length):
 every NaN-skipping op against its twin, and nanmean / nansum with a fill_value, whose kernel also counts the
@@ -17,6 +19,8 @@ non-NaN entries of each element (the twins count nothing: mean divides by the se
 --gather-scatter times `gather_scatter` with a plan (1e5 nodes x 64 float32, 1e6 random edges, with and without an
 edge weight): nansum, fmax and nanmean against add, max and mean (nanmean's kernel counts each element's non-NaN
 messages as it reduces).
+--count-passes times nanmean with its NaN counts taken in the sum pass and by a second pass over src, by table
+size (1e3..1e5 rows of 64, float32 and float64), forcing `cyscatter/_machine.py`'s rule either way.
 """
 from __future__ import annotations
 
@@ -38,12 +42,14 @@ from workloads import workloads  # noqa: E402
 PAIRS = (("nansum", "add"), ("fmax", "max"), ("nanmean", "mean"))
 
 
-def _pair(name, src, index, size, nan_op, twin, args):
+def _pair(name, src, index, size, nan_op, twin, args, call=None):
+    """Median times of `call(op)` (default: `cs.scatter` with op) for the two ops, alternating, and their ratio."""
+    call = call or (lambda op: cs.scatter(src, index, op, dim_size=size, num_threads=args.threads))
     times = {nan_op: [], twin: []}
     for _ in range(args.rounds):
         for op in (twin, nan_op):
             t = time.perf_counter()
-            cs.scatter(src, index, op, dim_size=size, num_threads=args.threads)
+            call(op)
             times[op].append(time.perf_counter() - t)
     a, b = statistics.median(times[nan_op]), statistics.median(times[twin])
     print(f"{name:20s} {nan_op:8s} {a * 1e3:8.2f} ms   {twin:5s} {b * 1e3:8.2f} ms   ratio {a / b:5.2f}x")
@@ -57,8 +63,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="a tenth of the W1 sizes")
     parser.add_argument("--segment", action="store_true", help="time segment (CSR) instead of scatter")
     parser.add_argument("--gather-scatter", action="store_true", help="time gather_scatter instead of scatter")
+    parser.add_argument("--count-passes", action="store_true",
+                        help="nanmean with its NaN counts in the sum pass against a second pass, by table size")
     args = parser.parse_args(argv)
     scale = 0.1 if args.quick else 1.0
+    if args.count_passes:
+        return count_passes(args, scale)
     if args.segment:
         return segment_pairs(args, scale)
     if args.gather_scatter:
@@ -74,6 +84,10 @@ def main(argv=None):
         src[rng.random(src.shape) < args.nan] = np.nan
         for nan_op, twin in PAIRS:
             _pair(w.name, src, index, w.size, nan_op, twin, args)
+        # scatter_nanvar against scatter_var (no num_threads argument: the library's default)
+        _pair(w.name, src, index, w.size, "nanvar", "var", args,
+              call=lambda name, src=src, index=index, size=w.size: getattr(cs, f"scatter_{name}")(
+                  src, index, dim_size=size))
     rng = np.random.default_rng(2)
     for features in (1, 4, 16):
         n = int(4e6 * scale) // features
@@ -108,6 +122,43 @@ def main(argv=None):
     a, b = (statistics.median(v) for v in times.values())
     print(f"vector (W1 entries, one column): cyscatter nansum {a * 1e3:.2f} ms, numpy_groupies nansum "
           f"{b * 1e3:.2f} ms: {b / a:.1f}x faster")
+
+
+def count_passes(args, scale: float) -> None:
+    """nanmean into 1e3..1e5 rows of 64 (float32 and float64) with its NaN counts taken in the sum pass and by a
+    second pass over src (the `cyscatter/_machine.py` rule forced either way), mean beside them; the fastest
+    wall-clock time of the rounds, alternating."""
+    from cyscatter import _machine
+    rules = {"one pass": _machine.Machine("AMD", "forced", 1 << 20, 1 << 50),
+             "two passes": _machine.Machine("AMD", "forced", 1 << 20, 2)}
+    n = int(1e6 * scale)
+    print(f"cyscatter {cs.__version__}, {os.cpu_count()} cpus, threads={args.threads or cs.get_num_threads()}, "
+          f"{n} x 64 entries, NaN share {args.nan}, rounds {args.rounds}, machine rule now: "
+          f"{_machine.ACTIVE.fused_count_bytes >> 20} MB")
+    rng = np.random.default_rng(4)
+    saved = _machine.ACTIVE
+    try:
+        for dtype in (np.float32, np.float64):
+            src = rng.standard_normal((n, 64)).astype(dtype)
+            src_nan = src.copy()
+            src_nan[rng.random(src.shape) < args.nan] = np.nan
+            for size in (1000, 10000, 30000, 60000, 100000):
+                index = rng.integers(0, size, n)
+                times = {"mean": [], **{name: [] for name in rules}}
+                for _ in range(args.rounds):
+                    for name in times:
+                        _machine.ACTIVE = rules.get(name, saved)
+                        t = time.perf_counter()
+                        cs.scatter(src if name == "mean" else src_nan, index, "nanmean" if name in rules else "mean",
+                                   dim_size=size, num_threads=args.threads)
+                        times[name].append(time.perf_counter() - t)
+                best = {name: min(v) * 1e3 for name, v in times.items()}
+                tables = size * 64 * (np.dtype(dtype).itemsize + 1) / 2**20
+                print(f"{np.dtype(dtype).name:8s} {size:6d} rows ({tables:5.1f} MB of tables)  mean "
+                      f"{best['mean']:6.1f} ms  " + "  ".join(
+                          f"{name} {best[name]:6.1f} ms ({best[name] / best['mean']:.2f}x)" for name in rules))
+    finally:
+        _machine.ACTIVE = saved
 
 
 SEGMENT_PAIRS = (("nansum", "add", None), ("nanprod", "mul", None), ("fmax", "max", None), ("fmin", "min", None),

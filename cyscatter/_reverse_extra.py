@@ -379,8 +379,9 @@ def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInp
 def _moment_factor(ctx, out3, ddof, std: bool, skip_nan: bool = False):
     """(deviations (outer, n, inner), per-element factor (outer, size, inner)) with d out_j / d src_k =
     factor_j * dev_k; the factor is 0 where the result is NaN by count <= ddof, or a std is 0 (a kink).
-    `skip_nan` (nanvar/nanstd): deviations from the mean of the non-NaN members, 0 at NaN entries, and the
-    count of those members per output element, as `cyscatter._moments.var3` computes the result."""
+    `skip_nan` (nanvar/nanstd): deviations from the mean of the non-NaN members, NaN at NaN entries (the
+    callers zero them, `_absent_to_zero`), and the count of those members per output element, as
+    `cyscatter._moments.var3` computes the result."""
     if skip_nan:
         dev, counts = nan_deviations3(ctx)
         dof = (counts - ddof).astype(ctx.dtype)

@@ -1,15 +1,20 @@
 # cython: language_level=3
-"""CPU kernel of the NaN-skipping ops' per-element counts.
+"""CPU kernels of the NaN-skipping ops' per-element counts.
 
 nanmean divides each output element by the number of its non-NaN entries, and a fill_value marks the elements
 that have none. The entries per destination row are counted first (`row_counts`, a pass over the index that also
 applies the index mode); the largest of them bounds every element's NaN count, which is then kept in the narrowest
 unsigned integer that holds it (uint8 up to 255 entries per row): a count table 4x smaller than the output's
-float32 one mostly stays in cache. One pass (`count`) then applies nansum's update to the output and adds one to
-an element's NaN count for each of its NaN entries; the NaN compares of the update tell whether a src row holds a
-NaN at all, and only those rows touch (and prefetch) their count rows, so src without NaN costs nansum's pass.
-The element counts are the row counts minus the NaN counts. Without `out` the pass counts only, after the
-scatter pass of another NaN-skipping op that needs the empty elements (a fill_value).
+float32 one. The element counts are the row counts minus the NaN counts; `mean` divides by them without making
+them, `element_counts` makes them where a fill_value or a caller needs them.
+
+nanmean's sum pass (`nansum`, nansum's update of the core kernel bit for bit) learns from the update's own
+compares whether a src row holds a NaN. While the output and count tables fit in half the last-level cache
+(`cyscatter/_machine.py`), the NaN counts are taken in that pass (`nansum_count`): a row after one that held a NaN
+is updated and counted in one loop from the same compares, other rows touch their counts only if they hold a
+NaN. Larger tables are counted by a second pass over src (`count`), run only when the sum pass met a NaN: with
+both tables out of cache, each entry's count row would miss as well as its output row. The other NaN-skipping
+ops with a fill_value run their own scatter pass, then `count`.
 
 Earlier ways, measured (benchmarks/NOTES.md v22, v23): a second scatter-add pass of a non-NaN mask cost 1.6-2.4x
 mean's time whatever the data; the sum pass then a pass taking one off int32 element counts per NaN entry cost

@@ -253,6 +253,18 @@ cdef inline void _geometry(Geo* G, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_
     G.s_outer, G.s_row, G.o_outer, G.o_row = s_outer, s_row, o_outer, o_row
 
 
+cdef inline Py_ssize_t _check_call(const int64_t[::1] indptr, const int64_t[::1] cols, const Py_ssize_t* src_shape,
+                                   const Py_ssize_t* out_shape, bint weighted, Py_ssize_t heads) noexcept nogil:
+    """The drivers' status before any work: -2 - rows when the arrays do not fit together (the wrapper raises
+    its own message), else `check_csr`'s."""
+    cdef Py_ssize_t rows = out_shape[1]
+    if indptr.shape[0] != rows + 1 or src_shape[0] != out_shape[0] or src_shape[2] != out_shape[2]:
+        return -2 - rows
+    if weighted and (heads < 1 or src_shape[2] % heads):
+        return -2 - rows
+    return check_csr(indptr, cols, src_shape[1])
+
+
 cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                                    const int64_t[::1] cols, const int64_t* edge_ids, const value_t* weight,
                                    Py_ssize_t heads, value_t[:, :, ::contiguous] out, int num_threads) noexcept nogil:
@@ -260,11 +272,7 @@ cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] sr
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
     cdef Geo G
-    if indptr.shape[0] != rows + 1 or src.shape[0] != out.shape[0] or src.shape[2] != out.shape[2]:
-        return -2 - rows
-    if weight != NULL and (heads < 1 or src.shape[2] % heads):
-        return -2 - rows
-    status = check_csr(indptr, cols, src.shape[1])
+    status = _check_call(indptr, cols, src.shape, out.shape, weight != NULL, heads)
     if status != -1 or src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
         return status
     _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(value_t),
@@ -333,11 +341,7 @@ cdef Py_ssize_t gather_scatter_nan_csr(nan_op_t op, const nan_value_t[:, :, ::co
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
     cdef Geo G
-    if indptr.shape[0] != rows + 1 or src.shape[0] != out.shape[0] or src.shape[2] != out.shape[2]:
-        return -2 - rows
-    if weight != NULL and (heads < 1 or src.shape[2] % heads):
-        return -2 - rows
-    status = check_csr(indptr, cols, src.shape[1])
+    status = _check_call(indptr, cols, src.shape, out.shape, weight != NULL, heads)
     if status != -1 or src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
         return status
     _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(nan_value_t),

@@ -43,6 +43,11 @@ def native(dtype) -> np.dtype:
     return np.dtype(dtype).newbyteorder("=")
 
 
+def _parts(a):
+    """The real and imaginary parts of a complex array as views (in-place work on them writes `a`), else `a`."""
+    return (a.real, a.imag) if a.dtype.kind == "c" else (a,)
+
+
 @dataclass(frozen=True)
 class Op:
     """One scatter reduction.
@@ -128,17 +133,22 @@ class Op:
     def divide(self, work3, counts, xp=np, threads: int = 0) -> None:
         """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place. Element counts
         (outer, size, inner) of a NaN-skipping op: one kernel pass for float32/float64 host arrays, else the
-        counts are clamped to 1 in place, so no counts-sized temporary is made."""
+        counts are clamped to 1 in place, so no counts-sized temporary is made. Complex sums divide their real
+        and imaginary parts by the real divisor (a complex division by c + 0j, NumPy's included, rounds the
+        complex64 quotient through a reciprocal: 1 ulp off in 40% of means, as NumPy's own np.mean is not)."""
         if counts.ndim == 3:
             if xp is np and work3.dtype in (np.float32, np.float64) and counts.dtype in (np.int32, np.int64) \
                     and work3.flags.c_contiguous and counts.flags.c_contiguous:
                 nan_kernels.divide(work3, counts)
                 return
             xp.maximum(counts, 1, out=counts)
-            xp.divide(work3, counts, out=work3, dtype=work3.dtype, casting="unsafe")
+            for part in _parts(work3):
+                xp.divide(part, counts, out=part, dtype=part.dtype, casting="unsafe")
             return
         if self.sqrt_counts or not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
-            work3 /= self.divisor(counts, work3.dtype, xp)
+            divisor = self.divisor(counts, work3.dtype, xp)
+            for part in _parts(work3):
+                part /= divisor
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)

@@ -103,6 +103,17 @@ def result_dtype(op, src_dtype):
     return src_dtype
 
 
+def divide_parts(values, divisor):
+    """values / divisor for a real divisor, each part of a complex value divided by it as np.mean does (a complex
+    division by divisor + 0j rounds the complex64 quotient through a reciprocal)."""
+    values, divisor = np.asarray(values), np.asarray(divisor)
+    quotient = np.empty(np.broadcast_shapes(values.shape, divisor.shape), values.dtype)
+    quotient.real = values.real / divisor
+    if values.dtype.kind == "c":
+        quotient.imag = values.imag / divisor
+    return quotient
+
+
 def _resolve(c, size, mode):
     """Apply the out-of-range mode to one coordinate; None means skip."""
     c = int(c)
@@ -161,7 +172,7 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
         hit = elements > 0
     if op in DIVISOR:
         shaped = elements if op == "nanmean" else counts.reshape((1,) * len(batch) + dims + (1,) * len(feat))
-        means = acc / DIVISOR[op](np.maximum(shaped, 1).astype(acc.real.dtype))
+        means = divide_parts(acc, DIVISOR[op](np.maximum(shaped, 1).astype(acc.real.dtype)))
         acc = np.where(hit, init + means if dst is not None else means, init)
     if fill_value is not None and dst is None:
         acc = np.where(hit, acc, np.asarray(fill_value).astype(rdtype))

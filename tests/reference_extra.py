@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from reference import UPDATE, _resolve, compute_dtype, identity, result_dtype
+from reference import UPDATE, _resolve, compute_dtype, divide_parts, identity, result_dtype
 
 
 def layout(src, index, axis):
@@ -98,7 +98,8 @@ def ref_segment(src, indptr, op, *, axis=0, fill_value=None):
                 break
             acc[s] = UPDATE[op](acc[s], rows[p].astype(cdtype))
         if op in ("mean", "sqrt_n") and count:
-            acc[s] = acc[s] / (count if op == "mean" else np.sqrt(acc.real.dtype.type(count)))
+            acc[s] = divide_parts(acc[s], acc.real.dtype.type(count) if op == "mean"
+                                  else np.sqrt(acc.real.dtype.type(count)))
         if count == 0 and fill_value is not None:
             acc[s] = fill_value
     return np.moveaxis(acc.astype(rdtype), 0, axis)

@@ -244,8 +244,7 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
     """`run_counted` on host arrays (`cyscatter/nan_kernels.pyx`): the entries of each destination row are
     counted first (applying the index mode); each element's NaN entries are counted in the narrowest unsigned
     type that the largest row count fits, in nansum's pass while the tables fit the cache (`_machine`), else by
-    a second pass over the NaN positions that nansum's pass wrote, one bit per src value, run only when it met a
-    NaN (other ops scatter first, then count from src). Without
+    a second pass over src run only when the sum pass met a NaN (other ops scatter first, then count). Without
     any NaN the row counts are the counts, and `element_counts` (fresh zeroed pages) is never
     written; else it receives the row counts minus the NaN counts, or with `split` the two are returned apart
     (`NanCounts`)."""
@@ -262,10 +261,8 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
     narrow = next(t for t in NAN_COUNT_DTYPES if most <= np.iinfo(t).max)
     fused = work3.size * (work3.itemsize + np.dtype(narrow).itemsize) <= _machine.ACTIVE.fused_count_bytes
     nansum = op.opcode == kernels.OpCode.OP_NANADD
-    bits = None
-    if nansum and not fused:   # NaN positions, 1 bit per src value, zeroed pages written only for NaN rows
-        bits = np.zeros((src3.shape[0], src3.shape[1], -(-src3.shape[2] // 16)), np.uint16)
-        found = nan_kernels.nansum(src3, plan.flat, work3, bits, threads)
+    if nansum and not fused:
+        found = nan_kernels.nansum(src3, plan.flat, work3, threads)
     elif not nansum:
         run_scatter(op.opcode, src3, plan, work3, None, threads)
         found = True
@@ -275,9 +272,7 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
         return rows
     # cache-line aligned (a 64-byte row of uint8 counts at NumPy's 16-byte offset spans two lines)
     nan = kernels.fresh_table(work3.shape, narrow, 0)
-    if bits is not None:
-        found = nan_kernels.count_bits(bits, plan.flat, nan, threads)
-    elif fused and nansum:
+    if fused and nansum:
         found = nan_kernels.nansum_count(src3, plan.flat, work3, nan, threads)
     else:
         found = nan_kernels.count(src3, plan.flat, nan, threads)

@@ -99,9 +99,6 @@ cdef extern from *:
     #define CYSCATTER_PACK8(SUF, i)  _mm_packs_epi16(                                                     \
         _mm_packs_epi32(cyscatter_nan4_##SUF(d, s, i), cyscatter_nan4_##SUF(d, s, i + 4)),                 \
         _mm_packs_epi32(cyscatter_nan4_##SUF(d, s, i + 8), cyscatter_nan4_##SUF(d, s, i + 12)))
-    #define CYSCATTER_PACK8_OF(SUF, p) _mm_packs_epi16(                                                   \
-        _mm_packs_epi32(cyscatter_nan4_##SUF(NULL, p, 0), cyscatter_nan4_##SUF(NULL, p, 4)),               \
-        _mm_packs_epi32(cyscatter_nan4_##SUF(NULL, p, 8), cyscatter_nan4_##SUF(NULL, p, 12)))
     #define CYSCATTER_PACK16(SUF, i) _mm_packs_epi32(cyscatter_nan4_##SUF(d, s, i), cyscatter_nan4_##SUF(d, s, i + 4))
     #define CYSCATTER_PACK32(SUF, i) cyscatter_nan4_##SUF(d, s, i)
     #define CYSCATTER_NAN_COUNT(T, SUF, BITS, CT, STEP, SUB, PACK)                                         \
@@ -141,55 +138,6 @@ cdef extern from *:
     CYSCATTER_NAN_COUNT(double, d, 8, uint8_t, 16, _mm_sub_epi8, CYSCATTER_PACK8)
     CYSCATTER_NAN_COUNT(double, d, 16, uint16_t, 8, _mm_sub_epi16, CYSCATTER_PACK16)
     CYSCATTER_NAN_COUNT(double, d, 32, int32_t, 4, _mm_sub_epi32, CYSCATTER_PACK32)
-    /* The NaN positions of 16 values as the bits of a word (bit b: value b), and back: c[b] += bit b of m for
-       16 counts. The sum pass of large tables writes these words for its NaN rows, so that the counting pass
-       reads 2 bytes per 16 values instead of src again (64 or 128). */
-    #if defined(__SSE2__)
-    static inline unsigned cyscatter_nan_word_f(const float* s) {
-        return (unsigned)_mm_movemask_epi8(CYSCATTER_PACK8_OF(f, s));
-    }
-    static inline unsigned cyscatter_nan_word_d(const double* s) {
-        return (unsigned)_mm_movemask_epi8(CYSCATTER_PACK8_OF(d, s));
-    }
-    static inline void cyscatter_add_word8(uint8_t* c, unsigned m) {
-        const __m128i sel = _mm_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32, 64, -128);
-        __m128i v = _mm_unpacklo_epi64(_mm_set1_epi8((char)(m & 0xFF)), _mm_set1_epi8((char)(m >> 8)));
-        __m128i hit = _mm_cmpeq_epi8(_mm_and_si128(v, sel), sel);
-        _mm_storeu_si128((__m128i*)c, _mm_sub_epi8(_mm_loadu_si128((const __m128i*)c), hit));
-    }
-    static inline void cyscatter_add_word16(uint16_t* c, unsigned m) {
-        const __m128i lo = _mm_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128);
-        const __m128i hi = _mm_setr_epi16(256, 512, 1024, 2048, 4096, 8192, 16384, -32768);
-        __m128i v = _mm_set1_epi16((short)m);
-        _mm_storeu_si128((__m128i*)c, _mm_sub_epi16(_mm_loadu_si128((const __m128i*)c),
-                                                    _mm_cmpeq_epi16(_mm_and_si128(v, lo), lo)));
-        _mm_storeu_si128((__m128i*)(c + 8), _mm_sub_epi16(_mm_loadu_si128((const __m128i*)(c + 8)),
-                                                          _mm_cmpeq_epi16(_mm_and_si128(v, hi), hi)));
-    }
-    static inline void cyscatter_add_word32(int32_t* c, unsigned m) {
-        __m128i v = _mm_set1_epi32((int)m), sel = _mm_setr_epi32(1, 2, 4, 8);
-        for (int q = 0; q < 4; q++, sel = _mm_slli_epi32(sel, 4)) {
-            __m128i x = _mm_loadu_si128((const __m128i*)(c + 4 * q));
-            _mm_storeu_si128((__m128i*)(c + 4 * q), _mm_sub_epi32(x, _mm_cmpeq_epi32(_mm_and_si128(v, sel), sel)));
-        }
-    }
-    #else
-    #define CYSCATTER_NAN_WORD(T, SUF)                                                                     \
-        static inline unsigned cyscatter_nan_word_##SUF(const T* s) {                                      \
-            unsigned m = 0;                                                                                \
-            for (int b = 0; b < 16; b++) m |= (unsigned)(s[b] != s[b]) << b;                               \
-            return m;                                                                                      \
-        }
-    CYSCATTER_NAN_WORD(float, f)
-    CYSCATTER_NAN_WORD(double, d)
-    #define CYSCATTER_ADD_WORD(BITS, CT)                                                                   \
-        static inline void cyscatter_add_word##BITS(CT* c, unsigned m) {                                   \
-            for (int b = 0; b < 16; b++) c[b] += (m >> b) & 1;                                             \
-        }
-    CYSCATTER_ADD_WORD(8, uint8_t)
-    CYSCATTER_ADD_WORD(16, uint16_t)
-    CYSCATTER_ADD_WORD(32, int32_t)
-    #endif
     """
     int cyscatter_nan_count_f8(float* d, const float* s, uint8_t* c, Py_ssize_t w) noexcept nogil
     int cyscatter_nan_count_f16(float* d, const float* s, uint16_t* c, Py_ssize_t w) noexcept nogil
@@ -197,11 +145,6 @@ cdef extern from *:
     int cyscatter_nan_count_d8(double* d, const double* s, uint8_t* c, Py_ssize_t w) noexcept nogil
     int cyscatter_nan_count_d16(double* d, const double* s, uint16_t* c, Py_ssize_t w) noexcept nogil
     int cyscatter_nan_count_d32(double* d, const double* s, int32_t* c, Py_ssize_t w) noexcept nogil
-    unsigned cyscatter_nan_word_f(const float* s) noexcept nogil
-    unsigned cyscatter_nan_word_d(const double* s) noexcept nogil
-    void cyscatter_add_word8(uint8_t* c, unsigned m) noexcept nogil
-    void cyscatter_add_word16(uint16_t* c, unsigned m) noexcept nogil
-    void cyscatter_add_word32(int32_t* c, unsigned m) noexcept nogil
     int cyscatter_has_nan_f(const float* s, Py_ssize_t w) noexcept nogil
     int cyscatter_has_nan_d(const double* s, Py_ssize_t w) noexcept nogil
 
@@ -210,7 +153,6 @@ cdef enum:
     CACHE_BYTES = 64
     MAX_PARTS = 256    # threads one call may use (more are not given more work)
     SMALL_TABLE = 256 * 1024   # tables up to this size need no prefetch (a quarter of the L2, as kernels.pyx)
-    WORD = 16          # values per word of NaN positions (a LINE: threads' feature columns never share a word)
 
 
 cdef inline bint _has_nan(const nan_value_t* s, Py_ssize_t w) noexcept nogil:
@@ -302,37 +244,6 @@ cdef inline bint _update_row(nan_value_t* d, const nan_value_t* s, nan_count_t* 
     return _update(d, s, c, width, expect_nan)
 
 
-cdef inline void _nan_words(const nan_value_t* s, uint16_t* words, Py_ssize_t width) noexcept nogil:
-    """The NaN positions of a contiguous row as words of 16 bits (the last one partial)."""
-    cdef Py_ssize_t f, w
-    cdef unsigned int m
-    for w in range((width + WORD - 1) // WORD):
-        if (nan_value_t is float or nan_value_t is double) and (w + 1) * WORD <= width:
-            if nan_value_t is float:
-                words[w] = <uint16_t>cyscatter_nan_word_f(s + w * WORD)
-            else:
-                words[w] = <uint16_t>cyscatter_nan_word_d(s + w * WORD)
-        else:
-            m = 0
-            for f in range(w * WORD, min(width, (w + 1) * WORD)):
-                m |= (<unsigned int>(s[f] != s[f])) << (f - w * WORD)
-            words[w] = <uint16_t>m
-
-
-cdef inline void _add_word(nan_count_t* c, unsigned int m, Py_ssize_t nb) noexcept nogil:
-    """c[b] += bit b of m, b < nb (at most 16)."""
-    cdef Py_ssize_t b
-    if nan_count_t is uint8_t and nb == WORD:
-        cyscatter_add_word8(c, m)
-    elif nan_count_t is uint16_t and nb == WORD:
-        cyscatter_add_word16(c, m)
-    elif nan_count_t is int32_t and nb == WORD:
-        cyscatter_add_word32(c, m)
-    else:
-        for b in range(nb):
-            c[b] += (m >> b) & 1
-
-
 cdef inline void _prefetch_row(const void* p, Py_ssize_t nbytes) noexcept nogil:
     """Every cache line of [p, p + nbytes), for writing: a row that does not start on a line touches one more
     (NumPy's large buffers start 16 bytes past a page boundary)."""
@@ -345,10 +256,9 @@ cdef inline void _prefetch_row(const void* p, Py_ssize_t nbytes) noexcept nogil:
 cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssize_t row_stride,
                          Py_ssize_t feature_stride, const index_t* index, Py_ssize_t n, nan_value_t* out,
                          Py_ssize_t out_outer_stride, Py_ssize_t out_row_stride, Py_ssize_t out_feature_stride,
-                         nan_count_t* counts, Py_ssize_t size, Py_ssize_t inner, uint16_t* bits,
-                         Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f0, Py_ssize_t f1) noexcept nogil:
-    cdef Py_ssize_t o, k, f, width = f1 - f0, found = 0, words = (inner + WORD - 1) // WORD
-    cdef uint16_t* b = NULL
+                         nan_count_t* counts, Py_ssize_t size, Py_ssize_t inner, Py_ssize_t o0, Py_ssize_t o1,
+                         Py_ssize_t f0, Py_ssize_t f1) noexcept nogil:
+    cdef Py_ssize_t o, k, f, width = f1 - f0, found = 0
     cdef Py_ssize_t row_bytes = width * <Py_ssize_t>sizeof(nan_value_t)
     cdef Py_ssize_t count_bytes = width * <Py_ssize_t>sizeof(nan_count_t)
     # destination rows are random: fetched ~4 KB of rows ahead as the core kernels do (NOTES.md), the count rows
@@ -371,8 +281,6 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
     for o in range(o0, o1):
         s = src + o * outer_stride + f0 * feature_stride
         c = counts + o * size * inner + f0 if counts != NULL else NULL
-        if bits != NULL:
-            b = bits + o * n * words + f0 // WORD
         if out != NULL:
             d = out + o * out_outer_stride + f0 * out_feature_stride
         if feature_stride != 1 or (out != NULL and out_feature_stride != 1):
@@ -389,8 +297,6 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
                         found += 1
                         if c != NULL:
                             c[j * inner + f] += 1
-                        if b != NULL:
-                            b[k * words + f // WORD] |= <uint16_t>(1 << (f % WORD))
             continue
         for k in range(n):
             if k + ahead < n:
@@ -408,41 +314,6 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
             nan_row = _update_row(d + j * out_row_stride if out != NULL else NULL, s + k * row_stride,
                                   c + j * inner if c != NULL else NULL, width, nan_row)
             found += nan_row
-            if nan_row and b != NULL:
-                _nan_words(s + k * row_stride, b + k * words, width)
-    return found
-
-
-cdef Py_ssize_t count_words(const uint16_t* bits, const index_t* index, Py_ssize_t n, nan_count_t* counts,
-                            Py_ssize_t size, Py_ssize_t inner, Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f0,
-                            Py_ssize_t f1) noexcept nogil:
-    cdef Py_ssize_t o, k, w, words = (inner + WORD - 1) // WORD, w0 = f0 // WORD, w1 = (f1 + WORD - 1) // WORD
-    cdef Py_ssize_t found = 0, count_bytes = (f1 - f0) * <Py_ssize_t>sizeof(nan_count_t)
-    cdef Py_ssize_t ahead = min(64, max(16, 4096 // max(count_bytes, 1)))
-    cdef bint fetch = size * inner * <Py_ssize_t>sizeof(nan_count_t) > SMALL_TABLE and ahead < n
-    cdef unsigned int any
-    cdef index_t j
-    cdef const uint16_t* row
-    cdef nan_count_t* c
-    if f1 <= f0:
-        return 0
-    for o in range(o0, o1):
-        c = counts + o * size * inner
-        for k in range(n):
-            if fetch and k + ahead < n:
-                j = index[k + ahead]
-                if <uint64_t>j < <uint64_t>size:
-                    _prefetch_row(c + j * inner + f0, count_bytes)
-            row = bits + (o * n + k) * words
-            any = 0
-            for w in range(w0, w1):
-                any |= row[w]
-            if any == 0:   # one branch a row, predicted when NaN is rare or common (not one a word)
-                continue
-            j = index[k]
-            found += 1
-            for w in range(w0, w1):
-                _add_word(c + j * inner + w * WORD, row[w], min(<Py_ssize_t>WORD, f1 - w * WORD))
     return found
 
 
@@ -463,24 +334,15 @@ def row_counts(const index_t[::1] index not None, int64_t[::1] rows not None, in
     return status
 
 
-cdef inline Py_ssize_t _part(const nan_value_t* s, Py_ssize_t so, Py_ssize_t sr, Py_ssize_t sf, Py_ssize_t n,
-                             Py_ssize_t inner, const index_t* index, nan_value_t* d, Py_ssize_t doo, Py_ssize_t dor,
-                             Py_ssize_t dof, nan_count_t* counts, Py_ssize_t size, uint16_t* bits, bint from_bits,
-                             Py_ssize_t o0, Py_ssize_t o1, Py_ssize_t f0, Py_ssize_t f1) noexcept nogil:
-    if from_bits:
-        return count_words(bits, index, n, counts, size, inner, o0, o1, f0, f1)
-    return nan_pass(s, so, sr, sf, index, n, d, doo, dor, dof, counts, size, inner, bits, o0, o1, f0, f1)
-
-
-cdef Py_ssize_t _run(const nan_value_t* s, Py_ssize_t so, Py_ssize_t sr, Py_ssize_t sf, Py_ssize_t outer,
-                     Py_ssize_t n, Py_ssize_t inner, const index_t* index, nan_value_t* d, Py_ssize_t doo,
-                     Py_ssize_t dor, Py_ssize_t dof, nan_count_t* counts, Py_ssize_t size, uint16_t* bits,
-                     bint from_bits, int num_threads) noexcept nogil:
-    """`nan_pass` (or with `from_bits` `count_words`) on threads: batch slices split among them, else feature
-    columns (whole lines, so whole words of `bits`), so that each element has one writer and the result does
-    not depend on the thread count."""
+cdef Py_ssize_t _run(const nan_value_t[:, :, :] src, const index_t[::1] index, nan_value_t* d, Py_ssize_t doo,
+                     Py_ssize_t dor, Py_ssize_t dof, nan_count_t* counts, Py_ssize_t size,
+                     int num_threads) noexcept nogil:
+    """`nan_pass` on threads: batch slices split among them, else feature columns (whole lines), so that each
+    element has one writer and the result does not depend on the thread count."""
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], total = 0
+    cdef Py_ssize_t item = sizeof(nan_value_t)
+    cdef Py_ssize_t so = src.strides[0] // item, sr = src.strides[1] // item, sf = src.strides[2] // item
     cdef Py_ssize_t found[MAX_PARTS]
-    cdef Py_ssize_t total = 0
     cdef int parts, t
     if outer == 0 or n == 0 or inner == 0 or size == 0:
         return 0
@@ -488,28 +350,18 @@ cdef Py_ssize_t _run(const nan_value_t* s, Py_ssize_t so, Py_ssize_t sr, Py_ssiz
     if outer < parts and inner < 2 * LINE:
         parts = 1
     if parts == 1:
-        return _part(s, so, sr, sf, n, inner, index, d, doo, dor, dof, counts, size, bits, from_bits, 0, outer, 0,
-                     inner)
+        return nan_pass(&src[0, 0, 0], so, sr, sf, &index[0], n, d, doo, dor, dof, counts, size, inner, 0, outer, 0,
+                        inner)
     for t in prange(parts, num_threads=parts, schedule='static', chunksize=1):
         if outer >= parts:
-            found[t] = _part(s, so, sr, sf, n, inner, index, d, doo, dor, dof, counts, size, bits, from_bits,
-                             (outer * t) // parts, (outer * (t + 1)) // parts, 0, inner)
+            found[t] = nan_pass(&src[0, 0, 0], so, sr, sf, &index[0], n, d, doo, dor, dof, counts, size, inner,
+                                (outer * t) // parts, (outer * (t + 1)) // parts, 0, inner)
         else:
-            found[t] = _part(s, so, sr, sf, n, inner, index, d, doo, dor, dof, counts, size, bits, from_bits, 0,
-                             outer, _cut(inner, parts, t), _cut(inner, parts, t + 1))
+            found[t] = nan_pass(&src[0, 0, 0], so, sr, sf, &index[0], n, d, doo, dor, dof, counts, size, inner, 0,
+                                outer, _cut(inner, parts, t), _cut(inner, parts, t + 1))
     for t in range(parts):
         total += found[t]
     return total
-
-
-cdef inline Py_ssize_t _run_src(const nan_value_t[:, :, :] src, const index_t[::1] index, nan_value_t* d,
-                                Py_ssize_t doo, Py_ssize_t dor, Py_ssize_t dof, nan_count_t* counts, Py_ssize_t size,
-                                uint16_t* bits, int num_threads) noexcept nogil:
-    cdef Py_ssize_t item = sizeof(nan_value_t)
-    if src.shape[0] == 0 or src.shape[1] == 0 or src.shape[2] == 0:
-        return 0
-    return _run(&src[0, 0, 0], src.strides[0] // item, src.strides[1] // item, src.strides[2] // item, src.shape[0],
-                src.shape[1], src.shape[2], &index[0], d, doo, dor, dof, counts, size, bits, False, num_threads)
 
 
 def _check(what, src, index, table):
@@ -519,33 +371,19 @@ def _check(what, src, index, table):
                          f"{tuple(table.shape[:3])} do not match")
 
 
-cdef uint16_t* _words_of(src, index, uint16_t[:, :, ::1] bits) except? NULL:
-    """`bits` checked against src (outer, n, inner): (outer, n, ceil(inner / 16)) words; NULL for None."""
-    if bits is None:
-        return NULL
-    if (bits.shape[0], bits.shape[1], bits.shape[2]) != (src.shape[0], index.shape[0], (src.shape[2] + WORD - 1) //
-                                                        WORD):
-        raise ValueError(f"bits {(bits.shape[0], bits.shape[1], bits.shape[2])} do not match src "
-                         f"{tuple(src.shape[:3])} (one 16-bit word per 16 values of a row)")
-    return &bits[0, 0, 0] if bits.shape[0] * bits.shape[1] * bits.shape[2] else NULL
-
-
 def nansum(const nan_value_t[:, :, :] src not None, const index_t[::1] index not None,
-           nan_value_t[:, :, :] out not None, uint16_t[:, :, ::1] bits=None, int num_threads=0):
+           nan_value_t[:, :, :] out not None, int num_threads=0):
     """out[o, index[k], f] = nansum's update of it by src[o, k, f] (the core kernel's, bit for bit), in index
     order, for `src` (outer, n, inner) and `out` (outer, size, inner) of any strides and `index` the planned flat
-    index (n,) (entries outside [0, size) skipped: `row_counts` applied the call's index mode). With `bits`
-    (zeros, (outer, n, ceil(inner / 16)) uint16), the NaN positions of each src row in range that holds a NaN
-    are written there, bit f % 16 of word f // 16 for feature f (`count_bits` counts from them). Returns 0 when
-    src held no NaN in an entry in range, else a positive number: whether there is anything to count."""
+    index (n,) (entries outside [0, size) skipped: `row_counts` applied the call's index mode). Returns 0 when
+    src held no NaN in an entry in range, else a positive number: whether `count` has anything to count."""
     _check("nansum", src, index, out)
-    cdef uint16_t* words = _words_of(src, index, bits)
     cdef Py_ssize_t item = sizeof(nan_value_t), total
     cdef uint8_t* none = NULL
     with nogil:
-        total = _run_src(src, index, &out[0, 0, 0] if out.shape[0] * out.shape[1] * out.shape[2] else NULL,
-                         out.strides[0] // item, out.strides[1] // item, out.strides[2] // item, none, out.shape[1],
-                         words, num_threads)
+        total = _run(src, index, &out[0, 0, 0] if out.shape[0] * out.shape[1] * out.shape[2] else NULL,
+                     out.strides[0] // item, out.strides[1] // item, out.strides[2] // item, none, out.shape[1],
+                     num_threads)
     return total
 
 
@@ -561,10 +399,10 @@ def nansum_count(const nan_value_t[:, :, :] src not None, const index_t[::1] ind
                          "match")
     cdef Py_ssize_t item = sizeof(nan_value_t), total
     with nogil:
-        total = _run_src(src, index, &out[0, 0, 0] if out.shape[0] * out.shape[1] * out.shape[2] else NULL,
-                         out.strides[0] // item, out.strides[1] // item, out.strides[2] // item,
-                         &counts[0, 0, 0] if counts.shape[0] * counts.shape[1] * counts.shape[2] else NULL,
-                         out.shape[1], NULL, num_threads)
+        total = _run(src, index, &out[0, 0, 0] if out.shape[0] * out.shape[1] * out.shape[2] else NULL,
+                     out.strides[0] // item, out.strides[1] // item, out.strides[2] // item,
+                     &counts[0, 0, 0] if counts.shape[0] * counts.shape[1] * counts.shape[2] else NULL,
+                     out.shape[1], num_threads)
     return total
 
 
@@ -576,28 +414,8 @@ def count(const nan_value_t[:, :, :] src not None, const index_t[::1] index not 
     _check("count", src, index, counts)
     cdef Py_ssize_t total
     with nogil:
-        total = _run_src(src, index, NULL, 0, 0, 0, &counts[0, 0, 0] if counts.shape[0] * counts.shape[1] *
-                         counts.shape[2] else NULL, counts.shape[1], NULL, num_threads)
-    return total
-
-
-def count_bits(const uint16_t[:, :, ::1] bits not None, const index_t[::1] index not None,
-               nan_count_t[:, :, ::1] counts not None, int num_threads=0):
-    """counts[o, index[k], f] += 1 for every bit set in `bits` (`nansum`'s NaN positions, (outer, n,
-    ceil(inner / 16))), entries outside [0, size) skipped; `counts` (outer, size, inner) C-contiguous. The
-    counting pass of tables too large to count in the sum pass: it reads 2 bytes per 16 src values, where a
-    second pass over src read 64 (float32) or 128. Returns 0 when no bit was set, else a positive number."""
-    cdef Py_ssize_t outer = counts.shape[0], n = index.shape[0], inner = counts.shape[2], total
-    cdef const float* no_src = NULL
-    cdef float* no_out = NULL
-    if (bits.shape[0], bits.shape[1], bits.shape[2]) != (outer, n, (inner + WORD - 1) // WORD):
-        raise ValueError(f"count_bits: bits {(bits.shape[0], bits.shape[1], bits.shape[2])}, index ({n},) and "
-                         f"counts {(outer, counts.shape[1], inner)} do not match")
-    if outer * n * inner == 0 or counts.shape[1] == 0:
-        return 0
-    with nogil:
-        total = _run(no_src, 0, 0, 0, outer, n, inner, &index[0], no_out, 0, 0, 0, &counts[0, 0, 0],
-                     counts.shape[1], <uint16_t*>&bits[0, 0, 0], True, num_threads)
+        total = _run(src, index, NULL, 0, 0, 0, &counts[0, 0, 0] if counts.shape[0] * counts.shape[1] *
+                     counts.shape[2] else NULL, counts.shape[1], num_threads)
     return total
 
 

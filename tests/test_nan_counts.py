@@ -209,49 +209,6 @@ def test_nansum_kernel(dtype, width, strided_out):
     assert_same(out, ref_scatter(clean[keep], idx[keep], "nansum", dst=start.copy()))
 
 
-def expected_words(src, idx, size):
-    """The NaN positions of each src row in range that holds a NaN, 16 per uint16 word (bit f % 16 of word
-    f // 16), by NumPy's packbits."""
-    outer, n, inner = src.shape
-    words = -(-inner // 16)
-    isnan = np.isnan(src) & ((idx >= 0) & (idx < size))[None, :, None]
-    padded = np.zeros((outer, n, words * 16), bool)
-    padded[:, :, :inner] = isnan
-    packed = np.packbits(padded.reshape(outer, n, words, 2, 8), axis=-1, bitorder="little")[..., 0]
-    return packed[..., 0].astype(np.uint16) | (packed[..., 1].astype(np.uint16) << 8)
-
-
-@pytest.mark.parametrize("dtype", VALUE_DTYPES)
-@pytest.mark.parametrize("width", [1, 15, 16, 17, 64, 70])
-@pytest.mark.parametrize("threads", [1, 2])
-def test_nansum_words_and_count_bits(dtype, width, threads):
-    """The two passes of large tables: nansum writes each NaN row's positions as bits, count_bits counts them."""
-    rng = np.random.default_rng([len(dtype), width, threads])
-    src = nan_src(rng, (2, 400, width), 0.1, dtype)
-    src[:, ::5] = np.where(np.isnan(src[:, ::5]), 1, src[:, ::5])   # rows without NaN: no bits written
-    idx = rng.integers(-3, 23, 400)
-    out = np.full((2, 20, width), -0.0, dtype)
-    bits = np.zeros((2, 400, -(-width // 16)), np.uint16)
-    assert nan_kernels.nansum(src, idx, out, bits, threads) > 0
-    np.testing.assert_array_equal(bits, expected_words(src, idx, 20))
-    keep = (idx >= 0) & (idx < 20)
-    for o in range(2):
-        assert_same(out[o], ref_scatter(src[o, keep], idx[keep], "nansum", dst=np.full((20, width), -0.0, dtype)))
-    for count_dtype in COUNT_DTYPES:
-        counts = np.zeros((2, 20, width), count_dtype)
-        assert nan_kernels.count_bits(bits, idx, counts, threads) > 0
-        np.testing.assert_array_equal(counts, expected_nan_counts(src, idx, 20))
-    assert nan_kernels.count_bits(np.zeros_like(bits), idx, counts, threads) == 0
-
-
-def test_words_check_extents():
-    src, idx = np.zeros((1, 4, 17)), np.zeros(4, np.int64)
-    with pytest.raises(ValueError, match="do not match"):
-        nan_kernels.nansum(src, idx, np.zeros((1, 5, 17)), np.zeros((1, 4, 1), np.uint16))
-    with pytest.raises(ValueError, match="do not match"):
-        nan_kernels.count_bits(np.zeros((1, 4, 1), np.uint16), idx, np.zeros((1, 5, 17), np.uint8))
-
-
 @pytest.mark.parametrize("mode", [0, 1])
 def test_row_counts(mode):
     idx = np.array([3, 0, 3, 9, 1, -1, 3])

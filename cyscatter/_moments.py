@@ -39,15 +39,18 @@ def _minus_taken(ctx, mean3):
 
 def nan_deviations3(ctx):
     """`deviations3` over the non-NaN entries (complex: either part NaN): (deviations, NaN at NaN entries, and the
-    non-NaN counts of each output element as (outer, size, inner), in the real dtype). The means and counts
-    are nanmean's (its counting kernels on the host: no mask of src is made)."""
+    non-NaN counts of each output element, integers broadcastable against (outer, size, inner): the entries per
+    row, (1, size, 1), when src holds no NaN). The means and counts are nanmean's (its counting kernels on the
+    host: no mask of src is made, and no counts-sized float array)."""
     xp, op = ctx.xp, get_op("nanmean")
     shape3 = (ctx.src3.shape[0], ctx.plan.size, ctx.src3.shape[2])
     sums = op.fresh(shape3, ctx.src3.dtype, xp)
-    counts = run_counted(ctx.be.run_scatter, op, ctx.src3, ctx.plan, sums, new_counts(op, shape3, xp, n=ctx.plan.n))
-    counts = xp.broadcast_to(counts3(counts), shape3).astype(ctx.src3.real.dtype)
-    mean = sums / xp.maximum(counts, 1)
-    return _minus_taken(ctx, mean), counts
+    counts = counts3(run_counted(ctx.be.run_scatter, op, ctx.src3, ctx.plan, sums,
+                                 new_counts(op, shape3, xp, n=ctx.plan.n)))
+    divisor = xp.maximum(counts, 1)
+    for part in (sums.real, sums.imag) if sums.dtype.kind == "c" else (sums,):   # each part: correctly rounded
+        xp.divide(part, divisor, out=part, dtype=part.dtype, casting="unsafe")
+    return _minus_taken(ctx, sums), counts
 
 
 def var3(ctx, ddof, skip_nan: bool = False):
@@ -65,8 +68,10 @@ def var3(ctx, ddof, skip_nan: bool = False):
         squares = ctx.xp.multiply(dev, dev, out=dev)   # dev is this call's own buffer
     # the NaN entries' deviations are NaN: nansum leaves them out
     summed = ctx.put(squares, kernels.OpCode.OP_NANADD if skip_nan else kernels.OpCode.OP_ADD)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return ctx.xp.where(dof > 0, summed / dof.astype(squares.dtype), np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):   # in place: no output-sized temporaries but dof's
+        ctx.xp.divide(summed, dof, out=summed, dtype=summed.dtype, casting="unsafe")
+    ctx.xp.copyto(summed, np.nan, where=~(dof > 0))
+    return summed
 
 
 def check_ddof(ddof) -> float:

@@ -58,10 +58,10 @@ def var3(ctx, ddof, skip_nan: bool = False):
     `skip_nan`: over the non-NaN entries of each element (numpy_groupies' nanvar, NumPy's np.nanvar)."""
     if skip_nan:
         dev, counts = nan_deviations3(ctx)
-        dof = counts - ddof
     else:
         dev, counts = deviations3(ctx)
-        dof = (counts - ddof)[None, :, None]
+        counts = counts[None, :, None]
+    dof = ctx.xp.subtract(counts, ddof, dtype=dev.real.dtype)   # in the result's dtype: no float64 copy
     if dev.dtype.kind == "c":
         squares = dev.real * dev.real + dev.imag * dev.imag
     else:
@@ -69,7 +69,7 @@ def var3(ctx, ddof, skip_nan: bool = False):
     # the NaN entries' deviations are NaN: nansum leaves them out
     summed = ctx.put(squares, kernels.OpCode.OP_NANADD if skip_nan else kernels.OpCode.OP_ADD)
     with np.errstate(divide="ignore", invalid="ignore"):   # in place: no output-sized temporaries but dof's
-        ctx.xp.divide(summed, dof, out=summed, dtype=summed.dtype, casting="unsafe")
+        ctx.xp.divide(summed, dof, out=summed)
     ctx.xp.copyto(summed, np.nan, where=~(dof > 0))
     return summed
 

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 def deviations3(ctx):
     """(src - its group mean as (outer, n, inner), group counts as (size,)); dropped entries are not members."""
     counts = ctx.counts()
-    mean = ctx.put(ctx.src3) / ctx.xp.maximum(counts, 1)[None, :, None].astype(ctx.src3.real.dtype)
+    with np.errstate(invalid="ignore"):   # a complex infinity over the count: NaN parts, np.var's NaN variance
+        mean = ctx.put(ctx.src3) / ctx.xp.maximum(counts, 1)[None, :, None].astype(ctx.src3.real.dtype)
     return _minus_taken(ctx, mean), counts
 
 
@@ -34,14 +35,15 @@ def _minus_taken(ctx, mean3):
     """src3 - mean3[:, flat, :], in the buffer of the gather: each fresh src-sized array costs its page faults
     (W1: about 0.1 s of 0.3 s for scatter_var on this VM)."""
     taken = ctx.take(mean3.astype(ctx.src3.dtype, copy=False))
-    return ctx.xp.subtract(ctx.src3, taken, out=taken)
+    with np.errstate(invalid="ignore"):   # inf - inf: the NaN variance of a group holding an infinity
+        return ctx.xp.subtract(ctx.src3, taken, out=taken)
 
 
 def nan_deviations3(ctx):
-    """`deviations3` over the non-NaN entries (complex: either part NaN): (deviations, NaN at NaN entries, and the
+    """`deviations3` over the non-NaN entries (complex: either part NaN): (deviations, NaN at NaN entries, the
     non-NaN counts of each output element, integers broadcastable against (outer, size, inner): the entries per
-    row, (1, size, 1), when src holds no NaN). The means and counts are nanmean's (its counting kernels on the
-    host: no mask of src is made, and no counts-sized float array)."""
+    row, (1, size, 1), when src holds no NaN, and the means, (outer, size, inner)). The means and counts are
+    nanmean's (its counting kernels on the host: no mask of src is made, and no counts-sized float array)."""
     xp, op = ctx.xp, get_op("nanmean")
     shape3 = (ctx.src3.shape[0], ctx.plan.size, ctx.src3.shape[2])
     sums = op.fresh(shape3, ctx.src3.dtype, xp)
@@ -50,14 +52,14 @@ def nan_deviations3(ctx):
     divisor = xp.maximum(counts, 1)
     for part in (sums.real, sums.imag) if sums.dtype.kind == "c" else (sums,):   # each part: correctly rounded
         xp.divide(part, divisor, out=part, dtype=part.dtype, casting="unsafe")
-    return _minus_taken(ctx, sums), counts
+    return _minus_taken(ctx, sums), counts, sums
 
 
 def var3(ctx, ddof, skip_nan: bool = False):
     """(outer, size, inner) variance: sum of |deviation|^2 / (count - ddof); NaN where count - ddof <= 0.
     `skip_nan`: over the non-NaN entries of each element (numpy_groupies' nanvar, NumPy's np.nanvar)."""
     if skip_nan:
-        dev, counts = nan_deviations3(ctx)
+        dev, counts, mean = nan_deviations3(ctx)
     else:
         dev, counts = deviations3(ctx)
         counts = counts[None, :, None]
@@ -71,11 +73,16 @@ def var3(ctx, ddof, skip_nan: bool = False):
     with np.errstate(divide="ignore", invalid="ignore"):   # in place: no output-sized temporaries but dof's
         ctx.xp.divide(summed, dof, out=summed)
     ctx.xp.copyto(summed, np.nan, where=~(dof > 0))
+    if skip_nan:
+        # a member at +-inf makes the mean inf or NaN and its deviations NaN, which nansum would drop as it drops
+        # the NaN members': np.nanvar's NaN, as var's sum gives it
+        ctx.xp.copyto(summed, np.nan, where=~ctx.xp.isfinite(mean))
     return summed
 
 
 def check_ddof(ddof) -> float:
-    if isinstance(ddof, (bool, np.bool_)) or not np.isscalar(ddof) or not np.isreal(ddof):
+    if (isinstance(ddof, (bool, np.bool_, complex, np.complexfloating)) or not np.isscalar(ddof)
+            or not np.isreal(ddof)):   # complex refused even with a zero imaginary part, as NumPy's var
         raise TypeError(f"ddof must be a real number, got {ddof!r}")
     return float(ddof)
 

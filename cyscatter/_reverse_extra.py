@@ -170,7 +170,7 @@ def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, sr
         The index given to `scatter_logsumexp`.
     out : array_like, shape B + D + F
         Its result.
-    src_dot : array_like, shape B + I + F
+    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
         Tangent of `src`.
     axis : int, default 0
         As given to `scatter_logsumexp`.
@@ -383,7 +383,7 @@ def _moment_factor(ctx, out3, ddof, std: bool, skip_nan: bool = False):
     callers zero them, `_absent_to_zero`), and the count of those members per output element, as
     `cyscatter._moments.var3` computes the result."""
     if skip_nan:
-        dev, counts = nan_deviations3(ctx)
+        dev, counts, _ = nan_deviations3(ctx)
         dof = (counts - ddof).astype(ctx.dtype)
     else:
         dev, counts = deviations3(ctx)
@@ -489,7 +489,7 @@ def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
         The index given to `scatter_var`.
     out : array_like, shape B + D + F
         Its result.
-    src_dot : array_like, shape B + I + F
+    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
         Tangent of `src`.
     ddof : int, default 0
         As given to `scatter_var`.
@@ -579,7 +579,7 @@ def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
         The index given to `scatter_std`.
     out : array_like, shape B + D + F
         Its result.
-    src_dot : array_like, shape B + I + F
+    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
         Tangent of `src`.
     ddof : int, default 0
         As given to `scatter_std`.
@@ -688,7 +688,7 @@ def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
         The index given to `scatter_nanvar`.
     out : array_like, shape B + D + F
         Its result.
-    src_dot : array_like, shape B + I + F
+    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
         Tangent of `src`.
     ddof : int, default 0
         As given to `scatter_nanvar`.

@@ -56,3 +56,26 @@ def test_bad_ddof(ddof):
 def test_bad_dtype():
     with pytest.raises(TypeError, match="scatter_std does not support src dtype bool"):
         cs.scatter_std(np.ones(2, bool), np.array([0, 0]))
+
+
+@pytest.mark.parametrize("func, numpy_func", [(cs.scatter_nanvar, np.nanvar), (cs.scatter_nanstd, np.nanstd),
+                                              (cs.scatter_var, np.var), (cs.scatter_std, np.std)])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_infinite_members_give_nan(func, numpy_func, dtype):
+    """A group holding +-inf has an infinite or NaN mean, so np.nanvar's variance is NaN; a NaN-skipping sum of
+    the squared deviations must not drop the infinite members' NaN deviations as it drops the NaN members'."""
+    src = np.array([[np.inf, 1.0], [2.0, 3.0], [np.nan, 4.0], [-np.inf, 5.0], [np.inf, np.inf], [6.0, 7.0],
+                    [1.0, 2.0]], dtype)
+    index = np.array([0, 0, 0, 1, 2, 3, 3])
+    with np.errstate(invalid="ignore"):
+        expected = np.stack([numpy_func(src[index == j], axis=0) for j in range(4)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # NaN where NumPy warns, without its warning
+        got = func(src, index, dim_size=4)
+    np.testing.assert_array_equal(got, expected.astype(got.dtype))
+
+
+@pytest.mark.parametrize("ddof", [1 + 0j, np.complex128(1 + 0j), np.complex64(1), 1j])
+def test_complex_ddof_is_refused(ddof):
+    with pytest.raises(TypeError, match="ddof must be a real number"):
+        cs.scatter_var(np.ones(3), np.zeros(3, np.int64), ddof=ddof)

@@ -261,14 +261,9 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
     narrow = next(t for t in NAN_COUNT_DTYPES if most <= np.iinfo(t).max)
     fused = work3.size * (work3.itemsize + np.dtype(narrow).itemsize) <= _machine.ACTIVE.fused_count_bytes
     nansum = op.opcode == kernels.OpCode.OP_NANADD
-    if nansum and not fused:
-        found = nan_kernels.nansum(src3, plan.flat, work3, threads)
-    elif not nansum:
+    if not nansum:
         run_scatter(op.opcode, src3, plan, work3, None, threads)
-        found = True
-    else:
-        found = True
-    if not found:
+    elif not fused and not nan_kernels.nansum(src3, plan.flat, work3, threads):
         return rows
     # cache-line aligned (a 64-byte row of uint8 counts at NumPy's 16-byte offset spans two lines)
     nan = kernels.fresh_table(work3.shape, narrow, 0)
@@ -393,16 +388,12 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0)
     the NaN-skipping ops' element counts); then the compute dtype is cast to `result_dtype`. `counts` (from
     `new_counts`) may be None when neither needs it.
     """
-    if isinstance(counts, NanCounts):
-        empty = None if fill is None else counts.elements() == 0
-        if op.counts:
-            counts.divide(op, work3, threads)
-        if empty is not None:
-            work3[empty] = fill[()]
-        return work3.astype(result_dtype, copy=False)
     if counts is not None and counts.ndim == 3:   # element counts (NaN-skipping ops): no counts-sized temporary
-        empty = None if fill is None else counts == 0
-        if op.counts:
+        split = isinstance(counts, NanCounts)
+        empty = None if fill is None else (counts.elements() if split else counts) == 0
+        if op.counts and split:
+            counts.divide(op, work3, threads)
+        elif op.counts:
             op.divide(work3, counts, xp, threads)
         if empty is not None:
             work3[empty] = fill[()]

@@ -10,7 +10,7 @@ from cyscatter import kernels
 from cyscatter._docs import fill_doc
 from cyscatter._groups import dst_shape, group_view
 from cyscatter._index import sized_by
-from cyscatter._ops import get_op, is_bfloat16
+from cyscatter._ops import get_op, is_bfloat16, parts
 from cyscatter._scatter import counts3, new_counts, run_counted, size_arg
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def nan_deviations3(ctx):
     counts = counts3(run_counted(ctx.be.run_scatter, op, ctx.src3, ctx.plan, sums,
                                  new_counts(op, shape3, xp, n=ctx.plan.n)))
     divisor = xp.maximum(counts, 1)
-    for part in (sums.real, sums.imag) if sums.dtype.kind == "c" else (sums,):   # each part: correctly rounded
+    for part in parts(sums):   # each part by the real count: correctly rounded, as Op.divide
         xp.divide(part, divisor, out=part, dtype=part.dtype, casting="unsafe")
     return _minus_taken(ctx, sums), counts, sums
 

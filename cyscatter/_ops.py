@@ -43,7 +43,7 @@ def native(dtype) -> np.dtype:
     return np.dtype(dtype).newbyteorder("=")
 
 
-def _parts(a):
+def parts(a):
     """The real and imaginary parts of a complex array as views (in-place work on them writes `a`), else `a`."""
     return (a.real, a.imag) if a.dtype.kind == "c" else (a,)
 
@@ -142,12 +142,12 @@ class Op:
                 nan_kernels.divide(work3, counts)
                 return
             xp.maximum(counts, 1, out=counts)
-            for part in _parts(work3):
+            for part in parts(work3):
                 xp.divide(part, counts, out=part, dtype=part.dtype, casting="unsafe")
             return
         if self.sqrt_counts or not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
             divisor = self.divisor(counts, work3.dtype, xp)
-            for part in _parts(work3):
+            for part in parts(work3):
                 part /= divisor
 
     def check_dtype(self, dtype, arg: str = "src") -> None:

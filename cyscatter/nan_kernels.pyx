@@ -419,6 +419,19 @@ def count(const nan_value_t[:, :, :] src not None, const index_t[::1] index not 
     return total
 
 
+cdef tuple _extents(Py_ssize_t* shape):
+    return (shape[0], shape[1], shape[2])
+
+
+def _match(what, Py_ssize_t rows=-1, Py_ssize_t size=-1, **tables):
+    """ValueError unless the 3-d `tables` agree and `rows` (the length of a row-count vector, -1: none) is
+    `size`."""
+    first = next(iter(tables.values()))
+    if rows != size or any(shape != first for shape in tables.values()):
+        listed = ", ".join(f"{name} {shape}" for name, shape in tables.items())
+        raise ValueError(f"{what}: {listed}" + (f" and rows ({rows},)" if rows >= 0 else "") + " do not match")
+
+
 ctypedef fused element_count_t:
     int32_t
     int64_t
@@ -430,9 +443,7 @@ def element_counts(const int64_t[::1] rows not None, const nan_count_t[:, :, ::1
     and its NaN entries (a NumPy subtract of the mixed types cast in buffers, 2-3x slower)."""
     cdef Py_ssize_t o, j, f, outer = nan.shape[0], size = nan.shape[1], inner = nan.shape[2]
     cdef int64_t r
-    if rows.shape[0] != size or (counts.shape[0], counts.shape[1], counts.shape[2]) != (outer, size, inner):
-        raise ValueError(f"element_counts: rows ({rows.shape[0]},), nan {(outer, size, inner)} and counts "
-                         f"{(counts.shape[0], counts.shape[1], counts.shape[2])} do not match")
+    _match("element_counts", rows.shape[0], size, nan=(outer, size, inner), counts=_extents(counts.shape))
     with nogil:
         for o in range(outer):
             for j in range(size):
@@ -451,9 +462,7 @@ def divide(real_t[:, :, ::1] out not None, const element_count_t[:, :, ::1] coun
     clamp then divide of a float by an integer array cast in buffers took 2x)."""
     cdef Py_ssize_t o, j, f, outer = out.shape[0], size = out.shape[1], inner = out.shape[2]
     cdef element_count_t c
-    if (counts.shape[0], counts.shape[1], counts.shape[2]) != (outer, size, inner):
-        raise ValueError(f"divide: out {(outer, size, inner)} and counts "
-                         f"{(counts.shape[0], counts.shape[1], counts.shape[2])} do not match")
+    _match("divide", out=(outer, size, inner), counts=_extents(counts.shape))
     with nogil:
         for o in range(outer):
             for j in range(size):
@@ -468,9 +477,7 @@ def mean(real_t[:, :, ::1] out not None, const int64_t[::1] rows not None, const
     cdef Py_ssize_t o, j, f, outer = out.shape[0], size = out.shape[1], inner = out.shape[2]
     cdef int64_t r
     cdef int32_t r32, c32
-    if rows.shape[0] != size or (nan.shape[0], nan.shape[1], nan.shape[2]) != (outer, size, inner):
-        raise ValueError(f"mean: out {(outer, size, inner)}, rows ({rows.shape[0]},) and nan "
-                         f"{(nan.shape[0], nan.shape[1], nan.shape[2])} do not match")
+    _match("mean", rows.shape[0], size, out=(outer, size, inner), nan=_extents(nan.shape))
     with nogil:
         for o in range(outer):
             for j in range(size):

@@ -118,64 +118,91 @@ _EDGE_HEAD = """const cs_position at = cs_locate(i, n_edges, inner);
 
 # The forward pass in one launch, no E x F message matrix: each message applied to out[outer, scatter[edge],
 # feature] with the op's atomic. With gather and scatter swapped (and src the destination-side cotangent) it is
-# the transposed product, the add-family gradient with respect to src.
-def gather_scatter_spec(update: str) -> KernelSpec:
+# the transposed product, the add-family gradient with respect to src. `counted` (a NaN-skipping op that divides
+# by its counts or fills empty elements: nanmean, a fill_value) also adds 1 to counts[to] (C: int32, or int64
+# past 2**31 - 1 edges) for each non-NaN message, as the CPU kernel counts: an element whose messages are all
+# NaN is an empty group.
+_COUNTED_PARAMS = ", raw C counts"
+
+
+def gather_scatter_spec(update: str, counted: bool = False) -> KernelSpec:
+    count = "\n        if (!cs_isnan(message)) cs_atomic_add(&counts[to], C(1));" if counted else ""
     return KernelSpec(
-        _EDGE_PARAMS, "raw S out",
-        _EDGE_HEAD + f"""        cs_atomic_{update}(&out[to], message);
+        _EDGE_PARAMS, "raw S out" + (_COUNTED_PARAMS if counted else ""),
+        _EDGE_HEAD + f"""        cs_atomic_{update}(&out[to], message);{count}
     }}""",
-        f"cyscatter_gather_scatter_{update}")
+        f"cyscatter_gather_scatter_{'counted_' if counted else ''}{update}")
 
 
 # One thread per destination element (outer, row, feature), walking the row's edges of the plan's CSR (cols: the
 # source rows, edge_ids: the edges, in index order): for updates without an atomic of the element's width
 # (complex128 mul/div). Deterministic, and the CPU kernel's order. Launched with size=outer * n_dst * inner.
-def gather_scatter_ordered_spec(update: str) -> KernelSpec:
+# `counted` as above, the thread's own count written once.
+def gather_scatter_ordered_spec(update: str, counted: bool = False) -> KernelSpec:
+    start, count, store = ("\n        long long present = 0;", "\n            present += !cs_isnan(message);",
+                           "\n        counts[to] = C(present);") if counted else ("", "", "")
     return KernelSpec(
         "raw S src, raw int64 indptr, raw int64 cols, raw int64 edge_ids, raw S weight, bool weighted, "
-        "int64 n_dst, int64 inner, int64 heads, int64 n_src", "raw S out",
+        "int64 n_dst, int64 inner, int64 heads, int64 n_src", "raw S out" + (_COUNTED_PARAMS if counted else ""),
         f"""const cs_position at = cs_locate(i, n_dst, inner);
         const long long to = cs_offset(at.outer, at.row, at.inner, n_dst, inner);
-        S acc = out[to];
+        S acc = out[to];{start}
         for (long long p = indptr[at.row]; p < indptr[at.row + 1]; ++p) {{
             const S x = src[cs_offset(at.outer, cols[p], at.inner, n_src, inner)];
-            acc = cs_{update}(acc, weighted ? cs_mul(weight[edge_ids[p] * heads + at.inner / (inner / heads)], x) : x);
+            const S message = weighted ? cs_mul(weight[edge_ids[p] * heads + at.inner / (inner / heads)], x) : x;
+            acc = cs_{update}(acc, message);{count}
         }}
-        out[to] = acc;""",
-        f"cyscatter_gather_scatter_ordered_{update}")
+        out[to] = acc;{store}""",
+        f"cyscatter_gather_scatter_ordered_{'counted_' if counted else ''}{update}")
 
 
-# max/min reverse, step 1: how many edges tie each output element (their message equals the kept value, see
-# cs_ties); `out` is the forward result (outer, n_dst, inner). Real values only.
-TIE_COUNTS = KernelSpec(
-    _EDGE_PARAMS + ", raw S out", "raw int64 ties",
-    _EDGE_HEAD + """        if (cs_ties(message, out[to]))
+# The reverse kernels of the selecting ops, which pass each output element's cotangent to some of its messages:
+# `select` names which (a C condition on the edge's `message` and the forward result `out[to]`).
+SELECTS = {
+    "tied": "cs_ties(message, out[to])",                      # max/min: the messages equal to the kept value
+    "won": "!cs_isnan(message) && cs_ties(message, out[to])",  # fmax/fmin: the same, a NaN never winning
+    "present": "!cs_isnan(message)",                          # nansum/nanmean: the non-NaN messages (any dtype)
+}
+
+
+# Reverse, step 1: how many edges each output element selects (max/min: the tie counts; nanmean: the non-NaN
+# messages); `out` is the forward result (outer, n_dst, inner).
+def edge_counts_spec(select: str) -> KernelSpec:
+    return KernelSpec(
+        _EDGE_PARAMS + ", raw S out", "raw int64 ties",
+        _EDGE_HEAD + f"""        if ({SELECTS[select]})
             atomicAdd(reinterpret_cast<unsigned long long*>(&ties[to]), 1ULL);
-    }""",
-    "cyscatter_tie_counts")
+    }}""",
+        f"cyscatter_edge_counts_{select}")
 
-# max/min reverse, step 2 (gradient with respect to src): each tied edge sends its share of the output element's
-# cotangent (`share`: cotangent / tie count) back to its source row, times its weight.
-TIED_SHARES_BACK = KernelSpec(
-    _EDGE_PARAMS + ", raw S out, raw S share", "raw S result",
-    _EDGE_HEAD + """        if (cs_ties(message, out[to]))
+
+# Reverse, step 2 (gradient with respect to src): each selected edge sends its share of the output element's
+# cotangent (`share`: the cotangent, divided by the count where the op averages) back to its source row, times
+# its weight.
+def shares_back_spec(select: str) -> KernelSpec:
+    return KernelSpec(
+        _EDGE_PARAMS + ", raw S out, raw S share", "raw S result",
+        _EDGE_HEAD + f"""        if ({SELECTS[select]})
             cs_atomic_add(&result[from], weighted ? w * share[to] : share[to]);
-    }""",
-    "cyscatter_tied_shares_back")
+    }}""",
+        f"cyscatter_shares_back_{select}")
 
-# max/min JVP: the sum of the tied edges' tangent messages, w * src_dot + w_dot * src (divided by the tie counts
-# afterwards: the average over the winners).
-TIED_TANGENTS = KernelSpec(
-    _EDGE_PARAMS + ", raw S out, raw S src_dot, bool use_src_dot, raw S weight_dot, bool use_weight_dot",
-    "raw S acc",
-    _EDGE_HEAD + """        if (cs_ties(message, out[to])) {
+
+# JVP: the sum of the selected edges' tangent messages, w * src_dot + w_dot * src (divided by the counts
+# afterwards where the op averages).
+def tangents_spec(select: str) -> KernelSpec:
+    return KernelSpec(
+        _EDGE_PARAMS + ", raw S out, raw S src_dot, bool use_src_dot, raw S weight_dot, bool use_weight_dot",
+        "raw S acc",
+        _EDGE_HEAD + f"""        if ({SELECTS[select]}) {{
             S tangent = S(0);
             if (use_src_dot) tangent = weighted ? w * src_dot[from] : src_dot[from];
             if (use_weight_dot) tangent = tangent + weight_dot[at.row * heads + at.inner / (inner / heads)] * src[from];
             cs_atomic_add(&acc[to], tangent);
-        }
-    }""",
-    "cyscatter_tied_tangents")
+        }}
+    }}""",
+        f"cyscatter_tangents_{select}")
+
 
 # Gradient with respect to the weight (SDDMM): one thread per (edge, head), the dot product over the batch and the
 # head's features of the destination-side cotangent `g` (outer, n_dst, inner) with the source row, in the CPU
@@ -199,16 +226,19 @@ EDGE_DOTS = KernelSpec(
     result[i] = acc;""",
     "cyscatter_edge_dots")
 
-# The same for max/min: only the features where the edge ties the forward result `out` count (g: the shares).
-EDGE_DOTS_TIED = KernelSpec(
-    _DOTS_PARAMS + ", raw S out, raw S weight, bool weighted", "raw S result",
-    _DOTS_HEAD + """                const S message = weighted ? weight[e * heads + h] * src[from] : src[from];
-                if (cs_ties(message, out[to])) acc = acc + g[to] * src[from];
-            }
-        }
-    }
+# The same for the selecting ops: only the features where `select` takes the edge's message count (g: the
+# shares).
+def edge_dots_spec(select: str) -> KernelSpec:
+    return KernelSpec(
+        _DOTS_PARAMS + ", raw S out, raw S weight, bool weighted", "raw S result",
+        _DOTS_HEAD + f"""                const S message = weighted ? weight[e * heads + h] * src[from] : src[from];
+                if ({SELECTS[select]}) acc = acc + g[to] * src[from];
+            }}
+        }}
+    }}
     result[i] = acc;""",
-    "cyscatter_edge_dots_tied")
+        f"cyscatter_edge_dots_{select}")
+
 
 @functools.cache
 def build(spec: KernelSpec):

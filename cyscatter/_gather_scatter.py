@@ -319,7 +319,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         the value that is scattered: a NaN in `src` or in `weight`, or ``inf * 0``, makes a NaN message, which is
         left out; an output element whose messages are all NaN is an empty group (the identity, or
         `fill_value`), and nanmean divides by each element's non-NaN messages (counted by the kernel as it
-        reduces; on CuPy arrays nanmean, and the others with a `fill_value`, materialise the messages, E x F).
+        reduces, on the CPU and on CuPy arrays: no E x F array).
     weight : array_like, shape I + W, optional
         Scales each message: one number per edge (W empty: GCN normalisation, edge weights), or per edge and
         leading feature dims (W broadcasting against ``F[:len(W)]``: per attention head). Integer or float;

@@ -6,11 +6,14 @@ uploaded once per device and cached on the plan object, so a plan reused across 
 one, each call copies the indices to the host to validate and group them.
 
 What runs in one pass (no E x F array): the forward pass of every op (one thread per (batch, edge, feature) with
-the op's atomic update, complex128 mul/div one thread per destination element along the plan's CSR rows); for
+the op's atomic update, complex128 mul/div/nanprod one thread per destination element along the plan's CSR rows;
+the NaN-skipping ops count each element's non-NaN messages as they go when they divide or fill by them); for
 add/sub/mean the gradient with respect to src (the same kernel with the indices swapped), with respect to the
 weight (one dot per edge) and the JVP; for max/min the tie counts per output element, then the per-edge shares
-(src gradient, weight gradient) or tangents (JVP). mul and div reverse functions materialise the messages and use
-the core GPU `scatter_vjp_src` / `scatter_jvp`.
+(src gradient, weight gradient) or tangents (JVP), and the same for the NaN-skipping fmax/fmin (a NaN message
+never wins) and nansum/nanmean (the non-NaN messages, nanmean dividing by their count). mul, div and nanprod
+reverse functions materialise the messages and use the core GPU `scatter_vjp_src` / `scatter_jvp`, and so do
+max/min/fmax/fmin on integer messages.
 
 As everywhere on the GPU, float add/sub/mean/mul/div sums depend on the order in which the atomics arrive (the
 CPU's result to rounding); max/min, integer results and tie counts are exact.
@@ -21,8 +24,8 @@ import numpy as np
 
 from cyscatter._backend import backend_of, is_device_array, shape_of
 from cyscatter._canonical import prod
-from cyscatter._cuda_kernels import (EDGE_DOTS, EDGE_DOTS_TIED, TIE_COUNTS, TIED_SHARES_BACK, TIED_TANGENTS, build,
-                                     gather_scatter_ordered_spec, gather_scatter_spec)
+from cyscatter._cuda_kernels import (EDGE_DOTS, build, edge_counts_spec, edge_dots_spec, gather_scatter_ordered_spec,
+                                     gather_scatter_spec, shares_back_spec, tangents_spec)
 from cyscatter._gather_scatter import check_weight, resolve, value_dtype, weight_rows
 from cyscatter._gather_scatter_reverse import derivative_policy, dims_like, weight_shaped
 from cyscatter._ops import get_op, holds_numbers, native
@@ -31,6 +34,8 @@ from cyscatter._scatter import fill_for, finish_fresh, scatter, scatter_into
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS: wider CAS updates (complex128 mul/div) take the CSR kernel
 _LINEAR = ("add", "sub", "mean", "sqrt_n")
+# the ops whose reverse passes each output element's cotangent to a selection of its messages (`SELECTS`)
+_SELECTING = {"max": "tied", "min": "tied", "fmax": "won", "fmin": "won", "nansum": "present", "nanmean": "present"}
 
 
 # ---- the plan on the device -------------------------------------------------------------------------------------
@@ -76,31 +81,36 @@ def _edge_weight(w2, xp, dtype):
     return w2.reshape(-1), True, w2.shape[1]
 
 
-def _run_edges(update: str, src3, gather, scatter, w2, out3, xp) -> None:
-    """out3[o, scatter[e], f] = update(out3[...], w2[e, head(f)] * src3[o, gather[e], f]) for every kept edge."""
+def _run_edges(update: str, src3, gather, scatter, w2, out3, xp, counts=None) -> None:
+    """out3[o, scatter[e], f] = update(out3[...], w2[e, head(f)] * src3[o, gather[e], f]) for every kept edge;
+    with `counts` (out3's shape) also counts[o, scatter[e], f] += 1 for each non-NaN message."""
     outer, n_src, inner = src3.shape
     n_edges = gather.shape[0]
     if outer * n_edges * inner == 0:
         return
     weight, weighted, heads = _edge_weight(w2, xp, src3.dtype)
-    build(gather_scatter_spec(update))(src3.reshape(-1), gather, scatter, weight, weighted, n_edges, inner, heads,
-                                       n_src, out3.shape[1], out3.reshape(-1), size=outer * n_edges * inner)
+    extra = () if counts is None else (counts.reshape(-1),)
+    build(gather_scatter_spec(update, counts is not None))(
+        src3.reshape(-1), gather, scatter, weight, weighted, n_edges, inner, heads, n_src, out3.shape[1],
+        out3.reshape(-1), *extra, size=outer * n_edges * inner)
 
 
-def _forward(op, src3, plan, w2, out3, xp) -> None:
-    """The forward kernel from the identity-filled `out3`: atomics per edge, or CSR rows for wide CAS updates."""
+def _forward(op, src3, plan, w2, out3, xp, counts=None) -> None:
+    """The forward kernel from the identity-filled `out3`: atomics per edge, or CSR rows for wide CAS updates;
+    `counts` (zeros of out3's shape) receives each output element's non-NaN messages when given."""
     if op.gpu_cas and out3.dtype.itemsize > _ATOMIC_WORD:
         outer, n_dst, inner = out3.shape
         if outer * n_dst * inner == 0:
             return
         weight, weighted, heads = _edge_weight(w2, xp, out3.dtype)
-        build(gather_scatter_ordered_spec(op.gpu_update))(
+        extra = () if counts is None else (counts.reshape(-1),)
+        build(gather_scatter_ordered_spec(op.gpu_update, counts is not None))(
             src3.reshape(-1), _on_device(plan, xp, "indptr"), _on_device(plan, xp, "cols"),
             _on_device(plan, xp, "edge_ids"), weight, weighted, n_dst, inner, heads, src3.shape[1],
-            out3.reshape(-1), size=out3.size)
+            out3.reshape(-1), *extra, size=out3.size)
     else:
         gather, scatter = _on_device(plan, xp, "gather"), _on_device(plan, xp, "scatter")
-        _run_edges(op.gpu_update, src3, gather, scatter, w2, out3, xp)
+        _run_edges(op.gpu_update, src3, gather, scatter, w2, out3, xp, counts)
 
 
 def gather_scatter_gpu(src, gather_index, scatter_index, op, *, weight, dim_size, axis, fill_value, mode, plan):
@@ -115,25 +125,28 @@ def gather_scatter_gpu(src, gather_index, scatter_index, op, *, weight, dim_size
     fill = fill_for(fill_value, result_dtype, xp)
     outer, inner = prod(batch), prod(feat)
     wide_ints = w is not None and vdtype.kind in "iu" and op.compute_dtype(result_dtype) != vdtype
-    # a NaN-skipping op that counts (nanmean, a fill_value) needs each element's non-NaN messages: the messages
-    # are materialised (E x F) and scattered, the composition that defines gather_scatter, whose scatter counts
-    nan_counted = op.skips_nan and (op.counts or fill is not None) and vdtype.kind in "fc"
-    if wide_ints or nan_counted:
+    if wide_ints:
         # integer messages the kernel would compute wider than w * src wraps or rounds in its own dtype: formed
-        # as NumPy forms them, then scattered (as on the CPU); float messages in the compute dtype, as the kernel
-        mdtype = vdtype if wide_ints else op.compute_dtype(result_dtype)
-        msgs = be.rows_view(src, mdtype, outer, plan.src_size, inner)[:, _on_device(plan, xp, "gather_kept"), :]
-        if w is not None:
-            rows = weight_rows(w, plan.index_shape, feat, heads, mdtype, xp=xp)[_on_device(plan, xp, "kept")]
-            msgs = msgs * xp.repeat(rows, inner // max(heads, 1), axis=1)[None]
+        # as NumPy forms them, then scattered (as on the CPU)
+        msgs = be.rows_view(src, vdtype, outer, plan.src_size, inner)[:, _on_device(plan, xp, "gather_kept"), :]
+        rows = weight_rows(w, plan.index_shape, feat, heads, vdtype, xp=xp)[_on_device(plan, xp, "kept")]
+        msgs = msgs * xp.repeat(rows, inner // max(heads, 1), axis=1)[None]
         out = scatter(msgs, _on_device(plan, xp, "scatter_kept"), op, dim_size=plan.size, axis=1,
                       fill_value=fill_value)
         return out.astype(result_dtype, copy=False).reshape(batch + plan.dims + feat)
     out3 = op.fresh((outer, plan.size, inner), result_dtype, xp)
     src3 = be.rows_view(src, out3.dtype, outer, plan.src_size, inner)
     w2 = None if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype, xp=xp)
-    _forward(op, src3, plan, w2, out3, xp)
-    counts = _on_device(plan, xp, "counts") if op.counts or fill is not None else None
+    counts = None
+    if op.skips_nan and (op.counts or fill is not None) and vdtype.kind in "fc":
+        # a NaN-skipping op that counts (nanmean, a fill_value) divides or fills by each element's non-NaN
+        # messages, counted by the forward kernel (int32 below 2**31 - 1 edges, as the CPU kernel's)
+        counts = xp.zeros(out3.shape, np.int32 if plan.n_edges < 2**31 - 1 else np.int64)
+        _forward(op, src3, plan, w2, out3, xp, counts)
+    else:
+        _forward(op, src3, plan, w2, out3, xp)
+        if op.counts or fill is not None:
+            counts = _on_device(plan, xp, "counts")
     return finish_fresh(op, out3, counts, fill, result_dtype, xp).reshape(batch + plan.dims + feat)
 
 
@@ -165,7 +178,10 @@ class _Call:
         self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op, xp=xp)
         self.w_shape = None if weight is None else self.be.asarray(weight).shape   # before trailing 1s are dropped
         vdtype = self.vdtype = value_dtype(self.src.dtype, self.w)
-        self.dtype, self.materialise = derivative_policy(self.op, vdtype, arrays)
+        self.dtype, _ = derivative_policy(self.op, vdtype, arrays)
+        # the selecting ops run the edge kernels, except max/min/fmax/fmin on integer messages (whose ties are
+        # those of the integers); the others (mul, div, nanprod) materialise the messages
+        self.select = None if self.op.ordered and vdtype.kind in "iu" else _SELECTING.get(self.op.name)
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
         self.src3 = self.be.rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner)
@@ -216,7 +232,8 @@ class _Call:
             return g3 / self.op.divisor(self.device("counts"), g3.dtype, self.xp)
         return g3
 
-    # ---- max/min: the tied winning edges of each output element
+    # ---- the selecting ops (max/min, fmax/fmin: the tied winning edges of each output element; nansum/nanmean:
+    # its non-NaN messages)
 
     def _edge_args(self):
         """The leading arguments of the edge kernels, from the forward's side (src rows to output rows)."""
@@ -227,35 +244,37 @@ class _Call:
     def _edge_size(self) -> int:
         return self.outer * self.plan.n_edges * self.inner
 
-    def tie_counts(self):
-        ties = self.xp.zeros(self.out3.shape, np.int64)
+    def selected_counts(self):
+        """The edges each output element selects (int64, out's shape)."""
+        ties = self.xp.zeros((self.outer, self.plan.size, self.inner), np.int64)
         if self._edge_size():
-            build(TIE_COUNTS)(*self._edge_args(), self.out3.reshape(-1), ties.reshape(-1), size=self._edge_size())
+            build(edge_counts_spec(self.select))(*self._edge_args(), self.out3.reshape(-1), ties.reshape(-1),
+                                                 size=self._edge_size())
         return ties
 
-    def _per_tie(self, total, ties):
-        """`total` divided by the tie counts. Where no edge ties (an output element no edge reaches) it is left
-        as it is: no edge reads a share there, and a tangent total there is 0."""
-        return total / self.xp.maximum(ties, 1).astype(self.dtype)
-
-    def share(self, g3):
-        """Each output element's cotangent divided among its tied winning edges."""
-        return self._per_tie(g3, self.tie_counts())
+    def share(self, total):
+        """`total` (an output element's cotangent, or its tangent sum) divided among its selected edges: by their
+        count for the averaging ops (max/min, fmax/fmin, nanmean), as it is for nansum. Where no edge is
+        selected (an output element no edge reaches) it is left as it is: no edge reads a share there, and a
+        tangent total there is 0."""
+        if self.op.name == "nansum":
+            return total
+        return total / self.xp.maximum(self.selected_counts(), 1).astype(self.dtype)
 
     # ---- weight gradients
 
-    def dots(self, cot3, tied: bool):
-        """(n_edges, heads): per edge and head the dot of `cot3` at its destination with its source row (max/min:
-        only the features where the edge ties)."""
+    def dots(self, cot3, selected: bool):
+        """(n_edges, heads): per edge and head the dot of `cot3` at its destination with its source row (the
+        selecting ops: only the features where the edge's message is selected)."""
         result = self.zeros((self.plan.n_edges, self.heads))
         if result.size == 0:
             return result
         args = (cot3.reshape(-1), self.src3.reshape(-1), self.device("gather"), self.device("scatter"),
                 self.plan.n_edges, self.outer, self.inner, self.heads, self.plan.src_size, self.plan.size)
-        if tied:
+        if selected:
             weight, weighted, _ = _edge_weight(self.w2, self.xp, self.dtype)
-            build(EDGE_DOTS_TIED)(*args, self.out3.reshape(-1), weight, weighted, result.reshape(-1),
-                                  size=result.size)
+            build(edge_dots_spec(self.select))(*args, self.out3.reshape(-1), weight, weighted, result.reshape(-1),
+                                               size=result.size)
         else:
             build(EDGE_DOTS)(*args, result.reshape(-1), size=result.size)
         return result
@@ -316,11 +335,11 @@ def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, o
     if name in _LINEAR:   # the transposed product: the forward kernel from the output rows back to the source rows
         _run_edges("add", call.per_destination(g3), call.device("scatter"), call.device("gather"), call.w2, result,
                    call.xp)
-    elif name in ("max", "min") and not call.materialise:
+    elif call.select:
         size = call._edge_size()
         if size:
-            build(TIED_SHARES_BACK)(*call._edge_args(), call.out3.reshape(-1), call.share(g3).reshape(-1),
-                                    result.reshape(-1), size=size)
+            build(shares_back_spec(call.select))(*call._edge_args(), call.out3.reshape(-1), call.share(g3).reshape(-1),
+                                                 result.reshape(-1), size=size)
     else:
         d, _ = call.core_vjp(g3)
         if call.w2 is not None:
@@ -337,9 +356,9 @@ def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index
     g3 = call.table(grad_out, "grad_out")
     name = call.op.name
     if name in _LINEAR:
-        result = call.dots(call.per_destination(g3), tied=False)
-    elif name in ("max", "min") and not call.materialise:
-        result = call.dots(call.share(g3), tied=True)
+        result = call.dots(call.per_destination(g3), selected=False)
+    elif call.select:
+        result = call.dots(call.share(g3), selected=True)
     else:
         d, taken = call.core_vjp(g3)
         per_feature = (d * call.absent(taken)).sum(axis=0)                     # (kept, inner)
@@ -372,15 +391,15 @@ def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *
         if w_dot2 is not None:
             _run_edges("add", call.src3, gather, scatter, w_dot2, result, call.xp)
         result = call.per_destination(result)
-    elif name in ("max", "min") and not call.materialise:
+    elif call.select:
         total = call.zeros(size3)
         if call._edge_size():
             dummy = call.zeros(1)
-            build(TIED_TANGENTS)(*call._edge_args(), call.out3.reshape(-1),
-                                 dummy if s_dot3 is None else s_dot3.reshape(-1), s_dot3 is not None,
-                                 dummy if w_dot2 is None else w_dot2.reshape(-1), w_dot2 is not None,
-                                 total.reshape(-1), size=call._edge_size())
-        result = call._per_tie(total, call.tie_counts())
+            build(tangents_spec(call.select))(*call._edge_args(), call.out3.reshape(-1),
+                                              dummy if s_dot3 is None else s_dot3.reshape(-1), s_dot3 is not None,
+                                              dummy if w_dot2 is None else w_dot2.reshape(-1), w_dot2 is not None,
+                                              total.reshape(-1), size=call._edge_size())
+        result = call.share(total)
     else:
         msgs, taken = call.messages(call.src3)
         t_msgs = call.xp.zeros_like(msgs)

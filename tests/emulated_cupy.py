@@ -157,46 +157,79 @@ def _tied(m, o):
     return np.where(np.isnan(m), np.isnan(o), (m == o) & (np.signbit(m) == np.signbit(o)))
 
 
+# the reverse kernels' selections (cyscatter._cuda_kernels.SELECTS), on the message m and the output element o
+SELECTS = {
+    "tied": _tied,
+    "won": lambda m, o: ~np.isnan(m) & _tied(m, o),
+    "present": lambda m, o: ~np.isnan(m),
+}
+
+
+def _count_present(counts3, d, message):
+    """counts3[:, d] += 1 where the message is not NaN (complex: either part), as the counted kernels."""
+    counts3[:, d] += ~np.isnan(message)
+
+
+def _counted_as_named(run, counted: bool):
+    """`run`, checking that a counted kernel is passed its counts array and an uncounted one none (the number
+    of raw arguments is the kernel's signature)."""
+    def call(*args, size):
+        assert len(args) == 11 + counted, "counts passed to exactly the counted kernels"
+        return run(*args, size=size)
+    return call
+
+
 def _gather_scatter(update, src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out,
-                    size):
+                    counts=None, *, size):
     src3, kept = _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size)
     out3 = _raw(out, src.dtype).reshape(-1, n_dst, inner)
+    counts3 = None if counts is None else _raw(counts).reshape(out3.shape)
+    assert counts3 is None or counts3.dtype in (np.int32, np.int64)
     for _, s, d, w in kept:
-        out3[:, d] = _combine(update, out3[:, d], _message(src3[:, s], w))
+        message = _message(src3[:, s], w)
+        out3[:, d] = _combine(update, out3[:, d], message)
+        if counts3 is not None:
+            _count_present(counts3, d, message)
 
 
 def _gather_scatter_ordered(update, src, indptr, cols, edge_ids, weight, weighted, n_dst, inner, heads, n_src, out,
-                            size):
+                            counts=None, *, size):
     out3 = _raw(out, src.dtype).reshape(-1, n_dst, inner)
     assert size == out3.size
+    counts3 = None if counts is None else _raw(counts).reshape(out3.shape)
+    assert counts3 is None or (counts3.dtype in (np.int32, np.int64) and not counts3.any())
     src3, w = _raw(src).reshape(out3.shape[0], n_src, inner), _raw(weight, src.dtype)
     indptr, cols, edge_ids = _raw(indptr, np.int64), _raw(cols, np.int64), _raw(edge_ids, np.int64)
     for r in range(n_dst):
         for p in range(indptr[r], indptr[r + 1]):
             e = edge_ids[p]
             we = np.repeat(w[e * heads:(e + 1) * heads], inner // heads) if weighted else None
-            out3[:, r] = _combine(update, out3[:, r], _message(src3[:, cols[p]], we))
+            message = _message(src3[:, cols[p]], we)
+            out3[:, r] = _combine(update, out3[:, r], message)
+            if counts3 is not None:
+                _count_present(counts3, r, message)
 
 
-def _tie_counts(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, ties, size):
+def _edge_counts(select, src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, ties,
+                 size):
     src3, kept = _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size)
     out3, ties3 = _raw(out, src.dtype).reshape(-1, n_dst, inner), _raw(ties, np.int64).reshape(-1, n_dst, inner)
     for _, s, d, w in kept:
-        ties3[:, d] += _tied(_message(src3[:, s], w), out3[:, d])
+        ties3[:, d] += select(_message(src3[:, s], w), out3[:, d])
 
 
-def _tied_shares_back(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, share,
-                      result, size):
+def _shares_back(select, src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, share,
+                 result, size):
     src3, kept = _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size)
     out3, share3 = _raw(out, src.dtype).reshape(-1, n_dst, inner), _raw(share, src.dtype).reshape(-1, n_dst, inner)
     result3 = _raw(result, src.dtype).reshape(src3.shape)
     for _, s, d, w in kept:
-        tied = _tied(_message(src3[:, s], w), out3[:, d])
-        result3[:, s] += np.where(tied, _message(share3[:, d], w), 0)
+        chosen = select(_message(src3[:, s], w), out3[:, d])
+        result3[:, s] += np.where(chosen, _message(share3[:, d], w), 0)
 
 
-def _tied_tangents(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, src_dot,
-                   use_src_dot, weight_dot, use_weight_dot, acc, size):
+def _tangents(select, src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, out, src_dot,
+              use_src_dot, weight_dot, use_weight_dot, acc, size):
     src3, kept = _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size)
     out3, acc3 = _raw(out, src.dtype).reshape(-1, n_dst, inner), _raw(acc, src.dtype).reshape(-1, n_dst, inner)
     dot3, w_dot = _raw(src_dot, src.dtype).reshape(src3.shape) if use_src_dot else None, _raw(weight_dot, src.dtype)
@@ -206,13 +239,12 @@ def _tied_tangents(src, gather, scatter, weight, weighted, n_edges, inner, heads
             tangent = _message(dot3[:, s], w)
         if use_weight_dot:
             tangent = tangent + np.repeat(w_dot[e * heads:(e + 1) * heads], inner // heads) * src3[:, s]
-        acc3[:, d] += np.where(_tied(_message(src3[:, s], w), out3[:, d]), tangent, 0)
+        acc3[:, d] += np.where(select(_message(src3[:, s], w), out3[:, d]), tangent, 0)
 
 
-def _edge_dots(g, src, gather, scatter, n_edges, outer, inner, heads, n_src, n_dst, *rest, size):
-    tied = len(rest) == 4
-    out, weight, weighted, result = rest if tied else (None, None, False, rest[0])
-    assert size == n_edges * heads and inner % heads == 0
+def _edge_dots(select, g, src, gather, scatter, n_edges, outer, inner, heads, n_src, n_dst, *rest, size):
+    out, weight, weighted, result = rest if select else (None, None, False, rest[0])
+    assert size == n_edges * heads and inner % heads == 0 and len(rest) == (4 if select else 1)
     g3, src3 = _raw(g).reshape(outer, n_dst, inner), _raw(src, g.dtype).reshape(outer, n_src, inner)
     gather, scatter, res = _raw(gather, np.int64), _raw(scatter, np.int64), _raw(result, g.dtype)
     chunk = inner // max(heads, 1)
@@ -224,19 +256,26 @@ def _edge_dots(g, src, gather, scatter, n_edges, outer, inner, heads, n_src, n_d
                 for o in range(outer):
                     for f in range(h * chunk, (h + 1) * chunk):
                         x = src3[o, s, f]
-                        if tied and not _tied(_raw(weight)[e * heads + h] * x if weighted else x,
-                                              _raw(out).reshape(outer, n_dst, inner)[o, d, f]):
+                        if select and not select(_message(x, _raw(weight)[e * heads + h] if weighted else None),
+                                                 _raw(out).reshape(outer, n_dst, inner)[o, d, f]):
                             continue
                         acc = acc + g3[o, d, f] * x
             res[e * heads + h] = acc
 
+
+_SELECTING_KERNELS = {"cyscatter_edge_counts_": _edge_counts, "cyscatter_shares_back_": _shares_back,
+                      "cyscatter_tangents_": _tangents, "cyscatter_edge_dots_": _edge_dots}
+
+
 def _kernel_for(name):
-    if name.startswith("cyscatter_gather_scatter_ordered_"):
-        return functools.partial(_gather_scatter_ordered, name.rpartition("_")[2])
-    if name.startswith("cyscatter_gather_scatter_"):
-        return functools.partial(_gather_scatter, name.rpartition("_")[2])
-    if name in _FUSED_KERNELS:
-        return _FUSED_KERNELS[name]
+    if name.startswith("cyscatter_gather_scatter_"):   # ordered or atomic, counted or not
+        run = _gather_scatter_ordered if "_ordered_" in name else _gather_scatter
+        return _counted_as_named(functools.partial(run, name.rpartition("_")[2]), "_counted_" in name)
+    if name == "cyscatter_edge_dots":
+        return functools.partial(_edge_dots, None)
+    for prefix, run in _SELECTING_KERNELS.items():
+        if name.startswith(prefix):
+            return functools.partial(run, SELECTS[name[len(prefix):]])
     if name.startswith("cyscatter_scatter_ordered_"):
         return functools.partial(_scatter_ordered, name.rpartition("_")[2])
     if name.startswith("cyscatter_scatter_"):
@@ -246,11 +285,6 @@ def _kernel_for(name):
     return {"cyscatter_count_rows": _count_rows, "cyscatter_gather": _gather,
             "cyscatter_exclusive_products": _exclusive_products}[name]
 
-
-
-_FUSED_KERNELS = {"cyscatter_tie_counts": _tie_counts, "cyscatter_tied_shares_back": _tied_shares_back,
-                  "cyscatter_tied_tangents": _tied_tangents, "cyscatter_edge_dots": _edge_dots,
-                  "cyscatter_edge_dots_tied": _edge_dots}
 
 
 class ElementwiseKernel:

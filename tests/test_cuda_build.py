@@ -87,16 +87,23 @@ def _kernel_instances():
 def _fused_kernel_instances():
     """The fused gather-scatter's kernels (cyscatter._gather_scatter_gpu): the forward for every op's compute
     dtypes (the atomics' list; complex128 mul/div/nanmul along CSR rows), the reverse kernels for the derivative dtypes
-    (real for max/min's winners)."""
+    (real for the winners of max/min and fmax/fmin)."""
     for update, dtypes in ATOMIC_DTYPES.items():
         for dtype in dtypes:
             yield _cuda_kernels.gather_scatter_spec(update), {"S": dtype}
     for update in ("mul", "div", "nanmul"):   # the CAS updates that take complex values (nanprod: issue 18)
         yield _cuda_kernels.gather_scatter_ordered_spec(update), {"S": "complex128"}
-    for dtype in ("float32", "float64"):
-        for spec in (_cuda_kernels.TIE_COUNTS, _cuda_kernels.TIED_SHARES_BACK, _cuda_kernels.TIED_TANGENTS,
-                     _cuda_kernels.EDGE_DOTS_TIED):
-            yield spec, {"S": dtype}
+    for count in ("int32", "int64"):   # NaN-skipping ops counting their non-NaN messages (nanmean, fill_value)
+        for update in ("nanadd", "nanmul", "fmax", "fmin"):
+            for dtype in ("float32", "float64") + (("complex64", "complex128") if update == "nanadd" else ()):
+                yield _cuda_kernels.gather_scatter_spec(update, counted=True), {"S": dtype, "C": count}
+        yield _cuda_kernels.gather_scatter_spec("nanmul", counted=True), {"S": "complex64", "C": count}
+        yield _cuda_kernels.gather_scatter_ordered_spec("nanmul", counted=True), {"S": "complex128", "C": count}
+    for select in _cuda_kernels.SELECTS:   # the selecting ops' reverse kernels: present (nansum/nanmean) on complex too
+        for dtype in ("float32", "float64") + (("complex64", "complex128") if select == "present" else ()):
+            for make in (_cuda_kernels.edge_counts_spec, _cuda_kernels.shares_back_spec, _cuda_kernels.tangents_spec,
+                         _cuda_kernels.edge_dots_spec):
+                yield make(select), {"S": dtype}
     for dtype in ("float32", "float64", "complex64", "complex128"):
         yield _cuda_kernels.EDGE_DOTS, {"S": dtype}
 

@@ -139,8 +139,8 @@ def test_numpy_groupies_on_the_messages(op, func, fill):
 @pytest.mark.parametrize("fill", [None, -3.0])
 @pytest.mark.parametrize("wkind", ["none", "edge", "head"])
 def test_backends(backend, op, fill, wkind):
-    """numpy and the (emulated) CuPy path: atomics of the NaN-skipping updates, or, for nanmean and a fill
-    value, the materialised messages; complex128 nanprod takes the ordered CSR kernel."""
+    """numpy and the (emulated) CuPy path: atomics of the NaN-skipping updates, counting the non-NaN messages
+    for nanmean and a fill value; complex128 nanprod takes the ordered CSR kernel."""
     rng = rng_for("gs-nan-backend", op, fill, wkind)
     for dtype in ("float64", "float32", "complex128"):
         if not op_supports(op, dtype):
@@ -151,6 +151,44 @@ def test_backends(backend, op, fill, wkind):
         expected = ref_gather_scatter(src, gi, si, op, weight=w, dim_size=6, axis=1, fill_value=fill)
         got = backend.call(cs.gather_scatter, src, gi, si, op, weight=w, dim_size=6, axis=1, fill_value=fill)
         assert_same(got, expected, *tolerance(backend.name, op, expected.dtype, src))
+
+
+@pytest.mark.parametrize("op", NAN_OPS)
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_gpu_forward_counts_in_its_kernel(monkeypatch, op, dtype):
+    """On CuPy (emulated) nanmean, and every NaN-skipping op with a fill_value, count each element's non-NaN
+    messages in the forward kernel (the atomic one, or the CSR one for complex128 nanprod): no E x F message
+    array is formed (the materialising scatter is never reached) and the result is the reference's."""
+    if not op_supports(op, dtype):
+        pytest.skip("complex has no order")
+    from emulated_cupy import installed
+    import cyscatter._gather_scatter_gpu as gpu
+    rng = rng_for("gs-nan-gpu-counted", op, dtype)
+    src = with_nans(values(dtype, (2, 9, 3), rng, op), rng, 0.4)
+    src[:, 4] = np.nan   # a source row of NaNs only
+    gi, si = edges("int", 40, rng)
+    si[:3], gi[:3] = 5, 4   # destination 5: its messages all NaN
+    w = weight_for("head-broadcast", 40, (3,), dtype, rng)
+    launched = []
+
+    def no_messages(*args, **kwargs):
+        raise AssertionError("the messages were materialised")
+    with installed() as cp:
+        real_build = gpu.build
+
+        def build(spec):
+            launched.append(spec.name)
+            return real_build(spec)
+        monkeypatch.setattr(gpu, "scatter", no_messages)
+        monkeypatch.setattr(gpu, "build", build)
+        for fill in ([None] if op != "nanmean" else []) + [-3.0, None if op == "nanmean" else 2.0]:
+            launched.clear()
+            expected = ref_gather_scatter(src, gi, si, op, weight=w, dim_size=7, axis=1, fill_value=fill)
+            got = cs.gather_scatter(cp.asarray(src), cp.asarray(gi), cp.asarray(si), op, weight=cp.asarray(w),
+                                    dim_size=7, axis=1, fill_value=fill)
+            assert_same(got.get(), expected, *tolerance("cupy-emulated", op, expected.dtype, src))
+            counted = fill is not None or op == "nanmean"
+            assert len(launched) == 1 and ("_counted_" in launched[0]) == counted, launched
 
 
 # ---- reverse functions and grad ---------------------------------------------------------------------------------
@@ -195,6 +233,62 @@ def test_reverse_functions_by_central_differences(backend, op, wkind):
         np.testing.assert_allclose(got_w, numeric_vjp(f_w, np.where(nan_w, 0.0, w), g), rtol=1e-6, atol=1e-6)
         expected += np.sum(got_w * v_w)
     np.testing.assert_allclose(np.sum(g * jvp), expected, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("op", NAN_OPS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "complex128"])
+@pytest.mark.parametrize("wkind", ["none", "edge", "head"])
+def test_gpu_reverse_functions_select_on_the_edges(monkeypatch, op, dtype, wkind):
+    """On CuPy (emulated), the reverse functions of nansum/nanmean (the non-NaN messages) and fmax/fmin (the
+    tied non-NaN winners) run the edge kernels, no E x F message array (the core scatter rules on materialised
+    messages are never reached); nanprod materialises. NaN in src and weight, inf * 0 messages, ties and a
+    destination whose messages are all NaN; the results equal the CPU's (tested against references above)."""
+    if not op_supports(op, dtype):
+        pytest.skip("complex has no order")
+    from emulated_cupy import installed
+    import cyscatter._gather_scatter_gpu as gpu
+    rng = rng_for("gs-nan-gpu-reverse", op, dtype, wkind)
+    src = rng.integers(-2, 3, (2, 8, 4)).astype(dtype)   # small integers: ties
+    src[0, 1, 0] = src[1, 3, 2] = np.nan
+    src[0, 6, 1] = np.inf
+    src[:, 7] = np.nan
+    gi, si = edges("int", 30, rng)   # (sources 0-6, destinations 0-5)
+    gi[0], gi[1:3], si[1:3] = 6, 7, 6   # destination 6: its messages all NaN
+    w = None if wkind == "none" else rng.choice([1.0, 2.0, 0.5], {"edge": (30,), "head": (30, 4)}[wkind])
+    if w is not None:
+        w = w.astype(np.float32 if dtype == "float16" else dtype)
+        w[4], w[0] = np.nan, 0.0   # an edge whose messages are all NaN; inf * 0 from src row 6
+    kw = dict(weight=w, dim_size=7, axis=1)
+    # NaN where every message is NaN (destination 6): no NaN message wins it under fmax/fmin
+    out = cs.gather_scatter(src, gi, si, op, fill_value=np.nan, **kw)
+    assert np.isnan(out[:, 6]).all()
+    g = rng.standard_normal(out.shape).astype(out.dtype)
+    s_dot = rng.standard_normal(src.shape)
+    w_dot = None if w is None else rng.standard_normal(w.shape)
+    expected = [cs.gather_scatter_vjp_src(op, g, src, gi, si, out, **kw),
+                cs.gather_scatter_jvp(op, src, gi, si, out, s_dot, weight_dot=w_dot, **kw)]
+    if w is not None:
+        expected.append(cs.gather_scatter_vjp_weight(op, g, src, gi, si, out, **kw))
+
+    def no_messages(*args, **kwargs):
+        raise AssertionError("the messages were materialised")
+    if op != "nanprod":
+        monkeypatch.setattr(gpu, "scatter_vjp_src", no_messages)
+        monkeypatch.setattr(gpu, "scatter_jvp", no_messages)
+    with installed() as cp:
+        d = {name: None if a is None else cp.asarray(a)
+             for name, a in dict(src=src, gi=gi, si=si, out=out, g=g, s_dot=s_dot, w_dot=w_dot, w=w).items()}
+        dkw = dict(weight=d["w"], dim_size=7, axis=1)
+        got = [cs.gather_scatter_vjp_src(op, d["g"], d["src"], d["gi"], d["si"], d["out"], **dkw),
+               cs.gather_scatter_jvp(op, d["src"], d["gi"], d["si"], d["out"], d["s_dot"], weight_dot=d["w_dot"],
+                                     **dkw)]
+        if w is not None:
+            got.append(cs.gather_scatter_vjp_weight(op, d["g"], d["src"], d["gi"], d["si"], d["out"], **dkw))
+    rtol = 1e-3 if dtype in ("float16", "float32") else 1e-12
+    for name, a, b in zip(("vjp_src", "jvp", "vjp_weight"), got, expected):
+        assert type(a).__module__ == "cupy", name
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        np.testing.assert_allclose(a.get(), b, rtol=rtol, atol=rtol, err_msg=name)   # inf messages: NaN tangents
 
 
 def test_reverse_functions_with_a_plan_and_inf_times_zero():

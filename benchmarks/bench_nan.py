@@ -11,7 +11,8 @@ alternate round by round, so a noisy shared machine slows both sides alike; the 
 and the ratio of the medians.
 
     python benchmarks/bench_nan.py [--rounds 7] [--nan 0.1] [--threads N] [--quick]
-                                   [--segment | --gather-scatter | --count-passes]
+                                   [--segment | --gather-scatter | --gather-scatter-reverse |
+                                    --count-passes]
 
 --segment times `segment` instead (CSR, the W1 sizes: 1e6 rows x 64 float32 into 1e5 segments of random length):
 every NaN-skipping op against its twin, and nanmean / nansum with a fill_value, whose kernel also counts the
@@ -19,6 +20,10 @@ non-NaN entries of each element (the twins count nothing: mean divides by the se
 --gather-scatter times `gather_scatter` with a plan (1e5 nodes x 64 float32, 1e6 random edges, with and without an
 edge weight): nansum, fmax and nanmean against add, max and mean (nanmean's kernel counts each element's non-NaN
 messages as it reduces).
+--gather-scatter-reverse times `gather_scatter_vjp_src`, `gather_scatter_vjp_weight` and `gather_scatter_jvp` on
+those sizes (a per-edge weight): nansum, fmax and nanmean against add, max and mean (their fused reverse kernels),
+and the src gradient of each NaN-skipping op against the composition over materialised messages (gather, multiply
+by the weight, `scatter_vjp_src`, scatter back: what the library did before these kernels).
 --count-passes times nanmean with its NaN counts taken in the sum pass and by a second pass over src, by table
 size (1e3..1e5 rows of 64, float32 and float64), forcing `cyscatter/_machine.py`'s rule either way.
 """
@@ -63,6 +68,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="a tenth of the W1 sizes")
     parser.add_argument("--segment", action="store_true", help="time segment (CSR) instead of scatter")
     parser.add_argument("--gather-scatter", action="store_true", help="time gather_scatter instead of scatter")
+    parser.add_argument("--gather-scatter-reverse", action="store_true",
+                        help="time gather_scatter's reverse functions")
     parser.add_argument("--count-passes", action="store_true",
                         help="nanmean with its NaN counts in the sum pass against a second pass, by table size")
     args = parser.parse_args(argv)
@@ -73,6 +80,8 @@ def main(argv=None):
         return segment_pairs(args, scale)
     if args.gather_scatter:
         return gather_scatter_pairs(args, scale)
+    if args.gather_scatter_reverse:
+        return gather_scatter_reverse_pairs(args, scale)
     print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, threads="
           f"{args.threads or cs.get_num_threads()}, NaN share {args.nan}, rounds {args.rounds}; shared machine: "
           "figures are noisy, compare the ratios")
@@ -212,6 +221,48 @@ def gather_scatter_pairs(args, scale: float) -> None:
             kind = "weighted" if w is not None else "unweighted"
             print(f"gather_scatter {kind:10s} {nan_op:8s} {a * 1e3:8.1f} ms   {twin:5s} {b * 1e3:8.1f} ms   "
                   f"ratio {a / b:5.2f}x")
+
+
+def gather_scatter_reverse_pairs(args, scale: float) -> None:
+    """The reverse functions of gather_scatter for nansum / fmax / nanmean against add / max / mean, and the src
+    gradient against the composition over materialised messages; alternating, medians and ratios."""
+    nodes, edges, feat = int(1e5 * scale), int(1e6 * scale), 64
+    print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, threads="
+          f"{args.threads or cs.get_num_threads()}, gather_scatter reverse with a plan, {nodes} nodes x {feat} "
+          f"float32, {edges} edges with a weight, NaN share {args.nan}, rounds {args.rounds}; shared machine: "
+          "figures are noisy, compare the ratios")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((nodes, feat)).astype(np.float32)
+    x[rng.random(x.shape) < args.nan] = np.nan
+    gi, si = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
+    plan = cs.gather_scatter_plan(gi, si, src_size=nodes, dim_size=nodes)
+    w = rng.uniform(0.5, 2.0, edges).astype(np.float32)
+    g = rng.standard_normal((nodes, feat)).astype(np.float32)
+    x_dot = rng.standard_normal((nodes, feat)).astype(np.float32)
+    kw = dict(weight=w, plan=plan, num_threads=args.threads)
+    outs = {op: cs.gather_scatter(x, op=op, **kw) for op in ("nansum", "add", "fmax", "max", "nanmean", "mean")}
+    calls = {
+        "vjp_src": lambda op: cs.gather_scatter_vjp_src(op, g, x, out=outs[op], **kw),
+        "vjp_weight": lambda op: cs.gather_scatter_vjp_weight(op, g, x, out=outs[op], **kw),
+        "jvp": lambda op: cs.gather_scatter_jvp(op, x, out=outs[op], src_dot=x_dot, **kw),
+    }
+
+    def composed(op):   # the src gradient through the E x F messages
+        msgs = cs.gather(x, gi) * w[:, None]
+        d = cs.scatter_vjp_src(op, g, msgs, si, outs[op])
+        return cs.scatter(np.where(msgs == msgs, d * w[:, None], 0), gi, "add", dim_size=nodes)
+    for nan_op, twin in (("nansum", "add"), ("fmax", "max"), ("nanmean", "mean")):
+        for name, call in calls.items():
+            _pair(f"gs {name}", None, None, None, nan_op, twin, args, call=call)
+        times = {"fused": [], "composed": []}
+        for _ in range(args.rounds):
+            for label, run in (("composed", lambda: composed(nan_op)), ("fused", lambda: calls["vjp_src"](nan_op))):
+                t = time.perf_counter()
+                run()
+                times[label].append(time.perf_counter() - t)
+        a, b = statistics.median(times["fused"]), statistics.median(times["composed"])
+        print(f"gs vjp_src {nan_op:8s} fused {a * 1e3:8.1f} ms   materialised messages {b * 1e3:8.1f} ms   "
+              f"{b / a:5.2f}x faster")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,13 @@
 Framework-free, like `scatter_vjp_src`. For add, sub and mean they are fused passes too: the `src` gradient is the
 transposed product (the same kernel along the CSR by source row), the `weight` gradient one dot product per edge
 (SDDMM); max/min find each output element's tied winning edges again (the forward's exact messages) and split the
-cotangent evenly among them, as `scatter` does; none of them allocates an E x F array. mul and div, whose
-derivatives need the product of the other members of a group, go through the materialised messages and the core
-`scatter` rules, and so do max/min on integer messages (whose ties are those of the integers, compared, as
-`scatter_vjp_src` compares them, in float64: exact up to 2**53), and the NaN-skipping ops (nansum, nanprod, nanmean,
-fmax, fmin: `scatter_vjp_src`'s rules on the messages, a NaN message passing nothing to its src row or weight).
+cotangent evenly among them, as `scatter` does, and the same kernels serve the NaN-skipping fmax/fmin (a NaN
+message never wins) and, on real values, nansum/nanmean (the non-NaN messages, nanmean's cotangent divided by
+their count); none of them allocates an E x F array. mul and div, whose derivatives need the product of the other
+members of a group, go through the materialised messages and the core `scatter` rules, and so do max/min on
+integer messages (whose ties are those of the integers, compared, as `scatter_vjp_src` compares them, in float64:
+exact up to 2**53), nanprod, and complex nansum/nanmean (`scatter_vjp_src`'s rules on the messages, a NaN message
+passing nothing to its src row or weight).
 """
 from __future__ import annotations
 
@@ -37,6 +39,9 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
 
 _FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
+# the ops whose reverse passes each output element's cotangent to a selection of its messages, by the
+# `fused_kernels` selection code: 0 the tied winners, 1 the tied winners other than NaN, 2 the non-NaN messages
+_SELECT = {"max": 0, "min": 0, "fmax": 1, "fmin": 1, "nansum": 2, "nanmean": 2}
 
 
 class _Call:
@@ -64,6 +69,11 @@ class _Call:
         self.w_shape = None if weight is None else shape_of(weight)
         vdtype = self.vdtype = value_dtype(self.src.dtype, self.w)
         self.dtype, self.materialise = derivative_policy(self.op, vdtype, arrays)
+        # the selecting ops on real derivatives run the fused kernels, except max/min/fmax/fmin on integer
+        # messages (whose ties are the integers'); complex nansum/nanmean materialise the messages
+        self.select = _SELECT.get(self.op.name) if self.dtype in (np.float32, np.float64) and not (
+            self.op.ordered and vdtype.kind in "iu") else None
+        self.materialise = self.materialise and self.select is None
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
         self.src_rows = (self.outer, self.plan.src_size, self.inner)
@@ -115,11 +125,15 @@ class _Call:
         return g3
 
     def share(self, g3):
-        """max/min: each output element's cotangent divided among its tied winning edges (0 where none)."""
+        """The selecting ops: each output element's cotangent divided among its selected edges (max/min, fmax/fmin:
+        the tied winners; nanmean: the non-NaN messages; 0 where none), or as it is (nansum)."""
+        if self.op.name == "nansum":
+            return g3
         indptr, ids, cols = self.plan.indptr, self.plan.edge_ids, self.plan.cols
         result = np.empty_like(g3)
         fused_kernels.extreme_ties(self.op.name == "max", self.src3, indptr, cols, ids, self._w2(), self.w is not None,
-                                   self.out3, g3, self.src3, False, self._w2(), False, result, self._parts())
+                                   self.out3, g3, self.src3, False, self._w2(), False, result, self._parts(),
+                                   select=self.select)
         return result
 
     def _w2(self):
@@ -178,7 +192,9 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
     Derivatives are real or complex: integers in float64, float16 in float32, else NumPy's promotion; a complex
     cotangent of a real output is refused (its imaginary part would be dropped). mul/div need the products of
     the other messages, integer max/min the integer messages themselves (their ties, -0.0 aside): both are
-    materialised, and so are the NaN-skipping ops' messages (their NaN entries are what the core rules skip).
+    materialised, and so are the NaN-skipping ops' messages (their NaN entries are what the core rules skip);
+    the callers run their own fused kernels instead where they have them (the selecting ops: max/min,
+    fmax/fmin, nansum/nanmean).
     """
     op.check_dtype(vdtype)
     for name, a in arrays.items():
@@ -262,9 +278,10 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     grouping once, at its first reverse pass); sub negates it, mean divides each destination's cotangent by its
     edge count first (empty rows pass nothing). max/min send each output element's cotangent to the edges whose
     message equals it, split evenly among tied ones, as `scatter_vjp_src` does (NNlib gives every tied winner the
-    whole cotangent; finite differences agree with the split). mul/div and the NaN-skipping ops (a NaN message
-    gets nothing; with fmax/fmin a losing one neither, so they equal max/min where no message is NaN) materialise
-    the messages (E x F) and use `scatter_vjp_src`'s exact rules.
+    whole cotangent; finite differences agree with the split). The NaN-skipping ops give a NaN message nothing:
+    fmax/fmin split as max/min among the tied non-NaN winners, nansum passes the cotangent to every other message,
+    nanmean divides it by their count, all fused as max/min (complex nansum/nanmean through the messages).
+    mul/div and nanprod materialise the messages (E x F) and use `scatter_vjp_src`'s exact rules.
 
     Parameters
     ----------
@@ -273,7 +290,9 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     Returns
     -------
     grad_src : ndarray, shape of `src`
-        The dtype of `src` when it is inexact, else float64.
+        The dtype of `src` when it is inexact (float16 and bfloat16 computed in float32, rounded back); for an
+        integer `src` the derivative dtype: NumPy's promotion of `src`, `weight` and `grad_out`, float64 when
+        all are integers (an int8 `src` with a float32 weight gives float32).
 
     Raises
     ------
@@ -317,7 +336,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     elif call.inner and call.outer:
         indptr, ids, cols = call.plan.transpose
         fused_kernels.extreme_back(call.src3, indptr, cols, ids, call._w2(), call.w is not None, call.out3,
-                                   call.share(g3), result, call._parts())
+                                   call.share(g3), result, call._parts(), select=call.select)
     return _cast_like(result.reshape(call.src.shape), call.src)
 
 
@@ -357,7 +376,8 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     ``sum_f grad_out[d_e, f] * src[s_e, f]`` (summed over batch dims, and per head for a per-head weight): the
     sampled dense-dense product (SDDMM), one pass over the edges in parallel, no E x F array. sub negates it,
     mean divides by the destination's edge count, max/min count only the features where the edge is a (tied)
-    winner, with its share of the cotangent. Dropped edges get 0.
+    winner, with its share of the cotangent (fmax/fmin: a non-NaN winner; nansum/nanmean: a non-NaN message, with
+    the cotangent or its share by their count). Dropped edges get 0.
 
     Parameters
     ----------
@@ -366,7 +386,8 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     Returns
     -------
     grad_weight : ndarray, shape of `weight` (I without one: the gradient of an all-ones weight)
-        The dtype of `weight` when it is inexact, else the derivative dtype (float64 for integers).
+        The dtype of `weight` when it is inexact (float16 and bfloat16 computed in float32, rounded back), else
+        the derivative dtype (as `gather_scatter_vjp_src`'s; float64 when all are integers).
 
     Raises
     ------
@@ -402,10 +423,11 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
         # (the features per head spelt out: with no kept edge, -1 could not be inferred from 0 elements)
         result[keep] = per_feature.reshape(len(keep), call.heads, call.inner // call.heads).sum(axis=2)
     elif call.inner and call.outer:
-        ties = {"max": 1, "min": 2}.get(name, 0)
-        cot = call.share(g3) if ties else call.per_destination(g3)
+        select = call.select
+        cot = call.per_destination(g3) if select is None else call.share(g3)
         fused_kernels.dots(cot, call.src3, call.plan.gather, call.plan.scatter, result,
-                           call.out3 if ties else cot, ties, call._w2(), call.w is not None, call._parts())
+                           cot if select is None else call.out3, 0 if select is None else select + 1, call._w2(),
+                           call.w is not None, call._parts())
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else _cast_like(shaped, call.w)
 
@@ -448,8 +470,9 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     add/sub/mean are bilinear in (src, weight): ``out_dot = gather_scatter(src_dot, weight) +
     gather_scatter(src, weight_dot)`` (mean divided by the counts), fused. max/min average the tangent messages
     ``weight * src_dot + weight_dot * src`` of each output element's tied winning edges (the directional
-    derivative that matches the split cotangent of the VJPs). mul/div and the NaN-skipping ops go through
-    `scatter_jvp` on materialised messages.
+    derivative that matches the split cotangent of the VJPs); fmax/fmin the same over the non-NaN winners,
+    nansum sums and nanmean averages the tangent messages of the non-NaN messages, fused. mul/div, nanprod and
+    complex nansum/nanmean go through `scatter_jvp` on materialised messages.
 
     Parameters
     ----------
@@ -474,7 +497,9 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     Returns
     -------
     out_dot : ndarray, shape B + D + F
-        In the derivative dtype (NumPy's promotion of the inputs and tangents; float64 for integers).
+        In the derivative dtype: NumPy's promotion of `src`, `weight` and the tangents, float64 when all are
+        integers, float32 in place of float16 and bfloat16 (the dtype the kernels compute in; unlike the VJPs,
+        a tangent is not rounded back to a half-precision input's dtype).
 
     Raises
     ------
@@ -540,5 +565,6 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
                                        call.plan.edge_ids, call._w2(), call.w is not None, call.out3, call.out3,
                                        call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
                                        np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,
-                                       w_dot2 is not None, result, call._parts())
+                                       w_dot2 is not None, result, call._parts(), select=call.select,
+                                       average=name != "nansum")
     return result.reshape(call.out_shape)

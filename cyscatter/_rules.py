@@ -85,10 +85,10 @@ def _win_counts(ctx: Reverse, skip_nan: bool = False) -> tuple[np.ndarray, np.nd
     return src_win, nwin, dst_win
 
 
-def _fused_shares(ctx, g3, is_max: bool):
-    """CPU float32/64: (each output element's cotangent share among its tied candidates, the entries' CSR by
-    destination and, by entry, the transposed one) from the fused max/min kernels: two passes over src, no
-    n x F temporaries (the winners found as the forward's values, initial dst included)."""
+def _fused_shares(ctx, g3, is_max: bool, skip_nan: bool = False):
+    """CPU float32/64: (each output element's cotangent share among its tied candidates, src and out as the
+    kernels read them) from the fused max/min kernels: two passes over src, no n x F temporaries (the winners
+    found as the forward's values, initial dst included; fmax/fmin, `skip_nan`: no NaN entry wins)."""
     src3 = np.ascontiguousarray(ctx.src3)
     out3 = np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
     g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
@@ -99,7 +99,7 @@ def _fused_shares(ctx, g3, is_max: bool):
     share = np.empty_like(g3)
     none, no_weight = np.zeros(0, np.int64), np.zeros((0, 1), src3.dtype)
     fused_kernels.extreme_ties(is_max, src3, indptr, cols, none, no_weight, False, out3, g3, src3,
-                               False, no_weight, False, share, 0, dst3)
+                               False, no_weight, False, share, 0, dst3, select=int(skip_nan))
     return share, src3, out3
 
 
@@ -109,15 +109,15 @@ def _fused(ctx) -> bool:
 
 def _extreme_src(ctx, g3, is_max: bool, skip_nan: bool = False):
     xp = ctx.xp
-    if _fused(ctx) and not skip_nan:
-        share, src3, out3 = _fused_shares(ctx, g3, is_max)
+    if _fused(ctx):
+        share, src3, out3 = _fused_shares(ctx, g3, is_max, skip_nan)
         valid = ctx.plan.valid()
         by_entry = np.zeros(valid.shape[0] + 1, np.int64)
         np.cumsum(valid, out=by_entry[1:])
         result = np.empty_like(src3)
         fused_kernels.extreme_back(src3, by_entry, np.ascontiguousarray(ctx.plan.flat[valid], dtype=np.int64),
                                    np.zeros(0, np.int64), np.zeros((0, 1), src3.dtype), False, out3, share,
-                                   result, 0)
+                                   result, 0, select=int(skip_nan))
         return result
     src_win, nwin, _ = _win_counts(ctx, skip_nan)
     share = xp.where(nwin > 0, g3 / xp.maximum(nwin, 1), 0)   # nwin is 0 only where no entry landed
@@ -126,8 +126,8 @@ def _extreme_src(ctx, g3, is_max: bool, skip_nan: bool = False):
 
 def _extreme_dst(ctx, g3, is_max: bool, skip_nan: bool = False):
     xp = ctx.xp
-    if _fused(ctx) and not skip_nan:
-        share = _fused_shares(ctx, g3, is_max)[0]
+    if _fused(ctx):
+        share = _fused_shares(ctx, g3, is_max, skip_nan)[0]
         return np.where(_winners(xp, ctx.dst3, ctx.out3), share, 0).astype(ctx.dtype, copy=False)
     _, nwin, dst_win = _win_counts(ctx, skip_nan)
     return xp.where(dst_win, g3 / xp.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)

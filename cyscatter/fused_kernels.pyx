@@ -76,6 +76,30 @@ cdef inline bint _ties(real_t m, real_t o) noexcept nogil:
     return ((m == o) & (signbit(m) == signbit(o))) | ((m != m) & (o != o))
 
 
+# Which messages of an output element its cotangent reaches in the reverse kernels, a tag type fixed at compile
+# time as the op tags are (the test runs per element and edge): the `select` codes of the `def` entry points.
+cdef struct SelectTied:      # 0, max/min: the message is the value the forward kept (`_ties`)
+    char _tag
+cdef struct SelectWon:       # 1, fmax/fmin: the same, but a NaN message never wins (nor ties a NaN output)
+    char _tag
+cdef struct SelectPresent:   # 2, nansum/nanmean: every non-NaN message (out is not read)
+    char _tag
+
+ctypedef fused select_t:
+    SelectTied
+    SelectWon
+    SelectPresent
+
+
+cdef inline bint _selects(select_t sel, real_t m, real_t o) noexcept nogil:
+    if select_t is SelectPresent:
+        return m == m
+    elif select_t is SelectWon:
+        return (m == o) & (signbit(m) == signbit(o))
+    else:
+        return _ties(m, o)
+
+
 cdef inline Py_ssize_t _cut(const int64_t* indptr, Py_ssize_t rows, Py_ssize_t target) noexcept nogil:
     """First row r whose cost (edges before it plus r, one unit per row for its own overhead) reaches target."""
     cdef Py_ssize_t lo = 0, hi = rows, mid
@@ -361,10 +385,11 @@ cdef Py_ssize_t gather_scatter_nan_csr(nan_op_t op, const nan_value_t[:, :, ::co
 
 # ---- max / min reverse -------------------------------------------------------------------------------------------
 
-cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
-                     const int64_t* edge_ids, const real_t* weight, const real_t* out, const real_t* grad_out,
-                     const real_t* tangent_src, const real_t* tangent_w, const real_t* dst_init, real_t* result,
-                     const Geo* G, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
+cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_t* indptr, const int64_t* cols,
+                     Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const real_t* out,
+                     const real_t* grad_out, const real_t* tangent_src, const real_t* tangent_w,
+                     const real_t* dst_init, real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1,
+                     Py_ssize_t ahead) noexcept nogil:
     # `out`, `grad_out`, `dst_init` and `result` share the owned side's strides; `tangent_src` the gathered side's.
     # Features are walked one head at a time (a constant weight, no division per element), a chunk at a time.
     cdef Py_ssize_t o, r, p, e, f, f0, n, at, a, b, h, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
@@ -399,14 +424,15 @@ cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, cons
                         if not tangents:
                             if weight == NULL:
                                 for f in range(a, b):
-                                    count[f - f0] += _ties(x[f], orow[f])
+                                    count[f - f0] += _selects(sel, x[f], orow[f])
                             else:
                                 for f in range(a, b):
-                                    count[f - f0] += _ties(w * x[f], orow[f])
+                                    count[f - f0] += _selects(sel, w * x[f], orow[f])
                         else:
                             tw = tangent_w[e * G.heads + h] if tangent_w != NULL else 0
                             for f in range(a, b):
-                                tie = _ties(w * x[f], orow[f]) if weight != NULL else _ties(x[f], orow[f])
+                                tie = _selects(sel, w * x[f], orow[f]) if weight != NULL else \
+                                    _selects(sel, x[f], orow[f])
                                 if tie:
                                     count[f - f0] += 1
                                     tangent = 0
@@ -421,8 +447,10 @@ cdef void _ties_rows(bint is_max, const real_t* src, const int64_t* indptr, cons
                         result[o * G.o_outer + r * G.o_row + f] = 0
                     elif grad_out != NULL:
                         result[o * G.o_outer + r * G.o_row + f] = grad_out[o * G.o_outer + r * G.o_row + f] / count[f - f0]
-                    else:
+                    elif average:
                         result[o * G.o_outer + r * G.o_row + f] = acc[f - f0] / count[f - f0]
+                    else:
+                        result[o * G.o_outer + r * G.o_row + f] = acc[f - f0]
                 f0 += n
 
 
@@ -433,6 +461,17 @@ cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, co
                            real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
     """The caller (the `def` wrapper, or a cimporting one) has checked the CSR and that out, grad_out and result
     share one shape and strides, and tangent_src src's."""
+    cdef SelectTied tied = SelectTied(_tag=0)
+    _shares_csr(tied, True, src, indptr, cols, edge_ids, weight, heads, out, grad_out, tangent_src, tangent_w,
+                dst_init, result, num_threads)
+
+
+cdef void _shares_csr(select_t sel, bint average, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                      const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
+                      const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
+                      const real_t* tangent_src, const real_t* tangent_w, const real_t* dst_init,
+                      real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
+    """`extreme_ties_csr` for the selection `sel`; without `average` tangent mode gives the sum (nansum)."""
     cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], ahead
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
@@ -446,16 +485,16 @@ cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, co
         g = &grad_out[0, 0, 0]
     ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), src.shape[1])
     if m == 0 or parts == 1 or rows < 2:
-        _ties_rows(is_max, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight,
-                   &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead)
+        _ties_rows(sel, average, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, m, edge_ids,
+                   weight, &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead)
         return
     _cuts(&indptr[0], rows, parts, cut)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-        _ties_rows(is_max, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], g, tangent_src,
-                   tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
+        _ties_rows(sel, average, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], g,
+                   tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
 
 
-cdef void _back_rows(const real_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
+cdef void _back_rows(select_t sel, const real_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
                      const int64_t* edge_ids, const real_t* weight, const real_t* out, const real_t* share,
                      real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
     # here the owned rows are the source rows (src and result share G.o_*), cols the destination rows (G.s_*),
@@ -477,14 +516,14 @@ cdef void _back_rows(const real_t* src, const int64_t* indptr, const int64_t* co
                 at = o * G.s_outer + cols[p] * G.s_row
                 if weight == NULL:
                     for f in range(G.inner):
-                        res[f] = res[f] + (share[at + f] if _ties(x[f], out[at + f]) else 0)
+                        res[f] = res[f] + (share[at + f] if _selects(sel, x[f], out[at + f]) else 0)
                     continue
                 e = edge_ids[p] if edge_ids != NULL else p
                 for h in range(G.heads):
                     w = weight[e * G.heads + h]
                     lo = h * G.chunk
                     for f in range(lo, lo + G.chunk):
-                        res[f] = res[f] + (w * share[at + f] if _ties(w * x[f], out[at + f]) else 0)
+                        res[f] = res[f] + (w * share[at + f] if _selects(sel, w * x[f], out[at + f]) else 0)
 
 
 cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
@@ -492,6 +531,15 @@ cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[:
                            const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
                            real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
     """The caller has checked the transposed CSR, that src and result share shape and strides, out and share."""
+    cdef SelectTied tied = SelectTied(_tag=0)
+    _back_csr(tied, src, indptr, cols, edge_ids, weight, heads, out, share, result, num_threads)
+
+
+cdef void _back_csr(select_t sel, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                    const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
+                    const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
+                    real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
+    """`extreme_back_csr` for the selection `sel`."""
     cdef Py_ssize_t rows = src.shape[1], m = cols.shape[0], ahead
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
@@ -502,13 +550,13 @@ cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[:
               out.strides[1] // sizeof(real_t), src.strides[0] // sizeof(real_t), src.strides[1] // sizeof(real_t))
     ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), 2 * out.shape[1])   # two tables: out and share
     if m == 0 or out.shape[1] == 0 or parts == 1 or rows < 2:
-        _back_rows(&src[0, 0, 0], &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight,
+        _back_rows(sel, &src[0, 0, 0], &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight,
                    &out[0, 0, 0] if out.shape[1] else NULL, &share[0, 0, 0] if out.shape[1] else NULL,
                    &result[0, 0, 0], &G, 0, rows, ahead)
         return
     _cuts(&indptr[0], rows, parts, cut)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-        _back_rows(&src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &share[0, 0, 0],
+        _back_rows(sel, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &share[0, 0, 0],
                    &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
 
 
@@ -519,7 +567,10 @@ cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather
                      const value_t* weight, const Geo* G, Py_ssize_t e0, Py_ssize_t e1) noexcept nogil:
     # g and out share G.o_*, src G.s_*; result is (edges, heads) C-contiguous
     cdef Py_ssize_t e, s, d, o, h, f
-    cdef value_t acc, w, msg
+    cdef value_t acc, w
+    cdef SelectTied tied = SelectTied(_tag=0)
+    cdef SelectWon won = SelectWon(_tag=0)
+    cdef SelectPresent present = SelectPresent(_tag=0)
     cdef const value_t* x
     cdef const value_t* grow
     cdef const value_t* orow
@@ -540,20 +591,38 @@ cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather
                 elif value_t is float or value_t is double:
                     orow = out + o * G.o_outer + d * G.o_row + h * G.chunk
                     w = weight[e * G.heads + h] if weight != NULL else 1
-                    for f in range(G.chunk):
-                        msg = w * x[f] if weight != NULL else x[f]
-                        if _ties(msg, orow[f]):
-                            acc = acc + grow[f] * x[f]
+                    if ties == 1:
+                        acc = _selected_dot(tied, grow, x, orow, w, weight != NULL, G.chunk, acc)
+                    elif ties == 2:
+                        acc = _selected_dot(won, grow, x, orow, w, weight != NULL, G.chunk, acc)
+                    else:
+                        acc = _selected_dot(present, grow, x, orow, w, weight != NULL, G.chunk, acc)
             result[e * G.heads + h] = acc
+
+
+cdef inline real_t _selected_dot(select_t sel, const real_t* grow, const real_t* x, const real_t* orow, real_t w,
+                                 bint weighted, Py_ssize_t n, real_t acc) noexcept nogil:
+    """acc plus the sum of grow[f] * x[f] over the features whose message (w * x[f]) `sel` selects."""
+    cdef Py_ssize_t f
+    for f in range(n):
+        if _selects(sel, w * x[f] if weighted else x[f], orow[f]):
+            acc = acc + grow[f] * x[f]
+    return acc
 
 
 cdef void edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src,
                     const int64_t[::1] gather, const int64_t[::1] scatter, value_t[:, ::1] result,
                     const value_t* out_ties, bint is_max, const value_t* weight, int num_threads) noexcept nogil:
     """`out_ties`, when given, has g's shape and strides."""
+    _edge_dots(g, src, gather, scatter, result, out_ties, 0 if out_ties == NULL else 1, weight, num_threads)
+
+
+cdef void _edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src,
+                     const int64_t[::1] gather, const int64_t[::1] scatter, value_t[:, ::1] result,
+                     const value_t* out, int ties, const value_t* weight, int num_threads) noexcept nogil:
+    """`edge_dots`, `ties` 0 (every feature) or 1 + a selection code (`out`, g's layout, then not NULL)."""
     cdef Py_ssize_t n = result.shape[0], heads = result.shape[1]
     cdef int parts = _team(num_threads), t
-    cdef int ties = 0 if out_ties == NULL else (1 if is_max else 2)
     cdef Geo G
     if n == 0 or heads == 0:
         return
@@ -565,11 +634,11 @@ cdef void edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::c
               src.strides[1] // sizeof(value_t), g.strides[0] // sizeof(value_t), g.strides[1] // sizeof(value_t))
     if parts == 1 or n < 2:
         _dots_part(&g[0, 0, 0], &src[0, 0, 0], &gather[0], &scatter[0], src.shape[1], g.shape[1], &result[0, 0],
-                   out_ties, ties, weight, &G, 0, n)
+                   out, ties, weight, &G, 0, n)
         return
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         _dots_part(&g[0, 0, 0], &src[0, 0, 0], &gather[0], &scatter[0], src.shape[1], g.shape[1], &result[0, 0],
-                   out_ties, ties, weight, &G, (n * t) // parts, (n * (t + 1)) // parts)
+                   out, ties, weight, &G, (n * t) // parts, (n * (t + 1)) // parts)
 
 
 # ---- Python entry points -----------------------------------------------------------------------------------------
@@ -722,14 +791,25 @@ def forward_nan(int opcode, const nan_value_t[:, :, ::contiguous] src, const int
     return status
 
 
+cdef int _check_select(int select) except -1:
+    if not 0 <= select <= 2:
+        raise ValueError(f"select must be 0 (tied), 1 (won) or 2 (present), got {select}")
+    return 0
+
+
 def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                  const int64_t[::1] cols, const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
                  const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
                  const real_t[:, :, ::contiguous] tangent_src, bint use_tangent_src,
                  const real_t[:, ::1] tangent_w, bint use_tangent_w, real_t[:, :, ::contiguous] result,
-                 int num_threads, const real_t[:, :, ::contiguous] dst_init=None):
+                 int num_threads, const real_t[:, :, ::contiguous] dst_init=None, int select=0, bint average=True):
     """`extreme_ties_csr`: share mode (grad_out) unless a tangent is used; `dst_init` (out's layout): the initial
-    values of an in-place scatter, counted as candidates."""
+    values of an in-place scatter, counted as candidates. `select`: the messages counted (0 tied, 1 won: no NaN,
+    2 present: the non-NaN ones); without `average` tangent mode gives the sum."""
+    cdef SelectTied tied = SelectTied(_tag=0)
+    cdef SelectWon won = SelectWon(_tag=0)
+    cdef SelectPresent present = SelectPresent(_tag=0)
+    _check_select(select)
     if not (_same_layout(out, grad_out) and _same_layout(out, result)) or src.shape[0] != out.shape[0] \
             or src.shape[2] != out.shape[2] or (use_tangent_src and not _same_layout(src, tangent_src)):
         raise ValueError("extreme_ties: out, grad_out and result (and src, tangent_src) must share shape and strides")
@@ -743,39 +823,63 @@ def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_
         raise ValueError("extreme_ties: tangent_w must have the weight's shape")
     _edges_ok("extreme_ties", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted,
               weight.shape[1] if weighted else 1, src.shape[2])
+    cdef const int64_t* ids = _ids(edge_ids)
+    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
+    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
+    cdef const real_t* t_src = &tangent_src[0, 0, 0] if use_tangent_src and tangent_src.shape[1] else NULL
+    cdef const real_t* t_w = &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL
     with nogil:
-        extreme_ties_csr(is_max, src, indptr, cols, _ids(edge_ids),
-                         &weight[0, 0] if weighted and weight.shape[0] else NULL, weight.shape[1] if weighted else 1,
-                         out, grad_out, &tangent_src[0, 0, 0] if use_tangent_src and tangent_src.shape[1] else NULL,
-                         &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL,
-                         dst_ptr, result, num_threads)
+        if select == 0:
+            _shares_csr(tied, average, src, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w, dst_ptr, result,
+                        num_threads)
+        elif select == 1:
+            _shares_csr(won, average, src, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w, dst_ptr, result,
+                        num_threads)
+        else:
+            _shares_csr(present, average, src, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w, dst_ptr,
+                        result, num_threads)
 
 
 def extreme_back(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
                  const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
                  const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
-                 real_t[:, :, ::contiguous] result, int num_threads):
-    """`extreme_back_csr` on the transposed CSR (cols: destination rows)."""
+                 real_t[:, :, ::contiguous] result, int num_threads, int select=0):
+    """`extreme_back_csr` on the transposed CSR (cols: destination rows), for the selection `select` (as in
+    `extreme_ties`)."""
+    cdef SelectTied tied = SelectTied(_tag=0)
+    cdef SelectWon won = SelectWon(_tag=0)
+    cdef SelectPresent present = SelectPresent(_tag=0)
+    _check_select(select)
     if not (_same_layout(src, result) and _same_layout(out, share)) or src.shape[0] != out.shape[0] \
             or src.shape[2] != out.shape[2]:
         raise ValueError("extreme_back: src and result, out and share must share shape and strides")
     _edges_ok("extreme_back", indptr, cols, edge_ids, out.shape[1], src.shape[1], weight.shape[0], weighted,
               weight.shape[1] if weighted else 1, src.shape[2])
+    cdef const int64_t* ids = _ids(edge_ids)
+    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
+    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
     with nogil:
-        extreme_back_csr(src, indptr, cols, _ids(edge_ids), &weight[0, 0] if weighted and weight.shape[0] else NULL,
-                         weight.shape[1] if weighted else 1, out, share, result, num_threads)
+        if select == 0:
+            _back_csr(tied, src, indptr, cols, ids, w, heads, out, share, result, num_threads)
+        elif select == 1:
+            _back_csr(won, src, indptr, cols, ids, w, heads, out, share, result, num_threads)
+        else:
+            _back_csr(present, src, indptr, cols, ids, w, heads, out, share, result, num_threads)
 
 
 def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src, const int64_t[::1] gather,
          const int64_t[::1] scatter, value_t[:, ::1] result, const value_t[:, :, ::contiguous] out, int ties,
          const value_t[:, ::1] weight, bint weighted, int num_threads):
-    """`edge_dots`; `ties` 0 (plain), 1 (max) or 2 (min: `out` and, when `weighted`, `weight` give the ties)."""
+    """`edge_dots`; `ties` 0 (every feature) or 1 + a selection code of `extreme_ties` (the features whose
+    message, from `out` and, when `weighted`, `weight`, is selected: 1 tied, 2 won, 3 present)."""
+    if not 0 <= ties <= 3:
+        raise ValueError(f"dots: ties must be 0 to 3, got {ties}")
     if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or result.shape[1] < 1 or \
             g.shape[2] % result.shape[1] or g.shape[0] != src.shape[0] or g.shape[2] != src.shape[2] or \
             (ties and not _same_layout(g, out)) or (weighted and (weight.shape[0] != result.shape[0] or
                                                                    weight.shape[1] != result.shape[1])):
         raise ValueError("dots: the edges, heads and operands do not fit")
+    cdef const value_t* o = &out[0, 0, 0] if ties and out.shape[0] and out.shape[1] and out.shape[2] else NULL
     with nogil:
-        edge_dots(g, src, gather, scatter, result,
-                  &out[0, 0, 0] if ties and out.shape[0] and out.shape[1] and out.shape[2] else NULL, ties == 1,
-                  &weight[0, 0] if weighted and weight.shape[0] else NULL, num_threads)
+        _edge_dots(g, src, gather, scatter, result, o, ties if o != NULL else 0,
+                   &weight[0, 0] if weighted and weight.shape[0] else NULL, num_threads)

@@ -5,10 +5,11 @@ the product ``P(x, w)`` (forward), its transpose ``Pt(g, w)`` (the `src` VJP) an
 (the `weight` VJP, SDDMM). Their derivatives of any order are calls of the same three, so no step of any order
 allocates an E x F array.
 
-max and min run the fused forward and fused first-order rules (the tie-splitting VJPs and JVP of the core). Those
-rules are primitives too; their own derivatives (second order and up) are taken through the materialised messages
-``scatter(gather(x) * w)`` with the `grad` package's scatter and gather primitives, whose tie rule is the same.
-mul and div are differentiated through that materialised composition throughout.
+max and min run the fused forward and fused first-order rules (the tie-splitting VJPs and JVP of the core), and so
+do the NaN-skipping fmax/fmin (a NaN message never wins) and nansum/nanmean (the non-NaN messages). Those rules are
+primitives too; their own derivatives (second order and up) are taken through the materialised messages
+``scatter(gather(x) * w)`` with the `grad` package's scatter and gather primitives, whose selection rule is the
+same. mul, div and nanprod are differentiated through that materialised composition throughout.
 """
 from __future__ import annotations
 
@@ -97,9 +98,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
 
     Differentiable with respect to `src` and `weight` in reverse and forward mode, to any order. add, sub and
     mean are fused at every order (the transposed product and the per-edge dots, no E x F array); max and min
-    are fused at first order (the gradient goes to the tied winning edges, split evenly, as `scatter`), their
-    higher orders and mul/div go through the materialised messages, and so do the NaN-skipping ops (nansum,
-    nanprod, nanmean, fmax, fmin: a NaN message, left out, passes no gradient to its src row or weight).
+    are fused at first order (the gradient goes to the tied winning edges, split evenly, as `scatter`), and so
+    are fmax/fmin, nansum and nanmean (a NaN message, left out, passes no gradient to its src row or weight);
+    their higher orders and mul/div/nanprod go through the materialised messages.
     Indices, `plan`, `dim_size` and `fill_value` are not differentiable; rows filled with `fill_value` and
     dropped edges pass no gradient.
 
@@ -139,9 +140,14 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     w_v = None if weight is None else np.asarray(_value(weight))
     edges = _Edges(opname, plan, axis_n, fill_value, num_threads, src_v.shape, src_v.dtype,
                    None if w_v is None else w_v.shape, None if w_v is None else w_v.dtype)
-    if opname in ("mul", "div") or cs.get_op(opname).skips_nan:
+    if opname in ("mul", "div", "nanprod"):   # (any other op, assignments refused included: the fused forward)
         return _materialised(src, weight, edges)
     return _forward(src, weight, edges)
+
+
+# the ops whose first-order rules pass each output element's cotangent to a selection of its messages (max/min,
+# fmax/fmin: the tied winners; nansum/nanmean: the non-NaN messages), fused at first order
+_SELECTING = ("max", "min", "fmax", "fmin", "nansum", "nanmean")
 
 
 def _value(x):
@@ -169,28 +175,28 @@ def _dots(g, x, edges):
 
 def _forward_vjp_src(ans, src, weight, edges):
     require_inexact(src, "src", "gather_scatter")
-    if edges.op in ("max", "min"):
+    if edges.op in _SELECTING:
         return lambda g: _extreme_vjp_src(g, src, weight, ans, edges)
     return lambda g: _transpose(g, weight, edges)
 
 
 def _forward_vjp_weight(ans, src, weight, edges):
     require_inexact(weight, "weight", "gather_scatter")
-    if edges.op in ("max", "min"):
+    if edges.op in _SELECTING:
         return lambda g: _extreme_vjp_weight(g, src, weight, ans, edges)
     return lambda g: _dots(g, src, edges)
 
 
 def _forward_jvp_src(src_dot, ans, src, weight, edges):
     require_inexact(src, "src", "gather_scatter")
-    if edges.op in ("max", "min"):
+    if edges.op in _SELECTING:
         return _extreme_jvp(src_dot, None, src, weight, ans, edges)
     return _forward(src_dot, weight, edges.derivative)
 
 
 def _forward_jvp_weight(weight_dot, ans, src, weight, edges):
     require_inexact(weight, "weight", "gather_scatter")
-    if edges.op in ("max", "min"):
+    if edges.op in _SELECTING:
         return _extreme_jvp(None, weight_dot, src, weight, ans, edges)
     return _forward(src, weight_dot, edges.derivative)
 

@@ -58,10 +58,21 @@ def _ties(m, o):
     return (np.isnan(m) & np.isnan(o)) | ((m == o) & (np.signbit(m) == np.signbit(o)))
 
 
+# the messages each op passes an output element's cotangent to, and whether it divides it among them
+_SELECTED = {
+    "max": _ties, "min": _ties,
+    "fmax": lambda m, o: ~np.isnan(m) & (m == o) & (np.signbit(m) == np.signbit(o)),
+    "fmin": lambda m, o: ~np.isnan(m) & (m == o) & (np.signbit(m) == np.signbit(o)),
+    "nansum": lambda m, o: ~np.isnan(m), "nanmean": lambda m, o: ~np.isnan(m),
+}
+
+
 def ref_gather_scatter_vjp(op, g, src, gather_index, scatter_index, out, *, weight=None, dim_size=None, axis=0,
                            mode="raise"):
-    """(grad_src, grad_weight) for add, sub, mean, sqrt_n, max, min by explicit loops: each edge's coefficient is
-    1, -1, 1 / count, 1 / sqrt(count), or (max/min) 1 / (tied winners) where its message equals the output."""
+    """(grad_src, grad_weight) for add, sub, mean, sqrt_n, max, min, fmax, fmin, nansum, nanmean by explicit
+    loops: each edge's coefficient is 1, -1, 1 / count, 1 / sqrt(count), or, where the op selects its message,
+    1 / (selected messages of the output element) (max/min: the tied winners, NaN tying NaN; fmax/fmin: the tied
+    non-NaN winners; nanmean: the non-NaN messages) or 1 (nansum); an unselected message passes 0 (not 0 * NaN)."""
     src, g = np.asarray(src, np.float64), np.asarray(g, np.float64)
     edges, batch, feat, dims = kept_edges(src.shape, gather_index, scatter_index, dim_size=dim_size, axis=axis,
                                           mode=mode)
@@ -73,25 +84,28 @@ def ref_gather_scatter_vjp(op, g, src, gather_index, scatter_index, out, *, weig
     for _, _, d in edges:
         count[d] = count.get(d, 0) + 1
     msg = {}
-    for k, s, d in edges:
-        w = 1.0 if w_all is None else _edge_weight(w_all, k, feat)
-        for b in np.ndindex(*batch):
-            msg[(k, b)] = src[b + s] * w
-    ties = {}
-    if op in ("max", "min"):
+    with np.errstate(invalid="ignore"):
+        for k, s, d in edges:
+            w = 1.0 if w_all is None else _edge_weight(w_all, k, feat)
+            for b in np.ndindex(*batch):
+                msg[(k, b)] = src[b + s] * w
+    selected = {}
+    if op in _SELECTED:
         for k, s, d in edges:
             for b in np.ndindex(*batch):
-                ties[(b, d)] = ties.get((b, d), 0) + _ties(msg[(k, b)], out[b + d])
+                selected[(b, d)] = selected.get((b, d), 0) + _SELECTED[op](msg[(k, b)], out[b + d])
     for k, s, d in edges:
         w = 1.0 if w_all is None else _edge_weight(w_all, k, feat)
         for b in np.ndindex(*batch):
             if op in ("add", "sub", "mean", "sqrt_n"):
                 coef = {"add": 1.0, "sub": -1.0, "mean": 1.0 / count[d], "sqrt_n": 1.0 / np.sqrt(count[d])}[op]
+                hit = True
             else:
-                hit = _ties(msg[(k, b)], out[b + d])
-                coef = np.where(hit, 1.0 / np.maximum(ties[(b, d)], 1), 0.0)
-            grad_src[b + s] += coef * w * g[b + d]
-            per_feature = coef * g[b + d] * src[b + s]
+                hit = _SELECTED[op](msg[(k, b)], out[b + d])
+                share = 1.0 if op == "nansum" else 1.0 / np.maximum(selected[(b, d)], 1)
+                coef = np.where(hit, share, 0.0)
+            grad_src[b + s] += np.where(hit, coef * w * g[b + d], 0.0)
+            per_feature = np.where(hit, coef * g[b + d] * src[b + s], 0.0)
             if w_all is None:
                 grad_w[k] += per_feature.sum()
             else:

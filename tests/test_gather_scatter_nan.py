@@ -14,7 +14,7 @@ import cyscatter as cs
 from compare import assert_same, tolerance
 from inputs import rng_for, values
 from reference import numeric_vjp
-from reference_gather_scatter import ref_gather_scatter
+from reference_gather_scatter import ref_gather_scatter, ref_gather_scatter_vjp
 from testing import NAN_OPS, op_supports
 from test_gather_scatter import DST_DIMS, SRC_DIMS, WEIGHTS, edges   # one edge generator for both files
 from test_nan_ops import with_nans
@@ -291,6 +291,51 @@ def test_gpu_reverse_functions_select_on_the_edges(monkeypatch, op, dtype, wkind
         np.testing.assert_allclose(a.get(), b, rtol=rtol, atol=rtol, err_msg=name)   # inf messages: NaN tangents
 
 
+@pytest.mark.parametrize("op", ["nansum", "nanmean", "fmax", "fmin"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("wkind", ["none", "edge", "head"])
+def test_selecting_reverse_functions_match_loops(backend, op, dtype, wkind):
+    """The fused reverse kernels of the selecting NaN-skipping ops (no E x F messages) against explicit loops:
+    NaN in src and weight, ties and -0.0 / +0.0 among the messages, a destination whose messages are all NaN
+    (and whose output is a NaN fill_value: no NaN message wins it); threads 1 and 2, indices or a plan; the JVP
+    through the transpose identity <g, J v> = <vjp_src(g), v_src> + <vjp_weight(g), v_w>."""
+    rng = rng_for("gs-nan-select", op, dtype, wkind)
+    src = rng.integers(-2, 3, (2, 8, 4)).astype(dtype)   # small integers: ties
+    src[0, 2, 1], src[1, 4, 2] = -0.0, -0.0
+    src[0, 1, 0] = src[1, 3, 2] = np.nan
+    src[:, 7] = np.nan
+    gi, si = edges("int", 30, rng)   # (sources 0-6, destinations 0-5)
+    gi[1:3], si[1:3] = 7, 6   # destination 6: its messages all NaN
+    w = None if wkind == "none" else rng.choice([1.0, 2.0, 0.5], {"edge": (30,), "head": (30, 4)}[wkind])
+    if w is not None:
+        w = w.astype(dtype)
+        w[4] = np.nan   # an edge whose messages are all NaN
+    out = cs.gather_scatter(src, gi, si, op, weight=w, dim_size=7, axis=1, fill_value=np.nan)
+    assert np.isnan(out[:, 6]).all()
+    g = rng.standard_normal(out.shape).astype(dtype)
+    ref_src, ref_w = ref_gather_scatter_vjp(op, g, src, gi, si, out, weight=w, dim_size=7, axis=1)
+    v_src = rng.standard_normal(src.shape)
+    v_w = None if w is None else rng.standard_normal(w.shape)
+    expected_jvp = np.sum(ref_src * v_src) + (0 if w is None else np.sum(ref_w * v_w))
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    plan = cs.gather_scatter_plan(gi, si, src_size=8, dim_size=7)
+    for kw in (dict(gather_index=gi, scatter_index=si, dim_size=7), dict(plan=plan)):
+        for threads in ((1, 2) if backend.name == "numpy" else (None,)):
+            extra = {} if threads is None else {"num_threads": threads}
+            got_src = backend.call(cs.gather_scatter_vjp_src, op, g, src, out=out, weight=w, axis=1, **kw, **extra)
+            assert got_src.dtype == np.dtype(dtype)
+            np.testing.assert_allclose(got_src, ref_src, rtol=rtol, atol=rtol)
+            if w is not None:
+                got_w = backend.call(cs.gather_scatter_vjp_weight, op, g, src, out=out, weight=w, axis=1, **kw,
+                                     **extra)
+                np.testing.assert_allclose(got_w, ref_w, rtol=rtol, atol=rtol)
+            jvp = backend.call(cs.gather_scatter_jvp, op, src, out=out, src_dot=v_src.astype(dtype), weight=w,
+                               weight_dot=None if v_w is None else v_w.astype(dtype), axis=1, **kw, **extra)
+            assert not np.isnan(jvp).any()
+            np.testing.assert_allclose(np.sum(g * jvp, dtype=np.float64), expected_jvp, rtol=100 * rtol,
+                                       atol=100 * rtol)
+
+
 def test_reverse_functions_with_a_plan_and_inf_times_zero():
     """A message inf * 0 is NaN, left out: the weight 0 gets no gradient from it (not 0 * inf), nor its src row."""
     src = np.array([[np.inf], [2.0], [3.0]])
@@ -334,6 +379,43 @@ def test_check_grads_order_2(op, wkind):
     w = np.where(np.isnan(w), 1.0, w)   # check_grads moves every weight: NaN weights only in the test above
     check_grads(lambda x, v: csgrad.gather_scatter(f(x), gi, si, op, weight=v, dim_size=6, axis=1, fill_value=-1.0),
                 (0, 1), modes=["fwd", "rev"], order=2)(base, w)
+
+
+@pytest.mark.parametrize("op", ["nansum", "nanmean", "fmax", "fmin"])
+@pytest.mark.parametrize("wkind", ["none", "edge", "head"])
+def test_grad_first_order_is_fused_and_matches_loops(monkeypatch, op, wkind):
+    """grad's gather_scatter of the selecting NaN-skipping ops runs the fused forward and first-order rules (the
+    materialised composition is never built at first order); its gradients in src and weight, with NaN in both,
+    ties and a NaN fill_value, equal the explicit loops'."""
+    from autograd import grad as agrad
+    import autograd.numpy as anp
+
+    import grad as csgrad
+    import grad._gather_scatter as ggs
+    rng = rng_for("gs-nan-grad-fused", op, wkind)
+    src = rng.integers(-2, 3, (2, 8, 4)).astype(np.float64)
+    src[0, 1, 0] = src[1, 3, 2] = np.nan
+    src[:, 7] = np.nan
+    gi, si = edges("int", 30, rng)
+    gi[1:3], si[1:3] = 7, 6
+    w = None if wkind == "none" else rng.choice([1.0, 2.0, 0.5], {"edge": (30,), "head": (30, 4)}[wkind])
+    if w is not None:
+        w[4] = np.nan
+    kw = dict(dim_size=7, axis=1, fill_value=np.nan)
+    out = cs.gather_scatter(src, gi, si, op, weight=w, **kw)
+    g = np.where(np.isnan(out), 0.0, rng.standard_normal(out.shape))   # (the NaN fills carry no cotangent)
+    ref_src, ref_w = ref_gather_scatter_vjp(op, g, src, gi, si, out, weight=w, dim_size=7, axis=1)
+
+    def built(*args, **kwargs):
+        raise AssertionError("the materialised composition was built at first order")
+    monkeypatch.setattr(ggs, "_materialised", built)
+
+    def loss(x, v):
+        y = csgrad.gather_scatter(x, gi, si, op, weight=v, **kw)
+        return anp.sum(anp.where(np.isnan(out), 0.0, y) * g)
+    np.testing.assert_allclose(agrad(loss, 0)(src, w), ref_src, rtol=1e-12, atol=1e-12)
+    if w is not None:
+        np.testing.assert_allclose(agrad(loss, 1)(src, w), ref_w, rtol=1e-12, atol=1e-12)
 
 
 # ---- the kernel's own checks ------------------------------------------------------------------------------------

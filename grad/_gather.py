@@ -11,6 +11,7 @@ from autograd.extend import defjvp, defvjp
 import cyscatter as cs
 from grad._args import cast, layout, require_inexact, valid_entries
 from grad._primitive import primitive
+from grad._where import where
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -147,7 +148,7 @@ def _kept_rows(dst, src, index, axis, mode) -> np.ndarray:
 
 
 def _keep_dropped(kept):
-    return lambda g: anp.where(kept, g, 0.0)
+    return lambda g: where(kept, g, 0.0)
 
 
 def _gather_vjp(ans, src, index, axis=0, mode="raise", fill_value=None, dtype=None):

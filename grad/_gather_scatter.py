@@ -29,6 +29,7 @@ from grad._args import require_inexact, require_inexact_traced
 from grad._gather import gather
 from grad._primitive import primitive
 from grad._scatter import scatter
+from grad._where import where
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -260,8 +261,8 @@ def _materialised(src, weight, edges):
                 # so an inf weight on a loser gives 0, not 0 * inf; the winners, hence the result, are unchanged
                 best = cs.scatter(value, scatter_rows, edges.op, dim_size=plan.dims, axis=edges.axis)
                 absent |= value != cs.gather(best, scatter_rows, axis=edges.axis)
-            w = anp.where(absent, 0, w * np.ones(value.shape, value.dtype))   # broadcast, then masked
-            messages = anp.where(absent, np.nan, anp.where(absent, 0, messages) * w)
+            w = where(absent, 0, w * np.ones(value.shape, value.dtype))   # broadcast, then masked
+            messages = where(absent, np.nan, where(absent, 0, messages) * w)
         else:
             messages = messages * w
     return scatter(messages, scatter_rows, edges.op, dim_size=plan.dims, axis=edges.axis,

@@ -31,6 +31,7 @@ from grad._args import layout, require_inexact, require_inexact_traced, valid_en
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive
 from grad._scatter import _broadcast, _expanded, _unbroadcast, scatter
+from grad._where import where
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -64,7 +65,7 @@ class Groups:
         return gather_vjp_src(v, self.index, self.group_shape, axis=self.axis, mode=self.mode)
 
     def members_only(self, v):
-        return anp.where(self.valid, v, 0.0)
+        return where(self.valid, v, 0.0)
 
     def dof_factor(self, ddof, dtype, std_ans=None, counts=None):
         """c of the module docstring in `dtype` (src's: float32 gradients stay float32), shaped to broadcast
@@ -75,7 +76,7 @@ class Groups:
         if std_ans is None:
             return np.where(ok, 2.0 / np.where(ok, dof, 1.0), 0.0)
         ok = ok & (std_ans > 0)
-        return anp.where(ok, 1.0 / (np.where(ok, dof, 1.0) * anp.where(ok, std_ans, 1.0)), 0.0)
+        return where(ok, 1.0 / (np.where(ok, dof, 1.0) * where(ok, std_ans, 1.0)), 0.0)
 
     def group_dims(self, a):
         """`a` of shape D, reshaped to broadcast against B + D + F."""
@@ -468,9 +469,9 @@ def _nan_moment_parts(std, ans, src, index, ddof, dim_size, axis, mode):
     present = value == value
     dtype = value.dtype
     counts = groups.put(present.astype(dtype))
-    src = anp.where(present, src, 0.0)
+    src = where(present, src, 0.0)
     mean = groups.put(src) / np.where(counts > 0, counts, 1)
-    dev = anp.where(present, src - groups.take(mean), 0.0)
+    dev = where(present, src - groups.take(mean), 0.0)
     return groups, present, dev, groups.dof_factor(ddof, dtype, ans if std else None, counts=counts)
 
 
@@ -478,7 +479,7 @@ def _nan_moment_vjp(std):
     def make(ans, src, index, ddof=0, dim_size=None, axis=0, mode="raise"):
         shape, src = np.shape(getval(src)), _broadcast(src, _expanded(src, index, axis))
         groups, present, dev, factor = _nan_moment_parts(std, ans, src, index, ddof, dim_size, axis, mode)
-        return lambda g: _unbroadcast(anp.where(present, groups.take(g * factor) * dev, 0.0), shape)
+        return lambda g: _unbroadcast(where(present, groups.take(g * factor) * dev, 0.0), shape)
     return make
 
 
@@ -487,7 +488,7 @@ def _nan_moment_jvp(std):
         expanded = _expanded(src, index, axis)
         src, src_dot = _broadcast(src, expanded), _broadcast(src_dot, expanded)
         groups, present, dev, factor = _nan_moment_parts(std, ans, src, index, ddof, dim_size, axis, mode)
-        return groups.put(dev * anp.where(present, src_dot, 0.0)) * factor   # an absent entry's tangent: none
+        return groups.put(dev * where(present, src_dot, 0.0)) * factor   # an absent entry's tangent: none
     return tangent
 
 

@@ -33,6 +33,7 @@ from cyscatter._scan import ScanView, flag, scan_op
 from cyscatter._scatter import split_src
 from grad._args import require_inexact
 from grad._primitive import primitive
+from grad._where import where
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -89,7 +90,7 @@ def _transpose(g, a, index, dim_size, axis, mode, exclusive, reverse):
     if exclusive:
         return after
     valid = _valid(g, index, dim_size, axis, mode)
-    return g + after if valid is None else anp.where(valid, g + after, 0.0)
+    return g + after if valid is None else where(valid, g + after, 0.0)
 
 
 def _linear_jvp_a(g, ans, b, a, index, dim_size, axis, mode, exclusive, reverse):
@@ -127,7 +128,7 @@ def _scan_extreme(op, src, index, dim_size, axis, mode, exclusive, reverse):
     f = np.arange(inner).reshape(1, 1, inner)
     flat = ((o * n + np.where(arg3 < 0, 0, arg3)) * inner + f).reshape(view.shape)
     picked = anp.reshape(src, (-1,))[flat] if flat.size else anp.reshape(src, view.shape)
-    return anp.where((arg3 >= 0).reshape(view.shape), picked, view.identity(view.result))
+    return where((arg3 >= 0).reshape(view.shape), picked, view.identity(view.result))
 
 
 @overload

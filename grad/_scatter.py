@@ -28,6 +28,7 @@ from grad._args import cast, layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import primitive
 from grad._products import others_product
+from grad._where import where
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -207,7 +208,7 @@ def _part(partial, dot, keep):
     if keep is None:
         return partial * dot
     with np.errstate(invalid="ignore"):
-        return anp.where(keep, partial * dot, 0)
+        return where(keep, partial * dot, 0)
 
 
 def _as_dtype(x, dtype):
@@ -261,7 +262,7 @@ def _div_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
         d_dst = scatter(src, index, "div", dim_size=out.dims, axis=out.axis, mode=mode)
     if wrt_src:
         if mode in DROPPING:   # a dropped entry gathers 0; dividing by 1 keeps its partial (and derivatives) 0
-            src = anp.where(out.broadcastable(valid_entries(index, out.dims, mode)), src, 1)
+            src = where(out.broadcastable(valid_entries(index, out.dims, mode)), src, 1)
         d_src = -gather(ans, index, axis=out.axis, mode=mode) / src
     return d_src, d_dst
 
@@ -269,8 +270,8 @@ def _div_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
 def _nanprod_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
     """mul's partials over the non-NaN entries: NaN entries multiply by 1 and get a zero partial."""
     nan = anp.isnan(src) if np.result_type(getval(src)).kind in "fc" else np.zeros(np.shape(src), bool)
-    d_src, d_dst = _mul_partials(op, ans, dst, anp.where(nan, 1, src), lin, wrt_src, wrt_dst)
-    return None if d_src is None else anp.where(nan, 0, d_src), d_dst
+    d_src, d_dst = _mul_partials(op, ans, dst, where(nan, 1, src), lin, wrt_src, wrt_dst)
+    return None if d_src is None else where(nan, 0, d_src), d_dst
 
 
 _VALUE_DEPENDENT = {"mul": _mul_partials, "div": _div_partials, "nanprod": _nanprod_partials}

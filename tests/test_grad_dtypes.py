@@ -1,0 +1,83 @@
+"""float32 in gives float32 derivatives out (README, autograd section), in every mode and order: the JVP, the
+VJP and the second-order reverse derivative of each `grad` function, on values holding NaN where the op skips it.
+
+autograd's own rule for ``np.where`` fills with float64 zeros; `grad._where.where` is the dtype-keeping primitive
+the package uses instead (an outside tester found float64 tangents of gather_scatter's nanprod).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("autograd")
+
+import autograd.numpy as anp  # noqa: E402
+from autograd import grad as agrad  # noqa: E402
+from autograd import make_jvp  # noqa: E402
+
+import grad as csgrad  # noqa: E402
+from grad._where import where  # noqa: E402
+
+RNG = np.random.default_rng(7)
+X = RNG.uniform(0.5, 2.0, (6, 3)).astype(np.float32)
+IDX = np.array([0, 1, 0, 2, 1, 2])
+GI, SI = np.array([0, 1, 2, 3, 4, 5, 1]), np.array([0, 0, 1, 1, 2, 2, 2])
+W = RNG.uniform(0.5, 2.0, 7).astype(np.float32)
+OPS = ("add", "sub", "mul", "max", "min", "mean", "sqrt_n", "nansum", "nanprod", "nanmean", "fmax", "fmin")
+
+CALLS = {}
+for _op in OPS:
+    CALLS[f"scatter-{_op}"] = (lambda s, op=_op: csgrad.scatter(s, IDX, op, dim_size=4, fill_value=0.0), X)
+    CALLS[f"scatter_into-{_op}"] = (lambda s, op=_op: csgrad.scatter_into(np.ones((3, 3), np.float32), s, IDX, op),
+                                    X)
+    CALLS[f"gather_scatter-{_op}"] = (lambda s, op=_op: csgrad.gather_scatter(s, GI, SI, op, weight=W, dim_size=3),
+                                      X)
+    CALLS[f"gather_scatter_weight-{_op}"] = (
+        lambda v, op=_op: csgrad.gather_scatter(X, GI, SI, op, weight=v, dim_size=3), W)
+for _name in ("scatter_var", "scatter_std", "scatter_nanvar", "scatter_nanstd", "scatter_logsumexp",
+              "scatter_softmax", "scatter_log_softmax"):
+    CALLS[_name] = (lambda s, name=_name: getattr(csgrad, name)(s, IDX, dim_size=3), X)
+for _op in ("add", "mul", "max", "min"):
+    CALLS[f"scatter_scan-{_op}"] = (lambda s, op=_op: csgrad.scatter_scan(s, IDX, op), X)
+CALLS["gather"] = (lambda s: csgrad.gather(s, IDX), X)
+CALLS["segment"] = (lambda s: csgrad.segment(s, np.array([0, 2, 6]), "max"), X)
+
+
+def _with_nan(a):
+    b = a.copy()
+    b.flat[4] = np.nan
+    return b
+
+
+@pytest.mark.parametrize("name", list(CALLS))
+def test_float32_derivatives_stay_float32(name):
+    f, arg = CALLS[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _, tangent = make_jvp(f)(_with_nan(arg))(np.ones_like(arg))
+        # the losses use no where of their own (autograd's would promote at second order): NaN-free values
+        first = agrad(lambda s: anp.sum(f(s) ** 2))(arg)
+        second = agrad(lambda s: anp.sum(agrad(lambda u: anp.sum(f(u) ** 2))(s) ** 2))(arg)
+    assert (tangent.dtype, first.dtype, second.dtype) == (np.float32,) * 3
+
+
+def test_where_derivatives_keep_dtype_shape_and_values():
+    """The primitive itself against NumPy: values, the VJP summed back onto a broadcast operand, the JVP of an
+    operand that covers part of the result, at first and second order."""
+    cond = np.array([[True, False, True]])
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    y = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(where(cond, x, y), np.where(cond, x, y))
+    gx = agrad(lambda a: anp.sum(where(cond, a, y) * y))(x)
+    np.testing.assert_array_equal(gx, np.array([0.0 + 3.0, 0.0, 2.0 + 5.0], np.float32))
+    assert gx.dtype == np.float32
+    gy = agrad(lambda b: anp.sum(where(cond, x, b) ** 2))(y)
+    np.testing.assert_array_equal(gy, np.where(cond, 0, 2 * y))
+    _, tx = make_jvp(lambda a: where(cond, a, y))(x)(np.ones_like(x))
+    np.testing.assert_array_equal(tx, np.broadcast_to(np.where(cond, 1, 0), (2, 3)))
+    assert tx.dtype == np.float32 and tx.shape == (2, 3)
+    hess = agrad(lambda a: anp.sum(agrad(lambda u: anp.sum(where(cond, u, 0.0) ** 3))(a)))(x)
+    np.testing.assert_allclose(hess, np.where(cond[0], 6 * x, 0))
+    assert hess.dtype == np.float32

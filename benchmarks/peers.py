@@ -53,6 +53,16 @@ def cyscatter_into(w, src, index, threads):
     return run
 
 
+def cyscatter_out(w, src, index, threads):
+    """The allocating call's `out=` form (NumPy's meaning: the result written into a reused array, from the
+    identity): what the peers with a preallocated output do, without the fresh output's page faults."""
+    import cyscatter as cs
+    if w.kind == "gather":
+        return None
+    out = _out(w, src)
+    return lambda: cs.scatter(src, index, w.op, dim_size=w.size, out=out, num_threads=threads)
+
+
 # ---- NumPy -------------------------------------------------------------------------------------------------------
 
 def numpy_take(w, src, index, threads):
@@ -246,6 +256,7 @@ def jax_segment(w, src, index, threads):
 IMPLEMENTATIONS = {
     "cyscatter": (cyscatter_call, "cyscatter", False),
     "cyscatter scatter_into": (cyscatter_into, "cyscatter", False),
+    "cyscatter out=": (cyscatter_out, "cyscatter", False),
     "numpy ufunc.at": (numpy_at, "numpy", True),
     "numpy take": (numpy_take, "numpy", True),
     "numpy bincount": (numpy_bincount, "numpy", True),

@@ -15,6 +15,15 @@
     }                                                                                                 \
     static inline void cyscatter_scale_row_##SUF(T *restrict dst, const T *restrict x, T w, ptrdiff_t n) { \
         for (ptrdiff_t f = 0; f < n; f++) dst[f] = w * x[f];                                          \
+    }                                                                                                 \
+    /* the reverse of the NaN-skipping sums: acc += w * share where the message w * x is not NaN (a blend,  \
+     * so a NaN or inf share of an absent message never reaches acc) */                                \
+    static inline void cyscatter_present_axpy_row_##SUF(T *restrict acc, const T *restrict x,        \
+                                                        const T *restrict share, T w, ptrdiff_t n) {  \
+        for (ptrdiff_t f = 0; f < n; f++) {                                                           \
+            const T m = w * x[f];                                                                     \
+            acc[f] = acc[f] + (m == m ? w * share[f] : (T)0);                                          \
+        }                                                                                             \
     }
 CYSCATTER_FUSED_ROWS(float, f)
 CYSCATTER_FUSED_ROWS(double, d)

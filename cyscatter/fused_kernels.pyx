@@ -31,6 +31,8 @@ cdef extern from "_fused.h" nogil:
     void cyscatter_axpy_row_d(double* acc, const double* x, double w, Py_ssize_t n)
     void cyscatter_scale_row_f(float* dst, const float* x, float w, Py_ssize_t n)
     void cyscatter_scale_row_d(double* dst, const double* x, double w, Py_ssize_t n)
+    void cyscatter_present_axpy_row_f(float* acc, const float* x, const float* share, float w, Py_ssize_t n)
+    void cyscatter_present_axpy_row_d(double* acc, const double* x, const double* share, double w, Py_ssize_t n)
 
 cdef enum:
     MAX_THREADS = 256
@@ -414,6 +416,8 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                 for p in range(indptr[r], indptr[r + 1]):
                     if ahead and p + ahead < m:
                         _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                        if edge_ids != NULL and weight != NULL:   # the weights in CSR order: a miss per edge
+                            cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
                     at = o * G.s_outer + cols[p] * G.s_row
                     x = src + at
                     e = edge_ids[p] if edge_ids != NULL else p
@@ -430,17 +434,18 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                                     count[f - f0] += _selects(sel, w * x[f], orow[f])
                         else:
                             tw = tangent_w[e * G.heads + h] if tangent_w != NULL else 0
+                            # without branches on the selection, so that the loop vectorises: w is 1 when
+                            # unweighted, and 1 * v is v exactly (NaN, inf, -0.0 too); an unselected tangent
+                            # (NaN or inf as it may be) is blended out, never added
                             for f in range(a, b):
-                                tie = _selects(sel, w * x[f], orow[f]) if weight != NULL else \
-                                    _selects(sel, x[f], orow[f])
-                                if tie:
-                                    count[f - f0] += 1
-                                    tangent = 0
-                                    if tangent_src != NULL:
-                                        tangent = w * tangent_src[at + f] if weight != NULL else tangent_src[at + f]
-                                    if tangent_w != NULL:   # (not 0 * x without one: NaN where x is +-inf)
-                                        tangent = tangent + tw * x[f]
-                                    acc[f - f0] += tangent
+                                tie = _selects(sel, w * x[f], orow[f])
+                                tangent = 0
+                                if tangent_src != NULL:
+                                    tangent = w * tangent_src[at + f]
+                                if tangent_w != NULL:   # (not 0 * x without one: NaN where x is +-inf)
+                                    tangent = tangent + tw * x[f]
+                                count[f - f0] += tie
+                                acc[f - f0] += tangent if tie else 0
                         a, h = b, h + 1
                 for f in range(f0, f0 + n):
                     if count[f - f0] == 0:
@@ -511,9 +516,22 @@ cdef void _back_rows(select_t sel, const real_t* src, const int64_t* indptr, con
                 res[f] = 0
             for p in range(indptr[s], indptr[s + 1]):
                 if ahead and p + ahead < m:
-                    _prefetch_row(out + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    if select_t is not SelectPresent:   # (which reads no out)
+                        _prefetch_row(out + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
                     _prefetch_row(share + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    if edge_ids != NULL and weight != NULL:   # permuted weights: a miss per edge, as the forward's
+                        cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
                 at = o * G.s_outer + cols[p] * G.s_row
+                if select_t is SelectPresent:   # no out to compare with: the vectorised row of _fused.h
+                    e = edge_ids[p] if edge_ids != NULL else p
+                    for h in range(G.heads):
+                        w = weight[e * G.heads + h] if weight != NULL else 1
+                        lo = h * G.chunk
+                        if real_t is float:
+                            cyscatter_present_axpy_row_f(res + lo, x + lo, share + at + lo, w, G.chunk)
+                        else:
+                            cyscatter_present_axpy_row_d(res + lo, x + lo, share + at + lo, w, G.chunk)
+                    continue
                 if weight == NULL:
                     for f in range(G.inner):
                         res[f] = res[f] + (share[at + f] if _selects(sel, x[f], out[at + f]) else 0)
@@ -564,9 +582,11 @@ cdef void _back_csr(select_t sel, const real_t[:, :, ::contiguous] src, const in
 
 cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather, const int64_t* scatter,
                      Py_ssize_t src_rows, Py_ssize_t out_rows, value_t* result, const value_t* out, int ties,
-                     const value_t* weight, const Geo* G, Py_ssize_t e0, Py_ssize_t e1) noexcept nogil:
-    # g and out share G.o_*, src G.s_*; result is (edges, heads) C-contiguous
-    cdef Py_ssize_t e, s, d, o, h, f
+                     const value_t* weight, const Geo* G, Py_ssize_t e0, Py_ssize_t e1,
+                     Py_ssize_t ahead) noexcept nogil:
+    # g and out share G.o_*, src G.s_*; result is (edges, heads) C-contiguous. The two rows an edge reads are
+    # at random: prefetched `ahead` edges early (and out's row where a selection compares with it).
+    cdef Py_ssize_t e, s, d, o, h, f, a, row_bytes = G.inner * <Py_ssize_t>sizeof(value_t)
     cdef value_t acc, w
     cdef SelectTied tied = SelectTied(_tag=0)
     cdef SelectWon won = SelectWon(_tag=0)
@@ -575,6 +595,14 @@ cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather
     cdef const value_t* grow
     cdef const value_t* orow
     for e in range(e0, e1):
+        if ahead and e + ahead < e1:
+            s, d = gather[e + ahead], scatter[e + ahead]
+            if <uint64_t>s < <uint64_t>src_rows and <uint64_t>d < <uint64_t>out_rows:
+                for a in range(G.outer):
+                    _prefetch_row(src + a * G.s_outer + s * G.s_row, row_bytes)
+                    _prefetch_row(g + a * G.o_outer + d * G.o_row, row_bytes)
+                    if ties:
+                        _prefetch_row(out + a * G.o_outer + d * G.o_row, row_bytes)
         s, d = gather[e], scatter[e]
         if <uint64_t>s >= <uint64_t>src_rows or <uint64_t>d >= <uint64_t>out_rows:
             for h in range(G.heads):
@@ -632,13 +660,16 @@ cdef void _edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::
         return
     _geometry(&G, g.shape[0], g.shape[2], heads, src.strides[0] // sizeof(value_t),
               src.strides[1] // sizeof(value_t), g.strides[0] // sizeof(value_t), g.strides[1] // sizeof(value_t))
+    # both tables are read at random (out too with a selection): their rows together set the look-ahead
+    cdef Py_ssize_t ahead = _ahead(G.inner * <Py_ssize_t>sizeof(value_t),
+                                   src.shape[1] + (2 if ties else 1) * g.shape[1])
     if parts == 1 or n < 2:
         _dots_part(&g[0, 0, 0], &src[0, 0, 0], &gather[0], &scatter[0], src.shape[1], g.shape[1], &result[0, 0],
-                   out, ties, weight, &G, 0, n)
+                   out, ties, weight, &G, 0, n, ahead)
         return
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         _dots_part(&g[0, 0, 0], &src[0, 0, 0], &gather[0], &scatter[0], src.shape[1], g.shape[1], &result[0, 0],
-                   out, ties, weight, &G, (n * t) // parts, (n * (t + 1)) // parts)
+                   out, ties, weight, &G, (n * t) // parts, (n * (t + 1)) // parts, ahead)
 
 
 # ---- Python entry points -----------------------------------------------------------------------------------------
@@ -853,6 +884,9 @@ def extreme_back(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr
     if not (_same_layout(src, result) and _same_layout(out, share)) or src.shape[0] != out.shape[0] \
             or src.shape[2] != out.shape[2]:
         raise ValueError("extreme_back: src and result, out and share must share shape and strides")
+    if np.may_share_memory(np.asarray(result), np.asarray(src)) or \
+            np.may_share_memory(np.asarray(result), np.asarray(share)):
+        raise ValueError("extreme_back: result must not overlap src or share (its rows are written as they are read)")
     _edges_ok("extreme_back", indptr, cols, edge_ids, out.shape[1], src.shape[1], weight.shape[0], weighted,
               weight.shape[1] if weighted else 1, src.shape[2])
     cdef const int64_t* ids = _ids(edge_ids)

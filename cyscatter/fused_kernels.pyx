@@ -416,6 +416,8 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                 for p in range(indptr[r], indptr[r + 1]):
                     if ahead and p + ahead < m:
                         _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                        if tangent_src != NULL:   # (tangent_src has src's strides)
+                            _prefetch_row(tangent_src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
                         if edge_ids != NULL and weight != NULL:   # the weights in CSR order: a miss per edge
                             cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
                     at = o * G.s_outer + cols[p] * G.s_row
@@ -488,7 +490,8 @@ cdef void _shares_csr(select_t sel, bint average, const real_t[:, :, ::contiguou
               src.strides[1] // sizeof(real_t), out.strides[0] // sizeof(real_t), out.strides[1] // sizeof(real_t))
     if tangent_src == NULL and tangent_w == NULL:
         g = &grad_out[0, 0, 0]
-    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), src.shape[1])
+    # (tangent mode reads a tangent row at random with each src row)
+    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), src.shape[1] * (2 if tangent_src != NULL else 1))
     if m == 0 or parts == 1 or rows < 2:
         _ties_rows(sel, average, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, m, edge_ids,
                    weight, &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead)

@@ -196,19 +196,25 @@ def segment_pairs(args, scale: float) -> None:
         print(f"segment{label:9s} {nan_op:8s} {a * 1e3:8.1f} ms   {twin:5s} {b * 1e3:8.1f} ms   ratio {a / b:5.2f}x")
 
 
-def gather_scatter_pairs(args, scale: float) -> None:
-    """gather_scatter of nansum / fmax / nanmean against add / max / mean, alternating, medians and ratios."""
+def _graph(args, scale: float, what: str):
+    """(x with NaN, gather index, scatter index, plan, edge weight, rng) of the gather_scatter sizes, after a
+    header line naming `what` is timed."""
     nodes, edges, feat = int(1e5 * scale), int(1e6 * scale), 64
     print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, threads="
-          f"{args.threads or cs.get_num_threads()}, gather_scatter with a plan, {nodes} nodes x {feat} float32, "
+          f"{args.threads or cs.get_num_threads()}, {what} with a plan, {nodes} nodes x {feat} float32, "
           f"{edges} edges, NaN share {args.nan}, rounds {args.rounds}; shared machine: figures are noisy, compare "
           "the ratios")
     rng = np.random.default_rng(1)
     x = rng.standard_normal((nodes, feat)).astype(np.float32)
     x[rng.random(x.shape) < args.nan] = np.nan
-    plan = cs.gather_scatter_plan(rng.integers(0, nodes, edges), rng.integers(0, nodes, edges), src_size=nodes,
-                                  dim_size=nodes)
-    weight = rng.uniform(0.5, 2.0, edges).astype(np.float32)
+    gi, si = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
+    plan = cs.gather_scatter_plan(gi, si, src_size=nodes, dim_size=nodes)
+    return x, gi, si, plan, rng.uniform(0.5, 2.0, edges).astype(np.float32), rng
+
+
+def gather_scatter_pairs(args, scale: float) -> None:
+    """gather_scatter of nansum / fmax / nanmean against add / max / mean, alternating, medians and ratios."""
+    x, _, _, plan, weight, _ = _graph(args, scale, "gather_scatter")
     for nan_op, twin in (("nansum", "add"), ("fmax", "max"), ("nanmean", "mean")):
         for w in (None, weight):
             times = {nan_op: [], twin: []}
@@ -226,19 +232,10 @@ def gather_scatter_pairs(args, scale: float) -> None:
 def gather_scatter_reverse_pairs(args, scale: float) -> None:
     """The reverse functions of gather_scatter for nansum / fmax / nanmean against add / max / mean, and the src
     gradient against the composition over materialised messages; alternating, medians and ratios."""
-    nodes, edges, feat = int(1e5 * scale), int(1e6 * scale), 64
-    print(f"cyscatter {cs.__version__}, numpy {np.__version__}, {os.cpu_count()} cpus, threads="
-          f"{args.threads or cs.get_num_threads()}, gather_scatter reverse with a plan, {nodes} nodes x {feat} "
-          f"float32, {edges} edges with a weight, NaN share {args.nan}, rounds {args.rounds}; shared machine: "
-          "figures are noisy, compare the ratios")
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((nodes, feat)).astype(np.float32)
-    x[rng.random(x.shape) < args.nan] = np.nan
-    gi, si = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
-    plan = cs.gather_scatter_plan(gi, si, src_size=nodes, dim_size=nodes)
-    w = rng.uniform(0.5, 2.0, edges).astype(np.float32)
-    g = rng.standard_normal((nodes, feat)).astype(np.float32)
-    x_dot = rng.standard_normal((nodes, feat)).astype(np.float32)
+    x, gi, si, plan, w, rng = _graph(args, scale, "gather_scatter reverse (a weight)")
+    nodes = x.shape[0]
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    x_dot = rng.standard_normal(x.shape).astype(np.float32)
     kw = dict(weight=w, plan=plan, num_threads=args.threads)
     outs = {op: cs.gather_scatter(x, op=op, **kw) for op in ("nansum", "add", "fmax", "max", "nanmean", "mean")}
     calls = {
@@ -254,15 +251,8 @@ def gather_scatter_reverse_pairs(args, scale: float) -> None:
     for nan_op, twin in (("nansum", "add"), ("fmax", "max"), ("nanmean", "mean")):
         for name, call in calls.items():
             _pair(f"gs {name}", None, None, None, nan_op, twin, args, call=call)
-        times = {"fused": [], "composed": []}
-        for _ in range(args.rounds):
-            for label, run in (("composed", lambda: composed(nan_op)), ("fused", lambda: calls["vjp_src"](nan_op))):
-                t = time.perf_counter()
-                run()
-                times[label].append(time.perf_counter() - t)
-        a, b = statistics.median(times["fused"]), statistics.median(times["composed"])
-        print(f"gs vjp_src {nan_op:8s} fused {a * 1e3:8.1f} ms   materialised messages {b * 1e3:8.1f} ms   "
-              f"{b / a:5.2f}x faster")
+        _pair("gs vjp_src / messages", None, None, None, nan_op, "composed", args,
+              call=lambda op, nan_op=nan_op: calls["vjp_src"](op) if op == nan_op else composed(nan_op))
 
 
 if __name__ == "__main__":

@@ -274,6 +274,23 @@ def test_importable_kernel_entry_points_validate_their_arguments():
     for call in bad_calls:
         with pytest.raises(ValueError):
             call()
+    # the selection codes, and a result overlapping what the back pass reads (its rows are written as read)
+    rptr, rcols, res = np.array([0, 1, 2, 3, 3]), np.array([0, 1, 2]), np.zeros((1, 4, 2))
+    for select in (-1, 3):
+        with pytest.raises(ValueError, match="select must be 0"):
+            fk.extreme_back(src, rptr, rcols, none, np.zeros((0, 1)), False, out, out.copy(), res, 1, select=select)
+        with pytest.raises(ValueError, match="select must be 0"):
+            fk.extreme_ties(True, src, ptr, cols, none, np.zeros((0, 1)), False, out, out, src, False,
+                            np.zeros((0, 1)), False, out.copy(), 1, select=select)
+    with pytest.raises(ValueError, match="ties must be 0 to 3"):
+        fk.dots(out, src, cols, cols, np.zeros((3, 1)), out, 4, np.zeros((0, 1)), False, 1)
+    with pytest.raises(ValueError, match="must not overlap"):   # result is src
+        fk.extreme_back(src, rptr, rcols, none, np.zeros((0, 1)), False, out, out.copy(), src, 1, select=2)
+    table, other = np.ones((1, 4, 2)), np.zeros((1, 4, 2))
+    with pytest.raises(ValueError, match="must not overlap"):   # share is a view of result
+        fk.extreme_back(src, rptr, rcols, none, np.zeros((0, 1)), False, other[:, :3], table[:, :3], table, 1,
+                        select=2)
+    assert (src == 1).all() and (table == 1).all() and not res.any()
 
 
 # ---- found by an independent hostile campaign ---------------------------------------------------------------------

@@ -27,8 +27,8 @@ from cyscatter._canonical import prod
 from cyscatter._cuda_kernels import (EDGE_DOTS, build, edge_counts_spec, edge_dots_spec, gather_scatter_ordered_spec,
                                      gather_scatter_spec, shares_back_spec, tangents_spec)
 from cyscatter._gather_scatter import check_weight, resolve, value_dtype, weight_rows
-from cyscatter._gather_scatter_reverse import derivative_policy, dims_like, weight_shaped
-from cyscatter._ops import get_op, holds_numbers, native
+from cyscatter._gather_scatter_reverse import cast_like, derivative_policy, dims_like, weight_shaped
+from cyscatter._ops import get_op, holds_numbers
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._scatter import fill_for, finish_fresh, scatter, scatter_into
 
@@ -286,7 +286,7 @@ class _Call:
 
     def scale(self, w2):
         """The kept edges' weight per feature, (1, kept, inner)."""
-        return self.xp.repeat(w2[self.device("kept")], self.inner // self.heads, axis=1)[None]
+        return self.xp.repeat(w2[self.device("kept")], self.inner // max(self.heads, 1), axis=1)[None]
 
     def messages(self, src3):
         """(messages (outer, kept, inner), gathered src rows) of the kept edges; integer messages formed in their
@@ -319,11 +319,6 @@ class _Call:
         return self.xp.where(present, a, 0).astype(a.dtype, copy=False)
 
 
-def _cast_like(result, like):
-    """The gradient in the dtype of the value it differentiates, when that is inexact."""
-    return result.astype(native(like.dtype), copy=False) if like.dtype.kind in "fc" else result
-
-
 def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis, mode,
                                plan):
     """`cyscatter.gather_scatter_vjp_src` on CuPy arrays; see there."""
@@ -345,7 +340,7 @@ def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, o
         if call.w2 is not None:
             d = d * call.absent(call.scale(call.w2))
         scatter_into(result, d, call.device("gather_kept"), "add", axis=1)
-    return _cast_like(result.reshape(call.src.shape), call.src)
+    return cast_like(result.reshape(call.src.shape), call.src)
 
 
 def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis,
@@ -364,9 +359,9 @@ def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index
         per_feature = (d * call.absent(taken)).sum(axis=0)                     # (kept, inner)
         result = call.zeros((call.plan.n_edges, call.heads))
         kept = call.device("kept")
-        result[kept] = per_feature.reshape(kept.shape[0], call.heads, call.inner // call.heads).sum(axis=2)
+        result[kept] = per_feature.reshape(kept.shape[0], call.heads, call.inner // max(call.heads, 1)).sum(axis=2)
     shaped = call.weight_shaped(result)
-    return shaped if call.w is None else _cast_like(shaped, call.w)
+    return shaped if call.w is None else cast_like(shaped, call.w)
 
 
 def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_dot, dim_size, axis,

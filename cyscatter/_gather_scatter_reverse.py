@@ -171,7 +171,7 @@ class _Call:
 
     def scale(self, rows2, keep):
         """Per-edge (n, heads) values of the kept edges, repeated over each head's features: (1, kept, inner)."""
-        return np.repeat(rows2[keep], self.inner // self.heads, axis=1)[None]
+        return np.repeat(rows2[keep], self.inner // max(self.heads, 1), axis=1)[None]   # (heads 0: no features)
 
 
 def weight_shaped(rows2, index_shape: tuple, feat: tuple, w, w_shape):
@@ -235,10 +235,16 @@ def _on_gpu(fun: str, **arrays):
     return getattr(_gather_scatter_gpu, fun + "_gpu")
 
 
-def _cast_like(result, like):
-    """The gradient in the dtype of the value it differentiates, when that is inexact."""
-    dtype = host_asarray(like).dtype
-    return result.astype(native(dtype), copy=False) if float_kind(dtype) in "fc" else result
+def cast_like(result, like):
+    """The gradient in the dtype of the value `like` it differentiates, when that is inexact (CPU or GPU arrays):
+    a complex gradient of a real value is its real part (the derivative along the real direction), taken
+    explicitly, so NumPy's ComplexWarning of a complex-to-real cast never reaches the caller."""
+    dtype = like.dtype
+    if float_kind(dtype) not in "fc":
+        return result
+    if result.dtype.kind == "c" and float_kind(dtype) != "c":
+        result = result.real
+    return result.astype(native(dtype), copy=False)
 
 
 @overload
@@ -337,7 +343,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
         indptr, ids, cols = call.plan.transpose
         fused_kernels.extreme_back(call.src3, indptr, cols, ids, call._w2(), call.w is not None, call.out3,
                                    call.share(g3), result, call._parts(), select=call.select)
-    return _cast_like(result.reshape(call.src.shape), call.src)
+    return cast_like(result.reshape(call.src.shape), call.src)
 
 
 @overload
@@ -421,7 +427,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
         d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
         per_feature = (d * call.absent(taken, msgs)).sum(axis=0)               # (kept, inner)
         # (the features per head spelt out: with no kept edge, -1 could not be inferred from 0 elements)
-        result[keep] = per_feature.reshape(len(keep), call.heads, call.inner // call.heads).sum(axis=2)
+        result[keep] = per_feature.reshape(len(keep), call.heads, call.inner // max(call.heads, 1)).sum(axis=2)
     elif call.inner and call.outer:
         select = call.select
         cot = call.per_destination(g3) if select is None else call.share(g3)
@@ -429,7 +435,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
                            cot if select is None else call.out3, 0 if select is None else select + 1, call._w2(),
                            call.w is not None, call._parts())
     shaped = call.weight_shaped(result)
-    return shaped if call.w is None else _cast_like(shaped, call.w)
+    return shaped if call.w is None else cast_like(shaped, call.w)
 
 
 @overload

@@ -317,12 +317,13 @@ def _quiet(thunk):
 
 
 def _define_rule_derivatives(rule, materialised_rule, n_values: int) -> None:
-    """Derivatives of a max/min first-order rule: through its materialised twin in each value; `out` only fixes
-    the winners, a locally constant choice, so its derivative is 0."""
+    """Derivatives of a first-order rule of the selecting ops: through its materialised twin in each value; `out`
+    only fixes the selection (the winners, the non-NaN messages), a locally constant choice, so its derivative is
+    0 (in the dtype of what it stands for: float32 stays float32)."""
     defvjp(rule, *(_rule_vjp(materialised_rule, i) for i in range(n_values)),
-           lambda ans, *args: lambda c: np.zeros(np.shape(args[-2])))
+           lambda ans, *args: lambda c: np.zeros_like(getval(args[-2])))
     defjvp(rule, *(_rule_jvp(materialised_rule, i) for i in range(n_values)),
-           lambda tangent, ans, *args: np.zeros(np.shape(ans)))
+           lambda tangent, ans, *args: np.zeros_like(getval(ans)))
 
 
 _define_rule_derivatives(_extreme_vjp_src, _materialised_vjp_src, 3)

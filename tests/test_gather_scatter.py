@@ -4,6 +4,7 @@ threads, modes, batch axes, fill, determinism, memory, and bad input."""
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -294,6 +295,38 @@ def test_importable_kernel_entry_points_validate_their_arguments():
 
 
 # ---- found by an independent hostile campaign ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["mul", "div", "nanprod", "nansum", "nanmean", "add", "max"])
+def test_reverse_functions_with_zero_features_per_head(backend, op):
+    """A weight of shape (E, 0) (zero features, zero heads): empty results of the right shapes, not a division
+    by the zero head count (a hostile tester's find, on the paths that materialise the messages)."""
+    dtype = complex if op not in ("max",) else float
+    x, w = np.zeros((3, 0), dtype), np.ones((4, 0))
+    gi, si = np.array([0, 1, 2, 0]), np.array([0, 0, 1, 1])
+    out = backend.call(cs.gather_scatter, x, gi, si, op, weight=w)
+    assert out.shape == (2, 0)
+    assert backend.call(cs.gather_scatter_vjp_src, op, out, x, gi, si, out, weight=w).shape == (3, 0)
+    assert backend.call(cs.gather_scatter_vjp_weight, op, out, x, gi, si, out, weight=w).shape == (4, 0)
+    assert backend.call(cs.gather_scatter_jvp, op, x, gi, si, out, x, weight=w).shape == (2, 0)
+
+
+@pytest.mark.parametrize("op", ["add", "mean", "nansum", "nanmean", "mul"])
+def test_weight_gradient_of_complex_messages_is_real_without_warning(backend, op):
+    """A real weight scaling complex src: its gradient is the real part of the complex one, with no
+    ComplexWarning (a hostile tester's find); add's against the per-edge dots written out."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3)) + 1j * rng.standard_normal((4, 3))
+    gi, si = np.array([0, 1, 2, 3, 1]), np.array([0, 0, 1, 1, 2])
+    w = rng.uniform(0.5, 2.0, 5)
+    out = cs.gather_scatter(x, gi, si, op, weight=w)
+    g = np.ones_like(out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = backend.call(cs.gather_scatter_vjp_weight, op, g, x, gi, si, out, weight=w)
+    assert got.dtype == np.float64
+    if op in ("add", "nansum"):
+        np.testing.assert_allclose(got, [np.sum(g[si[e]] * x[gi[e]]).real for e in range(5)], rtol=1e-12)
+
 
 def test_float16_max_min_gradients_find_the_forward_winners():
     # the forward compares float32 messages and rounds only the winner to float16: the reverse pass must compare

@@ -1,8 +1,11 @@
 """float32 in gives float32 derivatives out (README, autograd section), in every mode and order: the JVP, the
-VJP and the second-order reverse derivative of each `grad` function, on values holding NaN where the op skips it.
+VJP and the second derivatives (reverse over reverse, forward over reverse, forward over forward) of each `grad`
+function, the JVP on values holding NaN where the op skips it.
 
 autograd's own rule for ``np.where`` fills with float64 zeros; `grad._where.where` is the dtype-keeping primitive
-the package uses instead (an outside tester found float64 tangents of gather_scatter's nanprod).
+the package uses instead (an outside tester found float64 tangents of gather_scatter's nanprod), and the
+first-order rules' zero derivative in `out` is made in its dtype (a second tester: float64 forward-over-reverse of
+max).
 """
 from __future__ import annotations
 
@@ -56,11 +59,17 @@ def test_float32_derivatives_stay_float32(name):
     f, arg = CALLS[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", "Output seems independent of input", UserWarning)   # (linear ops)
         _, tangent = make_jvp(f)(_with_nan(arg))(np.ones_like(arg))
         # the losses use no where of their own (autograd's would promote at second order): NaN-free values
         first = agrad(lambda s: anp.sum(f(s) ** 2))(arg)
         second = agrad(lambda s: anp.sum(agrad(lambda u: anp.sum(f(u) ** 2))(s) ** 2))(arg)
-    assert (tangent.dtype, first.dtype, second.dtype) == (np.float32,) * 3
+        ones = np.ones_like(arg)
+        fwd_rev = make_jvp(agrad(lambda s: anp.sum(f(s) ** 2)))(arg)(ones)[1]
+        fwd_fwd = make_jvp(lambda s: make_jvp(f)(s)(ones)[1])(arg)(ones)[1]
+    got = {"jvp": tangent.dtype, "vjp": first.dtype, "rev-rev": second.dtype, "fwd-rev": fwd_rev.dtype,
+           "fwd-fwd": fwd_fwd.dtype}
+    assert got == dict.fromkeys(got, np.dtype(np.float32))
 
 
 def test_where_derivatives_keep_dtype_shape_and_values():

@@ -34,8 +34,6 @@ from cyscatter._scatter import fill_for, finish_fresh, scatter, scatter_into
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS: wider CAS updates (complex128 mul/div) take the CSR kernel
 _LINEAR = ("add", "sub", "mean", "sqrt_n")
-# the ops whose reverse passes each output element's cotangent to a selection of its messages (`SELECTS`)
-_SELECTING = {"max": "tied", "min": "tied", "fmax": "won", "fmin": "won", "nansum": "present", "nanmean": "present"}
 
 
 # ---- the plan on the device -------------------------------------------------------------------------------------
@@ -181,7 +179,7 @@ class _Call:
         self.dtype, _ = derivative_policy(self.op, vdtype, arrays)
         # the selecting ops run the edge kernels, except max/min/fmax/fmin on integer messages (whose ties are
         # those of the integers); the others (mul, div, nanprod) materialise the messages
-        self.select = None if self.op.ordered and vdtype.kind in "iu" else _SELECTING.get(self.op.name)
+        self.select = None if self.op.ordered and vdtype.kind in "iu" else (self.op.selection or None)
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
         self.src3 = self.be.rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner)

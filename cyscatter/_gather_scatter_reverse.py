@@ -39,9 +39,8 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
 
 _FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
-# the ops whose reverse passes each output element's cotangent to a selection of its messages, by the
-# `fused_kernels` selection code: 0 the tied winners, 1 the tied winners other than NaN, 2 the non-NaN messages
-_SELECT = {"max": 0, "min": 0, "fmax": 1, "fmin": 1, "nansum": 2, "nanmean": 2}
+# `fused_kernels`' codes of the selections (`Op.selection`)
+_SELECT_CODES = {"tied": 0, "won": 1, "present": 2}
 
 
 class _Call:
@@ -71,7 +70,7 @@ class _Call:
         self.dtype, self.materialise = derivative_policy(self.op, vdtype, arrays)
         # the selecting ops on real derivatives run the fused kernels, except max/min/fmax/fmin on integer
         # messages (whose ties are the integers'); complex nansum/nanmean materialise the messages
-        self.select = _SELECT.get(self.op.name) if self.dtype in (np.float32, np.float64) and not (
+        self.select = _SELECT_CODES.get(self.op.selection) if self.dtype in (np.float32, np.float64) and not (
             self.op.ordered and vdtype.kind in "iu") else None
         self.materialise = self.materialise and self.select is None
         self.outer, self.inner = prod(self.batch), prod(self.feat)

@@ -103,6 +103,16 @@ class Op:
         select rule)."""
         return self.identity_kind in ("lowest", "highest")
 
+    @property
+    def selection(self) -> str:
+        """The entries each output element's cotangent reaches, for the ops whose reverse kernels pick them
+        (the fused gather-scatter's, `fused_kernels` and `_cuda_kernels.SELECTS`): "tied" (max/min: the entries
+        equal to the kept value, NaN tying NaN), "won" (fmax/fmin: the same, a NaN never winning), "present"
+        (nansum/nanmean: the non-NaN entries); "" for the others (mul, div, nanprod need products)."""
+        if self.selects:
+            return "won" if self.skips_nan else "tied"
+        return "present" if self.skips_nan and self.combine == "add" else ""
+
     def identity(self, dtype) -> np.generic:
         """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
         dtype = native(dtype)

@@ -133,7 +133,8 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     >>> grad(lambda w: anp.sum(csgrad.gather_scatter(x, gi, si, "add", weight=w) ** 2))(w)
     array([ 6., 12., 36.])
     """
-    opname = cs.get_op(op).name
+    reduction = cs.get_op(op)
+    opname = reduction.name
     require_inexact_traced(src, "src", "gather_scatter")
     require_inexact_traced(weight, "weight", "gather_scatter")
     src_v = np.asarray(_value(src))
@@ -141,14 +142,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     w_v = None if weight is None else np.asarray(_value(weight))
     edges = _Edges(opname, plan, axis_n, fill_value, num_threads, src_v.shape, src_v.dtype,
                    None if w_v is None else w_v.shape, None if w_v is None else w_v.dtype)
-    if opname in ("mul", "div", "nanprod"):   # (any other op, assignments refused included: the fused forward)
+    if not (reduction.linear or reduction.selection):   # mul, div, nanprod (assignments, "linear", reach the forward's refusal)
         return _materialised(src, weight, edges)
     return _forward(src, weight, edges)
-
-
-# the ops whose first-order rules pass each output element's cotangent to a selection of its messages (max/min,
-# fmax/fmin: the tied winners; nansum/nanmean: the non-NaN messages), fused at first order
-_SELECTING = ("max", "min", "fmax", "fmin", "nansum", "nanmean")
 
 
 def _value(x):
@@ -176,28 +172,28 @@ def _dots(g, x, edges):
 
 def _forward_vjp_src(ans, src, weight, edges):
     require_inexact(src, "src", "gather_scatter")
-    if edges.op in _SELECTING:
+    if cs.get_op(edges.op).selection:
         return lambda g: _extreme_vjp_src(g, src, weight, ans, edges)
     return lambda g: _transpose(g, weight, edges)
 
 
 def _forward_vjp_weight(ans, src, weight, edges):
     require_inexact(weight, "weight", "gather_scatter")
-    if edges.op in _SELECTING:
+    if cs.get_op(edges.op).selection:
         return lambda g: _extreme_vjp_weight(g, src, weight, ans, edges)
     return lambda g: _dots(g, src, edges)
 
 
 def _forward_jvp_src(src_dot, ans, src, weight, edges):
     require_inexact(src, "src", "gather_scatter")
-    if edges.op in _SELECTING:
+    if cs.get_op(edges.op).selection:
         return _extreme_jvp(src_dot, None, src, weight, ans, edges)
     return _forward(src_dot, weight, edges.derivative)
 
 
 def _forward_jvp_weight(weight_dot, ans, src, weight, edges):
     require_inexact(weight, "weight", "gather_scatter")
-    if edges.op in _SELECTING:
+    if cs.get_op(edges.op).selection:
         return _extreme_jvp(None, weight_dot, src, weight, ans, edges)
     return _forward(src, weight_dot, edges.derivative)
 

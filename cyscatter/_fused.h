@@ -15,16 +15,132 @@
     }                                                                                                 \
     static inline void cyscatter_scale_row_##SUF(T *restrict dst, const T *restrict x, T w, ptrdiff_t n) { \
         for (ptrdiff_t f = 0; f < n; f++) dst[f] = w * x[f];                                          \
-    }                                                                                                 \
-    /* the reverse of the NaN-skipping sums: acc += w * share where the message w * x is not NaN (a blend,  \
-     * so a NaN or inf share of an absent message never reaches acc) */                                \
-    static inline void cyscatter_present_axpy_row_##SUF(T *restrict acc, const T *restrict x,        \
-                                                        const T *restrict share, T w, ptrdiff_t n) {  \
-        for (ptrdiff_t f = 0; f < n; f++) {                                                           \
-            const T m = w * x[f];                                                                     \
-            acc[f] = acc[f] + (m == m ? w * share[f] : (T)0);                                          \
-        }                                                                                             \
     }
 CYSCATTER_FUSED_ROWS(float, f)
 CYSCATTER_FUSED_ROWS(double, d)
+
+/* The reverse kernels' selections (fused_kernels.pyx `select_t`): which messages m = w * x of an output element o
+ * its cotangent reaches. 0 tied (max/min): m is the value kept, equal with the same sign of zero, or both NaN;
+ * 1 won (fmax/fmin): the same without the NaN case; 2 present (nansum/nanmean): m is not NaN (o is not read).
+ * "Equal with the same sign" is "the same bits and not NaN" (IEEE formats have one encoding per non-NaN value).
+ * `sel` is a constant at every call site, so the tests fold away after inlining. The rows below are SSE2
+ * compare masks and bitwise blends: GCC does not if-convert the float compares of the scalar form (`control
+ * flow in loop`), and the scalar selections ran per element and edge (the nansum back pass at 2.8x the
+ * transposed add's time, NOTES.md v25); the same operations per element, so bitwise the same results. */
+#include <stdint.h>
+#include <string.h>
+#define CYSCATTER_SELECT_SCALAR(T, U, SUF)                                                            \
+    static inline int cyscatter_selects_##SUF(int sel, T m, T o) {                                     \
+        U a, b;                                                                                       \
+        int same;                                                                                     \
+        if (sel == 2) return m == m;                                                                  \
+        memcpy(&a, &m, sizeof a); memcpy(&b, &o, sizeof b);                                           \
+        same = (a == b) & (m == m);                                                                   \
+        return sel == 1 ? same : same | ((m != m) & (o != o));                                        \
+    }
+CYSCATTER_SELECT_SCALAR(float, uint32_t, f)
+CYSCATTER_SELECT_SCALAR(double, uint64_t, d)
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+static inline __m128i cyscatter_same_bits_f(__m128 m, __m128 o) {
+    return _mm_cmpeq_epi32(_mm_castps_si128(m), _mm_castps_si128(o));
+}
+static inline __m128i cyscatter_same_bits_d(__m128d m, __m128d o) {
+    /* SSE2 compares 32-bit lanes only: both halves of each 64-bit lane must match */
+    __m128i e = _mm_cmpeq_epi32(_mm_castpd_si128(m), _mm_castpd_si128(o));
+    return _mm_and_si128(e, _mm_shuffle_epi32(e, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+#define CYSCATTER_SELECT_ROWS(T, V, W, SUF, S)                                                        \
+    static inline V cyscatter_sel_mask_##SUF(int sel, V m, V o) {                                     \
+        V present = _mm_cmpord_##S(m, m), same;                                                       \
+        if (sel == 2) return present;                                                                 \
+        same = _mm_and_##S(_mm_castsi128_##S(cyscatter_same_bits_##SUF(m, o)), present);              \
+        return sel == 1 ? same : _mm_or_##S(same, _mm_andnot_##S(present, _mm_cmpunord_##S(o, o)));  \
+    }                                                                                                 \
+    /* acc += w * share where the message w * x is selected (o: out's row, unread when sel is 2) */  \
+    static inline void cyscatter_sel_axpy_row_##SUF(int sel, T *restrict acc, const T *restrict x,    \
+                                                    const T *restrict o, const T *restrict share, T w, \
+                                                    ptrdiff_t n) {                                    \
+        ptrdiff_t f = 0, whole = n - n % W;                                                           \
+        const V wv = _mm_set1_##S(w);                                                                 \
+        for (; f < whole; f += W) {                                                                   \
+            V m = _mm_mul_##S(wv, _mm_loadu_##S(x + f));                                              \
+            V k = cyscatter_sel_mask_##SUF(sel, m, sel == 2 ? m : _mm_loadu_##S(o + f));              \
+            V add = _mm_and_##S(k, _mm_mul_##S(wv, _mm_loadu_##S(share + f)));                        \
+            _mm_storeu_##S(acc + f, _mm_add_##S(_mm_loadu_##S(acc + f), add));                         \
+        }                                                                                             \
+        for (; f < n; f++)                                                                            \
+            if (cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) acc[f] += w * share[f]; \
+    }                                                                                                 \
+    /* count += 1 where the message w * x is selected */                                              \
+    static inline void cyscatter_sel_count_row_##SUF(int sel, T *restrict count, const T *restrict x, \
+                                                     const T *restrict o, T w, ptrdiff_t n) {         \
+        ptrdiff_t f = 0, whole = n - n % W;                                                           \
+        const V wv = _mm_set1_##S(w), one = _mm_set1_##S(1);                                          \
+        for (; f < whole; f += W) {                                                                   \
+            V m = _mm_mul_##S(wv, _mm_loadu_##S(x + f));                                              \
+            V k = cyscatter_sel_mask_##SUF(sel, m, sel == 2 ? m : _mm_loadu_##S(o + f));              \
+            _mm_storeu_##S(count + f, _mm_add_##S(_mm_loadu_##S(count + f), _mm_and_##S(k, one)));    \
+        }                                                                                             \
+        for (; f < n; f++)                                                                            \
+            count[f] += cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f]);               \
+    }                                                                                                 \
+    /* count += 1 and acc += the message's tangent (w * t + tw * x; either term absent when its pointer / \
+     * flag is) where the message w * x is selected; an unselected tangent (NaN or inf as it may be) is  \
+     * blended out, never added */                                                                    \
+    static inline void cyscatter_sel_tangent_row_##SUF(int sel, T *restrict count, T *restrict acc,   \
+                                                       const T *restrict x, const T *restrict o,      \
+                                                       const T *restrict t, T w, int with_tw, T tw,   \
+                                                       ptrdiff_t n) {                                 \
+        ptrdiff_t f = 0, whole = n - n % W;                                                           \
+        const V wv = _mm_set1_##S(w), twv = _mm_set1_##S(tw), one = _mm_set1_##S(1);                 \
+        for (; f < whole; f += W) {                                                                   \
+            V xv = _mm_loadu_##S(x + f), m = _mm_mul_##S(wv, xv), tan = _mm_setzero_##S();            \
+            V k = cyscatter_sel_mask_##SUF(sel, m, sel == 2 ? m : _mm_loadu_##S(o + f));              \
+            if (t) tan = _mm_mul_##S(wv, _mm_loadu_##S(t + f));                                       \
+            if (with_tw) tan = _mm_add_##S(tan, _mm_mul_##S(twv, xv));                                \
+            _mm_storeu_##S(count + f, _mm_add_##S(_mm_loadu_##S(count + f), _mm_and_##S(k, one)));    \
+            _mm_storeu_##S(acc + f, _mm_add_##S(_mm_loadu_##S(acc + f), _mm_and_##S(k, tan)));        \
+        }                                                                                             \
+        for (; f < n; f++) {                                                                          \
+            T tan = 0;                                                                                \
+            if (!cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) continue;            \
+            if (t) tan = w * t[f];                                                                    \
+            if (with_tw) tan = tan + tw * x[f];                                                       \
+            count[f] += 1;                                                                            \
+            acc[f] += tan;                                                                            \
+        }                                                                                             \
+    }
+CYSCATTER_SELECT_ROWS(float, __m128, 4, f, ps)
+CYSCATTER_SELECT_ROWS(double, __m128d, 2, d, pd)
+#else
+#define CYSCATTER_SELECT_ROWS(T, SUF)                                                                 \
+    static inline void cyscatter_sel_axpy_row_##SUF(int sel, T *restrict acc, const T *restrict x,    \
+                                                    const T *restrict o, const T *restrict share, T w, \
+                                                    ptrdiff_t n) {                                    \
+        for (ptrdiff_t f = 0; f < n; f++)                                                             \
+            if (cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) acc[f] += w * share[f]; \
+    }                                                                                                 \
+    static inline void cyscatter_sel_count_row_##SUF(int sel, T *restrict count, const T *restrict x, \
+                                                     const T *restrict o, T w, ptrdiff_t n) {         \
+        for (ptrdiff_t f = 0; f < n; f++)                                                             \
+            count[f] += cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f]);               \
+    }                                                                                                 \
+    static inline void cyscatter_sel_tangent_row_##SUF(int sel, T *restrict count, T *restrict acc,   \
+                                                       const T *restrict x, const T *restrict o,      \
+                                                       const T *restrict t, T w, int with_tw, T tw,   \
+                                                       ptrdiff_t n) {                                 \
+        for (ptrdiff_t f = 0; f < n; f++) {                                                           \
+            T tan = 0;                                                                                \
+            if (!cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) continue;            \
+            if (t) tan = w * t[f];                                                                    \
+            if (with_tw) tan = tan + tw * x[f];                                                       \
+            count[f] += 1;                                                                            \
+            acc[f] += tan;                                                                            \
+        }                                                                                             \
+    }
+CYSCATTER_SELECT_ROWS(float, f)
+CYSCATTER_SELECT_ROWS(double, d)
+#endif
 #endif

@@ -31,8 +31,16 @@ cdef extern from "_fused.h" nogil:
     void cyscatter_axpy_row_d(double* acc, const double* x, double w, Py_ssize_t n)
     void cyscatter_scale_row_f(float* dst, const float* x, float w, Py_ssize_t n)
     void cyscatter_scale_row_d(double* dst, const double* x, double w, Py_ssize_t n)
-    void cyscatter_present_axpy_row_f(float* acc, const float* x, const float* share, float w, Py_ssize_t n)
-    void cyscatter_present_axpy_row_d(double* acc, const double* x, const double* share, double w, Py_ssize_t n)
+    void cyscatter_sel_axpy_row_f(int sel, float* acc, const float* x, const float* o, const float* share, float w,
+                                  Py_ssize_t n)
+    void cyscatter_sel_axpy_row_d(int sel, double* acc, const double* x, const double* o, const double* share,
+                                  double w, Py_ssize_t n)
+    void cyscatter_sel_count_row_f(int sel, float* count, const float* x, const float* o, float w, Py_ssize_t n)
+    void cyscatter_sel_count_row_d(int sel, double* count, const double* x, const double* o, double w, Py_ssize_t n)
+    void cyscatter_sel_tangent_row_f(int sel, float* count, float* acc, const float* x, const float* o,
+                                     const float* t, float w, int with_tw, float tw, Py_ssize_t n)
+    void cyscatter_sel_tangent_row_d(int sel, double* count, double* acc, const double* x, const double* o,
+                                     const double* t, double w, int with_tw, double tw, Py_ssize_t n)
 
 cdef enum:
     MAX_THREADS = 256
@@ -100,6 +108,41 @@ cdef inline bint _selects(select_t sel, real_t m, real_t o) noexcept nogil:
         return (m == o) & (signbit(m) == signbit(o))
     else:
         return _ties(m, o)
+
+
+cdef inline int _code(select_t sel) noexcept nogil:
+    """The selection as `_fused.h`'s constant (0 tied, 1 won, 2 present), folded by the C compiler."""
+    if select_t is SelectPresent:
+        return 2
+    elif select_t is SelectWon:
+        return 1
+    else:
+        return 0
+
+
+# whole rows of the selections (`_fused.h`: SSE2 masks and blends, elementwise the same as `_selects`)
+cdef inline void _sel_axpy(int sel, real_t* acc, const real_t* x, const real_t* o, const real_t* share, real_t w,
+                           Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cyscatter_sel_axpy_row_f(sel, acc, x, o, share, w, n)
+    else:
+        cyscatter_sel_axpy_row_d(sel, acc, x, o, share, w, n)
+
+
+cdef inline void _sel_count(int sel, real_t* count, const real_t* x, const real_t* o, real_t w,
+                            Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cyscatter_sel_count_row_f(sel, count, x, o, w, n)
+    else:
+        cyscatter_sel_count_row_d(sel, count, x, o, w, n)
+
+
+cdef inline void _sel_tangent(int sel, real_t* count, real_t* acc, const real_t* x, const real_t* o,
+                              const real_t* t, real_t w, bint with_tw, real_t tw, Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cyscatter_sel_tangent_row_f(sel, count, acc, x, o, t, w, with_tw, tw, n)
+    else:
+        cyscatter_sel_tangent_row_d(sel, count, acc, x, o, t, w, with_tw, tw, n)
 
 
 cdef inline Py_ssize_t _cut(const int64_t* indptr, Py_ssize_t rows, Py_ssize_t target) noexcept nogil:
@@ -395,8 +438,7 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
     # `out`, `grad_out`, `dst_init` and `result` share the owned side's strides; `tangent_src` the gathered side's.
     # Features are walked one head at a time (a constant weight, no division per element), a chunk at a time.
     cdef Py_ssize_t o, r, p, e, f, f0, n, at, a, b, h, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
-    cdef real_t w, tw, tangent
-    cdef bint tie
+    cdef real_t w, tw
     cdef real_t count[CHUNK]
     cdef real_t acc[CHUNK]
     cdef const real_t* x
@@ -428,26 +470,13 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                         b = min(f0 + n, (h + 1) * G.chunk)
                         w = weight[e * G.heads + h] if weight != NULL else 1
                         if not tangents:
-                            if weight == NULL:
-                                for f in range(a, b):
-                                    count[f - f0] += _selects(sel, x[f], orow[f])
-                            else:
-                                for f in range(a, b):
-                                    count[f - f0] += _selects(sel, w * x[f], orow[f])
+                            _sel_count(_code(sel), count + (a - f0), x + a, orow + a, w, b - a)
                         else:
                             tw = tangent_w[e * G.heads + h] if tangent_w != NULL else 0
-                            # without branches on the selection, so that the loop vectorises: w is 1 when
-                            # unweighted, and 1 * v is v exactly (NaN, inf, -0.0 too); an unselected tangent
-                            # (NaN or inf as it may be) is blended out, never added
-                            for f in range(a, b):
-                                tie = _selects(sel, w * x[f], orow[f])
-                                tangent = 0
-                                if tangent_src != NULL:
-                                    tangent = w * tangent_src[at + f]
-                                if tangent_w != NULL:   # (not 0 * x without one: NaN where x is +-inf)
-                                    tangent = tangent + tw * x[f]
-                                count[f - f0] += tie
-                                acc[f - f0] += tangent if tie else 0
+                            # (not 0 * x without a weight tangent: NaN where x is +-inf)
+                            _sel_tangent(_code(sel), count + (a - f0), acc + (a - f0), x + a, orow + a,
+                                         tangent_src + at + a if tangent_src != NULL else NULL, w,
+                                         tangent_w != NULL, tw, b - a)
                         a, h = b, h + 1
                 for f in range(f0, f0 + n):
                     if count[f - f0] == 0:
@@ -510,6 +539,7 @@ cdef void _back_rows(select_t sel, const real_t* src, const int64_t* indptr, con
     cdef Py_ssize_t o, s, p, e, f, at, h, lo, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
     cdef real_t w
     cdef const real_t* x
+    cdef const real_t* orow = NULL
     cdef real_t* res
     for o in range(G.outer):
         for s in range(r0, r1):
@@ -525,26 +555,13 @@ cdef void _back_rows(select_t sel, const real_t* src, const int64_t* indptr, con
                     if edge_ids != NULL and weight != NULL:   # permuted weights: a miss per edge, as the forward's
                         cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
                 at = o * G.s_outer + cols[p] * G.s_row
-                if select_t is SelectPresent:   # no out to compare with: the vectorised row of _fused.h
-                    e = edge_ids[p] if edge_ids != NULL else p
-                    for h in range(G.heads):
-                        w = weight[e * G.heads + h] if weight != NULL else 1
-                        lo = h * G.chunk
-                        if real_t is float:
-                            cyscatter_present_axpy_row_f(res + lo, x + lo, share + at + lo, w, G.chunk)
-                        else:
-                            cyscatter_present_axpy_row_d(res + lo, x + lo, share + at + lo, w, G.chunk)
-                    continue
-                if weight == NULL:
-                    for f in range(G.inner):
-                        res[f] = res[f] + (share[at + f] if _selects(sel, x[f], out[at + f]) else 0)
-                    continue
-                e = edge_ids[p] if edge_ids != NULL else p
+                e = edge_ids[p] if edge_ids != NULL and weight != NULL else p
                 for h in range(G.heads):
-                    w = weight[e * G.heads + h]
+                    w = weight[e * G.heads + h] if weight != NULL else 1   # (1 * v is v exactly, NaN included)
                     lo = h * G.chunk
-                    for f in range(lo, lo + G.chunk):
-                        res[f] = res[f] + (w * share[at + f] if _selects(sel, w * x[f], out[at + f]) else 0)
+                    if select_t is not SelectPresent:   # (out is NULL there)
+                        orow = out + at + lo
+                    _sel_axpy(_code(sel), res + lo, x + lo, orow, share + at + lo, w, G.chunk)
 
 
 cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,

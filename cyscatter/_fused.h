@@ -143,4 +143,70 @@ CYSCATTER_SELECT_ROWS(double, __m128d, 2, d, pd)
 CYSCATTER_SELECT_ROWS(float, f)
 CYSCATTER_SELECT_ROWS(double, d)
 #endif
+/* Per-edge dots (the weight gradients, SDDMM): sum over f of g[f] * x[f], or over the selected features (`sel`
+ * as above, message w * x against o; an unselected product, NaN or inf as it may be, is blended out). A
+ * sequential sum is a chain of dependent adds, 4 cycles each: 64 features took ~256 cycles per edge, more than the
+ * two rows' cache misses (vjp_weight of add 2.3x its vjp_src, NOTES.md v25). Here 2 * L partial sums (L = 4
+ * floats or 2 doubles, two SSE2 registers), combined as (a[j] + a[j + L]) pairwise, then the last < 2 * L
+ * features in order. The fallback computes the same partial sums in the same order, so results are the same
+ * bits on every target (and on every thread count: each edge is one thread's). */
+#define CYSCATTER_DOT_SCALAR_TAIL(T, SUF)                                                            \
+    static inline T cyscatter_lanes_sum_##SUF(T *a, int lanes) {                                      \
+        /* a[2 * lanes] partial sums -> one: (a[j] + a[j + lanes]), then pairwise */                  \
+        for (int j = 0; j < lanes; j++) a[j] = a[j] + a[j + lanes];                                    \
+        return lanes == 4 ? (a[0] + a[1]) + (a[2] + a[3]) : a[0] + a[1];                              \
+    }
+CYSCATTER_DOT_SCALAR_TAIL(float, f)
+CYSCATTER_DOT_SCALAR_TAIL(double, d)
+#if defined(__SSE2__)
+#define CYSCATTER_DOT_ROWS(T, V, L, SUF, S)                                                           \
+    static inline T cyscatter_dot_row_##SUF(int sel, const T *restrict g, const T *restrict x,        \
+                                            const T *restrict o, T w, ptrdiff_t n) {                  \
+        /* sel < 0: every feature (w, o unused) */                                                    \
+        ptrdiff_t f = 0;                                                                              \
+        V a0 = _mm_setzero_##S(), a1 = _mm_setzero_##S();                                             \
+        const V wv = _mm_set1_##S(w);                                                                 \
+        T lanes[2 * L], sum;                                                                          \
+        for (; f + 2 * L <= n; f += 2 * L) {                                                          \
+            V x0 = _mm_loadu_##S(x + f), x1 = _mm_loadu_##S(x + f + L);                               \
+            V p0 = _mm_mul_##S(_mm_loadu_##S(g + f), x0), p1 = _mm_mul_##S(_mm_loadu_##S(g + f + L), x1); \
+            if (sel >= 0) {                                                                           \
+                V m0 = _mm_mul_##S(wv, x0), m1 = _mm_mul_##S(wv, x1);                                 \
+                p0 = _mm_and_##S(p0, cyscatter_sel_mask_##SUF(sel, m0, sel == 2 ? m0 : _mm_loadu_##S(o + f))); \
+                p1 = _mm_and_##S(p1, cyscatter_sel_mask_##SUF(sel, m1,                                \
+                                                              sel == 2 ? m1 : _mm_loadu_##S(o + f + L))); \
+            }                                                                                         \
+            a0 = _mm_add_##S(a0, p0);                                                                 \
+            a1 = _mm_add_##S(a1, p1);                                                                 \
+        }                                                                                             \
+        _mm_storeu_##S(lanes, a0);                                                                    \
+        _mm_storeu_##S(lanes + L, a1);                                                                \
+        sum = cyscatter_lanes_sum_##SUF(lanes, L);                                                    \
+        for (; f < n; f++)                                                                            \
+            if (sel < 0 || cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f]))            \
+                sum = sum + g[f] * x[f];                                                              \
+        return sum;                                                                                   \
+    }
+CYSCATTER_DOT_ROWS(float, __m128, 4, f, ps)
+CYSCATTER_DOT_ROWS(double, __m128d, 2, d, pd)
+#else
+#define CYSCATTER_DOT_ROWS(T, L, SUF)                                                                 \
+    static inline T cyscatter_dot_row_##SUF(int sel, const T *restrict g, const T *restrict x,        \
+                                            const T *restrict o, T w, ptrdiff_t n) {                  \
+        ptrdiff_t f = 0;                                                                              \
+        T lanes[2 * L] = {0}, sum;                                                                    \
+        for (; f + 2 * L <= n; f += 2 * L)                                                            \
+            for (int j = 0; j < 2 * L; j++) /* (+0 where unselected, as the SSE2 blend adds) */      \
+                lanes[j] = lanes[j] + (sel < 0 || cyscatter_selects_##SUF(sel, w * x[f + j],           \
+                                                                         sel == 2 ? (T)0 : o[f + j])  \
+                                       ? g[f + j] * x[f + j] : (T)0);                                 \
+        sum = cyscatter_lanes_sum_##SUF(lanes, L);                                                    \
+        for (; f < n; f++)                                                                            \
+            if (sel < 0 || cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f]))            \
+                sum = sum + g[f] * x[f];                                                              \
+        return sum;                                                                                   \
+    }
+CYSCATTER_DOT_ROWS(float, 4, f)
+CYSCATTER_DOT_ROWS(double, 2, d)
+#endif
 #endif

@@ -41,6 +41,8 @@ cdef extern from "_fused.h" nogil:
                                      const float* t, float w, int with_tw, float tw, Py_ssize_t n)
     void cyscatter_sel_tangent_row_d(int sel, double* count, double* acc, const double* x, const double* o,
                                      const double* t, double w, int with_tw, double tw, Py_ssize_t n)
+    float cyscatter_dot_row_f(int sel, const float* g, const float* x, const float* o, float w, Py_ssize_t n)
+    double cyscatter_dot_row_d(int sel, const double* g, const double* x, const double* o, double w, Py_ssize_t n)
 
 cdef enum:
     MAX_THREADS = 256
@@ -608,9 +610,6 @@ cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather
     # at random: prefetched `ahead` edges early (and out's row where a selection compares with it).
     cdef Py_ssize_t e, s, d, o, h, f, a, row_bytes = G.inner * <Py_ssize_t>sizeof(value_t)
     cdef value_t acc, w
-    cdef SelectTied tied = SelectTied(_tag=0)
-    cdef SelectWon won = SelectWon(_tag=0)
-    cdef SelectPresent present = SelectPresent(_tag=0)
     cdef const value_t* x
     cdef const value_t* grow
     cdef const value_t* orow
@@ -630,32 +629,20 @@ cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather
             continue
         for h in range(G.heads):
             acc = 0
+            w = weight[e * G.heads + h] if weight != NULL and ties else 1
             for o in range(G.outer):
                 x = src + o * G.s_outer + s * G.s_row + h * G.chunk
                 grow = g + o * G.o_outer + d * G.o_row + h * G.chunk
-                if ties == 0:
+                orow = out + o * G.o_outer + d * G.o_row + h * G.chunk if ties else NULL
+                # float and double: `_fused.h`'s rows (partial sums, SSE2 selections); ties - 1 is its `sel`
+                if value_t is float:
+                    acc = acc + cyscatter_dot_row_f(ties - 1, grow, x, orow, w, G.chunk)
+                elif value_t is double:
+                    acc = acc + cyscatter_dot_row_d(ties - 1, grow, x, orow, w, G.chunk)
+                else:
                     for f in range(G.chunk):
                         acc = acc + grow[f] * x[f]
-                elif value_t is float or value_t is double:
-                    orow = out + o * G.o_outer + d * G.o_row + h * G.chunk
-                    w = weight[e * G.heads + h] if weight != NULL else 1
-                    if ties == 1:
-                        acc = _selected_dot(tied, grow, x, orow, w, weight != NULL, G.chunk, acc)
-                    elif ties == 2:
-                        acc = _selected_dot(won, grow, x, orow, w, weight != NULL, G.chunk, acc)
-                    else:
-                        acc = _selected_dot(present, grow, x, orow, w, weight != NULL, G.chunk, acc)
             result[e * G.heads + h] = acc
-
-
-cdef inline real_t _selected_dot(select_t sel, const real_t* grow, const real_t* x, const real_t* orow, real_t w,
-                                 bint weighted, Py_ssize_t n, real_t acc) noexcept nogil:
-    """acc plus the sum of grow[f] * x[f] over the features whose message (w * x[f]) `sel` selects."""
-    cdef Py_ssize_t f
-    for f in range(n):
-        if _selects(sel, w * x[f] if weighted else x[f], orow[f]):
-            acc = acc + grow[f] * x[f]
-    return acc
 
 
 cdef void edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src,
@@ -928,6 +915,8 @@ def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] 
     message, from `out` and, when `weighted`, `weight`, is selected: 1 tied, 2 won, 3 present)."""
     if not 0 <= ties <= 3:
         raise ValueError(f"dots: ties must be 0 to 3, got {ties}")
+    if ties and value_t is not float and value_t is not double:
+        raise TypeError(f"dots: the selections (ties {ties}) take float32 or float64 values")
     if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or result.shape[1] < 1 or \
             g.shape[2] % result.shape[1] or g.shape[0] != src.shape[0] or g.shape[2] != src.shape[2] or \
             (ties and not _same_layout(g, out)) or (weighted and (weight.shape[0] != result.shape[0] or

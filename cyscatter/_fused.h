@@ -209,4 +209,94 @@ CYSCATTER_DOT_ROWS(double, __m128d, 2, d, pd)
 CYSCATTER_DOT_ROWS(float, 4, f)
 CYSCATTER_DOT_ROWS(double, 2, d)
 #endif
+/* The present selection (nansum/nanmean) read from NaN bits instead of the values: bit f of a src row is set
+ * where x[f] is NaN (a row's bits start at a word). Where the weight w of the edge is finite and not 0, the
+ * message w * x is NaN exactly where x is, so the tie counts and the tangents w * t of the JVP need the 8 bytes
+ * of bits a row of 64 features has, from a table 1/32 (float) or 1/64 (double) of src's size that stays in
+ * cache, instead of the row itself from memory (NOTES.md v25). The same operations per element as the rows
+ * above: bitwise the same results. `p` is the first feature's bit. */
+static inline unsigned cyscatter_bits_at(const uint64_t *b, ptrdiff_t p, int k) {
+    /* k <= 4 bits from bit p on (they may straddle two words) */
+    unsigned s = (unsigned)(p & 63);
+    uint64_t v = b[p >> 6] >> s;
+    if (s > 64u - (unsigned)k) v |= b[(p >> 6) + 1] << (64 - s);
+    return (unsigned)v & ((1u << k) - 1u);
+}
+/* a row's NaN bits: b[0 .. (n + 63) / 64) */
+#if defined(__SSE2__)
+#define CYSCATTER_NAN_BITS_ROW(T, V, W, SUF, S)                                                      \
+    static inline void cyscatter_nan_bits_row_##SUF(const T *restrict x, uint64_t *restrict b, ptrdiff_t n) { \
+        ptrdiff_t f = 0, whole = n - n % W;                                                           \
+        for (ptrdiff_t k = 0; k < (n + 63) / 64; k++) b[k] = 0;                                       \
+        for (; f < whole; f += W) {                                                                   \
+            V v = _mm_loadu_##S(x + f);                                                               \
+            b[f >> 6] |= (uint64_t)_mm_movemask_##S(_mm_cmpunord_##S(v, v)) << (f & 63);             \
+        }                                                                                             \
+        for (; f < n; f++) b[f >> 6] |= (uint64_t)(x[f] != x[f]) << (f & 63);                         \
+    }
+#else
+#define CYSCATTER_NAN_BITS_ROW(T, V, W, SUF, S)                                                      \
+    static inline void cyscatter_nan_bits_row_##SUF(const T *restrict x, uint64_t *restrict b, ptrdiff_t n) { \
+        for (ptrdiff_t k = 0; k < (n + 63) / 64; k++) b[k] = 0;                                       \
+        for (ptrdiff_t f = 0; f < n; f++) b[f >> 6] |= (uint64_t)(x[f] != x[f]) << (f & 63);          \
+    }
+#endif
+CYSCATTER_NAN_BITS_ROW(float, __m128, 4, f, ps)
+CYSCATTER_NAN_BITS_ROW(double, __m128d, 2, d, pd)
+#if defined(__SSE2__)
+/* lane j all ones where bit j of the index is set */
+#define CYSCATTER_L4(j) ((j) & 1 ? ~0u : 0u), ((j) & 2 ? ~0u : 0u), ((j) & 4 ? ~0u : 0u), ((j) & 8 ? ~0u : 0u)
+static const uint32_t cyscatter_nib_lanes_f[16][4] = {
+    {CYSCATTER_L4(0)}, {CYSCATTER_L4(1)}, {CYSCATTER_L4(2)}, {CYSCATTER_L4(3)}, {CYSCATTER_L4(4)}, {CYSCATTER_L4(5)},
+    {CYSCATTER_L4(6)}, {CYSCATTER_L4(7)}, {CYSCATTER_L4(8)}, {CYSCATTER_L4(9)}, {CYSCATTER_L4(10)},
+    {CYSCATTER_L4(11)}, {CYSCATTER_L4(12)}, {CYSCATTER_L4(13)}, {CYSCATTER_L4(14)}, {CYSCATTER_L4(15)}};
+static const uint64_t cyscatter_nib_lanes_d[4][2] = {
+    {0, 0}, {~(uint64_t)0, 0}, {0, ~(uint64_t)0}, {~(uint64_t)0, ~(uint64_t)0}};
+#define CYSCATTER_NAN_MASK_f(b, p) _mm_loadu_ps((const float *)cyscatter_nib_lanes_f[cyscatter_bits_at(b, p, 4)])
+#define CYSCATTER_NAN_MASK_d(b, p) _mm_loadu_pd((const double *)cyscatter_nib_lanes_d[cyscatter_bits_at(b, p, 2)])
+#define CYSCATTER_BITS_ROWS(T, V, W, SUF, S)                                                          \
+    /* count += 1 where x is not NaN (the bits from bit p on) */                                       \
+    static inline void cyscatter_bits_count_row_##SUF(T *restrict count, const uint64_t *restrict b,  \
+                                                      ptrdiff_t p, ptrdiff_t n) {                     \
+        ptrdiff_t f = 0, whole = n - n % W;                                                           \
+        const V one = _mm_set1_##S(1);                                                                \
+        for (; f < whole; f += W)                                                                     \
+            _mm_storeu_##S(count + f, _mm_add_##S(_mm_loadu_##S(count + f),                           \
+                                                  _mm_andnot_##S(CYSCATTER_NAN_MASK_##SUF(b, p + f), one))); \
+        for (; f < n; f++)                                                                            \
+            if (!cyscatter_bits_at(b, p + f, 1)) count[f] += 1;                                       \
+    }                                                                                                 \
+    /* count += 1 and acc += w * t where x is not NaN */                                              \
+    static inline void cyscatter_bits_tangent_row_##SUF(T *restrict count, T *restrict acc,           \
+                                                        const uint64_t *restrict b, ptrdiff_t p,      \
+                                                        const T *restrict t, T w, ptrdiff_t n) {      \
+        ptrdiff_t f = 0, whole = n - n % W;                                                           \
+        const V one = _mm_set1_##S(1), wv = _mm_set1_##S(w);                                          \
+        for (; f < whole; f += W) {                                                                   \
+            V nan = CYSCATTER_NAN_MASK_##SUF(b, p + f);                                               \
+            _mm_storeu_##S(count + f, _mm_add_##S(_mm_loadu_##S(count + f), _mm_andnot_##S(nan, one))); \
+            _mm_storeu_##S(acc + f, _mm_add_##S(_mm_loadu_##S(acc + f),                               \
+                                                _mm_andnot_##S(nan, _mm_mul_##S(wv, _mm_loadu_##S(t + f))))); \
+        }                                                                                             \
+        for (; f < n; f++)                                                                            \
+            if (!cyscatter_bits_at(b, p + f, 1)) { count[f] += 1; acc[f] += w * t[f]; }               \
+    }
+CYSCATTER_BITS_ROWS(float, __m128, 4, f, ps)
+CYSCATTER_BITS_ROWS(double, __m128d, 2, d, pd)
+#else
+#define CYSCATTER_BITS_ROWS(T, SUF)                                                                   \
+    static inline void cyscatter_bits_count_row_##SUF(T *restrict count, const uint64_t *restrict b,  \
+                                                      ptrdiff_t p, ptrdiff_t n) {                     \
+        for (ptrdiff_t f = 0; f < n; f++)                                                             \
+            if (!cyscatter_bits_at(b, p + f, 1)) count[f] += 1;                                       \
+    }                                                                                                 \
+    static inline void cyscatter_bits_tangent_row_##SUF(T *restrict count, T *restrict acc,           \
+                                                        const uint64_t *restrict b, ptrdiff_t p,      \
+                                                        const T *restrict t, T w, ptrdiff_t n) {      \
+        for (ptrdiff_t f = 0; f < n; f++)                                                             \
+            if (!cyscatter_bits_at(b, p + f, 1)) { count[f] += 1; acc[f] += w * t[f]; }               \
+    }
+CYSCATTER_BITS_ROWS(float, f)
+CYSCATTER_BITS_ROWS(double, d)
+#endif
 #endif

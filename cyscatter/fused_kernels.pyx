@@ -10,6 +10,7 @@ cimport cython
 from cython.parallel cimport prange
 from cython.view cimport contiguous
 from libc.math cimport signbit
+from libc.stdlib cimport malloc, free
 from libc.stdint cimport int64_t, uint64_t
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
@@ -41,6 +42,14 @@ cdef extern from "_fused.h" nogil:
                                      const float* t, float w, int with_tw, float tw, Py_ssize_t n)
     void cyscatter_sel_tangent_row_d(int sel, double* count, double* acc, const double* x, const double* o,
                                      const double* t, double w, int with_tw, double tw, Py_ssize_t n)
+    void cyscatter_nan_bits_row_f(const float* x, uint64_t* b, Py_ssize_t n)
+    void cyscatter_nan_bits_row_d(const double* x, uint64_t* b, Py_ssize_t n)
+    void cyscatter_bits_count_row_f(float* count, const uint64_t* b, Py_ssize_t p, Py_ssize_t n)
+    void cyscatter_bits_count_row_d(double* count, const uint64_t* b, Py_ssize_t p, Py_ssize_t n)
+    void cyscatter_bits_tangent_row_f(float* count, float* acc, const uint64_t* b, Py_ssize_t p, const float* t,
+                                      float w, Py_ssize_t n)
+    void cyscatter_bits_tangent_row_d(double* count, double* acc, const uint64_t* b, Py_ssize_t p, const double* t,
+                                      double w, Py_ssize_t n)
     float cyscatter_dot_row_f(int sel, const float* g, const float* x, const float* o, float w, Py_ssize_t n)
     double cyscatter_dot_row_d(int sel, const double* g, const double* x, const double* o, double w, Py_ssize_t n)
 
@@ -145,6 +154,34 @@ cdef inline void _sel_tangent(int sel, real_t* count, real_t* acc, const real_t*
         cyscatter_sel_tangent_row_f(sel, count, acc, x, o, t, w, with_tw, tw, n)
     else:
         cyscatter_sel_tangent_row_d(sel, count, acc, x, o, t, w, with_tw, tw, n)
+
+
+cdef inline void _bits_count(real_t* count, const uint64_t* b, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cyscatter_bits_count_row_f(count, b, p, n)
+    else:
+        cyscatter_bits_count_row_d(count, b, p, n)
+
+
+cdef inline void _bits_tangent(real_t* count, real_t* acc, const uint64_t* b, Py_ssize_t p, const real_t* t,
+                               real_t w, Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cyscatter_bits_tangent_row_f(count, acc, b, p, t, w, n)
+    else:
+        cyscatter_bits_tangent_row_d(count, acc, b, p, t, w, n)
+
+
+cdef void _nan_bits(const real_t* src, Py_ssize_t outer, Py_ssize_t rows, Py_ssize_t inner, Py_ssize_t s_outer,
+                    Py_ssize_t s_row, uint64_t* bits, Py_ssize_t words) noexcept nogil:
+    """Row (o, r) of `bits` (C order, `words` per row): where src's row (o, r) is NaN, one bit per feature
+    (`_fused.h`'s present selection from bits). Strides in items."""
+    cdef Py_ssize_t o, r
+    for o in range(outer):
+        for r in range(rows):
+            if real_t is float:
+                cyscatter_nan_bits_row_f(src + o * s_outer + r * s_row, bits + (o * rows + r) * words, inner)
+            else:
+                cyscatter_nan_bits_row_d(src + o * s_outer + r * s_row, bits + (o * rows + r) * words, inner)
 
 
 cdef inline Py_ssize_t _cut(const int64_t* indptr, Py_ssize_t rows, Py_ssize_t target) noexcept nogil:
@@ -436,15 +473,18 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                      Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const real_t* out,
                      const real_t* grad_out, const real_t* tangent_src, const real_t* tangent_w,
                      const real_t* dst_init, real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1,
-                     Py_ssize_t ahead) noexcept nogil:
+                     Py_ssize_t ahead, const uint64_t* bits, Py_ssize_t words, Py_ssize_t src_rows) noexcept nogil:
     # `out`, `grad_out`, `dst_init` and `result` share the owned side's strides; `tangent_src` the gathered side's.
     # Features are walked one head at a time (a constant weight, no division per element), a chunk at a time.
+    # `bits` (the present selection, no weight tangent; else NULL): src's NaN bits, `words` per row of
+    # `src_rows` per outer index, read instead of src where an edge's weight is finite and not 0.
     cdef Py_ssize_t o, r, p, e, f, f0, n, at, a, b, h, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
     cdef real_t w, tw
     cdef real_t count[CHUNK]
     cdef real_t acc[CHUNK]
     cdef const real_t* x
     cdef const real_t* orow
+    cdef const uint64_t* brow
     cdef bint tangents = tangent_src != NULL or tangent_w != NULL
     for o in range(G.outer):
         for r in range(r0, r1):
@@ -459,7 +499,10 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                     acc[f] = 0
                 for p in range(indptr[r], indptr[r + 1]):
                     if ahead and p + ahead < m:
-                        _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                        if bits == NULL:
+                            _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                        else:
+                            _prefetch_row(bits + (o * src_rows + cols[p + ahead]) * words, words * 8)
                         if tangent_src != NULL:   # (tangent_src has src's strides)
                             _prefetch_row(tangent_src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
                         if edge_ids != NULL and weight != NULL:   # the weights in CSR order: a miss per edge
@@ -471,7 +514,14 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                     while a < f0 + n:
                         b = min(f0 + n, (h + 1) * G.chunk)
                         w = weight[e * G.heads + h] if weight != NULL else 1
-                        if not tangents:
+                        if bits != NULL and w != 0 and w - w == 0:   # (finite, not 0: w * x is NaN where x is)
+                            brow = bits + (o * src_rows + cols[p]) * words
+                            if not tangents:
+                                _bits_count(count + (a - f0), brow, a, b - a)
+                            else:
+                                _bits_tangent(count + (a - f0), acc + (a - f0), brow, a, tangent_src + at + a, w,
+                                              b - a)
+                        elif not tangents:
                             _sel_count(_code(sel), count + (a - f0), x + a, orow + a, w, b - a)
                         else:
                             tw = tangent_w[e * G.heads + h] if tangent_w != NULL else 0
@@ -523,14 +573,26 @@ cdef void _shares_csr(select_t sel, bint average, const real_t[:, :, ::contiguou
         g = &grad_out[0, 0, 0]
     # (tangent mode reads a tangent row at random with each src row)
     ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), src.shape[1] * (2 if tangent_src != NULL else 1))
+    cdef uint64_t* bits = NULL
+    cdef Py_ssize_t words = (G.inner + 63) // 64
+    if select_t is SelectPresent:
+        # src's NaN bits, once, when src is out of cache (prefetched) and read about once per row or more; without
+        # the memory (malloc fails) the rows are read as before
+        if tangent_w == NULL and ahead and m >= src.shape[1] > 0:
+            bits = <uint64_t*>malloc(G.outer * src.shape[1] * words * sizeof(uint64_t))
+            if bits != NULL:
+                _nan_bits(&src[0, 0, 0], G.outer, src.shape[1], G.inner, G.s_outer, G.s_row, bits, words)
     if m == 0 or parts == 1 or rows < 2:
         _ties_rows(sel, average, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, m, edge_ids,
-                   weight, &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead)
-        return
-    _cuts(&indptr[0], rows, parts, cut)
-    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-        _ties_rows(sel, average, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], g,
-                   tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
+                   weight, &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead,
+                   bits, words, src.shape[1])
+    else:
+        _cuts(&indptr[0], rows, parts, cut)
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            _ties_rows(sel, average, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], g,
+                       tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead, bits,
+                       words, src.shape[1])
+    free(bits)
 
 
 cdef void _back_rows(select_t sel, const real_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,

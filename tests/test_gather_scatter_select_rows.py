@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
+from cyscatter import fused_kernels
 from inputs import rng_for
 from reference_gather_scatter import ref_gather_scatter_vjp
 
 SELECTING = ["max", "min", "fmax", "fmin", "nansum", "nanmean"]
 # (features, heads): a head's width is features // heads
-WIDTHS = [(1, 1), (3, 3), (6, 2), (7, 7), (9, 1), (12, 3), (13, 13)]
+WIDTHS = [(1, 1), (3, 3), (6, 2), (7, 7), (9, 1), (12, 3), (13, 13), (67, 1), (130, 10)]
 
 
 def _selected(op, m, o):
@@ -58,9 +59,19 @@ def ref_jvp(op, src, gi, si, out, s_dot, w, w_dot):
 @pytest.mark.parametrize("wkind", ["none", "edge", "head"])
 @pytest.mark.parametrize("feat, heads", WIDTHS)
 @pytest.mark.parametrize("fill", [None, np.nan])
-def test_selection_rows_match_loops(op, dtype, wkind, feat, heads, fill):
+@pytest.mark.parametrize("ahead", [-1, 4])
+def test_selection_rows_match_loops(op, dtype, wkind, feat, heads, fill, ahead):
     """(A NaN fill_value: the output of a destination without a selectable message is NaN, which no NaN message
-    of fmax/fmin may tie.)"""
+    of fmax/fmin may tie. `ahead` 4: the src-row prefetch forced on, as for tables out of cache, where nansum and
+    nanmean read src's NaN bits instead of its rows, for edges whose weight is finite and not 0.)"""
+    fused_kernels.set_prefetch_edges(ahead)
+    try:
+        _check_selection_rows(op, dtype, wkind, feat, heads, fill)
+    finally:
+        fused_kernels.set_prefetch_edges(-1)
+
+
+def _check_selection_rows(op, dtype, wkind, feat, heads, fill):
     rng = rng_for("gs-select-rows", op, dtype, wkind, feat)
     n_src, n_dst, n_edges = 9, 6, 40
     src = rng.integers(-2, 3, (n_src, heads, feat // heads)).astype(dtype)   # small integers: ties
@@ -86,6 +97,7 @@ def test_selection_rows_match_loops(op, dtype, wkind, feat, heads, fill):
     s_dot = rng.standard_normal(src.shape).astype(dtype)
     ref_src, ref_w = ref_gather_scatter_vjp(op, g, src, gi, si, out, weight=w, dim_size=n_dst)
     expected_jvp = ref_jvp(op, src, gi, si, out, s_dot, w, w_dot)
+    expected_jvp_src = ref_jvp(op, src, gi, si, out, s_dot, w, None)
     rtol = 1e-5 if dtype == "float32" else 1e-12
     plan = cs.gather_scatter_plan(gi, si, src_size=n_src, dim_size=n_dst)
     for kw in (dict(gather_index=gi, scatter_index=si, dim_size=n_dst), dict(plan=plan)):
@@ -94,9 +106,12 @@ def test_selection_rows_match_loops(op, dtype, wkind, feat, heads, fill):
                 got_src = cs.gather_scatter_vjp_src(op, g, src, out=out, weight=w, num_threads=threads, **kw)
                 got_jvp = cs.gather_scatter_jvp(op, src, out=out, src_dot=s_dot, weight=w, weight_dot=w_dot,
                                                 num_threads=threads, **kw)
+                got_jvp_src = cs.gather_scatter_jvp(op, src, out=out, src_dot=s_dot, weight=w, num_threads=threads,
+                                                    **kw)   # (the weight held: no weight tangent)
             assert got_src.dtype == got_jvp.dtype == np.dtype(dtype)
             np.testing.assert_allclose(got_src, ref_src, rtol=rtol, atol=rtol, err_msg="vjp_src")
             np.testing.assert_allclose(got_jvp, expected_jvp, rtol=rtol, atol=rtol, err_msg="jvp")
+            np.testing.assert_allclose(got_jvp_src, expected_jvp_src, rtol=rtol, atol=rtol, err_msg="jvp, src only")
             if w is not None:
                 with np.errstate(invalid="ignore"):
                     got_w = cs.gather_scatter_vjp_weight(op, g, src, out=out, weight=w, num_threads=threads, **kw)

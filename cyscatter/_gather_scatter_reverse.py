@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
 
 _FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
-# `fused_kernels`' codes of the selections (`Op.selection`)
-_SELECT_CODES = {"tied": 0, "won": 1, "present": 2}
 
 
 class _Call:
@@ -70,7 +68,7 @@ class _Call:
         self.dtype, self.materialise = derivative_policy(self.op, vdtype, arrays)
         # the selecting ops on real derivatives run the fused kernels, except max/min/fmax/fmin on integer
         # messages (whose ties are the integers'); complex nansum/nanmean materialise the messages
-        self.select = _SELECT_CODES.get(self.op.selection) if self.dtype in (np.float32, np.float64) and not (
+        self.select = fused_kernels.SELECT_CODES.get(self.op.selection) if self.dtype in (np.float32, np.float64) and not (
             self.op.ordered and vdtype.kind in "iu") else None
         self.materialise = self.materialise and self.select is None
         self.outer, self.inner = prod(self.batch), prod(self.feat)

@@ -362,10 +362,12 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
             base[...] = 0
         _reduce_into(ctx.be, op, dot3, ctx.plan, base)
         return base.reshape(out_shape)
-    ones = ctx.xp.ones(ctx.out3.shape, ctx.dtype)
-    if op.skips_nan:   # a NaN entry is absent: its tangent (NaN, inf or a number) does not reach the output
-        dot3 = ctx.xp.where(ctx.src3 == ctx.src3, dot3, 0)
-    out_dot = ctx.put(_tangent_part(ctx.xp, op, op.rules["vjp_src"](ctx, ones), dot3))
+    ones = ctx.xp.ones(ctx.out3.shape, ctx.dtype)   # (the partial derivatives are the VJPs of ones)
+    out_dot = _rules.selected_tangents(ctx, dot3, op)   # the selecting ops on the CPU: one fused pass
+    if out_dot is None:
+        if op.skips_nan:   # a NaN entry is absent: its tangent (NaN, inf or a number) does not reach the output
+            dot3 = ctx.xp.where(ctx.src3 == ctx.src3, dot3, 0)
+        out_dot = ctx.put(_tangent_part(ctx.xp, op, op.rules["vjp_src"](ctx, ones), dot3))
     if dst is not None and dst_dot3 is not None:
         out_dot += _tangent_part(ctx.xp, op, op.rules["vjp_dst"](ctx, ones), dst_dot3)
     return out_dot.reshape(out_shape)

@@ -85,40 +85,81 @@ def _win_counts(ctx: Reverse, skip_nan: bool = False) -> tuple[np.ndarray, np.nd
     return src_win, nwin, dst_win
 
 
-def _fused_shares(ctx, g3, is_max: bool, skip_nan: bool = False):
-    """CPU float32/64: (each output element's cotangent share among its tied candidates, src and out as the
-    kernels read them) from the fused max/min kernels: two passes over src, no n x F temporaries (the winners
-    found as the forward's values, initial dst included; fmax/fmin, `skip_nan`: no NaN entry wins)."""
-    src3 = np.ascontiguousarray(ctx.src3)
-    out3 = np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
-    g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
+def _by_destination(ctx):
+    """The entries grouped by output row (CSR: indptr, positions), dropped entries left out."""
     flat = np.ascontiguousarray(ctx.plan.flat, dtype=np.int64)
     positions = np.arange(flat.shape[0], dtype=np.int64)
     _, indptr, _, cols = fused_kernels.csr(flat, ctx.plan.size, positions, flat.shape[0], True)
-    dst3 = None if ctx.dst3 is None else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
+    return indptr, cols
+
+
+_NONE, _NO_WEIGHT = np.zeros(0, np.int64), {np.dtype(t): np.zeros((0, 1), t) for t in (np.float32, np.float64)}
+
+
+def _fused_shares(ctx, g3, select: str, average: bool = True):
+    """CPU float32/64: (each output element's cotangent share among its selected entries, src and out as the
+    kernels read them) from the fused kernels of the selections (`Op.selection`): one pass over src by
+    destination, no n x F temporaries (max/min's winners found as the forward's values, the initial dst a
+    candidate; fmax/fmin: no NaN entry wins; "present", nanmean: the non-NaN entries, or, not `average`
+    (nansum), the cotangent as it is). For "present" out is not read: the share stands in for it."""
+    src3 = np.ascontiguousarray(ctx.src3)
+    g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
+    if select == "present" and not average:
+        return g3, src3, g3
+    out3 = g3 if select == "present" else np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
+    indptr, cols = _by_destination(ctx)
+    dst3 = None if ctx.dst3 is None or select == "present" else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
     share = np.empty_like(g3)
-    none, no_weight = np.zeros(0, np.int64), np.zeros((0, 1), src3.dtype)
-    fused_kernels.extreme_ties(is_max, src3, indptr, cols, none, no_weight, False, out3, g3, src3,
-                               False, no_weight, False, share, 0, dst3, select=int(skip_nan))
-    return share, src3, out3
+    no_weight = _NO_WEIGHT[src3.dtype]
+    fused_kernels.extreme_ties(False, src3, indptr, cols, _NONE, no_weight, False, out3, g3, src3,
+                               False, no_weight, False, share, 0, dst3, select=fused_kernels.SELECT_CODES[select])
+    return share, src3, share if select == "present" else out3
 
 
-def _fused(ctx) -> bool:
-    return ctx.xp is np and ctx.dtype in (np.float32, np.float64) and ctx.out3 is not None
+def _fused(ctx, select: str = "tied") -> bool:
+    return ctx.xp is np and ctx.dtype in (np.float32, np.float64) and (ctx.out3 is not None or select == "present")
+
+
+def _selected_src(ctx, g3, select: str, average: bool = True):
+    """vjp_src of the selecting ops on the CPU (float32/64): each entry gets its output element's share where
+    it is selected, else 0 (the fused back pass: one pass over src, the shares read by destination)."""
+    share, src3, out3 = _fused_shares(ctx, g3, select, average)
+    valid = ctx.plan.valid()
+    by_entry = np.zeros(valid.shape[0] + 1, np.int64)
+    np.cumsum(valid, out=by_entry[1:])
+    result = np.empty_like(src3)
+    fused_kernels.extreme_back(src3, by_entry, np.ascontiguousarray(ctx.plan.flat[valid], dtype=np.int64),
+                               _NONE, _NO_WEIGHT[src3.dtype], False, out3, share, result, 0,
+                               select=fused_kernels.SELECT_CODES[select])
+    return result
+
+
+def selected_tangents(ctx, dot3, op):
+    """scatter_jvp's src part for the selecting ops on the CPU (float32/64), or None where it does not apply:
+    the tangents of each output element's selected entries, averaged (max/min, fmax/fmin, nanmean) or summed
+    (nansum), in one pass by destination (no n x F coefficients); the initial dst counts as a candidate of
+    max/min and their twins (its own tangent is added by the caller)."""
+    select = op.selection
+    if not select or not _fused(ctx, select) or (op.name == "nanmean" and ctx.dst3 is not None):
+        return None
+    src3 = np.ascontiguousarray(ctx.src3)
+    dot3 = np.ascontiguousarray(dot3, dtype=src3.dtype)
+    out3 = np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
+    indptr, cols = _by_destination(ctx)
+    dst3 = None if ctx.dst3 is None or select == "present" else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
+    result = np.zeros(out3.shape, src3.dtype)
+    if result.size:
+        no_weight = _NO_WEIGHT[src3.dtype]
+        fused_kernels.extreme_ties(False, src3, indptr, cols, _NONE, no_weight, False, out3, out3, dot3, True,
+                                   no_weight, False, result, 0, dst3, select=fused_kernels.SELECT_CODES[select],
+                                   average=op.name != "nansum")
+    return result
 
 
 def _extreme_src(ctx, g3, is_max: bool, skip_nan: bool = False):
     xp = ctx.xp
     if _fused(ctx):
-        share, src3, out3 = _fused_shares(ctx, g3, is_max, skip_nan)
-        valid = ctx.plan.valid()
-        by_entry = np.zeros(valid.shape[0] + 1, np.int64)
-        np.cumsum(valid, out=by_entry[1:])
-        result = np.empty_like(src3)
-        fused_kernels.extreme_back(src3, by_entry, np.ascontiguousarray(ctx.plan.flat[valid], dtype=np.int64),
-                                   np.zeros(0, np.int64), np.zeros((0, 1), src3.dtype), False, out3, share,
-                                   result, 0, select=int(skip_nan))
-        return result
+        return _selected_src(ctx, g3, "won" if skip_nan else "tied")
     src_win, nwin, _ = _win_counts(ctx, skip_nan)
     share = xp.where(nwin > 0, g3 / xp.maximum(nwin, 1), 0)   # nwin is 0 only where no entry landed
     return xp.where(src_win, ctx.take(share.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
@@ -127,7 +168,7 @@ def _extreme_src(ctx, g3, is_max: bool, skip_nan: bool = False):
 def _extreme_dst(ctx, g3, is_max: bool, skip_nan: bool = False):
     xp = ctx.xp
     if _fused(ctx):
-        share = _fused_shares(ctx, g3, is_max, skip_nan)[0]
+        share = _fused_shares(ctx, g3, "won" if skip_nan else "tied")[0]
         return np.where(_winners(xp, ctx.dst3, ctx.out3), share, 0).astype(ctx.dtype, copy=False)
     _, nwin, dst_win = _win_counts(ctx, skip_nan)
     return xp.where(dst_win, g3 / xp.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)
@@ -221,10 +262,14 @@ def _not_nan(ctx) -> np.ndarray:
 
 
 def _nansum_src(ctx, g3):
+    if _fused(ctx, "present"):
+        return _selected_src(ctx, g3, "present", average=False)
     return ctx.xp.where(_not_nan(ctx), ctx.take(g3), 0).astype(ctx.dtype, copy=False)
 
 
 def _nanmean_src(ctx, g3):
+    if _fused(ctx, "present"):
+        return _selected_src(ctx, g3, "present")
     keep = _not_nan(ctx)
     counts = ctx.put(keep.astype(ctx.dtype))   # non-NaN entries per output element
     per_element = g3 / ctx.xp.maximum(counts, 1)

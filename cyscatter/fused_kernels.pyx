@@ -891,6 +891,10 @@ def forward_nan(int opcode, const nan_value_t[:, :, ::contiguous] src, const int
     return status
 
 
+# the `select` codes of the entry points, by `Op.selection`
+SELECT_CODES = {"tied": 0, "won": 1, "present": 2}
+
+
 cdef int _check_select(int select) except -1:
     if not 0 <= select <= 2:
         raise ValueError(f"select must be 0 (tied), 1 (won) or 2 (present), got {select}")

@@ -1,4 +1,4 @@
-"""The reverse kernels of gather_scatter's selecting ops at every row width.
+"""The reverse kernels of the selecting ops (gather_scatter's, and the core scatter's) at every row width.
 
 The CPU kernels (`fused_kernels.pyx` on `_fused.h`) apply the selection (max/min: the tied winners, NaN tying
 NaN; fmax/fmin: the tied non-NaN winners; nansum/nanmean: the non-NaN messages) four floats or two doubles at a
@@ -116,3 +116,40 @@ def _check_selection_rows(op, dtype, wkind, feat, heads, fill):
                 with np.errstate(invalid="ignore"):
                     got_w = cs.gather_scatter_vjp_weight(op, g, src, out=out, weight=w, num_threads=threads, **kw)
                 np.testing.assert_allclose(got_w, ref_w, rtol=rtol, atol=rtol, err_msg="vjp_weight")
+
+
+@pytest.mark.parametrize("op", SELECTING)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("feat", [1, 7, 67])
+@pytest.mark.parametrize("ahead", [-1, 4])
+def test_core_scatter_selection_matches_loops(op, dtype, feat, ahead):
+    """The core scatter's reverse functions of the selecting ops run the same kernels (one entry per src row):
+    `scatter(src, index)` is `gather_scatter(src, arange(n), index)`, whose loops are the reference here. Dropped
+    entries (mode="drop") get nothing."""
+    rng = rng_for("core-select-rows", op, dtype, feat)
+    n, size = 50, 7
+    src = rng.integers(-2, 3, (n, feat)).astype(dtype)
+    special = rng.random(src.shape)
+    src[special < 0.1] = np.nan
+    src[(special >= 0.1) & (special < 0.14)] = np.inf
+    src[(special >= 0.14) & (special < 0.24)] = -0.0
+    index = rng.integers(0, size + 2, n)   # some out of range: dropped
+    kept = index < size
+    out = cs.scatter(src, index, op, dim_size=size, mode="drop")
+    g = rng.standard_normal(out.shape).astype(dtype)
+    s_dot = rng.standard_normal(src.shape).astype(dtype)
+    rows = np.flatnonzero(kept)
+    ref_src = np.zeros(src.shape)
+    ref_src[rows] = ref_gather_scatter_vjp(op, g, src, rows, index[kept], out, dim_size=size)[0][rows]
+    expected_jvp = ref_jvp(op, src, rows, index[kept], out, s_dot, None, None)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    fused_kernels.set_prefetch_edges(ahead)
+    try:
+        with np.errstate(invalid="ignore"):
+            got_src = cs.scatter_vjp_src(op, g, src, index, out, mode="drop")
+            got_jvp = cs.scatter_jvp(op, src, index, out, s_dot, mode="drop")
+    finally:
+        fused_kernels.set_prefetch_edges(-1)
+    assert got_src.dtype == got_jvp.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got_src, ref_src, rtol=rtol, atol=rtol, err_msg="vjp_src")
+    np.testing.assert_allclose(got_jvp, expected_jvp, rtol=rtol, atol=rtol, err_msg="jvp")

@@ -340,7 +340,10 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     -----
     add, sub and mean are linear: the tangent is the same scatter of the tangents. For mul, div, max and min
     it is ``scatter_add(d out / d src * src_dot) + d out / d dst * dst_dot`` with the partial derivatives of
-    `scatter_vjp_src` / `scatter_vjp_dst`, so ``<J v, w> == <v, J^T w>`` holds exactly.
+    `scatter_vjp_src` / `scatter_vjp_dst`, so ``<J v, w> == <v, J^T w>`` holds (to rounding). The ops that
+    select entries (max/min and fmax/fmin: the tied winners; nansum/nanmean: the non-NaN entries) compute it
+    as the mean (nansum: the sum) of the selected entries' tangents, the initial dst a candidate of max/min and
+    fmax/fmin; an unselected entry's tangent, inf or NaN as it may be, never reaches the output (JAX's rule).
     {gpu}
 
     Examples

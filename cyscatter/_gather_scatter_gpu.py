@@ -255,7 +255,7 @@ class _Call:
         count for the averaging ops (max/min, fmax/fmin, nanmean), as it is for nansum. Where no edge is
         selected (an output element no edge reaches) it is left as it is: no edge reads a share there, and a
         tangent total there is 0."""
-        if self.op.name == "nansum":
+        if not self.op.splits:
             return total
         return total / self.xp.maximum(self.selected_counts(), 1).astype(self.dtype)
 

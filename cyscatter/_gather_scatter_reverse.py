@@ -124,7 +124,7 @@ class _Call:
     def share(self, g3):
         """The selecting ops: each output element's cotangent divided among its selected edges (max/min, fmax/fmin:
         the tied winners; nanmean: the non-NaN messages; 0 where none), or as it is (nansum)."""
-        if self.op.name == "nansum":
+        if not self.op.splits:
             return g3
         indptr, ids, cols = self.plan.indptr, self.plan.edge_ids, self.plan.cols
         result = np.empty_like(g3)
@@ -569,5 +569,5 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
                                        call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
                                        np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,
                                        w_dot2 is not None, result, call._parts(), select=call.select,
-                                       average=name != "nansum")
+                                       average=call.op.splits)
     return result.reshape(call.out_shape)

@@ -113,6 +113,13 @@ class Op:
             return "won" if self.skips_nan else "tied"
         return "present" if self.skips_nan and self.combine == "add" else ""
 
+    @property
+    def splits(self) -> bool:
+        """For the ops with a `selection`: an output element's cotangent (or its tangent sum) is divided among its
+        selected entries (max/min, fmax/fmin: the tied winners; nanmean: the non-NaN entries, its counts), where
+        nansum passes it whole to each."""
+        return bool(self.selection) and (self.selection != "present" or self.counts)
+
     def identity(self, dtype) -> np.generic:
         """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
         dtype = native(dtype)

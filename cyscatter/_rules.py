@@ -152,7 +152,7 @@ def selected_tangents(ctx, dot3, op):
         no_weight = _NO_WEIGHT[src3.dtype]
         fused_kernels.extreme_ties(False, src3, indptr, cols, _NONE, no_weight, False, out3, out3, dot3, True,
                                    no_weight, False, result, 0, dst3, select=fused_kernels.SELECT_CODES[select],
-                                   average=op.name != "nansum")
+                                   average=op.splits)
     return result
 
 
@@ -263,7 +263,7 @@ def _not_nan(ctx) -> np.ndarray:
 
 def _nansum_src(ctx, g3):
     if _fused(ctx, "present"):
-        return _selected_src(ctx, g3, "present", average=False)
+        return _selected_src(ctx, g3, "present", average=False)   # (nansum does not split)
     return ctx.xp.where(_not_nan(ctx), ctx.take(g3), 0).astype(ctx.dtype, copy=False)
 
 

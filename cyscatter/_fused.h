@@ -40,6 +40,35 @@ CYSCATTER_FUSED_ROWS(double, d)
     }
 CYSCATTER_SELECT_SCALAR(float, uint32_t, f)
 CYSCATTER_SELECT_SCALAR(double, uint64_t, d)
+/* the rows below element by element from feature f on: the vector rows' tails, and the whole rows where there is
+ * no SSE2 */
+#define CYSCATTER_SELECT_FROM(T, SUF)                                                                 \
+    static inline void cyscatter_sel_axpy_from_##SUF(int sel, T *restrict acc, const T *restrict x,   \
+                                                     const T *restrict o, const T *restrict share, T w, \
+                                                     ptrdiff_t f, ptrdiff_t n) {                      \
+        for (; f < n; f++)                                                                            \
+            if (cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) acc[f] += w * share[f]; \
+    }                                                                                                 \
+    static inline void cyscatter_sel_count_from_##SUF(int sel, T *restrict count, const T *restrict x, \
+                                                      const T *restrict o, T w, ptrdiff_t f, ptrdiff_t n) { \
+        for (; f < n; f++)                                                                            \
+            count[f] += cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f]);               \
+    }                                                                                                 \
+    static inline void cyscatter_sel_tangent_from_##SUF(int sel, T *restrict count, T *restrict acc,  \
+                                                        const T *restrict x, const T *restrict o,     \
+                                                        const T *restrict t, T w, int with_tw, T tw,  \
+                                                        ptrdiff_t f, ptrdiff_t n) {                   \
+        for (; f < n; f++) {                                                                          \
+            T tan = 0;                                                                                \
+            if (!cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) continue;            \
+            if (t) tan = w * t[f];                                                                    \
+            if (with_tw) tan = tan + tw * x[f];                                                       \
+            count[f] += 1;                                                                            \
+            acc[f] += tan;                                                                            \
+        }                                                                                             \
+    }
+CYSCATTER_SELECT_FROM(float, f)
+CYSCATTER_SELECT_FROM(double, d)
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -70,8 +99,7 @@ static inline __m128i cyscatter_same_bits_d(__m128d m, __m128d o) {
             V add = _mm_and_##S(k, _mm_mul_##S(wv, _mm_loadu_##S(share + f)));                        \
             _mm_storeu_##S(acc + f, _mm_add_##S(_mm_loadu_##S(acc + f), add));                         \
         }                                                                                             \
-        for (; f < n; f++)                                                                            \
-            if (cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) acc[f] += w * share[f]; \
+        cyscatter_sel_axpy_from_##SUF(sel, acc, x, o, share, w, f, n);                                \
     }                                                                                                 \
     /* count += 1 where the message w * x is selected */                                              \
     static inline void cyscatter_sel_count_row_##SUF(int sel, T *restrict count, const T *restrict x, \
@@ -83,8 +111,7 @@ static inline __m128i cyscatter_same_bits_d(__m128d m, __m128d o) {
             V k = cyscatter_sel_mask_##SUF(sel, m, sel == 2 ? m : _mm_loadu_##S(o + f));              \
             _mm_storeu_##S(count + f, _mm_add_##S(_mm_loadu_##S(count + f), _mm_and_##S(k, one)));    \
         }                                                                                             \
-        for (; f < n; f++)                                                                            \
-            count[f] += cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f]);               \
+        cyscatter_sel_count_from_##SUF(sel, count, x, o, w, f, n);                                    \
     }                                                                                                 \
     /* count += 1 and acc += the message's tangent (w * t + tw * x; either term absent when its pointer / \
      * flag is) where the message w * x is selected; an unselected tangent (NaN or inf as it may be) is  \
@@ -103,14 +130,7 @@ static inline __m128i cyscatter_same_bits_d(__m128d m, __m128d o) {
             _mm_storeu_##S(count + f, _mm_add_##S(_mm_loadu_##S(count + f), _mm_and_##S(k, one)));    \
             _mm_storeu_##S(acc + f, _mm_add_##S(_mm_loadu_##S(acc + f), _mm_and_##S(k, tan)));        \
         }                                                                                             \
-        for (; f < n; f++) {                                                                          \
-            T tan = 0;                                                                                \
-            if (!cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) continue;            \
-            if (t) tan = w * t[f];                                                                    \
-            if (with_tw) tan = tan + tw * x[f];                                                       \
-            count[f] += 1;                                                                            \
-            acc[f] += tan;                                                                            \
-        }                                                                                             \
+        cyscatter_sel_tangent_from_##SUF(sel, count, acc, x, o, t, w, with_tw, tw, f, n);             \
     }
 CYSCATTER_SELECT_ROWS(float, __m128, 4, f, ps)
 CYSCATTER_SELECT_ROWS(double, __m128d, 2, d, pd)
@@ -119,26 +139,17 @@ CYSCATTER_SELECT_ROWS(double, __m128d, 2, d, pd)
     static inline void cyscatter_sel_axpy_row_##SUF(int sel, T *restrict acc, const T *restrict x,    \
                                                     const T *restrict o, const T *restrict share, T w, \
                                                     ptrdiff_t n) {                                    \
-        for (ptrdiff_t f = 0; f < n; f++)                                                             \
-            if (cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) acc[f] += w * share[f]; \
+        cyscatter_sel_axpy_from_##SUF(sel, acc, x, o, share, w, 0, n);                                \
     }                                                                                                 \
     static inline void cyscatter_sel_count_row_##SUF(int sel, T *restrict count, const T *restrict x, \
                                                      const T *restrict o, T w, ptrdiff_t n) {         \
-        for (ptrdiff_t f = 0; f < n; f++)                                                             \
-            count[f] += cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f]);               \
+        cyscatter_sel_count_from_##SUF(sel, count, x, o, w, 0, n);                                    \
     }                                                                                                 \
     static inline void cyscatter_sel_tangent_row_##SUF(int sel, T *restrict count, T *restrict acc,   \
                                                        const T *restrict x, const T *restrict o,      \
                                                        const T *restrict t, T w, int with_tw, T tw,   \
                                                        ptrdiff_t n) {                                 \
-        for (ptrdiff_t f = 0; f < n; f++) {                                                           \
-            T tan = 0;                                                                                \
-            if (!cyscatter_selects_##SUF(sel, w * x[f], sel == 2 ? (T)0 : o[f])) continue;            \
-            if (t) tan = w * t[f];                                                                    \
-            if (with_tw) tan = tan + tw * x[f];                                                       \
-            count[f] += 1;                                                                            \
-            acc[f] += tan;                                                                            \
-        }                                                                                             \
+        cyscatter_sel_tangent_from_##SUF(sel, count, acc, x, o, t, w, with_tw, tw, 0, n);             \
     }
 CYSCATTER_SELECT_ROWS(float, f)
 CYSCATTER_SELECT_ROWS(double, d)

@@ -185,6 +185,7 @@ class _Call:
         self.src3 = self.be.rows_view(self.src, self.dtype, self.outer, self.plan.src_size, self.inner)
         self.w2 = None if self.w is None else \
             weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype, xp=xp)
+        self.out_raw = None if out is None else self.be.asarray(out)
         self.out3 = None if out is None else self.table(out, "out")
         if self.out3 is None and self.op.name not in _LINEAR:
             raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
@@ -290,19 +291,31 @@ class _Call:
         """(messages (outer, kept, inner), gathered src rows) of the kept edges; integer messages formed in their
         own dtype first (with its wrap-around), as the forward formed them."""
         taken = src3[:, self.device("gather_kept"), :]
-        if self.w2 is None:
-            return taken, taken
         if self.vdtype.kind in "iu" and src3 is self.src3:
             own = self.be.rows_view(self.src, self.vdtype, *self.src3.shape)[:, self.device("gather_kept"), :]
-            w_own = weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.vdtype, xp=self.xp)
-            return (own * self.scale(w_own)).astype(self.dtype), taken
+            if self.w is not None:
+                own = own * self.scale(weight_rows(self.w, self.plan.index_shape, self.feat, self.heads,
+                                                   self.vdtype, xp=self.xp))
+            self._exact = own   # (for the winners of integer max/min: see `for_rules`)
+            return own.astype(self.dtype), taken
+        if self.w2 is None:
+            return taken, taken
         return taken * self.scale(self.w2), taken
+
+    def for_rules(self, msgs):
+        """(messages, out) for `scatter`'s rules: integer max/min/fmax/fmin's in their integer dtype, whose
+        winners the rules then compare as integers (float64 rounds above 2**53); as given otherwise."""
+        if self.op.selects and self.vdtype.kind in "iu" and self.out_raw is not None \
+                and self.out_raw.dtype.kind in "iu":
+            return self._exact, self.out_raw.reshape(self.outer, self.plan.size, self.inner)
+        return msgs, self.out3
 
     def core_vjp(self, g3):
         """d out / d message times the cotangent, per kept edge (outer, kept, inner), by the core rules."""
         msgs, taken = self.messages(self.src3)
         self._msgs = msgs
-        return scatter_vjp_src(self.op.name, g3, msgs, self.device("scatter_kept"), self.out3, axis=1), taken
+        rule_msgs, rule_out = self.for_rules(msgs)
+        return scatter_vjp_src(self.op.name, g3, rule_msgs, self.device("scatter_kept"), rule_out, axis=1), taken
 
     def absent(self, a, msgs=None):
         """`a` (per kept edge, broadcasting against the messages) with 0 where a NaN-skipping op left the message
@@ -400,6 +413,7 @@ def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *
             t_msgs += call.messages(s_dot3)[0]
         if w_dot2 is not None:
             t_msgs += call.absent(taken, msgs) * call.scale(w_dot2)
-        result = scatter_jvp(name, msgs, call.device("scatter_kept"), call.out3, call.absent(t_msgs, msgs),
+        rule_msgs, rule_out = call.for_rules(msgs)
+        result = scatter_jvp(name, rule_msgs, call.device("scatter_kept"), rule_out, call.absent(t_msgs, msgs),
                              axis=1)
     return result.reshape(call.out_shape)

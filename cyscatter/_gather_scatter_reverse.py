@@ -76,6 +76,7 @@ class _Call:
         self.src_rows = (self.outer, self.plan.src_size, self.inner)
         self.w2 = None if self.w is None else \
             weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
+        self.out_raw = None if out is None else host_asarray(out)
         self.out3 = None if out is None else self.table(out, "out")
         if self.out3 is not None and self.op.ordered and vdtype == np.float16:
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
@@ -150,11 +151,21 @@ class _Call:
         if self.vdtype.kind in "iu":
             msgs, keep = messages(rows_view(self.src, self.vdtype, *self.src_rows), self.plan, self.w, self.heads,
                                   self.feat, self.vdtype)
+            self._exact = msgs   # (for the winners of integer max/min: see `for_rules`)
             msgs = msgs.astype(self.dtype, copy=False)
         else:
             msgs, keep = messages(self.src3, self.plan, self.w, self.heads, self.feat, self.dtype)
         self._kept_out = None if self.out3 is None else self.out3[:, self.plan.scatter[keep], :]
         return keep, msgs, self.src3[:, self.plan.gather[keep], :]
+
+    def for_rules(self, msgs):
+        """(messages, out) for `scatter`'s rules on the materialised messages: integer max/min/fmax/fmin's in
+        their integer dtype, whose winners the rules then compare as integers (float64 rounds above 2**53 and
+        would tie distinct values); the derivative-dtype ones otherwise."""
+        if self.op.selects and self.vdtype.kind in "iu" and self.out_raw is not None \
+                and self.out_raw.dtype.kind in "iu":
+            return self._exact, self.out_raw.reshape(self.outer, self.plan.size, self.inner)
+        return msgs, self.out3
 
     def absent(self, a, msgs):
         """`a` (per kept edge, broadcasting against `msgs`) with 0 where a NaN-skipping op left the message out
@@ -329,7 +340,8 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     name = call.op.name
     if call.materialise:
         keep, msgs, _ = call.forward_messages()
-        d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
+        rule_msgs, rule_out = call.for_rules(msgs)
+        d = scatter_vjp_src(name, g3, rule_msgs, call.plan.scatter[keep], rule_out, axis=1)
         if call.w2 is not None:
             d = d * call.absent(call.scale(call.w2, keep), msgs)
         np.add.at(result, (slice(None), call.plan.gather[keep]), d)
@@ -421,7 +433,8 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     result = np.zeros((n, call.heads), call.dtype)
     if call.materialise:
         keep, msgs, taken = call.forward_messages()
-        d = scatter_vjp_src(name, g3, msgs, call.plan.scatter[keep], call.out3, axis=1)
+        rule_msgs, rule_out = call.for_rules(msgs)
+        d = scatter_vjp_src(name, g3, rule_msgs, call.plan.scatter[keep], rule_out, axis=1)
         per_feature = (d * call.absent(taken, msgs)).sum(axis=0)               # (kept, inner)
         # (the features per head spelt out: with no kept edge, -1 could not be inferred from 0 elements)
         result[keep] = per_feature.reshape(len(keep), call.heads, call.inner // max(call.heads, 1)).sum(axis=2)
@@ -551,7 +564,8 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
             t_msgs += t if call.w2 is None else t * call.scale(call.w2, keep)
         if w_dot2 is not None:
             t_msgs += call.absent(taken, msgs) * call.scale(w_dot2, keep)
-        result = scatter_jvp(name, msgs, call.plan.scatter[keep], call.out3, call.absent(t_msgs, msgs), axis=1)
+        rule_msgs, rule_out = call.for_rules(msgs)
+        result = scatter_jvp(name, rule_msgs, call.plan.scatter[keep], rule_out, call.absent(t_msgs, msgs), axis=1)
     elif call.op.linear:
         result = np.zeros(size3, call.dtype)
         if s_dot3 is not None:

@@ -87,9 +87,15 @@ def _context(op, src, index, out, dst, axis, mode, *extra):
               for name, (arr, like) in others.items()}
     views = {name: be.rows_view(arr, dtype, outer, rows[like], inner) for name, (arr, like) in others.items()}
     src_shape = src.shape
+    exact = None
+    key = np.result_type(src.dtype, out.dtype, *(() if "dst" not in others else (others["dst"][0].dtype,)))
+    if op.selects and key.kind in "iu":   # max/min's winners among integers, compared as integers
+        exact = (be.rows_view(expand_cast(src, expected, len(feat), key, be.xp), key, outer, plan.n, inner),
+                 be.rows_view(out, key, outer, plan.size, inner),
+                 None if "dst" not in others else be.rows_view(others["dst"][0], key, outer, plan.size, inner))
     src = expand_cast(src, expected, len(feat), dtype, be.xp)
     ctx = _rules.Reverse(be, plan, be.rows_view(src, dtype, outer, plan.n, inner),
-                         be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"))
+                         be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact)
     return op, ctx, views, (src_shape, expected), out.shape
 
 

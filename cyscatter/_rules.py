@@ -35,6 +35,9 @@ class Reverse:
     src3: np.ndarray
     out3: np.ndarray | None
     dst3: np.ndarray | None
+    # (src3, out3, dst3) in their integer dtype, for the winners of max/min and their twins on integer inputs:
+    # the float64 views round above 2**53, which would tie distinct integers; None for float inputs
+    exact: tuple | None = None
 
     @property
     def dtype(self):
@@ -75,12 +78,13 @@ def _winners(xp, a: np.ndarray, best: np.ndarray, skip_nan: bool = False) -> np.
 
 def _win_counts(ctx: Reverse, skip_nan: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(src winner mask, winners per destination, dst winner mask or None) for max/min (fmax/fmin: `skip_nan`)."""
-    src_win = _winners(ctx.xp, ctx.src3, ctx.take(ctx.out3), skip_nan) & ctx.valid3()
+    src3, out3, dst3 = ctx.exact or (ctx.src3, ctx.out3, ctx.dst3)
+    src_win = _winners(ctx.xp, src3, ctx.take(out3), skip_nan) & ctx.valid3()
     nwin = ctx.put(src_win.astype(ctx.dtype))
     dst_win = None
-    if ctx.dst3 is not None:
+    if dst3 is not None:
         # a NaN dst still holds a NaN result under fmax/fmin: that result is dst's, as on a row no entry reached
-        dst_win = _winners(ctx.xp, ctx.dst3, ctx.out3)
+        dst_win = _winners(ctx.xp, dst3, out3)
         nwin += dst_win
     return src_win, nwin, dst_win
 
@@ -117,7 +121,8 @@ def _fused_shares(ctx, g3, select: str, average: bool = True):
 
 
 def _fused(ctx, select: str = "tied") -> bool:
-    return ctx.xp is np and ctx.dtype in (np.float32, np.float64) and (ctx.out3 is not None or select == "present")
+    return ctx.xp is np and ctx.dtype in (np.float32, np.float64) and ctx.exact is None and (
+        ctx.out3 is not None or select == "present")
 
 
 def _selected_src(ctx, g3, select: str, average: bool = True):

@@ -930,8 +930,16 @@ def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_
     cdef const int64_t* ids = _ids(edge_ids)
     cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
     cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
-    cdef const real_t* t_src = &tangent_src[0, 0, 0] if use_tangent_src and tangent_src.shape[1] else NULL
+    cdef const real_t* t_src = NULL
     cdef const real_t* t_w = &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL
+    if use_tangent_src and tangent_src.shape[0] and tangent_src.shape[1] and tangent_src.shape[2]:
+        t_src = &tangent_src[0, 0, 0]
+    if (use_tangent_src or use_tangent_w) and t_src == NULL and t_w == NULL:
+        # tangents asked for, but no edge carries one (no src rows or no weight rows): they are all 0, not
+        # grad_out's shares (the kernels tell the modes apart by the pointers)
+        if result.shape[0] and result.shape[1] and result.shape[2]:
+            result[:, :, :] = 0
+        return
     with nogil:
         if select == 0:
             _shares_csr(tied, average, src, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w, dst_ptr, result,

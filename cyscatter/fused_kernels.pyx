@@ -989,6 +989,8 @@ def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] 
     message, from `out` and, when `weighted`, `weight`, is selected: 1 tied, 2 won, 3 present)."""
     if not 0 <= ties <= 3:
         raise ValueError(f"dots: ties must be 0 to 3, got {ties}")
+    if ties and out is None:
+        raise TypeError(f"dots: the selections (ties {ties}) compare with out, got None")
     if ties and value_t is not float and value_t is not double:
         raise TypeError(f"dots: the selections (ties {ties}) take float32 or float64 values")
     if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or result.shape[1] < 1 or \

@@ -285,6 +285,11 @@ def test_importable_kernel_entry_points_validate_their_arguments():
                             np.zeros((0, 1)), False, out.copy(), 1, select=select)
     with pytest.raises(ValueError, match="ties must be 0 to 3"):
         fk.dots(out, src, cols, cols, np.zeros((3, 1)), out, 4, np.zeros((0, 1)), False, 1)
+    with pytest.raises(TypeError, match="compare with out, got None"):
+        fk.dots(out, src, cols, cols, np.zeros((3, 1)), None, 1, np.zeros((0, 1)), False, 1)
+    with pytest.raises(TypeError, match="take float32 or float64"):   # (there is no selection of complex values)
+        fk.dots(out + 0j, src + 0j, cols, cols, np.zeros((3, 1), complex), out + 0j, 1, np.zeros((0, 1), complex),
+                False, 1)
     with pytest.raises(ValueError, match="must not overlap"):   # result is src
         fk.extreme_back(src, rptr, rcols, none, np.zeros((0, 1)), False, out, out.copy(), src, 1, select=2)
     table, other = np.ones((1, 4, 2)), np.zeros((1, 4, 2))

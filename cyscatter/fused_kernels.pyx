@@ -92,8 +92,8 @@ cdef inline void _prefetch_row(const void* row, Py_ssize_t row_bytes) noexcept n
 
 
 cdef inline bint _ties(real_t m, real_t o) noexcept nogil:
-    """The message `m` is the value the forward pass kept in `o`: equal with the same sign of zero, or both NaN.
-    Written without branches (the reverse loops run it per element and edge, and it is true at random)."""
+    """The value `m` is the one the forward pass kept in `o`: equal with the same sign of zero, or both NaN (an
+    in-place scatter's initial dst as a candidate; the edges' messages are tested by `_fused.h`'s rows)."""
     return ((m == o) & (signbit(m) == signbit(o))) | ((m != m) & (o != o))
 
 
@@ -112,15 +112,6 @@ ctypedef fused select_t:
     SelectPresent
 
 
-cdef inline bint _selects(select_t sel, real_t m, real_t o) noexcept nogil:
-    if select_t is SelectPresent:
-        return m == m
-    elif select_t is SelectWon:
-        return (m == o) & (signbit(m) == signbit(o))
-    else:
-        return _ties(m, o)
-
-
 cdef inline int _code(select_t sel) noexcept nogil:
     """The selection as `_fused.h`'s constant (0 tied, 1 won, 2 present), folded by the C compiler."""
     if select_t is SelectPresent:
@@ -131,7 +122,7 @@ cdef inline int _code(select_t sel) noexcept nogil:
         return 0
 
 
-# whole rows of the selections (`_fused.h`: SSE2 masks and blends, elementwise the same as `_selects`)
+# whole rows of the selections (`_fused.h`: SSE2 masks and blends; `cyscatter_selects_*` element by element)
 cdef inline void _sel_axpy(int sel, real_t* acc, const real_t* x, const real_t* o, const real_t* share, real_t w,
                            Py_ssize_t n) noexcept nogil:
     if real_t is float:

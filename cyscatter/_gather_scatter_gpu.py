@@ -27,7 +27,7 @@ from cyscatter._canonical import prod
 from cyscatter._cuda_kernels import (EDGE_DOTS, build, edge_counts_spec, edge_dots_spec, gather_scatter_ordered_spec,
                                      gather_scatter_spec, shares_back_spec, tangents_spec)
 from cyscatter._gather_scatter import check_weight, resolve, value_dtype, weight_rows
-from cyscatter._gather_scatter_reverse import cast_like, derivative_policy, dims_like, weight_shaped
+from cyscatter._gather_scatter_reverse import cast_like, derivative_policy, dims_like, rule_inputs, weight_shaped
 from cyscatter._ops import get_op, holds_numbers
 from cyscatter._reverse import scatter_jvp, scatter_vjp_src
 from cyscatter._scatter import fill_for, finish_fresh, scatter, scatter_into
@@ -303,12 +303,7 @@ class _Call:
         return taken * self.scale(self.w2), taken
 
     def for_rules(self, msgs):
-        """(messages, out) for `scatter`'s rules: integer max/min/fmax/fmin's in their integer dtype, whose
-        winners the rules then compare as integers (float64 rounds above 2**53); as given otherwise."""
-        if self.op.selects and self.vdtype.kind in "iu" and self.out_raw is not None \
-                and self.out_raw.dtype.kind in "iu":
-            return self._exact, self.out_raw.reshape(self.outer, self.plan.size, self.inner)
-        return msgs, self.out3
+        return rule_inputs(self, msgs)
 
     def core_vjp(self, g3):
         """d out / d message times the cotangent, per kept edge (outer, kept, inner), by the core rules."""

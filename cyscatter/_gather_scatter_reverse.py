@@ -159,13 +159,7 @@ class _Call:
         return keep, msgs, self.src3[:, self.plan.gather[keep], :]
 
     def for_rules(self, msgs):
-        """(messages, out) for `scatter`'s rules on the materialised messages: integer max/min/fmax/fmin's in
-        their integer dtype, whose winners the rules then compare as integers (float64 rounds above 2**53 and
-        would tie distinct values); the derivative-dtype ones otherwise."""
-        if self.op.selects and self.vdtype.kind in "iu" and self.out_raw is not None \
-                and self.out_raw.dtype.kind in "iu":
-            return self._exact, self.out_raw.reshape(self.outer, self.plan.size, self.inner)
-        return msgs, self.out3
+        return rule_inputs(self, msgs)
 
     def absent(self, a, msgs):
         """`a` (per kept edge, broadcasting against `msgs`) with 0 where a NaN-skipping op left the message out
@@ -180,6 +174,16 @@ class _Call:
     def scale(self, rows2, keep):
         """Per-edge (n, heads) values of the kept edges, repeated over each head's features: (1, kept, inner)."""
         return np.repeat(rows2[keep], self.inner // max(self.heads, 1), axis=1)[None]   # (heads 0: no features)
+
+
+def rule_inputs(call, msgs):
+    """(messages, out) for `scatter`'s rules on a reverse call's materialised messages (CPU and GPU `_Call`s):
+    integer max/min/fmax/fmin's in their integer dtype (`call._exact`, kept by its `messages`), whose winners the
+    rules then compare as integers (float64 rounds above 2**53 and would tie distinct values); `msgs` and the
+    derivative-dtype out otherwise."""
+    if call.op.selects and call.vdtype.kind in "iu" and call.out_raw is not None and call.out_raw.dtype.kind in "iu":
+        return call._exact, call.out_raw.reshape(call.outer, call.plan.size, call.inner)
+    return msgs, call.out3
 
 
 def weight_shaped(rows2, index_shape: tuple, feat: tuple, w, w_shape):

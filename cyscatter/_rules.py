@@ -100,19 +100,28 @@ def _by_destination(ctx):
 _NONE, _NO_WEIGHT = np.zeros(0, np.int64), {np.dtype(t): np.zeros((0, 1), t) for t in (np.float32, np.float64)}
 
 
+def _selection_inputs(ctx, select: str):
+    """(src3, indptr, cols, dst3) for the selection kernels: src C-contiguous, its entries grouped by output row,
+    and the initial dst (a candidate of max/min and their twins; None for "present" or without one)."""
+    src3 = np.ascontiguousarray(ctx.src3)
+    indptr, cols = _by_destination(ctx)
+    dst3 = None if ctx.dst3 is None or select == "present" else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
+    return src3, indptr, cols, dst3
+
+
 def _fused_shares(ctx, g3, select: str, average: bool = True):
     """CPU float32/64: (each output element's cotangent share among its selected entries, src and out as the
     kernels read them) from the fused kernels of the selections (`Op.selection`): one pass over src by
     destination, no n x F temporaries (max/min's winners found as the forward's values, the initial dst a
     candidate; fmax/fmin: no NaN entry wins; "present", nanmean: the non-NaN entries, or, not `average`
     (nansum), the cotangent as it is). For "present" out is not read: the share stands in for it."""
-    src3 = np.ascontiguousarray(ctx.src3)
-    g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
     if select == "present" and not average:
+        src3 = np.ascontiguousarray(ctx.src3)
+        g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
         return g3, src3, g3
+    src3, indptr, cols, dst3 = _selection_inputs(ctx, select)
+    g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
     out3 = g3 if select == "present" else np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
-    indptr, cols = _by_destination(ctx)
-    dst3 = None if ctx.dst3 is None or select == "present" else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
     share = np.empty_like(g3)
     no_weight = _NO_WEIGHT[src3.dtype]
     fused_kernels.extreme_ties(False, src3, indptr, cols, _NONE, no_weight, False, out3, g3, src3,
@@ -147,11 +156,9 @@ def selected_tangents(ctx, dot3, op):
     select = op.selection
     if not select or not _fused(ctx, select) or (op.name == "nanmean" and ctx.dst3 is not None):
         return None
-    src3 = np.ascontiguousarray(ctx.src3)
+    src3, indptr, cols, dst3 = _selection_inputs(ctx, select)
     dot3 = np.ascontiguousarray(dot3, dtype=src3.dtype)
     out3 = np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
-    indptr, cols = _by_destination(ctx)
-    dst3 = None if ctx.dst3 is None or select == "present" else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
     result = np.zeros(out3.shape, src3.dtype)
     if result.size:
         no_weight = _NO_WEIGHT[src3.dtype]
@@ -161,7 +168,7 @@ def selected_tangents(ctx, dot3, op):
     return result
 
 
-def _extreme_src(ctx, g3, is_max: bool, skip_nan: bool = False):
+def _extreme_src(ctx, g3, skip_nan: bool = False):
     xp = ctx.xp
     if _fused(ctx):
         return _selected_src(ctx, g3, "won" if skip_nan else "tied")
@@ -170,7 +177,7 @@ def _extreme_src(ctx, g3, is_max: bool, skip_nan: bool = False):
     return xp.where(src_win, ctx.take(share.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
 
 
-def _extreme_dst(ctx, g3, is_max: bool, skip_nan: bool = False):
+def _extreme_dst(ctx, g3, skip_nan: bool = False):
     xp = ctx.xp
     if _fused(ctx):
         share = _fused_shares(ctx, g3, "won" if skip_nan else "tied")[0]
@@ -252,10 +259,9 @@ register_rules("mean", vjp_src=_mean_src, vjp_dst=_identity_dst)
 register_rules("sqrt_n", vjp_src=lambda ctx, g3: _mean_src(ctx, g3, "sqrt_n"), vjp_dst=_identity_dst)
 register_rules("mul", vjp_src=_mul_src, vjp_dst=_mul_dst)
 register_rules("div", vjp_src=_div_src, vjp_dst=_div_dst)
-register_rules("max", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
-               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))
-register_rules("min", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, False),
-               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, False))
+# (max and min find their winners alike: the entries equal to the kept value)
+register_rules("max", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
+register_rules("min", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
 register_rules("set", vjp_src=_assign_src(True), vjp_dst=_assign_dst)
 register_rules("first", vjp_src=_assign_src(False), vjp_dst=_assign_dst)
 
@@ -294,7 +300,7 @@ def _nanprod_src(ctx, g3):
 register_rules("nansum", vjp_src=_nansum_src, vjp_dst=_identity_dst)
 register_rules("nanmean", vjp_src=_nanmean_src, vjp_dst=_identity_dst)
 register_rules("nanprod", vjp_src=_nanprod_src, vjp_dst=lambda ctx, g3: _mul_dst(_without_nan(ctx), g3))
-register_rules("fmax", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True, True),
-               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True, True))
-register_rules("fmin", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, False, True),
-               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, False, True))
+register_rules("fmax", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
+               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))
+register_rules("fmin", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
+               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))

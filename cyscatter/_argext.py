@@ -10,7 +10,7 @@ from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import prod, rows_view, run_gather, run_scatter
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
-from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
+from cyscatter._index import check_table_bytes, index_shape, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op
 from cyscatter._scatter import expand_cast, expand_src, fill_for, scatter, size_arg, src_layout
 
@@ -66,7 +66,7 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
     fill = fill_for(fill_value, np.int64, be.xp)
     if be.xp is not np:
         arg = _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
-        return with_fill(arg, prod(parse_coords(index, xp=be.xp)[0].shape), fill)
+        return with_fill(arg, prod(index_shape(parse_coords(index, xp=be.xp))), fill)
     op = get_op(name)
     src = host_asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))

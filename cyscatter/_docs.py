@@ -11,8 +11,10 @@ if TYPE_CHECKING:
 def _index_fragment(role: str, table: str) -> str:
     """The `index` parameter, for the functions whose index picks `role` in `table`."""
     text = (f"{role}. An integer array addresses one axis of {table}; a tuple of m arrays addresses m consecutive "
-            "axes, as NumPy advanced indexing and NNlib's tuples/CartesianIndex do. Any integer dtype (int8 ... "
-            "uint64); int32/int64 reach the kernels without a copy. Boolean and float indices raise TypeError.")
+            "axes, as NumPy advanced indexing and NNlib's tuples/CartesianIndex do; the empty tuple () addresses "
+            f"no axis (I = D = ()): one entry reaching all of {table}, as NumPy's ``a[()]`` and "
+            "``np.add.at(a, (), v)``. Any integer dtype (int8 ... uint64); int32/int64 reach the kernels without "
+            "a copy. Boolean and float indices raise TypeError.")
     return ("index : int array of shape I, or tuple of m int arrays all of shape I\n"
             + textwrap.fill(text, 112, initial_indent=" " * 8, subsequent_indent=" " * 8))
 

@@ -16,7 +16,8 @@ from cyscatter import fused_kernels, kernels
 from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, prod, rows_view
 from cyscatter._docs import fill_doc
-from cyscatter._index import DROPPING, check_mode, check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
+from cyscatter._index import (DROPPING, check_mode, check_sizes, check_table_bytes, index_shape, parse_coords,
+                              plan_index, sized_by)
 from cyscatter._ops import OPS, get_op, holds_numbers, native, refuse_assignment
 from cyscatter._scatter import fill_for, finish_fresh, scatter
 from cyscatter._threads import check_threads
@@ -188,9 +189,9 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
     check_mode(mode)
     gather_coords = parse_coords(gather_index, "gather_index")
     scatter_coords = parse_coords(scatter_index, "scatter_index")
-    if gather_coords[0].shape != scatter_coords[0].shape:
-        raise ValueError(f"gather_index has shape {gather_coords[0].shape} but scatter_index has shape "
-                         f"{scatter_coords[0].shape}: one entry of each per edge")
+    if index_shape(gather_coords) != index_shape(scatter_coords):
+        raise ValueError(f"gather_index has shape {index_shape(gather_coords)} but scatter_index has shape "
+                         f"{index_shape(scatter_coords)}: one entry of each per edge")
     gather_plan = plan_index(None, src_size, mode, arg="gather_index", dims_arg="src_size", coords=gather_coords)
     scatter_plan = plan_index(None, dim_size, mode, arg="scatter_index", dims_arg="dim_size",
                               coords=scatter_coords)

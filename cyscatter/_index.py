@@ -93,16 +93,33 @@ def check_mode(mode) -> str:
     return mode
 
 
-def parse_coords(index, arg: str = "index", xp=np) -> tuple:
-    """Coordinate arrays (of array module `xp`) of an integer index or of a tuple of integer arrays, one shape."""
+class Coords(tuple):
+    """The coordinate arrays of an index (one per indexed axis, m in all) with the index shape I they share.
+
+    A tuple, so code that reads the m arrays reads them as before; `shape` and `xp` still answer for m = 0,
+    the empty tuple index (NumPy's ``a[()]``): I = () there (NumPy broadcasts no arrays to ()), one entry that
+    addresses the whole destination, whose indexed axes D are none."""
+
+    shape: tuple
+    xp: object
+
+    def __new__(cls, arrays, shape: tuple, xp):
+        self = super().__new__(cls, arrays)
+        self.shape, self.xp = tuple(shape), xp
+        return self
+
+
+def index_shape(coords: tuple) -> tuple:
+    """The index shape I of `coords` (a `Coords`, or a plain tuple of at least one array)."""
+    return coords.shape if isinstance(coords, Coords) else coords[0].shape
+
+
+def parse_coords(index, arg: str = "index", xp=np) -> Coords:
+    """Coordinate arrays (of array module `xp`) of an integer index or of a tuple of integer arrays, one shape.
+
+    The empty tuple is the index of no axes (m = 0): one entry, index shape (), addressing the destination as a
+    whole as NumPy's ``a[()]`` and ``np.add.at(a, (), v)`` / JAX's ``x.at[()].add(v)`` do."""
     parts = index if isinstance(index, tuple) else (index,)
-    if len(parts) == 0:
-        # NumPy reads () as the whole (0-d) array (np.add.at(a0d, (), v)); here the index shape I, its dtype
-        # and every chunking come from the index arrays, so an index of none has no shape to give: refused
-        raise ValueError(
-            f"{arg} is an empty tuple: give at least one integer array (one per indexed axis). NumPy's a[()] "
-            f"addresses a 0-d array as a whole; the same one entry here is {arg}=np.array(0) with a size-1 "
-            f"destination axis (dim_size=1), which the result can drop with .squeeze(axis)")
     coords = []
     for i, part in enumerate(parts):
         name = arg if len(parts) == 1 else f"{arg}[{i}]"
@@ -113,12 +130,12 @@ def parse_coords(index, arg: str = "index", xp=np) -> tuple:
             raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} "
                             "(boolean masks and float indices are not accepted)")
         coords.append(arr)
-    shape = coords[0].shape
+    shape = coords[0].shape if coords else ()
     for i, arr in enumerate(coords):
         if arr.shape != shape:
             raise ValueError(f"{arg}[{i}] has shape {arr.shape} but {arg}[0] has shape {shape}: "
                              "the arrays of a tuple index must all have one shape")
-    return tuple(coords)
+    return Coords(coords, shape, xp)
 
 
 def _dims_from(dim_size, coords, arg: str) -> tuple:
@@ -226,17 +243,20 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     coords = parse_coords(index, arg) if coords is None else coords
     dims = _dims_from(dim_size, coords, dims_arg)
     m = len(coords)
+    if m == 0:
+        # the one entry of the empty tuple index: row 0 of the single row that no indexed axes make
+        return IndexPlan(coords.xp.zeros(1, np.int64), (), (), mode, coords, arg)
     flats = []
     for axis, (coord, size) in enumerate(zip(coords, dims)):
         flat = _coordinate(coord, size, mode, axis, m, arg)
         if flat is None:
             bad = int(array_module(coord).argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
-            plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords, arg)
+            plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
             raise plan.error(bad)
         flats.append(flat)
     xp = array_module(flats[0])
     if m == 1:
-        plan = IndexPlan(flats[0], coords[0].shape, dims, mode, coords, arg)
+        plan = IndexPlan(flats[0], index_shape(coords), dims, mode, coords, arg)
         if mode == "raise" and xp is not np:
             # GPU kernels cannot raise: under mode='raise' every entry is checked here, before any write
             bad = ~plan.valid()
@@ -246,7 +266,7 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     valid = xp.ones(flats[0].shape, bool)
     for flat, size in zip(flats, dims):
         valid &= (flat >= 0) & (flat < size)
-    plan = IndexPlan(np.zeros(0, np.int64), coords[0].shape, dims, mode, coords, arg)
+    plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
     if mode == "raise" and not valid.all():
         raise plan.error(int(valid.argmin()))
     if valid.all():
@@ -256,4 +276,4 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     else:
         flat = xp.ravel_multi_index(tuple(xp.where(valid, f, 0) for f in flats), dims)
         flat[~valid] = -1
-    return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64), coords[0].shape, dims, mode, coords, arg)
+    return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64), index_shape(coords), dims, mode, coords, arg)

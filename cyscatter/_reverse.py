@@ -14,7 +14,7 @@ from cyscatter._backend import backend_of, host_asarray
 from cyscatter._canonical import normalize_axis, precheck, prod, rows_view
 from cyscatter._docs import fill_doc
 from cyscatter._gather import gather
-from cyscatter._index import check_sizes, check_table_bytes, parse_coords, plan_index, sized_by
+from cyscatter._index import check_sizes, check_table_bytes, index_shape, parse_coords, plan_index, sized_by
 from cyscatter._ops import get_op, holds_numbers
 from cyscatter._scatter import (_reduce_into, expand_cast, scatter, scatter_into, split_src, src_layout,
                                 unbroadcast)
@@ -281,10 +281,10 @@ def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIn
     if len(src_shape) < m:
         raise ValueError(f"src_shape={src_shape} has {len(src_shape)} dims but the index addresses {m}")
     axis = normalize_axis(axis, len(src_shape), m, array="src_shape")
-    expected = src_shape[:axis] + tuple(coords[0].shape) + src_shape[axis + m:]
+    expected = src_shape[:axis] + index_shape(coords) + src_shape[axis + m:]
     if tuple(grad_out.shape) != expected:
         raise ValueError(f"grad_out shape {grad_out.shape} does not match src_shape {src_shape} gathered with an "
-                         f"index of shape {coords[0].shape} at axis {axis}: expected {expected}")
+                         f"index of shape {index_shape(coords)} at axis {axis}: expected {expected}")
     dtype = _float_dtype(grad_out)
     check_table_bytes(src_shape, dtype, "src_shape", src_shape)
     with sized_by("src_shape", src_shape):

@@ -8,7 +8,7 @@ import numpy as np
 from cyscatter._backend import backend_of, check_foreign, refuse_bfloat16_on_gpu
 from cyscatter._canonical import normalize_axis, prod, run_scatter as run_scatter_host
 from cyscatter._docs import fill_doc
-from cyscatter._index import check_table_bytes, parse_coords, plan_index, sized_by
+from cyscatter._index import check_table_bytes, index_shape, parse_coords, plan_index, sized_by
 from cyscatter import _machine, kernels, nan_kernels
 from cyscatter._ops import FAST, get_op, is_bfloat16
 from cyscatter._result import check_dtype_arg, check_out, direct, write_out
@@ -28,12 +28,12 @@ if TYPE_CHECKING:
 
 def split_src(src: np.ndarray, coords: tuple, axis, arg: str = "src",
               expanded_check: bool = True) -> tuple[int, tuple, tuple]:
-    """(axis, batch shape B, feature shape F) of `src` around an index of shape I = coords[0].shape, for the
+    """(axis, batch shape B, feature shape F) of `src` around an index of shape I = index_shape(coords), for the
     functions whose `src` must have exactly the shape B + I + F (the softmax family, whose output has it).
 
     Refuses a torch-style expanded index (see `refuse_expanded_index`) unless `expanded_check` is False (an
     index whose values are not at hand, as Dask's)."""
-    ishape = coords[0].shape
+    ishape = index_shape(coords)
     axis = normalize_axis(axis, src.ndim, len(ishape), array=arg)
     if src.shape[axis:axis + len(ishape)] != ishape:
         raise ValueError(f"{arg} shape {src.shape} does not hold the index shape {ishape} at axis {axis}")
@@ -58,7 +58,7 @@ def src_layout(src_shape: tuple, coords: tuple, axis, arg: str = "src", table_sh
     and F. ValueError naming src's shape and the expected one when src does not broadcast. Refuses a
     torch-style expanded index (see `refuse_expanded_index`) unless `expanded_check` is False."""
     src_shape = tuple(src_shape)
-    ishape = coords[0].shape
+    ishape = index_shape(coords)
     k = len(ishape)
     if table_shape is None:
         shape = (1,) * (k - len(src_shape)) + src_shape
@@ -159,8 +159,10 @@ def refuse_expanded_index(coords: tuple, src_shape: tuple, axis: int, arg: str =
     the layout, not the values: an index that merely holds equal values along a row is an NNlib index like any
     other (a copy of an expanded index, too, is read with NNlib's meaning).
     """
+    if len(coords) != 1:
+        return
     index = coords[0]
-    if (len(coords) != 1 or index.ndim < 2 or axis + index.ndim != len(src_shape) or index.shape[-1] < 2
+    if (index.ndim < 2 or axis + index.ndim != len(src_shape) or index.shape[-1] < 2
             or index.size == 0 or index.strides[-1] != 0):
         return
     one = "index[" + ", ".join([":"] * (index.ndim - 1)) + ", 0]"

@@ -48,7 +48,11 @@ class Layout(NamedTuple):
 
 def layout(index, shape, axis, *, dst_side: bool) -> Layout:
     """The layout of `index` in an array of `shape`: a dst (B + D + F) or a src (B + I + F)."""
-    index_shape = np.shape(index[0] if isinstance(index, tuple) else index)
+    # the empty tuple (no indexed axes, NumPy's a[()]) has the index shape (): no arrays broadcast to ()
+    if isinstance(index, tuple):
+        index_shape = np.shape(index[0]) if index else ()
+    else:
+        index_shape = np.shape(index)
     m = len(index) if isinstance(index, tuple) else 1
     span = m if dst_side else len(index_shape)
     axis = normalize_axis(axis, len(shape), span)

@@ -240,8 +240,13 @@ def _materialised(src, weight, edges):
     """``scatter(gather(src) * weight, op)`` over the kept edges, through the differentiable gather and scatter."""
     plan = edges.plan
     keep = np.flatnonzero(plan.valid_edges())
-    gather_rows = np.unravel_index(plan.gather[keep], plan.src_dims)
-    scatter_rows = np.unravel_index(plan.scatter[keep], plan.dims)
+    # an empty index tuple (no indexed axes) reads/writes its one row through a size-1 axis: the kept edges
+    # need an edge axis, which an index of shape () cannot give
+    src_dims, dims = plan.src_dims or (1,), plan.dims or (1,)
+    if not plan.src_dims:
+        src = anp.expand_dims(src, edges.axis)
+    gather_rows = np.unravel_index(plan.gather[keep], src_dims)
+    scatter_rows = np.unravel_index(plan.scatter[keep], dims)
     messages = gather(src, gather_rows, axis=edges.axis)
     if weight is not None:
         w = weight.reshape((-1,) + weight.shape[len(plan.index_shape):])[keep]
@@ -255,14 +260,14 @@ def _materialised(src, weight, edges):
             if cs.get_op(edges.op).ordered:
                 # fmax/fmin: a losing message is left out as well (it passes no derivative, as max/min's losers),
                 # so an inf weight on a loser gives 0, not 0 * inf; the winners, hence the result, are unchanged
-                best = cs.scatter(value, scatter_rows, edges.op, dim_size=plan.dims, axis=edges.axis)
+                best = cs.scatter(value, scatter_rows, edges.op, dim_size=dims, axis=edges.axis)
                 absent |= value != cs.gather(best, scatter_rows, axis=edges.axis)
             w = where(absent, 0, w * np.ones(value.shape, value.dtype))   # broadcast, then masked
             messages = where(absent, np.nan, where(absent, 0, messages) * w)
         else:
             messages = messages * w
-    return scatter(messages, scatter_rows, edges.op, dim_size=plan.dims, axis=edges.axis,
-                   fill_value=edges.fill_value)
+    out = scatter(messages, scatter_rows, edges.op, dim_size=dims, axis=edges.axis, fill_value=edges.fill_value)
+    return out if plan.dims else anp.squeeze(out, edges.axis)
 
 
 def _materialised_vjp_src(g, src, weight, edges):

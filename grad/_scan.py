@@ -28,7 +28,7 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import Box, getval
 
 import cyscatter as cs
-from cyscatter._index import parse_coords, plan_index
+from cyscatter._index import index_shape, parse_coords, plan_index
 from cyscatter._scan import ScanView, flag, scan_op
 from cyscatter._scatter import split_src
 from grad._args import require_inexact
@@ -79,7 +79,7 @@ def _valid(src, index, dim_size, axis, mode):
     coords = parse_coords(index)
     shape = anp.shape(src)
     axis, _, _ = split_src(np.broadcast_to(np.empty((), np.uint8), shape), coords, axis, expanded_check=False)
-    valid = plan_index(None, dim_size, mode, coords=coords).valid().reshape(coords[0].shape)
+    valid = plan_index(None, dim_size, mode, coords=coords).valid().reshape(index_shape(coords))
     return np.broadcast_to(valid.reshape(valid.shape + (1,) * (len(shape) - axis - valid.ndim)), shape)
 
 

@@ -135,7 +135,7 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
     op = ALIASES.get(op, op)
     src = np.asarray(src)
     coords = [np.asarray(c) for c in (index if isinstance(index, tuple) else (index,))]
-    ishape, m = coords[0].shape, len(coords)
+    ishape, m = (coords[0].shape if coords else ()), len(coords)
     if axis < 0:
         axis += src.ndim
     batch, feat = src.shape[:axis], src.shape[axis + len(ishape):]
@@ -183,7 +183,7 @@ def ref_gather(src, index, *, axis=0, mode="raise", fill_value=0, dst=None):
     """Reference of cyscatter.gather (dst None) and gather_into (returns the updated copy of dst)."""
     src = np.asarray(src)
     coords = [np.asarray(c) for c in (index if isinstance(index, tuple) else (index,))]
-    ishape, m = coords[0].shape, len(coords)
+    ishape, m = (coords[0].shape if coords else ()), len(coords)
     if axis < 0:
         axis += src.ndim
     batch, dims, feat = src.shape[:axis], src.shape[axis:axis + m], src.shape[axis + m:]
@@ -221,7 +221,7 @@ def ref_others_product(src, index, dims, *, axis=0, src_dot=None, mode="raise"):
     sum over the other members m of src_dot[m] times the product of the members other than k and m."""
     src = np.asarray(src, dtype=np.float64)
     coords = [np.asarray(c) for c in (index if isinstance(index, tuple) else (index,))]
-    ishape = coords[0].shape
+    ishape = coords[0].shape if coords else ()
     batch = src.shape[:axis]
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
     groups = {}

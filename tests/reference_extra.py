@@ -18,7 +18,7 @@ def layout(src, index, axis):
     """(src, coords, batch shape, index shape, feature shape, axis >= 0) of a scatter-like call."""
     src = np.asarray(src)
     coords = [np.asarray(c) for c in (index if isinstance(index, tuple) else (index,))]
-    ishape = coords[0].shape
+    ishape = coords[0].shape if coords else ()   # NumPy: no arrays broadcast to ()
     if axis < 0:
         axis += src.ndim
     return src, coords, src.shape[:axis], ishape, src.shape[axis + len(ishape):], axis

@@ -25,7 +25,7 @@ def kept_edges(src_shape, gather_index, scatter_index, *, dim_size=None, axis=0,
     else:
         dims = tuple(dim_size) if isinstance(dim_size, (tuple, list)) else (dim_size,)
     edges = []
-    for k in np.ndindex(*gc[0].shape):
+    for k in np.ndindex(*(gc[0].shape if gc else ())):
         s = tuple(_resolve(c[k], n, mode) for c, n in zip(gc, src_dims))
         d = tuple(_resolve(c[k], n, mode) for c, n in zip(sc, dims))
         if None not in s and None not in d:
@@ -51,6 +51,10 @@ def ref_gather_scatter(src, gather_index, scatter_index, op="add", *, weight=Non
             row = src[b + s]
             msgs[b + (j,)] = row if weight is None else row * _edge_weight(weight, k, feat)
     targets = tuple(np.array([d[i] for _, _, d in edges], np.int64) for i in range(len(dims)))
+    if not dims:   # an empty scatter index tuple: the edges all land in the one row, a size-1 axis dropped after
+        whole = ref_scatter(msgs, np.zeros(len(edges), np.int64), op, dim_size=1, axis=len(batch),
+                            fill_value=fill_value)
+        return whole.reshape(whole.shape[:len(batch)] + whole.shape[len(batch) + 1:])
     return ref_scatter(msgs, targets, op, dim_size=dims, axis=len(batch), fill_value=fill_value)
 
 
@@ -77,7 +81,7 @@ def ref_gather_scatter_vjp(op, g, src, gather_index, scatter_index, out, *, weig
     edges, batch, feat, dims = kept_edges(src.shape, gather_index, scatter_index, dim_size=dim_size, axis=axis,
                                           mode=mode)
     w_all = None if weight is None else np.asarray(weight, np.float64)
-    gi_shape = _coords(gather_index)[0].shape
+    gi_shape = (_coords(gather_index) or [np.zeros(())])[0].shape
     grad_src = np.zeros_like(src)
     grad_w = np.zeros(gi_shape if w_all is None else w_all.shape)
     count = {}

@@ -11,7 +11,7 @@ def ref_scan(src, index, op="add", *, dim_size=None, axis=0, mode="raise", exclu
     op = ALIASES.get(op, op)
     src = np.asarray(src)
     coords = [np.asarray(c) for c in (index if isinstance(index, tuple) else (index,))]
-    ishape = coords[0].shape
+    ishape = coords[0].shape if coords else ()
     axis = axis + src.ndim if axis < 0 else axis
     batch, feat = src.shape[:axis], src.shape[axis + len(ishape):]
     if dim_size is not None:

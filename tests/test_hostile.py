@@ -76,7 +76,8 @@ RAISES = [
     Raises("string index", 'cs.gather_into(dst, src, np.array(["0", "1"]))', TypeError, "index must hold integers"),
     Raises("float coordinate in a tuple index", "cs.scatter(src, (idx, idx * 1.0))", TypeError,
            r"index\[1\] must hold integers"),
-    Raises("empty tuple index", "cs.scatter(src, ())", ValueError, "empty tuple"),
+    Raises("sizes for an empty tuple index", "cs.scatter(src, (), dim_size=2)", ValueError,
+           "gives 1 sizes but the index addresses 0 axes"),
     # out-of-range entries
     Raises("uint64 index above 2**63 (raise)", "cs.scatter(src, big, dim_size=2)", IndexError,
            r"index\[2\] = 9223372036854775809 is out of bounds.*size 2"),
@@ -191,6 +192,8 @@ ACCEPTS = [
     Accepts("Python lists", "cs.scatter([1.0, 2.0, 3.0], [0, 0, 1])",
             "ref_scatter(np.array([1.0, 2.0, 3.0]), np.array([0, 0, 1]))"),
     Accepts("empty lists", "cs.scatter([], [])", "ref_scatter(np.zeros(0), np.zeros(0, int))"),
+    Accepts("empty tuple index (NumPy's a[()]: the whole array)", "cs.scatter_into(dst, 2.0, (), 'mul')",
+            "dst * 2.0"),
     Accepts("tuple of lists as a tuple index", "cs.scatter([1.0, 2.0], ([0, 1], [1, 1]))",
             "ref_scatter(np.array([1.0, 2.0]), (np.array([0, 1]), np.array([1, 1])))"),
     Accepts("array.array and memoryview", "cs.scatter(array.array('d', [1, 2, 3]), memoryview(np.array([0, 0, 1])))",

@@ -95,15 +95,14 @@ def test_grad_scatter_under_normalize_drop():
     np.testing.assert_allclose(g, want, rtol=1e-12, atol=1e-15)
 
 
-def test_empty_index_tuple_is_refused_with_the_equivalent_call():
-    # NumPy: np.add.at(a0d, (), v) adds v to the 0-d array; here an index of no arrays has no shape I to give
-    src = np.array([[1.0, 2.0], [3.0, 4.0]])
-    with pytest.raises(ValueError, match=r"empty tuple.*np\.array\(0\).*dim_size=1"):
-        cs.scatter(src, ())
-    with pytest.raises(ValueError, match="empty tuple"):
-        cs.gather(src, ())
-    # the documented equivalent: one entry into a size-1 axis, then drop that axis
-    a0d = np.zeros(())
-    np.add.at(a0d, (), 5.0)
-    got = cs.scatter(np.array(5.0), np.array(0), dim_size=1).squeeze(0)
-    np.testing.assert_array_equal(got, a0d)
+def test_empty_index_tuple_matches_jax():
+    # JAX's x.at[()] addresses the whole array (NumPy's a[()]); every function's empty tuple is tested in
+    # tests/test_empty_index_tuple.py
+    for shape in ((), (2, 3)):
+        x = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
+        v = np.full(shape, 0.5)
+        for op in ("add", "mul", "max", "min"):
+            want = getattr(jnp.asarray(x).at[()], JAX_OPS[op])(jnp.asarray(v))
+            got = cs.scatter_into(x.copy(), v, (), op, mode="normalize_drop")
+            np.testing.assert_array_equal(got, np.asarray(want))
+        np.testing.assert_array_equal(cs.gather(x, (), mode="normalize_drop"), np.asarray(jnp.asarray(x)[()]))

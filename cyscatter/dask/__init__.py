@@ -11,6 +11,9 @@ zeros ordered) and on equal values the smaller position: the in-memory ``cyscatt
 ``cyscatter.dask.scatter_scan`` scans each chunk with the core and combines it with the running total of the
 chunks before it (a chain of per-chunk group totals): the in-memory ``cyscatter.scatter_scan`` result.
 
+An empty index tuple (``index=()``, ``dim_size=()``: one entry reaching the whole destination, NumPy's ``a[()]``)
+runs as the 0-d index 0 into a size-1 axis that the result then drops (``cyscatter.dask._whole``).
+
 Needs the optional extra ``dask`` (``pip install "cyscatter[dask]"``); ``import cyscatter`` does not import Dask.
 """
 from __future__ import annotations
@@ -27,7 +30,11 @@ from cyscatter.dask._gather import gather
 from cyscatter.dask._logical import scatter_all, scatter_any
 from cyscatter.dask._scan import scatter_scan
 from cyscatter.dask._scatter import scatter
+from cyscatter.dask._whole import accept_empty_tuple
 
 __all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count", "scatter_any", "scatter_all",
            "scatter_nanargmax", "scatter_nanargmin", "scatter_scan"]
+for _name in __all__:
+    globals()[_name] = accept_empty_tuple(globals()[_name])
+del _name
 take_foreign_in(globals(), __all__)

@@ -42,7 +42,7 @@ def _logical(kind, src, index, dim_size, axis, fill_value, mode, indices_are_sor
     result = scatter(flags(be, src), index, "max" if kind == "any" else "min", dim_size=dim_size, axis=axis,
                      fill_value=fill_int, mode=mode, indices_are_sorted=indices_are_sorted,
                      num_threads=num_threads)
-    return result > 0
+    return be.xp.asarray(result > 0)   # an array for a 0-d result too (NumPy's `>` gives a scalar there)
 
 
 _DOC = """Whether {what} of each group's entries {verb} nonzero: ``out[j] = {formula}``.

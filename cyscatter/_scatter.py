@@ -86,6 +86,18 @@ def src_layout(src_shape: tuple, coords: tuple, axis, arg: str = "src", table_sh
     return axis, expected[:axis], expected[axis + k:], expected
 
 
+def out_layout(src_shape: tuple, coords: tuple, axis, out) -> tuple[int, tuple, tuple, tuple]:
+    """`src_layout` of an allocating call given `out=`: B and F from `out` when `src` broadcasts to the shape
+    B + I + F it implies (as `scatter_into` takes them from `dst`, and NumPy's ``ufunc.at(out, idx, src)``), else
+    from `src` alone (a wrong `out` is then reported as such, naming `out`)."""
+    if out is not None and np.ndim(out) >= len(coords):
+        try:
+            return src_layout(src_shape, coords, axis, table_shape=np.shape(out), table_arg="out")
+        except ValueError:
+            pass
+    return src_layout(src_shape, coords, axis)
+
+
 def broadcasts(shape: tuple, to: tuple) -> bool:
     """`shape` broadcasts to exactly `to` (NumPy's rules, one way)."""
     if len(shape) > len(to):
@@ -530,7 +542,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
             raise TypeError(f"dtype={cast}: {err}") from None
     result_dtype = op.result_dtype(src.dtype if cast is None else cast)
     coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat, expected = src_layout(src.shape, coords, axis)
+    axis, batch, feat, expected = out_layout(src.shape, coords, axis, out)
     m = len(coords)
     if out is not None and dim_size is None and np.ndim(out) == len(batch) + m + len(feat):
         dim_size = tuple(int(d) for d in np.shape(out)[axis:axis + m])   # D from out, as scatter_into's dst

@@ -477,3 +477,25 @@ def test_scatter_out_and_dtype(backend, op):
     out = backend.asarray(np.full((3, 3), 7.0))
     assert cs.scatter(backend.asarray(src), backend.asarray(idx), op, dtype=np.float64, out=out) is out
     np.testing.assert_array_equal(backend.to_numpy(out), want)
+
+
+# ---- out= gives B and F (README: "B, F from dst/out where given") ----------------------------------------------
+
+@pytest.mark.parametrize("pattern", ["python", "0d", "row", "entries1", "features1", "batch1", "all1"])
+@pytest.mark.parametrize("op", ["add", "max", "mul", "mean"])
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=lambda g: g.name)
+def test_scatter_out_gives_batch_and_feature_dims(backend, pattern, op, geometry):
+    """``scatter(src, idx, out=out)`` broadcasts src against the shape out implies, as ``ufunc.at(out, idx,
+    src)`` and ``scatter_into`` do: the reference is the loop scatter of src broadcast and copied."""
+    g = geometry
+    rng = rng_for("out-layout", pattern, op, g.name)
+    dims = DIMS["int"]
+    idx = index("int", "int64", g.ishape, dims, rng)
+    src = make_src(INTO_PATTERNS[pattern], g, "float64", rng, op)
+    full = np.array(np.broadcast_to(np.asarray(src), full_shape(g)))
+    expected = ref_scatter(full, idx, op, dim_size=dims[0], axis=g.axis)
+    out = backend.asarray(np.full(expected.shape, 7.0))
+    got = cs.scatter(src if isinstance(src, float) else backend.asarray(src), backend.asarray(idx), op,
+                     axis=g.axis, out=out)
+    assert got is out
+    backend.assert_result(out, expected, op, full)

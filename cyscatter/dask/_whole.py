@@ -16,6 +16,7 @@ import numpy as np
 
 from cyscatter._canonical import normalize_axis
 from cyscatter._index import check_sizes
+from cyscatter.dask._graph import known_shape
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -60,7 +61,7 @@ def accept_empty_tuple(fn: _F) -> _F:
             given["dim_chunks"] = None
         if side == "src":
             import dask.array as da
-            src = da.asarray(given["src"])
+            src = known_shape(da.asarray(given["src"]), "src")
             axis = normalize_axis(given.get("axis", 0), src.ndim, 0)
             given["src"], given["axis"] = da.expand_dims(src, axis), axis
             return fn(*bound.args, **bound.kwargs)

@@ -482,7 +482,9 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         and is returned (NumPy's ``out=``). Like the fresh output, it starts from the op's identity (or
         `fill_value`): its values are not read. To reduce *into* existing values use `scatter_into`
         (pytorch_scatter's ``scatter(..., out=)`` is that accumulate-into meaning). With `out` and no
-        `dim_size`, D is read off `out`'s shape. A C-contiguous `out` of the compute dtype that shares no
+        `dim_size`, D is read off `out`'s shape; a `src` that broadcasts to the B + I + F that `out` implies
+        takes B and F from it (``scatter(2.0, idx, out=np.zeros((3, 4)))`` puts a row of 2.0 at each entry, as
+        ``np.add.at(out, idx, 2.0)`` on zeros). A C-contiguous `out` of the compute dtype that shares no
         memory with `src` or `index` is written in place (no work table); any other is filled by a copy.
         A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a read-only `out`
         ValueError, all naming `out`; on any error `out` is left as it was.

@@ -45,6 +45,8 @@ def where_is(a) -> str | None:
     go wherever the arrays of the call go)."""
     if type(a) is np.ndarray:   # the common case, without a protocol call
         return "host"
+    if isinstance(a, np.generic):   # a NumPy scalar is a scalar (CuPy's ufuncs take one too), not a host array
+        return None
     device = _dlpack_device(a)
     if device is not None:
         return "host" if device in _DL_HOST else "gpu" if device in _DL_DEVICE else "other"

@@ -90,12 +90,15 @@ def out_layout(src_shape: tuple, coords: tuple, axis, out) -> tuple[int, tuple, 
     """`src_layout` of an allocating call given `out=`: B and F from `out` when `src` broadcasts to the shape
     B + I + F it implies (as `scatter_into` takes them from `dst`, and NumPy's ``ufunc.at(out, idx, src)``), else
     from `src` alone (a wrong `out` is then reported as such, naming `out`)."""
-    if out is not None and np.ndim(out) >= len(coords):
+    if out is None or np.ndim(out) < len(coords):
+        return src_layout(src_shape, coords, axis)
+    try:
+        return src_layout(src_shape, coords, axis, table_shape=np.shape(out), table_arg="out")
+    except ValueError as by_out:
         try:
-            return src_layout(src_shape, coords, axis, table_shape=np.shape(out), table_arg="out")
+            return src_layout(src_shape, coords, axis)
         except ValueError:
-            pass
-    return src_layout(src_shape, coords, axis)
+            raise by_out from None   # neither reading fits: the one of the documented rule (B, F from out)
 
 
 def broadcasts(shape: tuple, to: tuple) -> bool:

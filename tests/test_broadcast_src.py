@@ -499,3 +499,20 @@ def test_scatter_out_gives_batch_and_feature_dims(backend, pattern, op, geometry
                      axis=g.axis, out=out)
     assert got is out
     backend.assert_result(out, expected, op, full)
+
+
+@pytest.mark.parametrize("scalar", [2.0, np.float64(2.0), np.float32(2.0), np.int64(2)], ids=type)
+def test_numpy_scalars_go_where_the_arrays_go(backend, scalar):
+    """A NumPy scalar is a scalar, not a host array: on the GPU path it broadcasts as a Python one does."""
+    idx = np.array([0, 2, 0])
+    expected = np.zeros(3, np.result_type(scalar))
+    np.add.at(expected, idx, scalar)
+    np.testing.assert_array_equal(backend.call(cs.scatter, scalar, idx), expected)
+    dst = backend.asarray(np.zeros(3))
+    cs.scatter_into(dst, scalar, backend.asarray(idx))
+    np.testing.assert_array_equal(backend.to_numpy(dst), expected.astype(float))
+
+
+def test_axis_error_with_out_counts_the_dims_out_implies():
+    with pytest.raises(ValueError, match=r"axis=-3 does not fit: src \(broadcast\) has 2 dims.*valid: -2 \.\. 1"):
+        cs.scatter(1.0, np.array([0, 1]), axis=-3, out=np.zeros((3, 2)))

@@ -41,7 +41,7 @@ SANITIZE = os.environ.get("CYSCATTER_SANITIZE", "0") == "1"
 OPENMP = os.environ.get("CYSCATTER_OPENMP", "1") == "1"
 CACHE = os.path.join(HERE, "build", "cyscatter-cache")
 KEEP = 3   # builds kept per module in CACHE
-HEADERS = ("_cpu.h", "_cdiv.h", "_fused.h")   # setuptools does not scan includes
+HEADERS = ("_cpu.h", "_cdiv.h", "_fused.h", "_halfconv.h")   # setuptools does not scan includes
 
 directives = {
     "language_level": 3,

@@ -21,6 +21,9 @@ cdef extern from "_cdiv.h" nogil:
     double complex cyscatter_cmul(double complex a, double complex b)
     float complex cyscatter_cmulf(float complex a, float complex b)
 
+cdef extern from "_halfconv.h" nogil:
+    void cyscatter_f16_to_f32(const uint16_t* src, float* dst, Py_ssize_t n)
+
 cdef extern from "_cpu.h" nogil:
     int cyscatter_omp_max_threads()
     int cyscatter_have_openmp()
@@ -1431,6 +1434,18 @@ cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object id
     if not zero:
         cnp.PyArray_FillWithScalar(out, identity)
     return out
+
+
+def half_to_float(const uint16_t[::1] src, float[::1] dst):
+    """dst[i] = the float32 value of the float16 whose bits are src[i], exactly (NumPy's cast, bit for bit, NaN
+    payloads included), vectorised, with the GIL released."""
+    if src.shape[0] != dst.shape[0]:
+        raise ValueError(f"src has {src.shape[0]} elements but dst {dst.shape[0]}")
+    cdef Py_ssize_t n = src.shape[0]
+    if n == 0:
+        return
+    with nogil:
+        cyscatter_f16_to_f32(&src[0], &dst[0], n)
 
 
 def fresh_table(shape, dtype, identity):

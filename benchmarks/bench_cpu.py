@@ -190,14 +190,11 @@ def versions() -> str:
 
 
 def machine() -> str:
-    """The CPU as the kernels' strategy rules see it (cyscatter._machine: vendor, model, caches), the cores this
-    process may use, the OS, and the thresholds the rules set."""
-    from cyscatter import _machine, kernels
-    rules = kernels._machine()
-    stream = (f"streaming-store gathers from {rules['stream_min_bytes'] >> 20} MB" if rules["stream_min_bytes"]
-              else "no streaming-store gathers")
+    """The CPU as the kernels' strategy rules see it (cyscatter._machine: vendor, model, caches, calibration),
+    the cores this process may use, the OS, and the thresholds in force."""
+    from cyscatter import _machine
     return (f"{_machine.MACHINE.describe()}, {len(os.sched_getaffinity(0))} cores, {platform.system()} "
-            f"{platform.release()}; rules: {stream}, no prefetch up to {rules['l2_share'] >> 10} KB tables")
+            f"{platform.release()}; rules: {_machine.ACTIVE.rules()}")
 
 
 def table(w, rows, copy_gbs, src_bytes):

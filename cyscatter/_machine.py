@@ -18,33 +18,79 @@ behind them (benchmarks/NOTES.md, "Strategies per machine"):
   (one thread, 10% NaN, 1e6 x 64 entries): the one pass won up to 17 MB of tables (1e3 rows f32 23.1 against
   27.5 ms, 3e4 rows f64 59.0 against 63.5 ms) and lost from 32 MB (1e5 rows f32 53.4 against 42.8 ms), where
   every entry's count row misses as well as its output row (benchmarks/NOTES.md v23).
+- Row prefetch reach: about 4 KB of rows ahead (16 rows of 256 B; at least 16 and at most 64 index entries in
+  the core kernels, 4 and 32 edges in the fused ones, the bounds scaling with the reach), measured on the EPYC.
+
+What a machine's caches cannot tell (how its stores stream, how far ahead its misses must start) a one-time
+calibration measures: ``python -m cyscatter.calibrate`` (`cyscatter/calibrate.py`) times streaming against
+plain stores and three prefetch reaches on this machine and caches its choice in a small JSON file per machine
+(`cache_dir`, keyed by vendor, model, caches and CPU count), which import reads; a choice departs from the
+conservative value (plain stores, 4 KB) only where it measured at least `WIN` faster.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeGuard
 
 _KIB = 1024
 _SYS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
+DEFAULT_PREFETCH_BYTES = 4096
+PREFETCH_RANGE = (256, 64 * _KIB)   # the reaches the kernels accept
+WIN = 0.05                          # a calibrated choice must beat the default by this fraction
+CALIBRATION_FORMAT = 1
+_MAX_FILE_BYTES = 64 * _KIB         # a calibration file is ~1 KB; anything larger is not one
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What ``python -m cyscatter.calibrate`` chose for one machine: `stream_min_bytes`, the smallest gather
+    output written with non-temporal stores (0: never; the output size it measured when streaming won),
+    `prefetch_bytes`, the row prefetch reach, and `date` (ISO 8601, UTC) of the measurement."""
+
+    stream_min_bytes: int
+    prefetch_bytes: int
+    date: str
 
 
 @dataclass(frozen=True)
 class Machine:
     """What the rules read: `vendor` ("AMD", "Intel" or what /proc/cpuinfo says), `model`, `l2_bytes` (one
-    core's L2, 0 when unknown) and `llc_bytes` (the last-level cache one core shares, 0 when unknown)."""
+    core's L2, 0 when unknown), `llc_bytes` (the last-level cache one core shares, 0 when unknown), `cpus`
+    (logical CPUs, 0 when unknown) and the `calibration` found for them, if any."""
 
     vendor: str
     model: str
     l2_bytes: int
     llc_bytes: int
+    cpus: int = 0
+    calibration: Calibration | None = None
 
     @property
     def stream_min_bytes(self) -> int:
         """Smallest gather output written with non-temporal stores (0: never)."""
+        if self.calibration is not None:
+            return self.calibration.stream_min_bytes
+        return self.rule_stream_min_bytes
+
+    @property
+    def rule_stream_min_bytes(self) -> int:
+        """`stream_min_bytes` from the vendor and caches alone, as without a calibration."""
         if self.vendor != "AMD" or not self.llc_bytes:
             return 0
         return max(64 * _KIB * _KIB, 2 * self.llc_bytes)
+
+    @property
+    def prefetch_bytes(self) -> int:
+        """How far ahead the row prefetches reach, in bytes of rows."""
+        return self.calibration.prefetch_bytes if self.calibration is not None else DEFAULT_PREFETCH_BYTES
+
+    def key(self) -> dict[str, object]:
+        """What identifies this machine to a calibration file (a calibration holds only where all of it matches)."""
+        return {"vendor": self.vendor, "model": self.model, "l2_bytes": self.l2_bytes,
+                "llc_bytes": self.llc_bytes, "cpus": self.cpus}
 
     @property
     def l2_share_bytes(self) -> int:
@@ -59,7 +105,16 @@ class Machine:
     def describe(self) -> str:
         caches = ", ".join(f"{name} {size // _KIB} KiB" for name, size in (("L2", self.l2_bytes),
                                                                            ("LLC", self.llc_bytes)) if size)
-        return f"{self.model} ({self.vendor}; {caches or 'caches unknown'})"
+        calibrated = f"; calibrated {self.calibration.date}" if self.calibration is not None else ""
+        return f"{self.model} ({self.vendor}; {caches or 'caches unknown'}{calibrated})"
+
+    def rules(self) -> str:
+        """The strategy thresholds in force, in words (the benchmarks print it with the machine)."""
+        stream = (f"streaming-store gathers from {self.stream_min_bytes >> 20} MB" if self.stream_min_bytes
+                  else "no streaming stores")
+        source = "calibrated" if self.calibration is not None else "from the caches"
+        return (f"{stream}, no prefetch up to {self.l2_share_bytes >> 10} KB tables, prefetch "
+                f"{self.prefetch_bytes} B of rows ahead ({source})")
 
 
 def _size(text: str) -> int:
@@ -98,10 +153,65 @@ def _cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, str]:
     return vendor, model
 
 
-def detect() -> Machine:
+def cache_dir() -> Path:
+    """Where calibrations are kept: $CYSCATTER_CACHE_DIR, else $XDG_CACHE_HOME/cyscatter, else
+    ~/.cache/cyscatter."""
+    chosen = os.environ.get("CYSCATTER_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cyscatter"
+
+
+def calibration_path(machine: Machine, folder: Path | None = None) -> Path:
+    """The calibration file of `machine`: its key in a file name of letters, digits, '.', '_' and '-'."""
+    model = re.sub(r"[^A-Za-z0-9._-]+", "-", machine.model).strip("-.")[:80] or "cpu"
+    name = (f"machine-{re.sub(r'[^A-Za-z0-9]+', '', machine.vendor)[:20] or 'unknown'}-{model}-"
+            f"l2-{machine.l2_bytes}-llc-{machine.llc_bytes}-cpus-{machine.cpus}.json")
+    return (folder if folder is not None else cache_dir()) / name
+
+
+def _valid(value: object, low: int, high: int) -> TypeGuard[int]:
+    return type(value) is int and low <= value <= high
+
+
+def load_calibration(machine: Machine, path: Path | None = None) -> tuple[Calibration | None, str | None]:
+    """(the calibration of `machine` in its file, None) or (None, why there is none usable: None when there is
+    no file). Never raises: a file that cannot be read, is not a calibration, belongs to another machine or
+    holds values out of range is ignored, and the rules come from the caches."""
+    path = calibration_path(machine) if path is None else path
+    try:
+        if not path.is_file():
+            return None, None
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_FILE_BYTES + 1)
+        if len(raw) > _MAX_FILE_BYTES:
+            return None, f"{path} is larger than a calibration ({_MAX_FILE_BYTES} bytes at most)"
+        import json   # only when a file exists: import time stays as it was
+        data = json.loads(raw.decode("utf-8"))
+    except Exception as exc:   # an unreadable or malformed file (any error json or the OS raise) is ignored
+        return None, f"{path} cannot be read as a calibration ({type(exc).__name__}: {exc})"
+    if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
+        return None, f"{path} is not a calibration of format {CALIBRATION_FORMAT}"
+    if data.get("machine") != machine.key():
+        return None, f"{path} was measured on another machine ({data.get('machine')!r})"
+    chosen = data.get("chosen")
+    if not isinstance(chosen, dict) or not isinstance(data.get("date"), str):
+        return None, f"{path} holds no choice"
+    stream, reach = chosen.get("stream_min_bytes"), chosen.get("prefetch_bytes")
+    if not _valid(stream, 0, 1 << 50) or not _valid(reach, *PREFETCH_RANGE):
+        return None, f"{path} holds values out of range (stream_min_bytes={stream!r}, prefetch_bytes={reach!r})"
+    return Calibration(stream, reach, data["date"][:40]), None
+
+
+def detect(calibrated: bool = True) -> Machine:
+    """This machine, with its calibration when `calibrated` and one is found (`load_calibration`)."""
     vendor, model = _cpu()
     l2, llc = _caches()
-    return Machine(vendor, model, l2, llc)
+    machine = Machine(vendor, model, l2, llc, os.cpu_count() or 0)
+    if calibrated:
+        machine = replace(machine, calibration=load_calibration(machine)[0])
+    return machine
 
 
 MACHINE = detect()
@@ -110,11 +220,13 @@ ACTIVE = MACHINE   # the rules in force (`apply`)
 
 def apply(machine: Machine = MACHINE) -> None:
     """Set the kernels' machine-dependent thresholds from `machine` (CYSCATTER_MACHINE=generic: the conservative
-    values, as on an unknown machine)."""
+    values, as on an unknown machine, whatever calibration there is)."""
     global ACTIVE
-    from cyscatter import fused_kernels, kernels
+    from cyscatter import fused_kernels, kernels, nan_kernels
     if os.environ.get("CYSCATTER_MACHINE") == "generic":
-        machine = Machine("unknown", machine.model, 0, 0)
+        machine = Machine("unknown", machine.model, 0, 0, machine.cpus)
     ACTIVE = machine
-    kernels._set_machine(machine.stream_min_bytes, machine.l2_share_bytes, machine.l2_share_bytes)
-    fused_kernels._set_machine(machine.l2_share_bytes)
+    kernels._set_machine(machine.stream_min_bytes, machine.l2_share_bytes, machine.l2_share_bytes,
+                         machine.prefetch_bytes)
+    fused_kernels._set_machine(machine.l2_share_bytes, machine.prefetch_bytes)
+    nan_kernels._set_machine(machine.l2_share_bytes, machine.prefetch_bytes)

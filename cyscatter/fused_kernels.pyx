@@ -62,6 +62,8 @@ cdef enum:
 cdef Py_ssize_t _prefetch_edges = -1
 # Gathered tables up to this size are not prefetched: a quarter of the L2 (cyscatter._machine sets it).
 cdef Py_ssize_t _l2_share = 256 * 1024
+# How far ahead the src-row prefetch reaches, in bytes of rows (cyscatter._machine sets it; 4 KB measured).
+cdef Py_ssize_t _prefetch_bytes = 4096
 
 
 cdef struct Geo:
@@ -76,12 +78,13 @@ cdef inline Py_ssize_t _ahead(Py_ssize_t row_bytes, Py_ssize_t table_rows) noexc
     (`_l2_share`; the prefetch then
     only costs instructions), else about 4 KB of rows ahead, at least 4 and at most 32 edges. Measured (NOTES.md,
     fused gather-scatter): rows of 64 float32 from a 1e5-row table, 56 ms without prefetch, 29 / 23 / 21 ms 4 / 8
-    / 16 edges ahead; rows of 64 float64 from 1e6 rows, 2.3 s without, 1.8 s 4 ahead, 1.1 s 8 ahead."""
+    / 16 edges ahead; rows of 64 float64 from 1e6 rows, 2.3 s without, 1.8 s 4 ahead, 1.1 s 8 ahead. The 4 KB
+    (`_prefetch_bytes`) and the bounds scale together when a calibration of the machine changes it."""
     if _prefetch_edges >= 0:
         return _prefetch_edges
     if row_bytes * table_rows <= _l2_share:
         return 0
-    return max(4, min(32, 4096 // max(row_bytes, 1)))
+    return max(_prefetch_bytes // 1024, min(_prefetch_bytes // 128, _prefetch_bytes // max(row_bytes, 1)))
 
 
 cdef inline void _prefetch_row(const void* row, Py_ssize_t row_bytes) noexcept nogil:
@@ -734,11 +737,12 @@ cdef void _edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::
 
 # ---- Python entry points -----------------------------------------------------------------------------------------
 
-def _set_machine(Py_ssize_t l2_share):
-    """The machine-dependent threshold (see cyscatter._machine): no src-row prefetch for tables up to
-    `l2_share` bytes."""
-    global _l2_share
+def _set_machine(Py_ssize_t l2_share, Py_ssize_t prefetch_bytes=4096):
+    """The machine-dependent thresholds (see cyscatter._machine): no src-row prefetch for tables up to
+    `l2_share` bytes; the prefetch `prefetch_bytes` of rows ahead (kept within 256 B - 64 KiB)."""
+    global _l2_share, _prefetch_bytes
     _l2_share = max(0, l2_share)
+    _prefetch_bytes = min(65536, max(256, prefetch_bytes))
 
 
 def set_prefetch_edges(Py_ssize_t edges):

@@ -140,6 +140,7 @@ cdef Py_ssize_t _block_bytes = 256 * 1024   # destination block of one partition
 # there); these initial values are the conservative ones of an unknown machine.
 cdef size_t _stream_min_bytes = 0           # smallest gather output written with streaming stores (0: never)
 cdef Py_ssize_t _l2_share = 256 * 1024      # tables up to this size are not prefetched (a quarter of the L2)
+cdef Py_ssize_t _prefetch_bytes = 4096      # how far ahead the row prefetch reaches, in bytes of rows
 
 
 # GNU OpenMP keeps its thread pool across fork() but not the pool's threads: a child forked after the parent
@@ -193,13 +194,14 @@ cdef inline Py_ssize_t _prefetch_distance(Py_ssize_t row_bytes, Py_ssize_t rows,
     """Index entries to look ahead when prefetching table rows of `row_bytes` bytes (0: no prefetch).
 
     Measured (NOTES.md): rows that miss L2 gain 1.3-3x from a prefetch about 4 KB of rows ahead (16 rows of
-    256 B, 64 of 4 B); a table that fits in a quarter of the L2 only pays for the extra instructions.
+    256 B, 64 of 4 B; `_prefetch_bytes`, which a calibration of the machine may change, the bounds scaling with
+    it); a table that fits in a quarter of the L2 only pays for the extra instructions.
     """
     cdef Py_ssize_t ahead = _prefetch_rows
     if ahead < 0:
         if rows * row_bytes <= _l2_share:
             return 0
-        ahead = min(64, max(16, 4096 // max(row_bytes, 1)))
+        ahead = min(_prefetch_bytes // 64, max(_prefetch_bytes // 256, _prefetch_bytes // max(row_bytes, 1)))
     return ahead if ahead < n else 0
 
 
@@ -1225,19 +1227,22 @@ def get_num_threads():
     return _threads_for(0, _min_work * MAX_THREADS) if cyscatter_have_openmp() else 1
 
 
-def _set_machine(size_t stream_min_bytes, Py_ssize_t l2_share, Py_ssize_t block_bytes):
+def _set_machine(size_t stream_min_bytes, Py_ssize_t l2_share, Py_ssize_t block_bytes,
+                 Py_ssize_t prefetch_bytes=4096):
     """The machine-dependent thresholds (see cyscatter._machine): streaming-store gathers from
     `stream_min_bytes` of output (0: never), no row prefetch for tables up to `l2_share` bytes, destination
-    blocks of `block_bytes`."""
-    global _stream_min_bytes, _l2_share, _block_bytes
+    blocks of `block_bytes`, row prefetches `prefetch_bytes` of rows ahead (kept within 256 B - 64 KiB)."""
+    global _stream_min_bytes, _l2_share, _block_bytes, _prefetch_bytes
     _stream_min_bytes = stream_min_bytes
     _l2_share = max(0, l2_share)
     _block_bytes = max(CACHE_LINE, block_bytes)
+    _prefetch_bytes = min(65536, max(256, prefetch_bytes))
 
 
 def _machine():
     """The thresholds `_set_machine` set, as a dict."""
-    return {"stream_min_bytes": _stream_min_bytes, "l2_share": _l2_share, "block_bytes": _block_bytes}
+    return {"stream_min_bytes": _stream_min_bytes, "l2_share": _l2_share, "block_bytes": _block_bytes,
+            "prefetch_bytes": _prefetch_bytes}
 
 
 def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,

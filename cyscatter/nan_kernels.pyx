@@ -152,7 +152,11 @@ cdef enum:
     LINE = 16          # a cache line of float32: the unit of the threads' feature columns
     CACHE_BYTES = 64
     MAX_PARTS = 256    # threads one call may use (more are not given more work)
-    SMALL_TABLE = 256 * 1024   # tables up to this size need no prefetch (a quarter of the L2, as kernels.pyx)
+
+# The machine's thresholds, as kernels.pyx's (cyscatter._machine sets them): tables up to `_l2_share` bytes
+# need no prefetch (a quarter of the L2); rows are fetched `_prefetch_bytes` of rows ahead.
+cdef Py_ssize_t _l2_share = 256 * 1024
+cdef Py_ssize_t _prefetch_bytes = 4096
 
 
 cdef inline bint _has_nan(const nan_value_t* s, Py_ssize_t w) noexcept nogil:
@@ -263,9 +267,10 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
     cdef Py_ssize_t count_bytes = width * <Py_ssize_t>sizeof(nan_count_t)
     # destination rows are random: fetched ~4 KB of rows ahead as the core kernels do (NOTES.md), the count rows
     # only while the src rows hold NaN (the last one did), so that src without NaN never touches the counts
-    cdef Py_ssize_t ahead = min(64, max(16, 4096 // max(row_bytes, 1)))
-    cdef bint fetch_out = out != NULL and size * inner * <Py_ssize_t>sizeof(nan_value_t) > SMALL_TABLE
-    cdef bint fetch_counts = counts != NULL and size * inner * <Py_ssize_t>sizeof(nan_count_t) > SMALL_TABLE
+    cdef Py_ssize_t ahead = min(_prefetch_bytes // 64,
+                                max(_prefetch_bytes // 256, _prefetch_bytes // max(row_bytes, 1)))
+    cdef bint fetch_out = out != NULL and size * inner * <Py_ssize_t>sizeof(nan_value_t) > _l2_share
+    cdef bint fetch_counts = counts != NULL and size * inner * <Py_ssize_t>sizeof(nan_count_t) > _l2_share
     # the src stream too for rows of 1-4 cache lines, as the core scatter (NOTES.md v6)
     cdef bint fetch_src = out != NULL and CACHE_BYTES <= row_bytes <= 4 * CACHE_BYTES
     cdef bint nan_row = False
@@ -320,6 +325,14 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
 cdef inline Py_ssize_t _cut(Py_ssize_t total, int parts, int part) noexcept nogil:
     """Start of part `part` of [0, total) in whole lines of LINE features."""
     return min(total, ((total * part) // parts + LINE - 1) // LINE * LINE)
+
+
+def _set_machine(Py_ssize_t l2_share, Py_ssize_t prefetch_bytes=4096):
+    """The machine-dependent thresholds (see cyscatter._machine): no row prefetch for tables up to `l2_share`
+    bytes; rows fetched `prefetch_bytes` of rows ahead (kept within 256 B - 64 KiB)."""
+    global _l2_share, _prefetch_bytes
+    _l2_share = max(0, l2_share)
+    _prefetch_bytes = min(65536, max(256, prefetch_bytes))
 
 
 def row_counts(const index_t[::1] index not None, int64_t[::1] rows not None, int mode):

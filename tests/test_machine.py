@@ -59,7 +59,7 @@ def test_nan_count_rule(llc, fused):
 def test_the_kernels_got_this_machines_thresholds():
     m = _machine.MACHINE
     assert kernels._machine() == {"stream_min_bytes": m.stream_min_bytes, "l2_share": m.l2_share_bytes,
-                                  "block_bytes": m.l2_share_bytes}
+                                  "block_bytes": m.l2_share_bytes, "prefetch_bytes": m.prefetch_bytes}
 
 
 def test_generic_machine_switch():

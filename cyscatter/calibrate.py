@@ -1,0 +1,294 @@
+"""One-time calibration of the kernels' strategy switches on the running machine (issue 22).
+
+Usage::
+
+    python -m cyscatter.calibrate            # measure (a few seconds), print, keep the choice for this machine
+    python -m cyscatter.calibrate --show     # the machine, the rules in force and where they come from
+    python -m cyscatter.calibrate --clear    # forget this machine's calibration
+
+Two switches depend on what a machine's caches cannot tell, so they are measured here, one thread, in
+interleaved rounds (each setting once per round; the minimum and the median over rounds are compared):
+
+- streaming (non-temporal) stores for a gather's output: a gather of 64 float32 rows from a 25.6 MB table
+  into an output of the size the cache rule would stream from (max(64 MB, 2 x last-level cache)) and of 4x
+  that, plain stores against streaming ones. Streaming is chosen from the smallest size where it won.
+- how far ahead the row prefetches reach: a scatter-add of 256-byte rows into a table larger than the
+  last-level cache (twice it, 32-256 MB), 2, 4 (the default), 8 and 16 KB of rows ahead; no prefetch is timed
+  too, for the record.
+
+A choice departs from the conservative value (plain stores; 4 KB ahead) only where both its minimum and its
+median beat that value's by at least 5% (`cyscatter._machine.WIN`): on a noisy machine the default stays. The
+choice and the figures go to a JSON file per machine (`cyscatter._machine.calibration_path`: vendor, model,
+caches and CPU count in its name; $CYSCATTER_CACHE_DIR, $XDG_CACHE_HOME/cyscatter or ~/.cache/cyscatter), which
+`import cyscatter` reads; ``CYSCATTER_MACHINE=generic`` ignores it. Results never depend on these switches
+(every setting computes the same bits); only speed does.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cyscatter import _machine
+
+_MIB = 1 << 20
+ROW_FLOATS = 64                 # 256-byte rows, the benchmarks' W1/W4 rows
+GATHER_TABLE_ROWS = 100_000     # W4's table: 25.6 MB
+SCATTER_ENTRIES = 500_000
+REACHES = (2048, 4096, 8192, 16384)
+MAX_OUTPUT = 1 << 30            # the largest array a trial allocates
+
+
+def _stats(samples: Sequence[float]) -> tuple[float, float]:
+    """(minimum, median) in milliseconds."""
+    return 1e3 * min(samples), 1e3 * float(np.median(samples))
+
+
+def time_interleaved(runs: dict[str, Callable[[], object]], rounds: int) -> dict[str, tuple[float, float]]:
+    """(min, median) ms of each run, timed once per round in turn, after one warm-up call each."""
+    samples: dict[str, list[float]] = {key: [] for key in runs}
+    for run in runs.values():
+        run()
+    for _ in range(rounds):
+        for key, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            samples[key].append(time.perf_counter() - t0)
+    return {key: _stats(s) for key, s in samples.items()}
+
+
+def wins(candidate: tuple[float, float], default: tuple[float, float]) -> bool:
+    """True when `candidate` (min, median) beats `default` by `_machine.WIN` in both."""
+    return all(c <= (1 - _machine.WIN) * d for c, d in zip(candidate, default))
+
+
+def _tuned(knobs: dict[str, int], call: Callable[[], object]) -> Callable[[], object]:
+    """`call` run with the kernels' `_tune` knobs set, restored after."""
+    from cyscatter import kernels
+
+    def run() -> object:
+        saved = kernels._tune()
+        kernels._tune(**knobs)
+        try:
+            return call()
+        finally:
+            kernels._tune(**{key: saved[key] for key in knobs})
+    return run
+
+
+def _fits(nbytes: int) -> bool:
+    """Whether `nbytes` more can be allocated without pressing on the memory (half of what is free)."""
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return nbytes <= 2 * MAX_OUTPUT
+    return nbytes <= free // 2
+
+
+def stream_trial(machine: _machine.Machine, rounds: int, scale: float = 1.0) -> dict[str, Any]:
+    """Plain against streaming stores for gather outputs; returns the figures and `stream_min_bytes`."""
+    import cyscatter as cs
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((max(1000, int(GATHER_TABLE_ROWS * scale)), ROW_FLOATS), dtype=np.float32)
+    base = max(64 * _MIB, 2 * machine.llc_bytes)
+    sizes = [size for size in (base, 4 * base) if size <= MAX_OUTPUT] or [MAX_OUTPUT]
+    figures: list[dict[str, Any]] = []
+    chosen = 0
+    for size in sizes:
+        n = max(1000, int(size * scale) // (ROW_FLOATS * 4))
+        if not _fits(n * ROW_FLOATS * 4):
+            figures.append({"output_bytes": n * ROW_FLOATS * 4, "skipped": "not enough free memory"})
+            continue
+        index = rng.integers(0, table.shape[0], n)
+        out = np.empty((n, ROW_FLOATS), np.float32)
+
+        def gather() -> object:
+            return cs.gather_into(out, table, index, num_threads=1)
+        got = time_interleaved({"plain": _tuned({"stream": 0}, gather),
+                                "streaming": _tuned({"stream": 1}, gather)}, rounds)
+        won = wins(got["streaming"], got["plain"])
+        figures.append({"output_bytes": out.nbytes, "plain_ms": got["plain"], "streaming_ms": got["streaming"],
+                        "streaming_won": won})
+        del out, index
+        if won:
+            chosen = int(size)
+            break
+    return {"stream_min_bytes": chosen, "runs": figures}
+
+
+def prefetch_trial(machine: _machine.Machine, rounds: int, scale: float = 1.0) -> dict[str, Any]:
+    """Scatter-add rows into an out-of-cache table, prefetching `REACHES` bytes of rows ahead (and not at all);
+    returns the figures and `prefetch_bytes`."""
+    import cyscatter as cs
+    row_bytes = ROW_FLOATS * 4
+    table_bytes = min(256 * _MIB, max(32 * _MIB, 2 * machine.llc_bytes)) if machine.llc_bytes else 64 * _MIB
+    rows = max(1000, int(table_bytes * scale) // row_bytes)
+    n = max(2000, int(SCATTER_ENTRIES * scale))
+    default = _machine.DEFAULT_PREFETCH_BYTES
+    if not _fits((rows + n) * row_bytes):
+        return {"prefetch_bytes": default, "skipped": "not enough free memory"}
+    rng = np.random.default_rng(1)
+    src = rng.standard_normal((n, ROW_FLOATS), dtype=np.float32)
+    index = rng.integers(0, rows, n)
+    out = np.zeros((rows, ROW_FLOATS), np.float32)
+
+    def scatter() -> object:
+        return cs.scatter_into(out, src, index, "add", num_threads=1)
+    runs = {"0": _tuned({"prefetch_rows": 0}, scatter)}
+    runs.update({str(reach): _tuned({"prefetch_rows": reach // row_bytes}, scatter) for reach in REACHES})
+    got = time_interleaved(runs, rounds)
+    best = min(REACHES, key=lambda reach: got[str(reach)])
+    chosen = best if best != default and wins(got[str(best)], got[str(default)]) else default
+    return {"prefetch_bytes": chosen, "table_bytes": out.nbytes, "entries": n,
+            "ms": {("none" if key == "0" else f"{key} B"): value for key, value in got.items()}}
+
+
+def calibrate(rounds: int = 7, scale: float = 1.0,
+              machine: _machine.Machine | None = None) -> tuple[_machine.Calibration, dict[str, Any]]:
+    """Measure this machine: its `Calibration` and the JSON document to keep (figures included). The kernels'
+    `_tune` knobs are set during the trials and restored after, so nothing else should call the kernels of this
+    process meanwhile."""
+    machine = _machine.detect(calibrated=False) if machine is None else machine
+    stream = stream_trial(machine, rounds, scale)
+    prefetch = prefetch_trial(machine, rounds, scale)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    chosen = _machine.Calibration(int(stream["stream_min_bytes"]), int(prefetch["prefetch_bytes"]), date)
+    from cyscatter._version import __version__
+    document = {"format": _machine.CALIBRATION_FORMAT, "machine": machine.key(), "date": date,
+                "cyscatter": __version__, "rounds": rounds, "scale": scale,
+                "chosen": {"stream_min_bytes": chosen.stream_min_bytes, "prefetch_bytes": chosen.prefetch_bytes},
+                "rule_stream_min_bytes": machine.rule_stream_min_bytes,
+                "stream": stream, "prefetch": prefetch}
+    return chosen, document
+
+
+def save(document: dict[str, Any], path: Path) -> None:
+    """Write `document` to `path` atomically (a reader sees the old file or the new one, never a part)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    try:
+        part.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        os.replace(part, path)
+    finally:
+        part.unlink(missing_ok=True)
+
+
+def _from(stream_min_bytes: int) -> str:
+    return f"from {stream_min_bytes >> 20} MB" if stream_min_bytes else "never"
+
+
+def _ms(pair: Sequence[float]) -> str:
+    low, mid = pair
+    return f"{low:7.1f} {mid:7.1f}"
+
+
+def report(document: dict[str, Any]) -> str:
+    """The trials' figures as text: min and median ms per setting, and what was chosen."""
+    stream, prefetch = document["stream"], document["prefetch"]
+    lines = ["gather output (streaming stores)          min  median ms"]
+    for run in stream["runs"]:
+        size = f"{run['output_bytes'] / 1e6:.0f} MB"
+        if "skipped" in run:
+            lines.append(f"  {size}: skipped ({run['skipped']})")
+            continue
+        lines.append(f"  {size:>8} plain stores          {_ms(run['plain_ms'])}")
+        lines.append(f"  {size:>8} streaming stores      {_ms(run['streaming_ms'])}"
+                     f"{'   won' if run['streaming_won'] else ''}")
+    if "skipped" in prefetch:
+        lines.append(f"row prefetch: skipped ({prefetch['skipped']})")
+    else:
+        lines.append(f"scatter-add, {prefetch['entries']} rows of 256 B into {prefetch['table_bytes'] / 1e6:.0f} "
+                     "MB (prefetch reach)   min  median ms")
+        for name, pair in prefetch["ms"].items():
+            label = "no prefetch" if name == "none" else f"{name} ahead"
+            lines.append(f"  {label:>14}                 {_ms(pair)}")
+    chosen, rule = document["chosen"], document["rule_stream_min_bytes"]
+    lines.append(f"chosen: streaming stores {_from(chosen['stream_min_bytes'])} (the cache rule: {_from(rule)}), "
+                 f"prefetch {chosen['prefetch_bytes']} B ahead (default {_machine.DEFAULT_PREFETCH_BYTES})")
+    return "\n".join(lines)
+
+
+def show() -> str:
+    """The machine, its calibration file and the rules in force, as text."""
+    bare = _machine.detect(calibrated=False)
+    path = _machine.calibration_path(bare)
+    calibration, problem = _machine.load_calibration(bare, path)
+    if calibration is not None:
+        state = f"calibrated {calibration.date}"
+    elif problem is not None:
+        state = f"ignored: {problem}"
+    else:
+        state = "none (rules from the caches)"
+    generic = os.environ.get("CYSCATTER_MACHINE") == "generic"
+    return "\n".join([
+        f"machine: {bare.describe()}, {bare.cpus} CPUs",
+        f"calibration file: {path}",
+        f"calibration: {state}",
+        f"rules in force: {_machine.ACTIVE.rules()}" + (" (CYSCATTER_MACHINE=generic)" if generic else ""),
+    ])
+
+
+def _rounds(text: str) -> int:
+    value = int(text)
+    if not 3 <= value <= 101:
+        raise argparse.ArgumentTypeError(f"--rounds must be between 3 and 101, got {value}")
+    return value
+
+
+def _scale(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"--scale must be in (0, 1], got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m cyscatter.calibrate",
+        description="Measure the kernels' streaming-store and prefetch switches on this machine and keep the "
+                    "choice (read by `import cyscatter`).")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--show", action="store_true", help="print the machine, its calibration and the rules")
+    action.add_argument("--clear", action="store_true", help="remove this machine's calibration file")
+    parser.add_argument("--rounds", type=_rounds, default=7, help="timed rounds per setting (default 7)")
+    parser.add_argument("--no-write", action="store_true", help="measure and print, keep nothing")
+    parser.add_argument("--scale", type=_scale, default=1.0, help=argparse.SUPPRESS)   # tests: smaller arrays
+    args = parser.parse_args(argv)
+    if args.show:
+        print(show())
+        return 0
+    bare = _machine.detect(calibrated=False)
+    path = _machine.calibration_path(bare)
+    if args.clear:
+        if path.exists():
+            path.unlink()
+            print(f"removed {path}")
+        else:
+            print(f"no calibration at {path}")
+        return 0
+    print(f"machine: {bare.describe()}, {bare.cpus} CPUs; measuring ({args.rounds} rounds) ...", flush=True)
+    calibration, document = calibrate(args.rounds, args.scale, bare)
+    print(report(document))
+    if args.no_write:
+        return 0
+    try:
+        save(document, path)
+    except OSError as exc:
+        print(f"cannot write {path}: {exc}", file=sys.stderr)
+        return 1
+    _machine.apply(dataclasses.replace(bare, calibration=calibration))
+    print(f"kept in {path}; in force from the next `import cyscatter` (CYSCATTER_MACHINE=generic ignores it)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,7 +12,8 @@ behind them (benchmarks/NOTES.md, "Strategies per machine"):
   every other vendor or when the caches are unknown.
 - Row prefetch (scatter, gather, gather_scatter): not while the table fits in a quarter of the core's L2 (the
   prefetches then only cost instructions; 256 KB on the EPYC's 1 MiB L2, where it was measured).
-- Destination blocks of the partitioned 2-thread scatter: a quarter of the L2 (256 KB there, measured).
+- Destination blocks of the partitioned 2-thread scatter: a quarter of the L2 (256 KB there, measured); the
+  partitioning itself only for tables and srcs past four L2s (4 MB there, where it was measured).
 - nanmean's NaN counts (host): counted in the sum pass while the output and its uint8/uint16 count table
   together fit in half of the last-level cache (8 MB when unknown), else in a second pass over src. On the EPYC
   (one thread, 10% NaN, 1e6 x 64 entries): the one pass won up to 17 MB of tables (1e3 rows f32 23.1 against
@@ -20,6 +21,12 @@ behind them (benchmarks/NOTES.md, "Strategies per machine"):
   every entry's count row misses as well as its output row (benchmarks/NOTES.md v23).
 - Row prefetch reach: about 4 KB of rows ahead (16 rows of 256 B; at least 16 and at most 64 index entries in
   the core kernels, 4 and 32 edges in the fused ones, the bounds scaling with the reach), measured on the EPYC.
+
+Fixed on every machine, as they follow from what every x86 core shares: the thread split (feature columns once
+each thread gets at least 256 B of a row, destination row ranges for rows of a cache line or more, else one
+thread: 64-byte lines), the lean loops (rows of one element, or no prefetch: from the L2 rule above) and the
+work below which fewer threads start (32768 element updates per thread, against the microseconds a team start
+costs).
 
 What a machine's caches cannot tell (how its stores stream, how far ahead its misses must start) a one-time
 calibration measures: ``python -m cyscatter.calibrate`` (`cyscatter/calibrate.py`) times streaming against

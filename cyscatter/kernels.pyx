@@ -524,7 +524,7 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
 
 cdef enum:
     NOT_DONE = -2                     # internal status: the partitioned kernel declined, run the direct loop
-    PARTITION_MIN_BYTES = 4 << 20     # auto: only tables and srcs larger than this are partitioned
+    PARTITION_MIN_SHARES = 16         # auto: only tables and srcs past 16 L2 shares (4 L2s) are partitioned
 
 
 cdef inline bint _partitions(const Layout* L, Py_ssize_t row_bytes, int parts) noexcept nogil:
@@ -532,14 +532,16 @@ cdef inline bint _partitions(const Layout* L, Py_ssize_t row_bytes, int parts) n
 
     Measured (NOTES.md v9): on one thread random src-row reads cost as much as the destination misses they
     replace (W1 f32 74 vs 48 ms), so never; on two threads it beats the column split that wide rows would
-    otherwise get (512 B rows: 1.16-1.33x) but not the row-range split of narrower rows (0.88-1.13x).
+    otherwise get (512 B rows: 1.16-1.33x) but not the row-range split of narrower rows (0.88-1.13x). Tables
+    and srcs within four L2s (4 MB on the 1 MiB-L2 EPYC where it was measured) are left to the direct loop.
     """
+    cdef Py_ssize_t least = PARTITION_MIN_SHARES * _l2_share
     if _partition == 0 or L.outer != 1 or (L.n >> 32) != 0 or (L.size >> 32) != 0 or row_bytes < CACHE_LINE:
         return False
     if _partition == 1:
         return True
-    return (parts >= 2 and row_bytes >= parts * 256 and L.size * row_bytes > PARTITION_MIN_BYTES
-            and L.n * row_bytes > PARTITION_MIN_BYTES)
+    return (parts >= 2 and row_bytes >= parts * 256 and L.size * row_bytes > least
+            and L.n * row_bytes > least)
 
 
 cdef Py_ssize_t _bucket_counts(const index_t* index, Py_ssize_t k0, Py_ssize_t k1, uint64_t size, int shift,

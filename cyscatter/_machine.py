@@ -1,6 +1,6 @@
 """The running machine, as the kernels' strategy rules need it: the CPU vendor and the cache sizes.
 
-Read once at import from Linux's sysfs and /proc/cpuinfo (about 0.1 ms); anything unknown gets the
+Read once at import from Linux's sysfs and /proc/cpuinfo (about 1 ms); anything unknown gets the
 conservative value, under which no strategy can lose to the plain loop. `apply` hands the rules to the kernels;
 `cyscatter.kernels._tune` still overrides each switch for the benchmarks. The rules and the measurements
 behind them (benchmarks/NOTES.md, "Strategies per machine"):
@@ -31,13 +31,14 @@ costs).
 What a machine's caches cannot tell (how its stores stream, how far ahead its misses must start) a one-time
 calibration measures: ``python -m cyscatter.calibrate`` (`cyscatter/calibrate.py`) times streaming against
 plain stores and three prefetch reaches on this machine and caches its choice in a small JSON file per machine
-(`cache_dir`, keyed by vendor, model, caches and CPU count), which import reads; a choice departs from the
-conservative value (plain stores, 4 KB) only where it measured at least `WIN` faster.
+(`cache_dir`, keyed by vendor, model, caches and CPU count), which import reads; a choice departs from what
+the rules above give only where the other setting measured at least `WIN` faster.
 """
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeGuard
@@ -117,11 +118,19 @@ class Machine:
 
     def rules(self) -> str:
         """The strategy thresholds in force, in words (the benchmarks print it with the machine)."""
-        stream = (f"streaming-store gathers from {self.stream_min_bytes >> 20} MB" if self.stream_min_bytes
+        stream = (f"streaming-store gathers from {_bytes(self.stream_min_bytes)}" if self.stream_min_bytes
                   else "no streaming stores")
         source = "calibrated" if self.calibration is not None else "from the caches"
-        return (f"{stream}, no prefetch up to {self.l2_share_bytes >> 10} KB tables, prefetch "
+        return (f"{stream}, no prefetch up to {_bytes(self.l2_share_bytes)} tables, prefetch "
                 f"{self.prefetch_bytes} B of rows ahead ({source})")
+
+
+def _bytes(n: int) -> str:
+    """`n` bytes in the largest binary unit that divides it ("64 MiB", "1536 KiB", "100 B")."""
+    for unit, name in ((_KIB ** 3, "GiB"), (_KIB ** 2, "MiB"), (_KIB, "KiB")):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit} {name}"
+    return f"{n} B"
 
 
 def _size(text: str) -> int:
@@ -160,55 +169,86 @@ def _cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, str]:
     return vendor, model
 
 
-def cache_dir() -> Path:
+def cache_dir() -> Path | None:
     """Where calibrations are kept: $CYSCATTER_CACHE_DIR, else $XDG_CACHE_HOME/cyscatter, else
-    ~/.cache/cyscatter."""
-    chosen = os.environ.get("CYSCATTER_CACHE_DIR")
-    if chosen:
-        return Path(chosen)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cyscatter"
+    ~/.cache/cyscatter; each only when it is an absolute path (the XDG rule: a relative one would make the
+    calibration depend on the working folder), None when there is none (no home folder)."""
+    home = os.path.expanduser("~")   # "~" itself when there is no home folder
+    for chosen, below in ((os.environ.get("CYSCATTER_CACHE_DIR"), ""),
+                          (os.environ.get("XDG_CACHE_HOME"), "cyscatter"),
+                          (os.path.join(home, ".cache"), "cyscatter")):
+        if chosen and os.path.isabs(chosen):
+            return Path(chosen) / below
+    return None
 
 
-def calibration_path(machine: Machine, folder: Path | None = None) -> Path:
-    """The calibration file of `machine`: its key in a file name of letters, digits, '.', '_' and '-'."""
+def calibration_path(machine: Machine, folder: Path | None = None) -> Path | None:
+    """The calibration file of `machine` in `folder` (default `cache_dir()`; None without one): its key in a
+    file name of letters, digits, '.', '_' and '-'."""
+    folder = cache_dir() if folder is None else folder
+    if folder is None:
+        return None
     model = re.sub(r"[^A-Za-z0-9._-]+", "-", machine.model).strip("-.")[:80] or "cpu"
     name = (f"machine-{re.sub(r'[^A-Za-z0-9]+', '', machine.vendor)[:20] or 'unknown'}-{model}-"
             f"l2-{machine.l2_bytes}-llc-{machine.llc_bytes}-cpus-{machine.cpus}.json")
-    return (folder if folder is not None else cache_dir()) / name
+    return folder / name
 
 
 def _valid(value: object, low: int, high: int) -> TypeGuard[int]:
     return type(value) is int and low <= value <= high
 
 
+def _read_small_regular_file(path: Path) -> bytes | None:
+    """The bytes of `path` when it is a regular file of 1 to `_MAX_FILE_BYTES` bytes, else None (nothing there,
+    or something else: a folder, a FIFO, a device, a /proc file). Opened without blocking and checked on the
+    open descriptor, so that a file swapped for a FIFO meanwhile cannot make the caller (import) wait."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or not 0 < info.st_size <= _MAX_FILE_BYTES:
+            return None
+        return os.read(fd, _MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
+_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
 def load_calibration(machine: Machine, path: Path | None = None) -> tuple[Calibration | None, str | None]:
     """(the calibration of `machine` in its file, None) or (None, why there is none usable: None when there is
-    no file). Never raises: a file that cannot be read, is not a calibration, belongs to another machine or
-    holds values out of range is ignored, and the rules come from the caches."""
+    no file). Never raises: a file that cannot be read, is not a regular file of at most 64 KiB, is not a
+    calibration, belongs to another machine or holds values out of range is ignored, and the rules come from
+    the caches."""
     path = calibration_path(machine) if path is None else path
+    if path is None:
+        return None, None
     try:
-        if not path.is_file():
+        if not os.path.lexists(path):
             return None, None
-        with open(path, "rb") as f:
-            raw = f.read(_MAX_FILE_BYTES + 1)
-        if len(raw) > _MAX_FILE_BYTES:
-            return None, f"{path} is larger than a calibration ({_MAX_FILE_BYTES} bytes at most)"
+        raw = _read_small_regular_file(path)
+        if raw is None:
+            return None, f"{path} is not a regular file of 1 to {_MAX_FILE_BYTES} bytes"
         import json   # only when a file exists: import time stays as it was
         data = json.loads(raw.decode("utf-8"))
     except Exception as exc:   # an unreadable or malformed file (any error json or the OS raise) is ignored
         return None, f"{path} cannot be read as a calibration ({type(exc).__name__}: {exc})"
-    if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
+    if not isinstance(data, dict) or not (type(data.get("format")) is int and data["format"] == CALIBRATION_FORMAT):
         return None, f"{path} is not a calibration of format {CALIBRATION_FORMAT}"
-    if data.get("machine") != machine.key():
-        return None, f"{path} was measured on another machine ({data.get('machine')!r})"
-    chosen = data.get("chosen")
-    if not isinstance(chosen, dict) or not isinstance(data.get("date"), str):
-        return None, f"{path} holds no choice"
+    found, key = data.get("machine"), machine.key()
+    if not (isinstance(found, dict) and found.keys() == key.keys()
+            and all(type(found[k]) is type(v) and found[k] == v for k, v in key.items())):
+        return None, f"{path} was measured on another machine"
+    chosen, date = data.get("chosen"), data.get("date")
+    if not isinstance(chosen, dict) or not (isinstance(date, str) and _DATE.fullmatch(date)):
+        return None, f"{path} holds no choice (or no date of the form 2026-12-02T11:00:00Z)"
     stream, reach = chosen.get("stream_min_bytes"), chosen.get("prefetch_bytes")
     if not _valid(stream, 0, 1 << 50) or not _valid(reach, *PREFETCH_RANGE):
         return None, f"{path} holds values out of range (stream_min_bytes={stream!r}, prefetch_bytes={reach!r})"
-    return Calibration(stream, reach, data["date"][:40]), None
+    return Calibration(stream, reach, date), None
 
 
 def detect(calibrated: bool = True) -> Machine:

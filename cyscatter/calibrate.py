@@ -11,28 +11,33 @@ interleaved rounds (each setting once per round; the minimum and the median over
 
 - streaming (non-temporal) stores for a gather's output: a gather of 64 float32 rows from a 25.6 MB table
   into an output of the size the cache rule would stream from (max(64 MB, 2 x last-level cache)) and of 4x
-  that, plain stores against streaming ones. Streaming is chosen from the smallest size where it won.
+  that (up to 1 GiB), plain stores against streaming ones;
 - how far ahead the row prefetches reach: a scatter-add of 256-byte rows into a table larger than the
   last-level cache (twice it, 32-256 MB), 2, 4 (the default), 8 and 16 KB of rows ahead; no prefetch is timed
   too, for the record.
 
-A choice departs from the conservative value (plain stores; 4 KB ahead) only where both its minimum and its
-median beat that value's by at least 5% (`cyscatter._machine.WIN`): on a noisy machine the default stays. The
-choice and the figures go to a JSON file per machine (`cyscatter._machine.calibration_path`: vendor, model,
-caches and CPU count in its name; $CYSCATTER_CACHE_DIR, $XDG_CACHE_HOME/cyscatter or ~/.cache/cyscatter), which
-`import cyscatter` reads; ``CYSCATTER_MACHINE=generic`` ignores it. Results never depend on these switches
-(every setting computes the same bits); only speed does.
+A measurement departs from the setting the caches give (streaming as `cyscatter._machine`'s rule says; 4 KB
+ahead) only where the other setting beat it by at least 5% in both its minimum and its median
+(`cyscatter._machine.WIN`): on a noisy machine the cache rules stay. Streaming is then used from the smallest
+measured size from which every measured size streams. The choice and the figures go to a JSON file per machine
+(`cyscatter._machine.calibration_path`: vendor, model, caches and CPU count in its name) in an absolute
+$CYSCATTER_CACHE_DIR, else $XDG_CACHE_HOME/cyscatter, else ~/.cache/cyscatter, written atomically; `import
+cyscatter` reads it; ``CYSCATTER_MACHINE=generic`` ignores it. A calibration that could measure nothing (too
+little free memory) keeps nothing; two at once are refused (a lock file beside the calibration). Results never
+depend on these switches (every setting computes the same bits); only speed does.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
 import os
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,24 +90,41 @@ def _tuned(knobs: dict[str, int], call: Callable[[], object]) -> Callable[[], ob
     return run
 
 
-def _fits(nbytes: int) -> bool:
-    """Whether `nbytes` more can be allocated without pressing on the memory (half of what is free)."""
+def _available_bytes() -> int | None:
+    """Memory the system can give without swapping (MemAvailable, which counts the page cache it can drop;
+    else the free pages), None when unknown."""
     try:
-        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return nbytes <= 2 * MAX_OUTPUT
-    return nbytes <= free // 2
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _fits(nbytes: int) -> bool:
+    """Whether `nbytes` more can be allocated without pressing on the memory (half of what is available)."""
+    available = _available_bytes()
+    return nbytes <= (2 * MAX_OUTPUT if available is None else available // 2)
 
 
 def stream_trial(machine: _machine.Machine, rounds: int, scale: float = 1.0) -> dict[str, Any]:
-    """Plain against streaming stores for gather outputs; returns the figures and `stream_min_bytes`."""
+    """Plain against streaming stores for gather outputs of the size the cache rule would stream from (`base`)
+    and 4x it (those within `MAX_OUTPUT`). At each size the setting is the cache rule's unless the other one
+    won by the margin (`wins`); `stream_min_bytes` is the smallest measured size from which every measured size
+    streams (0 when the largest does not), the rule's when nothing could be measured (`measured` False)."""
     import cyscatter as cs
     rng = np.random.default_rng(0)
     table = rng.standard_normal((max(1000, int(GATHER_TABLE_ROWS * scale)), ROW_FLOATS), dtype=np.float32)
+    rule = machine.rule_stream_min_bytes
     base = max(64 * _MIB, 2 * machine.llc_bytes)
     sizes = [size for size in (base, 4 * base) if size <= MAX_OUTPUT] or [MAX_OUTPUT]
     figures: list[dict[str, Any]] = []
-    chosen = 0
+    settings: list[tuple[int, bool]] = []
     for size in sizes:
         n = max(1000, int(size * scale) // (ROW_FLOATS * 4))
         if not _fits(n * ROW_FLOATS * 4):
@@ -115,19 +137,30 @@ def stream_trial(machine: _machine.Machine, rounds: int, scale: float = 1.0) -> 
             return cs.gather_into(out, table, index, num_threads=1)
         got = time_interleaved({"plain": _tuned({"stream": 0}, gather),
                                 "streaming": _tuned({"stream": 1}, gather)}, rounds)
-        won = wins(got["streaming"], got["plain"])
+        if wins(got["streaming"], got["plain"]):
+            verdict, streams = "streaming won", True
+        elif wins(got["plain"], got["streaming"]):
+            verdict, streams = "plain won", False
+        else:
+            verdict, streams = "no clear winner: the cache rule", bool(rule) and size >= rule
+        settings.append((size, streams))
         figures.append({"output_bytes": out.nbytes, "plain_ms": got["plain"], "streaming_ms": got["streaming"],
-                        "streaming_won": won})
+                        "verdict": verdict, "streams": streams})
         del out, index
-        if won:
-            chosen = int(size)
+    if not settings:
+        return {"stream_min_bytes": rule, "measured": False, "runs": figures}
+    chosen = 0
+    for size, streams in reversed(settings):
+        if not streams:
             break
-    return {"stream_min_bytes": chosen, "runs": figures}
+        chosen = size
+    return {"stream_min_bytes": chosen, "measured": True, "runs": figures}
 
 
 def prefetch_trial(machine: _machine.Machine, rounds: int, scale: float = 1.0) -> dict[str, Any]:
     """Scatter-add rows into an out-of-cache table, prefetching `REACHES` bytes of rows ahead (and not at all);
-    returns the figures and `prefetch_bytes`."""
+    `prefetch_bytes` is the fastest reach where it beat the default by the margin (`wins`), else the default
+    (also when nothing could be measured: `measured` False)."""
     import cyscatter as cs
     row_bytes = ROW_FLOATS * 4
     table_bytes = min(256 * _MIB, max(32 * _MIB, 2 * machine.llc_bytes)) if machine.llc_bytes else 64 * _MIB
@@ -135,7 +168,7 @@ def prefetch_trial(machine: _machine.Machine, rounds: int, scale: float = 1.0) -
     n = max(2000, int(SCATTER_ENTRIES * scale))
     default = _machine.DEFAULT_PREFETCH_BYTES
     if not _fits((rows + n) * row_bytes):
-        return {"prefetch_bytes": default, "skipped": "not enough free memory"}
+        return {"prefetch_bytes": default, "measured": False, "skipped": "not enough free memory"}
     rng = np.random.default_rng(1)
     src = rng.standard_normal((n, ROW_FLOATS), dtype=np.float32)
     index = rng.integers(0, rows, n)
@@ -148,15 +181,15 @@ def prefetch_trial(machine: _machine.Machine, rounds: int, scale: float = 1.0) -
     got = time_interleaved(runs, rounds)
     best = min(REACHES, key=lambda reach: got[str(reach)])
     chosen = best if best != default and wins(got[str(best)], got[str(default)]) else default
-    return {"prefetch_bytes": chosen, "table_bytes": out.nbytes, "entries": n,
+    return {"prefetch_bytes": chosen, "measured": True, "table_bytes": out.nbytes, "entries": n,
             "ms": {("none" if key == "0" else f"{key} B"): value for key, value in got.items()}}
 
 
 def calibrate(rounds: int = 7, scale: float = 1.0,
               machine: _machine.Machine | None = None) -> tuple[_machine.Calibration, dict[str, Any]]:
-    """Measure this machine: its `Calibration` and the JSON document to keep (figures included). The kernels'
-    `_tune` knobs are set during the trials and restored after, so nothing else should call the kernels of this
-    process meanwhile."""
+    """Measure this machine: its `Calibration` and the JSON document to keep (figures included; `measured`
+    False when neither trial could run). The kernels' `_tune` knobs are set during the trials and restored
+    after, so nothing else should call the kernels of this process meanwhile."""
     machine = _machine.detect(calibrated=False) if machine is None else machine
     stream = stream_trial(machine, rounds, scale)
     prefetch = prefetch_trial(machine, rounds, scale)
@@ -167,23 +200,49 @@ def calibrate(rounds: int = 7, scale: float = 1.0,
                 "cyscatter": __version__, "rounds": rounds, "scale": scale,
                 "chosen": {"stream_min_bytes": chosen.stream_min_bytes, "prefetch_bytes": chosen.prefetch_bytes},
                 "rule_stream_min_bytes": machine.rule_stream_min_bytes,
+                "measured": bool(stream["measured"] or prefetch["measured"]),
                 "stream": stream, "prefetch": prefetch}
     return chosen, document
 
 
 def save(document: dict[str, Any], path: Path) -> None:
-    """Write `document` to `path` atomically (a reader sees the old file or the new one, never a part)."""
+    """Write `document` to `path` atomically: into a temporary file of its own in the same folder (created
+    exclusively, so that no other writer and no planted link shares it), flushed to disk, then renamed over
+    `path`; a reader sees the old file or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(f"{path.name}.{os.getpid()}.part")
+    fd, part = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
-        part.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(document, indent=1) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(part, path)
     finally:
-        part.unlink(missing_ok=True)
+        if os.path.lexists(part):
+            os.unlink(part)
+
+
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold the lock of `path` (a `.lock` file beside it) while measuring: two calibrations at once would time
+    each other. Raises BlockingIOError when another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:   # no flock (Windows): unlocked
+        yield
+        return
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path.with_name(path.name + ".lock"), flags, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _from(stream_min_bytes: int) -> str:
-    return f"from {stream_min_bytes >> 20} MB" if stream_min_bytes else "never"
+    return f"from {_machine._bytes(stream_min_bytes)}" if stream_min_bytes else "never"
 
 
 def _ms(pair: Sequence[float]) -> str:
@@ -201,8 +260,7 @@ def report(document: dict[str, Any]) -> str:
             lines.append(f"  {size}: skipped ({run['skipped']})")
             continue
         lines.append(f"  {size:>8} plain stores          {_ms(run['plain_ms'])}")
-        lines.append(f"  {size:>8} streaming stores      {_ms(run['streaming_ms'])}"
-                     f"{'   won' if run['streaming_won'] else ''}")
+        lines.append(f"  {size:>8} streaming stores      {_ms(run['streaming_ms'])}   {run['verdict']}")
     if "skipped" in prefetch:
         lines.append(f"row prefetch: skipped ({prefetch['skipped']})")
     else:
@@ -217,12 +275,18 @@ def report(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+NO_FOLDER = ("no cache folder: set CYSCATTER_CACHE_DIR (or XDG_CACHE_HOME) to an absolute path, or give this "
+             "user a home folder")
+
+
 def show() -> str:
     """The machine, its calibration file and the rules in force, as text."""
     bare = _machine.detect(calibrated=False)
     path = _machine.calibration_path(bare)
-    calibration, problem = _machine.load_calibration(bare, path)
-    if calibration is not None:
+    calibration, problem = _machine.load_calibration(bare, path) if path is not None else (None, None)
+    if path is None:
+        state = NO_FOLDER
+    elif calibration is not None:
         state = f"calibrated {calibration.date}"
     elif problem is not None:
         state = f"ignored: {problem}"
@@ -231,7 +295,7 @@ def show() -> str:
     generic = os.environ.get("CYSCATTER_MACHINE") == "generic"
     return "\n".join([
         f"machine: {bare.describe()}, {bare.cpus} CPUs",
-        f"calibration file: {path}",
+        f"calibration file: {path if path is not None else '-'}",
         f"calibration: {state}",
         f"rules in force: {_machine.ACTIVE.rules()}" + (" (CYSCATTER_MACHINE=generic)" if generic else ""),
     ])
@@ -246,12 +310,26 @@ def _rounds(text: str) -> int:
 
 def _scale(text: str) -> float:
     value = float(text)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"--scale must be in (0, 1], got {value}")
+    if not 1e-6 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"--scale must be in [1e-6, 1], got {value}")
     return value
 
 
+def _clear(path: Path) -> int:
+    if not os.path.lexists(path):
+        print(f"no calibration at {path}")
+        return 0
+    try:
+        os.unlink(path)
+    except OSError as exc:
+        print(f"cannot remove {path}: {exc}", file=sys.stderr)
+        return 1
+    print(f"removed {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command (see the module docstring); returns its exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m cyscatter.calibrate",
         description="Measure the kernels' streaming-store and prefetch switches on this machine and keep the "
@@ -259,36 +337,61 @@ def main(argv: Sequence[str] | None = None) -> int:
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--show", action="store_true", help="print the machine, its calibration and the rules")
     action.add_argument("--clear", action="store_true", help="remove this machine's calibration file")
-    parser.add_argument("--rounds", type=_rounds, default=7, help="timed rounds per setting (default 7)")
-    parser.add_argument("--no-write", action="store_true", help="measure and print, keep nothing")
-    parser.add_argument("--scale", type=_scale, default=1.0, help=argparse.SUPPRESS)   # tests: smaller arrays
+    action.add_argument("--no-write", action="store_true", help="measure and print, keep nothing")
+    parser.add_argument("--rounds", type=_rounds, help="timed rounds per setting (3-101, default 7)")
+    parser.add_argument("--scale", type=_scale, help=argparse.SUPPRESS)   # tests: smaller arrays
     args = parser.parse_args(argv)
+    if (args.show or args.clear) and (args.rounds is not None or args.scale is not None):
+        parser.error("--rounds applies to a measurement, not to --show or --clear")
+    rounds, scale = args.rounds or 7, args.scale or 1.0
     if args.show:
         print(show())
         return 0
     bare = _machine.detect(calibrated=False)
     path = _machine.calibration_path(bare)
+    if path is None and not args.no_write:
+        print(NO_FOLDER, file=sys.stderr)
+        return 1
     if args.clear:
-        if path.exists():
-            path.unlink()
-            print(f"removed {path}")
-        else:
-            print(f"no calibration at {path}")
-        return 0
-    print(f"machine: {bare.describe()}, {bare.cpus} CPUs; measuring ({args.rounds} rounds) ...", flush=True)
-    calibration, document = calibrate(args.rounds, args.scale, bare)
-    print(report(document))
+        assert path is not None
+        return _clear(path)
+    print(f"machine: {bare.describe()}, {bare.cpus} CPUs; measuring ({rounds} rounds) ...", flush=True)
     if args.no_write:
+        print(report(calibrate(rounds, scale, bare)[1]))
         return 0
+    assert path is not None
     try:
-        save(document, path)
+        with exclusive(path):
+            calibration, document = calibrate(rounds, scale, bare)
+            if document["measured"]:
+                save(document, path)
+    except BlockingIOError:
+        print(f"another calibration of this machine is running (it holds {path}.lock)", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"cannot write {path}: {exc}", file=sys.stderr)
         return 1
+    if not document["measured"]:
+        print(report(document))
+        print("nothing could be measured: nothing kept (the rules still come from the caches)", file=sys.stderr)
+        return 1
     _machine.apply(dataclasses.replace(bare, calibration=calibration))
+    print(report(document))
     print(f"kept in {path}; in force from the next `import cyscatter` (CYSCATTER_MACHINE=generic ignores it)")
     return 0
 
 
+def _command() -> int:
+    """`main` as a command: Ctrl-C and a closed pipe (``| head``) end it quietly."""
+    try:
+        return main()
+    except KeyboardInterrupt:
+        print("interrupted: nothing kept", file=sys.stderr)
+        return 130
+    except BrokenPipeError:   # the reader left; the calibration, if measured, was kept before printing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_command())

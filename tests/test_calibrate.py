@@ -58,6 +58,26 @@ def test_cache_dir_precedence(monkeypatch, tmp_path):
     assert _machine.cache_dir() == tmp_path / "home" / ".cache" / "cyscatter"
 
 
+def test_relative_folders_are_ignored(monkeypatch, tmp_path):
+    """The XDG rule: a relative folder would make the calibration depend on the working folder."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CYSCATTER_CACHE_DIR", "relative")
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel")
+    assert _machine.cache_dir() == tmp_path / "home" / ".cache" / "cyscatter"
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)   # no home folder: "~" stays "~"
+    assert _machine.cache_dir() is None
+    assert _machine.calibration_path(_bare()) is None
+    assert _machine.load_calibration(_bare()) == (None, None)
+
+
+def test_no_folder_is_reported_by_the_command(monkeypatch, capsys, cache):
+    monkeypatch.setattr(_machine, "cache_dir", lambda: None)
+    assert calibrate.main(["--rounds", "3", "--scale", "0.01"]) == 1
+    assert "no cache folder" in capsys.readouterr().err
+    assert calibrate.main(["--show"]) == 0
+    assert "no cache folder" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("vendor, model", [("AMD", "AMD EPYC"), ("Intel", "../../etc/passwd x/y"),
                                            ("", ""), ("weird/vendor\n", "é" * 200)])
 def test_file_name_is_one_plain_name_in_the_folder(tmp_path, vendor, model):
@@ -84,13 +104,14 @@ def test_no_file_is_no_calibration_and_no_problem(cache):
 
 
 @pytest.mark.parametrize("content, why", [
+    (b"", "not a regular file of 1 to"),
     (b"{not json", "cannot be read"),
     (b"\xff\xfe\x00garbage", "cannot be read"),
     (b"[" * 30_000 + b"]" * 30_000, "cannot be read"),          # deeper than json's recursion
     (b"[1, 2]", "not a calibration"),
     (b"null", "not a calibration"),
-    (b" " * (70 * 1024) + b"{}", "larger than a calibration"),
-], ids=["broken", "not utf-8", "too deep", "a list", "null", "too large"])
+    (b" " * (70 * 1024) + b"{}", "not a regular file of 1 to"),
+], ids=["empty", "broken", "not utf-8", "too deep", "a list", "null", "too large"])
 def test_a_bad_file_is_ignored(cache, content, why):
     machine = _bare()
     _machine.calibration_path(machine).write_bytes(content)
@@ -100,9 +121,14 @@ def test_a_bad_file_is_ignored(cache, content, why):
 
 @pytest.mark.parametrize("change, why", [
     ({"format": 2}, "not a calibration"),
+    ({"format": True}, "not a calibration"),
+    ({"format": 1.0}, "not a calibration"),
     ({"machine": {"vendor": "other"}}, "another machine"),
+    ({"machine": None}, "another machine"),
     ({"chosen": None}, "holds no choice"),
     ({"date": 5}, "holds no choice"),
+    ({"date": "2026-12-02T11:00:00Z\x1b[2J"}, "holds no choice"),
+    ({"date": "yesterday"}, "holds no choice"),
     ({"chosen": {"stream_min_bytes": -1, "prefetch_bytes": 4096}}, "out of range"),
     ({"chosen": {"stream_min_bytes": 0, "prefetch_bytes": 100}}, "out of range"),
     ({"chosen": {"stream_min_bytes": 0, "prefetch_bytes": 1 << 20}}, "out of range"),
@@ -118,10 +144,62 @@ def test_a_wrong_document_is_ignored(cache, change, why):
     assert got is None and why in problem
 
 
-def test_a_directory_in_place_of_the_file_is_no_calibration(cache):
+def test_the_machine_key_must_match_in_type_too(cache):
     machine = _bare()
-    _machine.calibration_path(machine).mkdir()
-    assert _machine.load_calibration(machine) == (None, None)
+    doc = _document(machine)
+    doc["machine"] = {**doc["machine"], "l2_bytes": float(machine.l2_bytes)}
+    _write(_machine.calibration_path(machine), doc)
+    assert "another machine" in _machine.load_calibration(machine)[1]
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "dangling link", "link to /dev/zero", "link to /proc"])
+def test_anything_but_a_small_regular_file_is_ignored_at_once(cache, kind):
+    machine = _bare()
+    path = _machine.calibration_path(machine)
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to({"dangling link": cache / "nowhere", "link to /dev/zero": "/dev/zero",
+                         "link to /proc": "/proc/self/status"}[kind])
+    got, problem = _machine.load_calibration(machine)
+    assert got is None and "not a regular file" in problem
+
+
+def test_a_file_swapped_for_a_fifo_does_not_block(cache, monkeypatch):
+    """Between the existence check and the open: the open must not wait for a writer."""
+    machine = _bare()
+    path = _machine.calibration_path(machine)
+    os.mkfifo(path)
+    monkeypatch.setattr(os.path, "lexists", lambda p: True)
+    got, problem = _machine.load_calibration(machine)   # would hang with a blocking open
+    assert got is None and "not a regular file" in problem
+
+
+def test_a_valid_file_through_a_link_is_read(cache):
+    machine = _bare()
+    target = _write(cache / "elsewhere.json", _document(machine, reach=2048))
+    _machine.calibration_path(machine).symlink_to(target)
+    assert _machine.load_calibration(machine)[0].prefetch_bytes == 2048
+
+
+@pytest.mark.parametrize("n, text", [(64 << 20, "64 MiB"), (1536 << 10, "1536 KiB"), (100, "100 B"),
+                                     (1, "1 B"), (3 << 30, "3 GiB")])
+def test_sizes_in_words(n, text):
+    assert _machine._bytes(n) == text
+
+
+def test_save_replaces_a_link_not_its_target_and_leaves_no_part(cache):
+    machine = _bare()
+    path = _machine.calibration_path(machine)
+    victim = cache / "victim"
+    victim.write_text("precious")
+    path.symlink_to(victim)
+    calibrate.save(_document(machine), path)
+    assert victim.read_text() == "precious" and not path.is_symlink()
+    assert json.loads(path.read_text())["chosen"]["prefetch_bytes"] == 8192
+    assert sorted(p.name for p in cache.iterdir()) == sorted([path.name, "victim"])
 
 
 def _import_rules(env):
@@ -178,20 +256,49 @@ def _fixed(figures):
     return timed
 
 
-@pytest.mark.parametrize("figures, expected", [
-    ([{"plain": (10.0, 11.0), "streaming": (8.0, 9.0)}], "base"),                  # won at the first size
-    ([{"plain": (10.0, 11.0), "streaming": (9.9, 10.0)},
-      {"plain": (40.0, 44.0), "streaming": (30.0, 33.0)}], "4 base"),               # only at 4x
-    ([{"plain": (10.0, 11.0), "streaming": (10.0, 12.0)},
-      {"plain": (40.0, 44.0), "streaming": (39.0, 43.0)}], "never"),                # never by the margin
+TIE, STREAM_WINS, PLAIN_WINS = ({"plain": (10.0, 11.0), "streaming": (9.9, 10.9)},
+                                {"plain": (10.0, 11.0), "streaming": (8.0, 9.0)},
+                                {"plain": (8.0, 9.0), "streaming": (10.0, 11.0)})
+
+
+@pytest.mark.parametrize("vendor, at_base, at_4x, expected", [
+    ("AMD", STREAM_WINS, STREAM_WINS, "base"),
+    ("AMD", TIE, TIE, "base"),                    # no clear winner: the cache rule (AMD streams from base)
+    ("AMD", PLAIN_WINS, STREAM_WINS, "4 base"),
+    ("AMD", PLAIN_WINS, TIE, "4 base"),           # the rule holds at 4x
+    ("AMD", STREAM_WINS, PLAIN_WINS, "never"),    # the largest size must stream
+    ("AMD", PLAIN_WINS, PLAIN_WINS, "never"),
+    ("Intel", TIE, TIE, "never"),                 # the rule: never
+    ("Intel", TIE, STREAM_WINS, "4 base"),
+    ("Intel", STREAM_WINS, STREAM_WINS, "base"),
 ])
-def test_stream_choice(monkeypatch, figures, expected):
-    monkeypatch.setattr(calibrate, "time_interleaved", _fixed(figures))
-    machine = _machine.Machine("AMD", "cpu", MIB, 32 * MIB, 2)
+def test_stream_choice(monkeypatch, vendor, at_base, at_4x, expected):
+    monkeypatch.setattr(calibrate, "time_interleaved", _fixed([at_base, at_4x]))
+    machine = _machine.Machine(vendor, "cpu", MIB, 32 * MIB, 2)
     got = calibrate.stream_trial(machine, 3, scale=0.001)
     base = 64 * MIB
     assert got["stream_min_bytes"] == {"base": base, "4 base": 4 * base, "never": 0}[expected]
-    assert len(got["runs"]) == len(figures)
+    assert got["measured"] and len(got["runs"]) == 2
+
+
+def test_nothing_measured_keeps_the_rules(monkeypatch):
+    monkeypatch.setattr(calibrate, "_fits", lambda nbytes: False)
+    machine = _machine.Machine("AMD", "cpu", MIB, 32 * MIB, 2)
+    stream = calibrate.stream_trial(machine, 3, scale=0.001)
+    assert stream == {"stream_min_bytes": 64 * MIB, "measured": False, "runs": stream["runs"]}
+    prefetch = calibrate.prefetch_trial(machine, 3, scale=0.001)
+    assert prefetch["prefetch_bytes"] == 4096 and not prefetch["measured"]
+
+
+def test_a_calibration_that_measured_nothing_is_not_kept(cache, monkeypatch, capsys):
+    monkeypatch.setattr(calibrate, "_fits", lambda nbytes: False)
+    assert calibrate.main(["--rounds", "3", "--scale", "0.01"]) == 1
+    assert "nothing kept" in capsys.readouterr().err
+    assert not _machine.calibration_path(_bare()).exists()
+
+
+def test_the_available_memory_is_known():
+    assert calibrate._available_bytes() > 0
 
 
 @pytest.mark.parametrize("ms, expected", [
@@ -252,7 +359,8 @@ def test_show_names_an_ignored_file(cache, capsys):
 
 
 @pytest.mark.parametrize("argv", [["--rounds", "1"], ["--rounds", "x"], ["--scale", "0"], ["--scale", "2"],
-                                  ["--show", "--clear"], ["--bogus"]])
+                                  ["--scale", "nan"], ["--show", "--clear"], ["--clear", "--no-write"],
+                                  ["--show", "--rounds", "5"], ["--clear", "--rounds", "5"], ["--bogus"]])
 def test_bad_arguments(cache, argv, capsys):
     with pytest.raises(SystemExit) as exc:
         calibrate.main(argv)
@@ -266,6 +374,36 @@ def test_an_unwritable_folder_is_reported(cache, capsys, monkeypatch):
     monkeypatch.setenv("CYSCATTER_CACHE_DIR", str(blocker / "below"))
     assert calibrate.main(["--rounds", "3", "--scale", "0.005"]) == 1
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_clear_reports_what_it_cannot_remove(cache, capsys):
+    path = _machine.calibration_path(_bare())
+    (path / "inside").mkdir(parents=True)
+    assert calibrate.main(["--clear"]) == 1
+    assert "cannot remove" in capsys.readouterr().err
+    assert calibrate.main(["--show"]) == 0
+    assert "ignored:" in capsys.readouterr().out and "not a regular file" in calibrate.show()
+
+
+def test_two_calibrations_at_once_are_refused(cache, capsys):
+    path = _machine.calibration_path(_bare())
+    with calibrate.exclusive(path):
+        code = subprocess.run([sys.executable, "-m", "cyscatter.calibrate", "--rounds", "3", "--scale", "0.01"],
+                              capture_output=True, text=True, env=dict(os.environ, CYSCATTER_CACHE_DIR=str(cache)))
+    assert code.returncode == 1 and "another calibration" in code.stderr
+    assert not path.exists()
+
+
+def test_a_closed_pipe_ends_the_command_quietly_and_keeps_the_calibration(cache):
+    env = dict(os.environ, CYSCATTER_CACHE_DIR=str(cache))
+    proc = subprocess.Popen([sys.executable, "-m", "cyscatter.calibrate", "--rounds", "3", "--scale", "0.01"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.readline()
+    proc.stdout.close()   # `| head -1`
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err
+    assert _machine.load_calibration(_bare())[0] is not None
 
 
 def test_the_module_runs_as_a_command(cache):

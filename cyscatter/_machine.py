@@ -13,7 +13,10 @@ behind them (benchmarks/NOTES.md, "Strategies per machine"):
 - Row prefetch (scatter, gather, gather_scatter): not while the table fits in a quarter of the core's L2 (the
   prefetches then only cost instructions; 256 KB on the EPYC's 1 MiB L2, where it was measured).
 - Destination blocks of the partitioned 2-thread scatter: a quarter of the L2 (256 KB there, measured); the
-  partitioning itself only for tables and srcs past four L2s (4 MB there, where it was measured).
+  partitioning itself only for tables and srcs past half the last-level cache (4 MB when unknown): below it the
+  direct loop keeps the table cached. On an EPYC with an 8 MiB L3 (2 threads, 512 B rows), partitioned /
+  direct: 1.18-1.35 for 0.5-2 MB tables, 1.08 at 3 MB, 0.98 at 4 MB, 0.87 at 5 MB, 0.72 at 8 MB; on the 32 MiB
+  one it won 1.16-1.33x for 51 MB tables (benchmarks/NOTES.md v9, v27).
 - nanmean's NaN counts (host): counted in the sum pass while the output and its uint8/uint16 count table
   together fit in half of the last-level cache (8 MB when unknown), else in a second pass over src. On the EPYC
   (one thread, 10% NaN, 1e6 x 64 entries): the one pass won up to 17 MB of tables (1e3 rows f32 23.1 against
@@ -106,6 +109,11 @@ class Machine:
         return self.l2_bytes // 4 if self.l2_bytes else 256 * _KIB
 
     @property
+    def partition_min_bytes(self) -> int:
+        """Largest table (and src) the 2-thread scatter leaves to the direct loop: half the last-level cache."""
+        return self.llc_bytes // 2 if self.llc_bytes else 4 * _KIB * _KIB
+
+    @property
     def fused_count_bytes(self) -> int:
         """Largest output + NaN-count tables (bytes) whose counts nanmean takes in its sum pass."""
         return self.llc_bytes // 2 if self.llc_bytes else 8 * _KIB * _KIB
@@ -122,7 +130,8 @@ class Machine:
                   else "no streaming stores")
         source = "calibrated" if self.calibration is not None else "from the caches"
         return (f"{stream}, no prefetch up to {_bytes(self.l2_share_bytes)} tables, prefetch "
-                f"{self.prefetch_bytes} B of rows ahead ({source})")
+                f"{self.prefetch_bytes} B of rows ahead ({source}), 2-thread partitioning past "
+                f"{_bytes(self.partition_min_bytes)}")
 
 
 def _bytes(n: int) -> str:
@@ -274,6 +283,6 @@ def apply(machine: Machine = MACHINE) -> None:
         machine = Machine("unknown", machine.model, 0, 0, machine.cpus)
     ACTIVE = machine
     kernels._set_machine(machine.stream_min_bytes, machine.l2_share_bytes, machine.l2_share_bytes,
-                         machine.prefetch_bytes)
+                         machine.prefetch_bytes, machine.partition_min_bytes)
     fused_kernels._set_machine(machine.l2_share_bytes, machine.prefetch_bytes)
     nan_kernels._set_machine(machine.l2_share_bytes, machine.prefetch_bytes)

@@ -141,6 +141,7 @@ cdef Py_ssize_t _block_bytes = 256 * 1024   # destination block of one partition
 cdef size_t _stream_min_bytes = 0           # smallest gather output written with streaming stores (0: never)
 cdef Py_ssize_t _l2_share = 256 * 1024      # tables up to this size are not prefetched (a quarter of the L2)
 cdef Py_ssize_t _prefetch_bytes = 4096      # how far ahead the row prefetch reaches, in bytes of rows
+cdef Py_ssize_t _partition_min_bytes = 4 << 20   # tables and srcs up to this size are not partitioned
 
 
 # GNU OpenMP keeps its thread pool across fork() but not the pool's threads: a child forked after the parent
@@ -524,7 +525,6 @@ cdef Py_ssize_t scatter_reduce_layout(op_t op, const value_t* src, const index_t
 
 cdef enum:
     NOT_DONE = -2                     # internal status: the partitioned kernel declined, run the direct loop
-    PARTITION_MIN_SHARES = 16         # auto: only tables and srcs past 16 L2 shares (4 L2s) are partitioned
 
 
 cdef inline bint _partitions(const Layout* L, Py_ssize_t row_bytes, int parts) noexcept nogil:
@@ -533,9 +533,11 @@ cdef inline bint _partitions(const Layout* L, Py_ssize_t row_bytes, int parts) n
     Measured (NOTES.md v9): on one thread random src-row reads cost as much as the destination misses they
     replace (W1 f32 74 vs 48 ms), so never; on two threads it beats the column split that wide rows would
     otherwise get (512 B rows: 1.16-1.33x) but not the row-range split of narrower rows (0.88-1.13x). Tables
-    and srcs within four L2s (4 MB on the 1 MiB-L2 EPYC where it was measured) are left to the direct loop.
+    and srcs up to `_partition_min_bytes` (half the last-level cache) are left to the direct loop, which keeps
+    them cached: on an EPYC with an 8 MiB L3, partitioned / direct at 2 threads, 512 B rows, 4e5 entries, 1.18-
+    1.35 for 0.5-2 MB tables, 1.08 at 3 MB, 0.98 at 4 MB, 0.87 at 5 MB, 0.72 at 8 MB (NOTES.md v27).
     """
-    cdef Py_ssize_t least = PARTITION_MIN_SHARES * _l2_share
+    cdef Py_ssize_t least = _partition_min_bytes
     if _partition == 0 or L.outer != 1 or (L.n >> 32) != 0 or (L.size >> 32) != 0 or row_bytes < CACHE_LINE:
         return False
     if _partition == 1:
@@ -1230,21 +1232,23 @@ def get_num_threads():
 
 
 def _set_machine(size_t stream_min_bytes, Py_ssize_t l2_share, Py_ssize_t block_bytes,
-                 Py_ssize_t prefetch_bytes=4096):
+                 Py_ssize_t prefetch_bytes=4096, Py_ssize_t partition_min_bytes=4 << 20):
     """The machine-dependent thresholds (see cyscatter._machine): streaming-store gathers from
     `stream_min_bytes` of output (0: never), no row prefetch for tables up to `l2_share` bytes, destination
-    blocks of `block_bytes`, row prefetches `prefetch_bytes` of rows ahead (kept within 256 B - 64 KiB)."""
-    global _stream_min_bytes, _l2_share, _block_bytes, _prefetch_bytes
+    blocks of `block_bytes`, row prefetches `prefetch_bytes` of rows ahead (kept within 256 B - 64 KiB), the
+    partitioned scatter for tables and srcs past `partition_min_bytes`."""
+    global _stream_min_bytes, _l2_share, _block_bytes, _prefetch_bytes, _partition_min_bytes
     _stream_min_bytes = stream_min_bytes
     _l2_share = max(0, l2_share)
     _block_bytes = max(CACHE_LINE, block_bytes)
     _prefetch_bytes = min(65536, max(256, prefetch_bytes))
+    _partition_min_bytes = max(0, partition_min_bytes)
 
 
 def _machine():
     """The thresholds `_set_machine` set, as a dict."""
     return {"stream_min_bytes": _stream_min_bytes, "l2_share": _l2_share, "block_bytes": _block_bytes,
-            "prefetch_bytes": _prefetch_bytes}
+            "prefetch_bytes": _prefetch_bytes, "partition_min_bytes": _partition_min_bytes}
 
 
 def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,

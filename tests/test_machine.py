@@ -51,6 +51,11 @@ def test_rules(vendor, l2, llc, stream_min, share):
     assert (m.stream_min_bytes, m.l2_share_bytes) == (stream_min, share)
 
 
+@pytest.mark.parametrize("llc, least", [(8 * MIB, 4 * MIB), (32 * MIB, 16 * MIB), (0, 4 * MIB)])
+def test_partition_rule(llc, least):
+    assert _machine.Machine("AMD", "cpu", MIB, llc).partition_min_bytes == least
+
+
 @pytest.mark.parametrize("llc, fused", [(32 * MIB, 16 * MIB), (300 * MIB, 150 * MIB), (0, 8 * MIB)])
 def test_nan_count_rule(llc, fused):
     assert _machine.Machine("AMD", "cpu", MIB, llc).fused_count_bytes == fused
@@ -59,7 +64,8 @@ def test_nan_count_rule(llc, fused):
 def test_the_kernels_got_this_machines_thresholds():
     m = _machine.MACHINE
     assert kernels._machine() == {"stream_min_bytes": m.stream_min_bytes, "l2_share": m.l2_share_bytes,
-                                  "block_bytes": m.l2_share_bytes, "prefetch_bytes": m.prefetch_bytes}
+                                  "block_bytes": m.l2_share_bytes, "prefetch_bytes": m.prefetch_bytes,
+                                  "partition_min_bytes": m.partition_min_bytes}
 
 
 def test_generic_machine_switch():

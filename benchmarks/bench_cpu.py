@@ -298,7 +298,7 @@ def main(argv=None):
     command = "python benchmarks/bench_cpu.py " + " ".join(sys.argv[1:] if argv is None else argv)
     started = datetime.datetime.now()
     copy_gbs = copy_bandwidth(args.rounds)
-    print(f"single-thread copy bandwidth: {copy_gbs:.1f} GB/s")
+    print(f"machine: {machine()}\nsingle-thread copy bandwidth: {copy_gbs:.1f} GB/s")
     lat = latency(args.rounds)
     worker_results = {}
     for name in impls:

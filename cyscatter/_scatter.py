@@ -141,17 +141,17 @@ def unbroadcast(grad, shape: tuple, xp=np):
 _PYTHON_KIND = {int: "iu", float: "f", complex: "c"}
 
 
-def python_scalar_as(value, dtype, xp=np):
-    """A Python int, float or complex `value` for a destination of `dtype`, taken by value as NumPy 2 takes
-    Python scalars (NEP 50, as ``np.add.at(uint8_array, idx, 1)``): a 0-d array of `dtype` when `dtype` is of
-    the same kind or a higher one (bool < integers < floats < complex), ValueError when an int is out of its
-    range; else a 0-d array of NumPy's default dtype for it, which the caller's same_kind rule refuses."""
+def python_scalar_as(value, dtype, xp=np, arg: str = "dst"):
+    """A Python int, float or complex `value` for a destination `arg` of `dtype`, taken by value as NumPy 2
+    takes Python scalars (NEP 50, as ``np.add.at(uint8_array, idx, 1)``): a 0-d array of `dtype` when `dtype`
+    is of the same kind or a higher one (bool < integers < floats < complex), ValueError when an int is out of
+    its range; else a 0-d array of NumPy's default dtype for it, which the caller's same_kind rule refuses."""
     dtype = np.dtype(dtype)
     if _KIND_RANK.get(dtype.kind, -1) >= _KIND_RANK[_PYTHON_KIND[type(value)][0]]:
         try:
             return xp.asarray(np.array(value, dtype=dtype))
         except OverflowError:
-            raise ValueError(f"src={value!r} is out of range for the dst dtype {dtype}") from None
+            raise ValueError(f"src={value!r} is out of range for the {arg} dtype {dtype}") from None
     return xp.asarray(value)
 
 
@@ -487,7 +487,10 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         (pytorch_scatter's ``scatter(..., out=)`` is that accumulate-into meaning). With `out` and no
         `dim_size`, D is read off `out`'s shape; a `src` that broadcasts to the B + I + F that `out` implies
         takes B and F from it (``scatter(2.0, idx, out=np.zeros((3, 4)))`` puts a row of 2.0 at each entry, as
-        ``np.add.at(out, idx, 2.0)`` on zeros). A C-contiguous `out` of the compute dtype that shares no
+        ``np.add.at(out, idx, 2.0)`` on zeros). A Python int, float or complex `src` (without `dtype`) takes
+        `out`'s dtype when that is of its kind or a higher one, as NumPy 2 takes Python scalars (NEP 50):
+        ``scatter(2, idx, out=np.zeros(3, np.float32))`` is float32 (an int out of `out`'s range raises
+        ValueError); a NumPy scalar or an array keeps its own dtype. A C-contiguous `out` of the compute dtype that shares no
         memory with `src` or `index` is written in place (no work table); any other is filled by a copy.
         A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a read-only `out`
         ValueError, all naming `out`; on any error `out` is left as it was.
@@ -536,6 +539,9 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
             return simple
     op = get_op(op)
     be = backend_of(src=src, index=index, out=out)
+    out_dtype = getattr(out, "dtype", None)
+    if type(src) in _PYTHON_KIND and dtype is None and isinstance(out_dtype, np.dtype):
+        src = python_scalar_as(src, out_dtype.newbyteorder("="), be.xp, "out")   # weak, as NumPy 2's (NEP 50)
     src = be.asarray(src)
     cast = check_dtype_arg(dtype, src.dtype)
     if cast is not None:

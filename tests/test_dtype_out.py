@@ -193,3 +193,57 @@ def test_grad_dtype_is_differentiable_and_out_is_not_a_parameter():
     g = agrad(lambda s: (csgrad.scatter(s, index, "add", dtype=np.float64) ** 2).sum())(x.astype(np.float32))
     assert g.dtype == np.float32   # the cast's gradient: back to the dtype of src
     np.testing.assert_allclose(g, 2 * cs.gather(cs.scatter(x, index), index), rtol=1e-6)
+
+
+# ---- Python scalars take out's dtype (NumPy 2's weak scalars, NEP 50) ---------------------------------------------
+
+@pytest.mark.parametrize("value", [2, -1, 300, 2.5, 1 + 1j, 10 ** 30])
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.uint8, np.int64, np.complex64])
+@pytest.mark.parametrize("op, ufunc", [("add", np.add), ("mul", np.multiply), ("max", np.maximum)])
+def test_python_scalar_src_takes_outs_dtype(op, ufunc, dt, value):
+    """NumPy 2's rules decide: the scalar's result type with out's dtype (`np.result_type`, NEP 50) must be
+    out's dtype, else TypeError; an int out of range (NumPy's OverflowError) is cyscatter's ValueError; the
+    values are `ufunc.at` on out's dtype."""
+    index = np.array([0, 1, 1, 2, 0, 2, 2])   # every row reached: no identity left in the reference
+    if dt == np.complex64 and op == "max":
+        pytest.skip("max needs ordered values")
+    expected = None
+    if np.result_type(value, dt) != dt:
+        expected = TypeError
+    else:
+        try:
+            np.array(value, dtype=dt)
+        except OverflowError:
+            expected = ValueError
+    if expected is None:
+        with np.errstate(over="ignore"):
+            ref = np.zeros(3, dt)
+            ref[:] = 1 if op == "mul" else (np.iinfo(dt).min if op == "max" and np.dtype(dt).kind in "iu"
+                                           else (-np.inf if op == "max" else 0))
+            ufunc.at(ref, index, np.array(value, dtype=dt))   # NEP 50: the weak scalar in out's dtype
+    out = np.full(3, 7, dt)
+    if expected is not None:
+        with pytest.raises(expected, match="src|out|dtype"):
+            cs.scatter(value, index, op, out=out)
+        np.testing.assert_array_equal(out, np.full(3, 7, dt))   # left as it was
+        return
+    got = cs.scatter(value, index, op, out=out)
+    assert got is out and got.dtype == dt
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_python_scalar_mean_into_float_out():
+    index = np.array([0, 1, 1, 3])
+    got = cs.scatter(2.5, index, "mean", out=np.zeros(4, np.float32))
+    np.testing.assert_array_equal(got, np.array([2.5, 2.5, 0, 2.5], np.float32))
+    with pytest.raises(TypeError, match="out has dtype int32"):   # mean of integers is float64, as before
+        cs.scatter(2, index, "mean", out=np.zeros(4, np.int32))
+
+
+def test_numpy_scalars_and_dtype_keep_their_own_dtype():
+    index = np.array([0, 1])
+    with pytest.raises(TypeError, match="out has dtype float64"):
+        cs.scatter(np.int64(2), index, out=np.zeros(2))
+    with pytest.raises(TypeError, match="out has dtype float64"):
+        cs.scatter(2, index, dtype=np.int64, out=np.zeros(2))
+    np.testing.assert_array_equal(cs.scatter(2, index, out=np.zeros(2, ">f8")), [2.0, 2.0])   # byte order aside

@@ -33,7 +33,7 @@ costs).
 
 What a machine's caches cannot tell (how its stores stream, how far ahead its misses must start) a one-time
 calibration measures: ``python -m cyscatter.calibrate`` (`cyscatter/calibrate.py`) times streaming against
-plain stores and three prefetch reaches on this machine and caches its choice in a small JSON file per machine
+plain stores and four prefetch reaches on this machine and caches its choice in a small JSON file per machine
 (`cache_dir`, keyed by vendor, model, caches and CPU count), which import reads; a choice departs from what
 the rules above give only where the other setting measured at least `WIN` faster.
 """
@@ -180,15 +180,20 @@ def _cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, str]:
 
 def cache_dir() -> Path | None:
     """Where calibrations are kept: $CYSCATTER_CACHE_DIR, else $XDG_CACHE_HOME/cyscatter, else
-    ~/.cache/cyscatter; each only when it is an absolute path (the XDG rule: a relative one would make the
-    calibration depend on the working folder), None when there is none (no home folder)."""
-    home = os.path.expanduser("~")   # "~" itself when there is no home folder
-    for chosen, below in ((os.environ.get("CYSCATTER_CACHE_DIR"), ""),
-                          (os.environ.get("XDG_CACHE_HOME"), "cyscatter"),
-                          (os.path.join(home, ".cache"), "cyscatter")):
-        if chosen and os.path.isabs(chosen):
-            return Path(chosen) / below
-    return None
+    ~/.cache/cyscatter. None when there is none: a $CYSCATTER_CACHE_DIR that is not an absolute path (the
+    user chose a folder: it is not replaced by another; `python -m cyscatter.calibrate` says so), or no home
+    folder (an empty or relative HOME, or "/"). A relative $XDG_CACHE_HOME is ignored, as the XDG rule says (it
+    would make the calibration depend on the working folder)."""
+    chosen = os.environ.get("CYSCATTER_CACHE_DIR")
+    if chosen:
+        return Path(chosen) if os.path.isabs(chosen) else None
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "cyscatter"
+    home = os.environ["HOME"] if "HOME" in os.environ else os.path.expanduser("~")   # "~" when unknown
+    if not os.path.isabs(home) or os.path.dirname(home) == home:   # empty, relative, or the root
+        return None
+    return Path(home) / ".cache" / "cyscatter"
 
 
 def calibration_path(machine: Machine, folder: Path | None = None) -> Path | None:
@@ -212,7 +217,8 @@ def _read_small_regular_file(path: Path) -> bytes | None:
     or something else: a folder, a FIFO, a device, a /proc file). Opened without blocking and checked on the
     open descriptor, so that a file swapped for a FIFO meanwhile cannot make the caller (import) wait."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         return None
     try:
@@ -224,7 +230,16 @@ def _read_small_regular_file(path: Path) -> bytes | None:
         os.close(fd)
 
 
-_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+def _is_date(text: object) -> bool:
+    """`text` is an ISO 8601 UTC time of the form the calibration writes (ASCII digits, a real date)."""
+    if not isinstance(text, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z", text):
+        return False
+    import datetime
+    try:
+        datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return False
+    return True
 
 
 def load_calibration(machine: Machine, path: Path | None = None) -> tuple[Calibration | None, str | None]:
@@ -252,11 +267,12 @@ def load_calibration(machine: Machine, path: Path | None = None) -> tuple[Calibr
             and all(type(found[k]) is type(v) and found[k] == v for k, v in key.items())):
         return None, f"{path} was measured on another machine"
     chosen, date = data.get("chosen"), data.get("date")
-    if not isinstance(chosen, dict) or not (isinstance(date, str) and _DATE.fullmatch(date)):
+    if not isinstance(chosen, dict) or not _is_date(date):
         return None, f"{path} holds no choice (or no date of the form 2026-12-02T11:00:00Z)"
     stream, reach = chosen.get("stream_min_bytes"), chosen.get("prefetch_bytes")
     if not _valid(stream, 0, 1 << 50) or not _valid(reach, *PREFETCH_RANGE):
         return None, f"{path} holds values out of range (stream_min_bytes={stream!r}, prefetch_bytes={reach!r})"
+    assert isinstance(date, str)
     return Calibration(stream, reach, date), None
 
 

@@ -490,8 +490,9 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         ``np.add.at(out, idx, 2.0)`` on zeros). A Python int, float or complex `src` (without `dtype`) takes
         `out`'s dtype when that is of its kind or a higher one, as NumPy 2 takes Python scalars (NEP 50):
         ``scatter(2, idx, out=np.zeros(3, np.float32))`` is float32 (an int out of `out`'s range raises
-        ValueError); a NumPy scalar or an array keeps its own dtype. A C-contiguous `out` of the compute dtype that shares no
-        memory with `src` or `index` is written in place (no work table); any other is filled by a copy.
+        ValueError); a NumPy scalar or an array keeps its own dtype. A C-contiguous `out` of the compute dtype
+        that shares no memory with `src` or `index` is written in place (no work table); any other is filled
+        by a copy.
         A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a read-only `out`
         ValueError, all naming `out`; on any error `out` is left as it was.
     {mode}

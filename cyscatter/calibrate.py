@@ -23,8 +23,10 @@ measured size from which every measured size streams. The choice and the figures
 (`cyscatter._machine.calibration_path`: vendor, model, caches and CPU count in its name) in an absolute
 $CYSCATTER_CACHE_DIR, else $XDG_CACHE_HOME/cyscatter, else ~/.cache/cyscatter, written atomically; `import
 cyscatter` reads it; ``CYSCATTER_MACHINE=generic`` ignores it. A calibration that could measure nothing (too
-little free memory) keeps nothing; two at once are refused (a lock file beside the calibration). Results never
-depend on these switches (every setting computes the same bits); only speed does.
+little free memory) keeps nothing; while one keeps its choice into a cache folder, another into the same
+folder (or a ``--clear`` of it) is refused (a lock file beside the calibration; ``--no-write`` takes no lock,
+as it writes nothing). Results never depend on these switches (every setting computes the same bits); only
+speed does.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
+import glob
 import json
 import os
 import sys
@@ -154,6 +157,8 @@ def stream_trial(machine: _machine.Machine, rounds: int, scale: float = 1.0) -> 
         if not streams:
             break
         chosen = size
+    if not chosen and rule > settings[-1][0] and figures[-1]["verdict"].startswith("no clear"):
+        chosen = rule   # the rule streams only past every measured size, where nothing contradicted it
     return {"stream_min_bytes": chosen, "measured": True, "runs": figures}
 
 
@@ -212,6 +217,7 @@ def save(document: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, part = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)   # readable by the machine's other users, as any cache file (mkstemp gives 0600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(document, indent=1) + "\n")
             f.flush()
@@ -241,6 +247,11 @@ def exclusive(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def leftovers(path: Path) -> list[Path]:
+    """Temporary files of `save` for `path` that a killed writer left behind."""
+    return sorted(path.parent.glob(f".{glob.escape(path.name)}.*.part"))
+
+
 def _from(stream_min_bytes: int) -> str:
     return f"from {_machine._bytes(stream_min_bytes)}" if stream_min_bytes else "never"
 
@@ -255,7 +266,7 @@ def report(document: dict[str, Any]) -> str:
     stream, prefetch = document["stream"], document["prefetch"]
     lines = ["gather output (streaming stores)          min  median ms"]
     for run in stream["runs"]:
-        size = f"{run['output_bytes'] / 1e6:.0f} MB"
+        size = f"{run['output_bytes'] / 1e6:.3g} MB"
         if "skipped" in run:
             lines.append(f"  {size}: skipped ({run['skipped']})")
             continue
@@ -264,7 +275,7 @@ def report(document: dict[str, Any]) -> str:
     if "skipped" in prefetch:
         lines.append(f"row prefetch: skipped ({prefetch['skipped']})")
     else:
-        lines.append(f"scatter-add, {prefetch['entries']} rows of 256 B into {prefetch['table_bytes'] / 1e6:.0f} "
+        lines.append(f"scatter-add, {prefetch['entries']} rows of 256 B into {prefetch['table_bytes'] / 1e6:.3g} "
                      "MB (prefetch reach)   min  median ms")
         for name, pair in prefetch["ms"].items():
             label = "no prefetch" if name == "none" else f"{name} ahead"
@@ -275,8 +286,19 @@ def report(document: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-NO_FOLDER = ("no cache folder: set CYSCATTER_CACHE_DIR (or XDG_CACHE_HOME) to an absolute path, or give this "
-             "user a home folder")
+def _shown(path: Path | None) -> str:
+    """`path` for printing: bytes that are not UTF-8 (kept by the OS as surrogates) escaped, not an error."""
+    return "-" if path is None else str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def no_folder() -> str:
+    """Why there is no cache folder (`_machine.cache_dir` gave None), in words."""
+    chosen = os.environ.get("CYSCATTER_CACHE_DIR")
+    if chosen and not os.path.isabs(chosen):
+        return (f"CYSCATTER_CACHE_DIR={_shown(Path(chosen))!r} is not an absolute path: no calibration is read "
+                "or kept (give an absolute one)")
+    return ("no cache folder (no home folder and no absolute XDG_CACHE_HOME): set CYSCATTER_CACHE_DIR to an "
+            "absolute path")
 
 
 def show() -> str:
@@ -285,7 +307,7 @@ def show() -> str:
     path = _machine.calibration_path(bare)
     calibration, problem = _machine.load_calibration(bare, path) if path is not None else (None, None)
     if path is None:
-        state = NO_FOLDER
+        state = no_folder()
     elif calibration is not None:
         state = f"calibrated {calibration.date}"
     elif problem is not None:
@@ -295,10 +317,32 @@ def show() -> str:
     generic = os.environ.get("CYSCATTER_MACHINE") == "generic"
     return "\n".join([
         f"machine: {bare.describe()}, {bare.cpus} CPUs",
-        f"calibration file: {path if path is not None else '-'}",
-        f"calibration: {state}",
+        f"calibration file: {_shown(path)}",
+        f"calibration: {state}".encode("utf-8", "backslashreplace").decode("utf-8"),
         f"rules in force: {_machine.ACTIVE.rules()}" + (" (CYSCATTER_MACHINE=generic)" if generic else ""),
     ])
+
+
+class _Output:
+    """Printing that cannot fail the command: a closed pipe, a full disk or an unencodable character in
+    stdout/stderr ends that stream's output, not the command (its exit status is the action's)."""
+
+    def __init__(self) -> None:
+        self.dead: set[int] = set()
+
+    def __call__(self, text: str, err: bool = False) -> None:
+        stream = sys.stderr if err else sys.stdout
+        if stream is None or id(stream) in self.dead:
+            return
+        try:
+            print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stream, flush=True)
+        except (OSError, ValueError, UnicodeError):   # closed, broken pipe, full, strict non-UTF-8 encoding
+            self.dead.add(id(stream))
+            if stream is sys.stdout:
+                try:   # no second error at exit, when Python flushes stdout again
+                    os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+                except (OSError, ValueError):
+                    pass
 
 
 def _rounds(text: str) -> int:
@@ -315,21 +359,30 @@ def _scale(text: str) -> float:
     return value
 
 
-def _clear(path: Path) -> int:
-    if not os.path.lexists(path):
-        print(f"no calibration at {path}")
+def _clear(path: Path, say: _Output) -> int:
+    stale = leftovers(path)
+    if not os.path.lexists(path) and not stale:
+        say(f"no calibration at {_shown(path)}")
         return 0
     try:
-        os.unlink(path)
-    except OSError as exc:
-        print(f"cannot remove {path}: {exc}", file=sys.stderr)
+        with exclusive(path) if path.parent.is_dir() else contextlib.nullcontext():
+            for part in stale:
+                part.unlink(missing_ok=True)
+            if os.path.lexists(path):
+                os.unlink(path)
+    except BlockingIOError:
+        say(f"a calibration of this machine is running (it holds {_shown(path)}.lock): nothing removed", err=True)
         return 1
-    print(f"removed {path}")
+    except OSError as exc:
+        say(f"cannot remove {_shown(path)}: {exc}", err=True)
+        return 1
+    say(f"removed {_shown(path)}" + (f" and {len(stale)} unfinished temporary file(s)" if stale else ""))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command (see the module docstring); returns its exit status."""
+    say = _Output()
     parser = argparse.ArgumentParser(
         prog="python -m cyscatter.calibrate",
         description="Measure the kernels' streaming-store and prefetch switches on this machine and keep the "
@@ -342,22 +395,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scale", type=_scale, help=argparse.SUPPRESS)   # tests: smaller arrays
     args = parser.parse_args(argv)
     if (args.show or args.clear) and (args.rounds is not None or args.scale is not None):
-        parser.error("--rounds applies to a measurement, not to --show or --clear")
+        parser.error("--rounds and --scale apply to a measurement, not to --show or --clear")
     rounds, scale = args.rounds or 7, args.scale or 1.0
     if args.show:
-        print(show())
+        say(show())
         return 0
     bare = _machine.detect(calibrated=False)
     path = _machine.calibration_path(bare)
     if path is None and not args.no_write:
-        print(NO_FOLDER, file=sys.stderr)
+        say(no_folder(), err=True)
         return 1
     if args.clear:
         assert path is not None
-        return _clear(path)
-    print(f"machine: {bare.describe()}, {bare.cpus} CPUs; measuring ({rounds} rounds) ...", flush=True)
+        return _clear(path, say)
+    if path is not None and not args.no_write and os.path.lexists(path) and not os.path.isfile(path):
+        say(f"{_shown(path)} is not a regular file: remove it first (nothing measured)", err=True)
+        return 1
+    say(f"machine: {bare.describe()}, {bare.cpus} CPUs; measuring ({rounds} rounds) ...")
     if args.no_write:
-        print(report(calibrate(rounds, scale, bare)[1]))
+        say(report(calibrate(rounds, scale, bare)[1]))
         return 0
     assert path is not None
     try:
@@ -366,31 +422,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             if document["measured"]:
                 save(document, path)
     except BlockingIOError:
-        print(f"another calibration of this machine is running (it holds {path}.lock)", file=sys.stderr)
+        say(f"another calibration of this machine is running (it holds {_shown(path)}.lock)", err=True)
         return 1
     except OSError as exc:
-        print(f"cannot write {path}: {exc}", file=sys.stderr)
+        say(f"cannot write {_shown(path)}: {exc}", err=True)
         return 1
+    say(report(document))
     if not document["measured"]:
-        print(report(document))
-        print("nothing could be measured: nothing kept (the rules still come from the caches)", file=sys.stderr)
+        say("nothing could be measured: nothing kept (the rules still come from the caches)", err=True)
         return 1
     _machine.apply(dataclasses.replace(bare, calibration=calibration))
-    print(report(document))
-    print(f"kept in {path}; in force from the next `import cyscatter` (CYSCATTER_MACHINE=generic ignores it)")
+    say(f"kept in {_shown(path)}; in force from the next `import cyscatter` (CYSCATTER_MACHINE=generic ignores "
+        "it)")
     return 0
 
 
 def _command() -> int:
-    """`main` as a command: Ctrl-C and a closed pipe (``| head``) end it quietly."""
+    """`main` as a command: Ctrl-C ends it quietly (nothing is kept before a measurement ends)."""
     try:
         return main()
     except KeyboardInterrupt:
-        print("interrupted: nothing kept", file=sys.stderr)
+        _Output()("interrupted: nothing kept", err=True)
         return 130
-    except BrokenPipeError:   # the reader left; the calibration, if measured, was kept before printing
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
 
 
 if __name__ == "__main__":

@@ -58,16 +58,36 @@ def test_cache_dir_precedence(monkeypatch, tmp_path):
     assert _machine.cache_dir() == tmp_path / "home" / ".cache" / "cyscatter"
 
 
-def test_relative_folders_are_ignored(monkeypatch, tmp_path):
-    """The XDG rule: a relative folder would make the calibration depend on the working folder."""
+def test_relative_folders(monkeypatch, tmp_path):
+    """A relative XDG_CACHE_HOME is ignored (the XDG rule); a relative CYSCATTER_CACHE_DIR, a folder the user
+    chose, is not replaced by another: no calibration at all."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("CYSCATTER_CACHE_DIR", "relative")
+    monkeypatch.delenv("CYSCATTER_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", "rel")
     assert _machine.cache_dir() == tmp_path / "home" / ".cache" / "cyscatter"
-    monkeypatch.setattr(os.path, "expanduser", lambda path: path)   # no home folder: "~" stays "~"
+    for chosen in ("relative", "~/cc"):
+        monkeypatch.setenv("CYSCATTER_CACHE_DIR", chosen)
+        assert _machine.cache_dir() is None
+        assert "is not an absolute path" in calibrate.no_folder()
+
+
+@pytest.mark.parametrize("home", ["", "/", "relative", "//"])
+def test_no_usable_home_folder_means_no_calibration(monkeypatch, home):
+    monkeypatch.delenv("CYSCATTER_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", home)
     assert _machine.cache_dir() is None
     assert _machine.calibration_path(_bare()) is None
     assert _machine.load_calibration(_bare()) == (None, None)
+    assert "no cache folder" in calibrate.no_folder()
+
+
+def test_a_relative_folder_is_refused_by_the_command(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CYSCATTER_CACHE_DIR", "mycache")
+    assert calibrate.main(["--rounds", "3", "--scale", "0.01"]) == 1
+    assert "is not an absolute path" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_no_folder_is_reported_by_the_command(monkeypatch, capsys, cache):
@@ -129,6 +149,8 @@ def test_a_bad_file_is_ignored(cache, content, why):
     ({"date": 5}, "holds no choice"),
     ({"date": "2026-12-02T11:00:00Z\x1b[2J"}, "holds no choice"),
     ({"date": "yesterday"}, "holds no choice"),
+    ({"date": "9999-99-99T99:99:99Z"}, "holds no choice"),
+    ({"date": "\u0662\u0660\u0662\u0666-12-02T11:00:00Z"}, "holds no choice"),   # Arabic-Indic digits
     ({"chosen": {"stream_min_bytes": -1, "prefetch_bytes": 4096}}, "out of range"),
     ({"chosen": {"stream_min_bytes": 0, "prefetch_bytes": 100}}, "out of range"),
     ({"chosen": {"stream_min_bytes": 0, "prefetch_bytes": 1 << 20}}, "out of range"),
@@ -203,7 +225,8 @@ def test_save_replaces_a_link_not_its_target_and_leaves_no_part(cache):
 
 
 def _import_rules(env):
-    code = "import cyscatter.kernels as k, cyscatter, cyscatter._machine as m; print(k._machine()); print(m.ACTIVE.rules())"
+    code = ("import cyscatter.kernels as k, cyscatter, cyscatter._machine as m; print(k._machine()); "
+            "print(m.ACTIVE.rules())")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     lines = out.stdout.strip().splitlines()
     return eval(lines[0]), lines[1]   # a dict literal the kernel printed
@@ -404,6 +427,67 @@ def test_a_closed_pipe_ends_the_command_quietly_and_keeps_the_calibration(cache)
     proc.wait(timeout=120)
     assert "Traceback" not in err
     assert _machine.load_calibration(_bare())[0] is not None
+
+
+def test_the_file_is_readable_by_other_users(cache):
+    path = _machine.calibration_path(_bare())
+    calibrate.save(_document(_bare()), path)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_clear_removes_what_a_killed_writer_left(cache, capsys):
+    path = _machine.calibration_path(_bare())
+    calibrate.save(_document(_bare()), path)
+    stale = path.with_name(f".{path.name}.abc123.part")
+    stale.write_text("{")
+    assert calibrate.leftovers(path) == [stale]
+    assert calibrate.main(["--clear"]) == 0
+    assert not path.exists() and not stale.exists()
+    assert "1 unfinished temporary file" in capsys.readouterr().out
+
+
+def test_clear_is_refused_while_a_calibration_runs(cache, capsys):
+    path = _machine.calibration_path(_bare())
+    calibrate.save(_document(_bare()), path)
+    code = "from cyscatter import calibrate, _machine; import sys; sys.exit(calibrate.main(['--clear']))"
+    with calibrate.exclusive(path):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=dict(os.environ, CYSCATTER_CACHE_DIR=str(cache)))
+    assert proc.returncode == 1 and "is running" in proc.stderr
+    assert path.exists()
+
+
+def test_a_folder_in_place_of_the_file_is_refused_before_measuring(cache, capsys, monkeypatch):
+    _machine.calibration_path(_bare()).mkdir()
+    monkeypatch.setattr(calibrate, "calibrate", lambda *a: pytest.fail("measured"))
+    assert calibrate.main(["--rounds", "3"]) == 1
+    assert "not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--show"], ["--clear"], ["--rounds", "3", "--scale", "0.01"]])
+def test_output_that_cannot_be_written_does_not_change_the_status(cache, argv):
+    """stdout on a full disk (/dev/full), a closed pipe, a strict encoding and an unencodable folder name."""
+    env = dict(os.environ, CYSCATTER_CACHE_DIR=os.fsdecode(os.fsencode(str(cache)) + b"/bad\xff"),
+               PYTHONIOENCODING="utf-8")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "cyscatter.calibrate", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "cyscatter.calibrate", "--show"], capture_output=True,
+                          env=env)
+    assert proc.returncode == 0 and b"\\udcff" in proc.stdout
+
+
+def test_a_tie_beyond_the_measured_sizes_keeps_the_rule(monkeypatch):
+    """An LLC over 512 MiB: the rule streams from past 1 GiB, the largest size measured; a tie there says
+    nothing against it."""
+    monkeypatch.setattr(calibrate, "time_interleaved", _fixed([TIE]))
+    machine = _machine.Machine("AMD", "big", MIB, 768 * MIB, 64)
+    got = calibrate.stream_trial(machine, 3, scale=0.0001)
+    assert got["stream_min_bytes"] == machine.rule_stream_min_bytes == 1536 * MIB
+    monkeypatch.setattr(calibrate, "time_interleaved", _fixed([PLAIN_WINS]))
+    assert calibrate.stream_trial(machine, 3, scale=0.0001)["stream_min_bytes"] == 0
 
 
 def test_the_module_runs_as_a_command(cache):

@@ -359,22 +359,34 @@ def _scale(text: str) -> float:
     return value
 
 
+def _under_lock(path: Path, say: _Output, verb: str, work: Callable[[], None]) -> bool:
+    """Run `work` holding `path`'s lock (`exclusive`); False, said on stderr, when another calibration holds it
+    or the OS refuses (`verb` names what could not be done)."""
+    try:
+        with exclusive(path):
+            work()
+    except BlockingIOError:
+        say(f"another calibration of this machine is running (it holds {_shown(path)}.lock): cannot {verb} "
+            f"{_shown(path)} now", err=True)
+        return False
+    except OSError as exc:
+        say(f"cannot {verb} {_shown(path)}: {exc}", err=True)
+        return False
+    return True
+
+
 def _clear(path: Path, say: _Output) -> int:
     stale = leftovers(path)
     if not os.path.lexists(path) and not stale:
         say(f"no calibration at {_shown(path)}")
         return 0
-    try:
-        with exclusive(path) if path.parent.is_dir() else contextlib.nullcontext():
-            for part in stale:
-                part.unlink(missing_ok=True)
-            if os.path.lexists(path):
-                os.unlink(path)
-    except BlockingIOError:
-        say(f"a calibration of this machine is running (it holds {_shown(path)}.lock): nothing removed", err=True)
-        return 1
-    except OSError as exc:
-        say(f"cannot remove {_shown(path)}: {exc}", err=True)
+
+    def remove() -> None:
+        for part in stale:
+            part.unlink(missing_ok=True)
+        if os.path.lexists(path):
+            os.unlink(path)
+    if not _under_lock(path, say, "remove", remove):
         return 1
     say(f"removed {_shown(path)}" + (f" and {len(stale)} unfinished temporary file(s)" if stale else ""))
     return 0
@@ -416,17 +428,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         say(report(calibrate(rounds, scale, bare)[1]))
         return 0
     assert path is not None
-    try:
-        with exclusive(path):
-            calibration, document = calibrate(rounds, scale, bare)
-            if document["measured"]:
-                save(document, path)
-    except BlockingIOError:
-        say(f"another calibration of this machine is running (it holds {_shown(path)}.lock)", err=True)
+    done: list[tuple[_machine.Calibration, dict[str, Any]]] = []
+
+    def measure_and_keep() -> None:
+        done.append(calibrate(rounds, scale, bare))
+        if done[0][1]["measured"]:
+            save(done[0][1], path)
+    if not _under_lock(path, say, "write", measure_and_keep):
         return 1
-    except OSError as exc:
-        say(f"cannot write {_shown(path)}: {exc}", err=True)
-        return 1
+    calibration, document = done[0]
     say(report(document))
     if not document["measured"]:
         say("nothing could be measured: nothing kept (the rules still come from the caches)", err=True)

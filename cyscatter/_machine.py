@@ -58,7 +58,7 @@ _MAX_FILE_BYTES = 64 * _KIB         # a calibration file is ~1 KB; anything larg
 @dataclass(frozen=True)
 class Calibration:
     """What ``python -m cyscatter.calibrate`` chose for one machine: `stream_min_bytes`, the smallest gather
-    output written with non-temporal stores (0: never; the output size it measured when streaming won),
+    output written with non-temporal stores (0: never),
     `prefetch_bytes`, the row prefetch reach, and `date` (ISO 8601, UTC) of the measurement."""
 
     stream_min_bytes: int
@@ -232,7 +232,8 @@ def _read_small_regular_file(path: Path) -> bytes | None:
 
 def _is_date(text: object) -> bool:
     """`text` is an ISO 8601 UTC time of the form the calibration writes (ASCII digits, a real date)."""
-    if not isinstance(text, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z", text):
+    form = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"
+    if not isinstance(text, str) or not re.fullmatch(form, text):
         return False
     import datetime
     try:
@@ -260,7 +261,7 @@ def load_calibration(machine: Machine, path: Path | None = None) -> tuple[Calibr
         data = json.loads(raw.decode("utf-8"))
     except Exception as exc:   # an unreadable or malformed file (any error json or the OS raise) is ignored
         return None, f"{path} cannot be read as a calibration ({type(exc).__name__}: {exc})"
-    if not isinstance(data, dict) or not (type(data.get("format")) is int and data["format"] == CALIBRATION_FORMAT):
+    if not isinstance(data, dict) or not _valid(data.get("format"), CALIBRATION_FORMAT, CALIBRATION_FORMAT):
         return None, f"{path} is not a calibration of format {CALIBRATION_FORMAT}"
     found, key = data.get("machine"), machine.key()
     if not (isinstance(found, dict) and found.keys() == key.keys()

@@ -25,6 +25,7 @@ cdef extern from "_halfconv.h" nogil:
     void cyscatter_f16_to_f32(const uint16_t* src, float* dst, Py_ssize_t n)
 
 cdef extern from "_cpu.h" nogil:
+    Py_ssize_t cyscatter_rows_ahead(Py_ssize_t reach, Py_ssize_t row_bytes)
     int cyscatter_omp_max_threads()
     int cyscatter_have_openmp()
     void cyscatter_prefetch_w(const void* p)
@@ -202,7 +203,7 @@ cdef inline Py_ssize_t _prefetch_distance(Py_ssize_t row_bytes, Py_ssize_t rows,
     if ahead < 0:
         if rows * row_bytes <= _l2_share:
             return 0
-        ahead = min(_prefetch_bytes // 64, max(_prefetch_bytes // 256, _prefetch_bytes // max(row_bytes, 1)))
+        ahead = cyscatter_rows_ahead(_prefetch_bytes, row_bytes)
     return ahead if ahead < n else 0
 
 

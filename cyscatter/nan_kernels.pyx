@@ -28,6 +28,7 @@ from cyscatter.kernels cimport index_t, team_size, check_and_count, nan_add
 from cyscatter.group_kernels cimport nan_value_t
 
 cdef extern from "_cpu.h" nogil:
+    Py_ssize_t cyscatter_rows_ahead(Py_ssize_t reach, Py_ssize_t row_bytes)
     void cyscatter_prefetch_w(const void* p)
     void cyscatter_prefetch_r(const void* p)
     int cyscatter_row_nanadd_f(float* dst, const float* src, Py_ssize_t width)
@@ -267,8 +268,7 @@ cdef Py_ssize_t nan_pass(const nan_value_t* src, Py_ssize_t outer_stride, Py_ssi
     cdef Py_ssize_t count_bytes = width * <Py_ssize_t>sizeof(nan_count_t)
     # destination rows are random: fetched ~4 KB of rows ahead as the core kernels do (NOTES.md), the count rows
     # only while the src rows hold NaN (the last one did), so that src without NaN never touches the counts
-    cdef Py_ssize_t ahead = min(_prefetch_bytes // 64,
-                                max(_prefetch_bytes // 256, _prefetch_bytes // max(row_bytes, 1)))
+    cdef Py_ssize_t ahead = cyscatter_rows_ahead(_prefetch_bytes, row_bytes)
     cdef bint fetch_out = out != NULL and size * inner * <Py_ssize_t>sizeof(nan_value_t) > _l2_share
     cdef bint fetch_counts = counts != NULL and size * inner * <Py_ssize_t>sizeof(nan_count_t) > _l2_share
     # the src stream too for rows of 1-4 cache lines, as the core scatter (NOTES.md v6)

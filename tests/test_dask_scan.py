@@ -10,7 +10,7 @@ import pytest
 da = pytest.importorskip("dask.array")
 from compare import assert_same  # noqa: E402
 from reference_scan import ref_scan  # noqa: E402
-from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES, op_supports  # noqa: E402
+from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES, numpy_groupies_scans, op_supports  # noqa: E402
 
 import cyscatter as cs  # noqa: E402
 import cyscatter.dask as csd  # noqa: E402
@@ -96,7 +96,7 @@ def test_scan_dtypes(op, dtype):
             assert_matches(got, cs.scatter_scan(src, index, op, **kw), op)
 
 
-@pytest.mark.parametrize("func,op", [("cumsum", "add"), ("cumprod", "mul"), ("cummax", "max"), ("cummin", "min")])
+@pytest.mark.parametrize("func,op", numpy_groupies_scans())
 @pytest.mark.parametrize("dtype", ("float64", "int64"))
 @pytest.mark.parametrize("chunks", (1, 7, 50, 200))
 def test_scan_matches_numpy_groupies(func, op, dtype, chunks):

@@ -8,7 +8,7 @@ import cyscatter as cs
 from compare import assert_same, tolerance
 from group_cases import LAYOUTS, make_case, values
 from reference_scan import ref_scan
-from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES, op_supports
+from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES, numpy_groupies_scans, op_supports
 
 SCAN_OPS = ("add", "mul", "max", "min")
 MODES = ("raise", "drop", "wrap", "clip", "normalize_drop")
@@ -64,7 +64,7 @@ def test_scan_nan_and_signed_zeros():
     assert_same(cs.scatter_scan(src[::-1].copy(), index, "min"), ref_scan(src[::-1], index, "min"))
 
 
-@pytest.mark.parametrize("func,op", [("cumsum", "add"), ("cumprod", "mul"), ("cummax", "max"), ("cummin", "min")])
+@pytest.mark.parametrize("func,op", numpy_groupies_scans())
 @pytest.mark.parametrize("dtype", ("float64", "int64"))
 def test_scan_matches_numpy_groupies(func, op, dtype):
     npg = pytest.importorskip("numpy_groupies")

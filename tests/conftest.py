@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))   # the shared test helpers: testing, reference, ...
 
 from testing import BACKENDS, Backend  # noqa: E402
+from tiers import pytest_addoption, pytest_collection_modifyitems, pytest_report_header  # noqa: E402,F401
 
-SHARED_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "nnlib_cases.json"
 
 
 @pytest.fixture(params=BACKENDS)

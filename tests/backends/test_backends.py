@@ -11,7 +11,7 @@ import pytest
 
 import cyscatter as cs
 from reference import numeric_vjp, ref_gather, ref_scatter
-from testing import INDEX_DTYPES, OPS, VALUE_DTYPES, op_supports, true_division, twin
+from testing import INDEX_DTYPES, OPS, VALUE_DTYPES, into_supports, op_supports, twin
 
 ORDER_DEPENDENT_OPS = ("add", "sub", "mul", "div", "mean", "sqrt_n")   # float results depend on the update order
 RTOL = {"e": 2e-3, "f": 1e-5, "d": 1e-12, "F": 1e-5, "D": 1e-12}   # by dtype char of the result
@@ -58,9 +58,8 @@ def index_for(rng, kind, n, dims, dtype="int64", mode="raise"):
 @pytest.mark.parametrize("kind", ["int", "tuple"])
 @pytest.mark.parametrize("dtype", VALUE_DTYPES)
 @pytest.mark.parametrize("op", OPS)
+@pytest.mark.valid(lambda dtype, op: op_supports(op, dtype))
 def test_scatter(backend, op, dtype, kind):
-    if not op_supports(op, dtype):
-        pytest.skip(f"{op} needs ordered values")
     rng = np.random.default_rng(0)
     index = index_for(rng, kind, 20, (4, 3))
     src = values(rng, (2, 20, 3), dtype, op)   # batch 2, index 20, features 3
@@ -93,9 +92,8 @@ def test_scatter_index_dtypes(backend, index_dtype):
                                    "complex128"])
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("layout", ["contiguous", "strided"])
+@pytest.mark.valid(lambda dtype, op: into_supports(op, dtype))
 def test_scatter_into(backend, op, dtype, layout):
-    if not op_supports(op, dtype) or (true_division(op) and np.dtype(dtype).kind in "iu"):
-        pytest.skip(f"{op} into {dtype} is refused")
     rng = np.random.default_rng(3)
     index = index_for(rng, "int", 25, (6,))
     src = values(rng, (3, 25), dtype, op)

@@ -77,9 +77,8 @@ def test_scatter_matches_reference(op, kind, mode, chunks):
 
 @pytest.mark.parametrize("dtype", VALUE_DTYPES)
 @pytest.mark.parametrize("op", OPS)
+@pytest.mark.valid(lambda dtype, op: op_supports(op, dtype))
 def test_scatter_dtypes(op, dtype):
-    if not op_supports(op, dtype):
-        pytest.skip(f"{op} does not take {dtype}")
     rng = np.random.default_rng(2)
     index, dim_size = make_index(rng, "int", "drop")
     src = make_values(rng, (N, 3), dtype)

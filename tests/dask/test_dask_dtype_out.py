@@ -28,9 +28,8 @@ def _lazy(index, chunks=4):
 @pytest.mark.parametrize("src_dtype, dtype", [("int32", "float32"), ("int16", "int64"), ("float16", "float64"),
                                               ("float64", "float32"), ("uint8", "complex128"),
                                               ("float32", "float16")])
+@pytest.mark.valid(lambda dtype, op: op_supports(op, dtype))
 def test_scatter_dtype_matches_core(op, kind, src_dtype, dtype):
-    if not op_supports(op, dtype):
-        pytest.skip("ordered op on complex")
     rng = np.random.default_rng(3)
     src = rng.integers(1, 4, (N, 2)).astype(src_dtype)
     index, dims = _index(rng, kind)

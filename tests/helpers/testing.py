@@ -64,6 +64,11 @@ def op_supports(op: str, dtype) -> bool:
     return not (get_op(op).ordered and np.dtype(dtype).kind == "c")
 
 
+def into_supports(op: str, dtype) -> bool:
+    """`op` takes a destination of `dtype` in place: ordered ops refuse complex, true division integers."""
+    return op_supports(op, dtype) and not (true_division(op) and np.dtype(dtype).kind in "iu")
+
+
 def _cupy_or_none():
     try:
         import cupy

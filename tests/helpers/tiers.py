@@ -9,6 +9,12 @@ Cases marked ``full``: the exhaustive grids (whose covering slice is still in th
 test is marked), builds, docs, the demo's model, memory, the campaigns, and every case measured over a second.
 Naming tests on the command line (``path::name``) selects the full tier, so a named case always runs.
 
+Grid combinations that do not exist (an ordered op on complex values, a pattern a geometry cannot have) are
+dropped at collection by ``@pytest.mark.valid(predicate)``: the predicate takes the case's parameters by name
+(any subset of them; a lambda, since pytest takes a named function for the test it marks) and returns whether
+the case is one; the registry's predicates (`testing.op_supports`, ...)
+are the usual ones. Such a case is never collected to be skipped.
+
 GPU cases (marked ``gpu``) are deselected at collection without a usable CUDA device, unless
 ``CYSCATTER_REQUIRE_GPU=1`` keeps them (they then fail instead of skipping).
 
@@ -18,6 +24,7 @@ machine for the same tests (SciPy's ``label='fast'`` and NumPy's ``slow`` split 
 from __future__ import annotations
 
 import heapq
+import inspect
 import itertools
 import os
 
@@ -97,6 +104,17 @@ def default_tier(items) -> list:
     return [item for item in items if id(item) in kept]
 
 
+def is_valid(item) -> bool:
+    """Whether every ``valid`` predicate of `item` holds for its parameters."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for mark in item.iter_markers("valid"):
+        predicate = mark.args[0]
+        names = inspect.signature(predicate).parameters
+        if not predicate(**{name: params[name] for name in names}):
+            return False
+    return True
+
+
 def _deselect(config, items, keep):
     keep_ids = set(map(id, keep))
     dropped = [item for item in items if id(item) not in keep_ids]
@@ -108,6 +126,8 @@ def _deselect(config, items, keep):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     from testing import REQUIRE_GPU, gpu_available
+    if any(item.get_closest_marker("valid") for item in items):
+        _deselect(config, items, [item for item in items if is_valid(item)])
     if not REQUIRE_GPU and any(item.get_closest_marker("gpu") for item in items) and not gpu_available():
         _deselect(config, items, [item for item in items if item.get_closest_marker("gpu") is None])
     tier = tier_of(config)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from group_cases import DIMS, index_for
+from group_cases import index_for
 from reference import _resolve
 from testing import INDEX_DTYPES, INDEX_KINDS
 

@@ -7,33 +7,9 @@ import pytest
 
 import cyscatter as cs
 from compare import assert_same
-from inputs import BASE, DIMS, EMPTY_GEOMETRIES, GEOMETRIES, in_layout, index, pick, rng_for, values
-from reference import ref_gather
-from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES
-
-FORMS = ("gather", "gather_into")
-
-
-def check_gather(backend, dtype, kind, form, *, geom=BASE, index_dtype="int64", layout="C", mode="raise",
-                 fill_value=0):
-    """Gather from src of shape B + D + F into B + I + F on `backend`; compare with the reference."""
-    rng = rng_for(dtype, kind, form, geom, index_dtype, layout, mode, fill_value)
-    dims = DIMS[kind]
-    src = values(dtype, geom.out_shape(dims), rng)
-    idx = index(kind, index_dtype, geom.ishape, dims, rng, out_of_range=mode != "raise")
-    axis = geom.gather_axis(len(dims))
-    src_in, idx_in = in_layout(layout, src, backend.xp), in_layout(layout, idx, backend.xp)
-    if src_in is None:
-        pytest.skip(f"no {layout} layout on {backend.name}")
-    if form == "gather":
-        expected = ref_gather(src, idx, axis=axis, mode=mode, fill_value=fill_value)
-        actual = cs.gather(src_in, idx_in, axis=axis, mode=mode, fill_value=fill_value)
-    else:
-        dst = values(dtype, geom.src_shape(), rng)
-        expected = ref_gather(src, idx, axis=axis, mode=mode, dst=dst)
-        actual = in_layout("C" if layout == "readonly" else layout, dst, backend.xp)
-        assert cs.gather_into(actual, src_in, idx_in, axis=axis, mode=mode) is actual
-    assert_same(backend.to_numpy(actual), expected)
+from checks import GATHER_FORMS as FORMS, check_gather
+from inputs import EMPTY_GEOMETRIES, GEOMETRIES, pick, rng_for, values
+from testing import INDEX_KINDS, VALUE_DTYPES
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -49,13 +25,6 @@ def test_every_dtype_and_index_kind(backend, dtype, kind, form):
 @pytest.mark.parametrize("geom", GEOMETRIES + EMPTY_GEOMETRIES, ids=str)
 def test_axis_and_shapes(backend, geom, kind, form):
     check_gather(backend, pick(VALUE_DTYPES, geom, kind, form), kind, form, geom=geom)
-
-
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("kind", INDEX_KINDS)
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_index_dtypes(backend, index_dtype, kind, form):
-    check_gather(backend, pick(VALUE_DTYPES, index_dtype, kind, form), kind, form, index_dtype=index_dtype)
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -1,5 +1,6 @@
-"""scatter and scatter_into against the reference: ops x value dtypes x index dtypes x int/tuple index x axis x
-layouts x modes, allocating and in place. Results must match bit for bit (see compare.py)."""
+"""scatter and scatter_into against the reference: ops x value dtypes x int/tuple index x axis x
+layouts x modes, allocating and in place (the index dtypes: test_conformance.py). Results must match bit for bit
+(see compare.py)."""
 from __future__ import annotations
 
 import itertools
@@ -8,36 +9,11 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
+from checks import SCATTER_FORMS as FORMS, check_scatter
 from compare import assert_same, tolerance
-from inputs import BASE, DIMS, EMPTY_GEOMETRIES, GEOMETRIES, in_layout, index, pick, rng_for, values
-from reference import ref_scatter, result_dtype
-from testing import INDEX_DTYPES, INDEX_KINDS, KERNEL_VALUE_DTYPES, OPS, VALUE_DTYPES, into_supports, op_supports, true_division
-
-FORMS = ("scatter", "scatter_into")
-
-
-def check_scatter(backend, op, dtype, kind, form, *, geom=BASE, index_dtype="int64", layout="C", mode="raise",
-                  dims=None, fill_value=None):
-    """Run one scatter case on `backend` and compare it with the reference on NumPy copies of the inputs."""
-    rng = rng_for(op, dtype, kind, form, geom, index_dtype, layout, mode, fill_value)
-    dims = DIMS[kind] if dims is None else dims
-    src = values(dtype, geom.src_shape(), rng, op)
-    idx = index(kind, index_dtype, geom.ishape, dims, rng, out_of_range=mode != "raise")
-    dim_size = dims if kind == "tuple" else dims[0]
-    src_in, idx_in = in_layout(layout, src, backend.xp), in_layout(layout, idx, backend.xp)
-    if src_in is None:
-        pytest.skip(f"no {layout} layout on {backend.name}")
-    dst = None
-    if form == "scatter":
-        expected = ref_scatter(src, idx, op, dim_size=dim_size, axis=geom.axis, mode=mode, fill_value=fill_value)
-        actual = cs.scatter(src_in, idx_in, op, dim_size=dim_size, axis=geom.axis, mode=mode,
-                            fill_value=fill_value)
-    else:
-        dst = values(result_dtype(op, dtype), geom.out_shape(dims), rng, op)
-        expected = ref_scatter(src, idx, op, axis=geom.axis, mode=mode, dst=dst)
-        actual = in_layout("C" if layout == "readonly" else layout, dst, backend.xp)
-        assert cs.scatter_into(actual, src_in, idx_in, op, axis=geom.axis, mode=mode) is actual
-    assert_same(backend.to_numpy(actual), expected, *tolerance(backend.name, op, dtype, src, dst))
+from inputs import DIMS, EMPTY_GEOMETRIES, GEOMETRIES, index, pick, rng_for, values
+from reference import ref_scatter
+from testing import INDEX_KINDS, KERNEL_VALUE_DTYPES, OPS, VALUE_DTYPES, into_supports, op_supports, true_division
 
 
 def supported(*lists):
@@ -58,15 +34,6 @@ def test_every_op_dtype_and_index_kind(backend, op, dtype, kind, form):
 def test_axis_and_shapes(backend, geom, op, kind, form):
     dtype = pick(KERNEL_VALUE_DTYPES, geom, op, kind, form)
     check_scatter(backend, op, dtype, kind, form, geom=geom)
-
-
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("kind", INDEX_KINDS)
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
-def test_index_dtypes(backend, index_dtype, op, kind, form):
-    check_scatter(backend, op, pick(VALUE_DTYPES[:4], index_dtype, op, kind, form), kind, form,
-                  index_dtype=index_dtype)
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -54,12 +54,12 @@ numpydoc_show_class_members = False    # GatherScatterPlan's attributes are desc
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False       # types such as "array_like, shape B + I + F" are prose, not references
 # Every rendered public docstring is validated during the build; with -W a finding fails the build. The same
-# set is applied by tests/test_docs.py to every public callable of cyscatter, cyscatter.dask and grad.
+# set is applied by tests/docs/test_docs.py to every public callable of cyscatter, cyscatter.dask and grad.
 # "all" minus the checks that do not fit this project's docstrings:
 #   GL01  summary on the line of the opening quotes (project style: PEP 257's one-line start)
 #   ES01  an extended summary is optional (Notes carry the details)
 #   SA01  See Also is optional
-#   EX01  Examples are required of the core functions by tests/test_doctests.py, not of every reverse function
+#   EX01  Examples are required of the core functions by tests/docs/test_doctests.py, not of every reverse function
 #   SS05  the summary may start with a noun ("Gradient of a scatter ..."), not only a third-person verb
 #   SS06  summaries may wrap: they name shapes and NNlib's equivalent
 #   RT02  Returns entries are named (``out : ndarray, shape B + D + F``): the names are used in the prose
@@ -70,7 +70,7 @@ def _wrapper_signature_names() -> set[str]:
     """The public grad functions whose signature is still autograd's wrapper's ``(*args, **kwargs)``.
 
     The build validates what it renders, signature included; for these the parameter checks would compare the
-    docstring with ``*args``. tests/test_docs.py validates them against the wrapped function instead; once
+    docstring with ``*args``. tests/docs/test_docs.py validates them against the wrapped function instead; once
     ``inspect.signature`` gives their own parameters (``__signature__`` / ``__wrapped__``) this set is empty and
     the build validates them too."""
     import inspect

@@ -3,7 +3,7 @@
 # the working tree, so the normal in-place build is left alone, and run the tests against it.
 #
 #   tools/sanitize.sh                          # the suite (see the default below)
-#   tools/sanitize.sh tests/test_hostile.py    # any pytest arguments
+#   tools/sanitize.sh tests/robustness/test_hostile.py    # any pytest arguments
 #
 # CPython itself is not instrumented, so the ASan runtime is preloaded, and its leak checker is off: the
 # interpreter keeps memory alive at exit on purpose; a failed allocation returns NULL (the tests ask NumPy for
@@ -27,6 +27,6 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export PYTHONMALLOC=malloc   # every Python allocation through malloc, so ASan sees them too
 if [ "$#" -eq 0 ]; then
     # not here: a LocalCluster's worker processes stall under ASan, and nvcc segfaults with libasan preloaded
-    set -- tests -m "not slow and not gpu and not distributed" --ignore=tests/test_cuda_build.py
+    set -- tests -m "not stress and not distributed" --ignore=tests/build/test_cuda_build.py
 fi
 python -m pytest -q -p no:cacheprovider "$@"

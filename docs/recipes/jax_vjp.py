@@ -1,6 +1,6 @@
 """cyscatter's scatter as a JAX function with a ``custom_vjp``, built from the split reverse functions.
 
-A complete recipe (tested by ``tests/test_docs.py`` with ``jax.test_util.check_grads`` and against JAX's own
+A complete recipe (tested by ``tests/docs/test_docs.py`` with ``jax.test_util.check_grads`` and against JAX's own
 ``segment_*``): cyscatter runs on the host through ``jax.pure_callback``, so the function works under
 ``jax.jit`` and ``jax.grad`` (CPU arrays; reverse mode, first order).
 """

@@ -1,6 +1,6 @@
 """cyscatter's scatter and gather as PyTorch ``autograd.Function``s, built from the split reverse functions.
 
-A complete recipe (tested by ``tests/test_docs.py`` with ``torch.autograd.gradcheck``): the forward passes run
+A complete recipe (tested by ``tests/docs/test_docs.py`` with ``torch.autograd.gradcheck``): the forward passes run
 cyscatter on CPU tensors, the backward passes run ``cyscatter.scatter_vjp_src`` / ``scatter_vjp_dst`` /
 ``gather_vjp_src``. First order only (``once_differentiable``): a second order needs the backward written as
 another Function, as the ``grad`` package does for autograd.

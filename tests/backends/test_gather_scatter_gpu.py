@@ -2,7 +2,7 @@
 
 Every op x value dtype x index kind x weight kind (none, per edge, per head, a per-head shape that broadcasts) x
 mode x plan or none, forward, both VJPs and the JVP. Each runs on CuPy (marked gpu: skipped without a GPU, a
-failure with CYSCATTER_REQUIRE_GPU=1) and on the host emulation of tests/emulated_cupy.py, which checks the
+failure with CYSCATTER_REQUIRE_GPU=1) and on the host emulation of tests/helpers/emulated_cupy.py, which checks the
 backend's Python code and the kernels' semantics in CI. Results the GPU computes exactly (max/min, integers,
 tie counts) must equal the CPU's bits; float sums and products are compared to rounding (atomics arrive in any
 order).

@@ -4,7 +4,7 @@ Every op x dtype x index kind x mode on CuPy runs in test_backends.py (its `back
 cases where a GPU atomic can go wrong and the CPU cannot: precision below float32, NaN and signed zeros under
 concurrent max/min, all threads on one row, integer wrap-around and extremes, and bad indices (which must raise
 before any write). Each runs on CuPy (marked gpu: skipped without a GPU, a failure with CYSCATTER_REQUIRE_GPU=1)
-and on the host emulation of tests/emulated_cupy.py, which checks the tests and the backend's Python code in CI.
+and on the host emulation of tests/helpers/emulated_cupy.py, which checks the tests and the backend's Python code in CI.
 """
 from __future__ import annotations
 

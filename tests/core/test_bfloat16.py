@@ -183,7 +183,7 @@ def test_segment_and_gather_scatter(op):
     same_bits(cs.segment(src, indptr, op), cs.segment(src.astype(F32), indptr, op).astype(BF16))
     rng = np.random.default_rng(6)
     gi, si = rng.integers(0, 17, 30), rng.integers(0, 6, 30)
-    if op not in FUSED_OPS:   # the assignments: gather_scatter refuses them (tests/test_assign.py)
+    if op not in FUSED_OPS:   # the assignments: gather_scatter refuses them (tests/ops/test_assign.py)
         return
     same_bits(cs.gather_scatter(src, gi, si, op, dim_size=6),
               cs.gather_scatter(src.astype(F32), gi, si, op, dim_size=6).astype(BF16))

@@ -1,7 +1,7 @@
 """A `src` that broadcasts (issue 18, item 1): scalars, a row (F,), (n, 1) against (n, F), size-1 batch or index
 dims, 0-d arrays, in every function that scatters a src.
 
-The references: the loop reference (`tests/reference.py`) on src broadcast by NumPy and copied, NumPy's own
+The references: the loop reference (`tests/helpers/reference.py`) on src broadcast by NumPy and copied, NumPy's own
 ``ufunc.at(a, idx, b)`` with the same b (NumPy broadcasts it), JAX's ``x.at[idx].add(b)`` and numpy_groupies'
 ``aggregate(idx, 1)``; gradients against central differences of the reference, autograd's ``check_grads`` and the
 sums over the broadcast dims of the per-entry cotangents. Refused shapes name src's shape and the expected one,

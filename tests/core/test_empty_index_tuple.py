@@ -4,7 +4,7 @@ An index of no arrays has the index shape I = () (NumPy broadcasts no arrays to 
 (D = ()): one entry, so ``scatter(src, ())`` is ``op(identity, src)`` element by element, ``scatter_into(dst,
 src, ())`` is ``op(dst, src)`` (``np.add.at(a, (), v)``, JAX's ``x.at[()].add(v)``), ``gather(src, ())`` is
 ``src[()]``. Every public function that takes an index is run with it against the plain-loop references of
-tests/reference*.py (which read an empty tuple by the same NumPy rule), NumPy's ``ufunc.at`` and JAX themselves,
+tests/helpers/reference*.py (which read an empty tuple by the same NumPy rule), NumPy's ``ufunc.at`` and JAX themselves,
 central differences for the reverse functions, and autograd's ``check_grads`` for `grad`.
 """
 from __future__ import annotations

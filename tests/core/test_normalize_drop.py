@@ -1,7 +1,7 @@
 """mode="normalize_drop" (issue 18, item 9): JAX's default scatter index rule, compared with JAX itself.
 
 Negative entries count from the end once (i + size); what is still out of range is dropped. The rest of the
-suite runs every function over `cyscatter.MODES` against the loop reference (`tests/reference.py`), so this mode
+suite runs every function over `cyscatter.MODES` against the loop reference (`tests/helpers/reference.py`), so this mode
 is covered there on the CPU, the emulated GPU, Dask and the reverse functions; here the peer decides."""
 import numpy as np
 import pytest
@@ -97,7 +97,7 @@ def test_grad_scatter_under_normalize_drop():
 
 def test_empty_index_tuple_matches_jax():
     # JAX's x.at[()] addresses the whole array (NumPy's a[()]); every function's empty tuple is tested in
-    # tests/test_empty_index_tuple.py
+    # tests/core/test_empty_index_tuple.py
     for shape in ((), (2, 3)):
         x = np.arange(1.0, 1.0 + np.prod(shape)).reshape(shape)
         v = np.full(shape, 0.5)

@@ -321,7 +321,7 @@ def client():
                                       worker_dashboard_address=None) as cluster, \
                 distributed.Client(cluster, set_as_default=False) as client:
             yield client
-    finally:   # later tests that start processes (tests/test_fork_safety.py) would inherit one thread
+    finally:   # later tests that start processes (tests/backends/test_fork_safety.py) would inherit one thread
         os.environ.clear()
         os.environ.update(environ)
 

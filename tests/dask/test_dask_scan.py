@@ -1,5 +1,5 @@
 """cyscatter.dask.scatter_scan (issue 18 leftover): against the in-memory cyscatter.scatter_scan on the computed
-arrays, the plain-loop reference (tests/reference_scan.py) and numpy_groupies' cumsum/cumprod/cummax/cummin,
+arrays, the plain-loop reference (tests/helpers/reference_scan.py) and numpy_groupies' cumsum/cumprod/cummax/cummin,
 over chunkings (one chunk, even, uneven with empty chunks, one entry per chunk), every scan op, exclusive and
 reverse, index kinds and modes, dtypes, batch/feature chunks, NaN and signed zeros; and its errors."""
 import zlib
@@ -215,7 +215,7 @@ def test_scan_graph_is_a_chain_of_small_tasks():
 def client():
     distributed = pytest.importorskip("dask.distributed")
     import os
-    environ = dict(os.environ)   # the nanny sets OMP_NUM_THREADS=1 in this process's environment (tests/test_dask.py)
+    environ = dict(os.environ)   # the nanny sets OMP_NUM_THREADS=1 in this process's environment (tests/dask/test_dask.py)
     try:
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                       worker_dashboard_address=None) as cluster, \

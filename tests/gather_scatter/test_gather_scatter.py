@@ -1,5 +1,5 @@
 """gather_scatter (fused message passing), its plan and its split reverse functions, against the plain-loop
-references of tests/reference_gather_scatter.py: ops x value dtypes x index kinds x weight kinds x plan x
+references of tests/helpers/reference_gather_scatter.py: ops x value dtypes x index kinds x weight kinds x plan x
 threads, modes, batch axes, fill, determinism, memory, and bad input."""
 from __future__ import annotations
 

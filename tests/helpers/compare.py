@@ -1,6 +1,6 @@
 """How results are compared with the reference: same dtype, same shape, same bits.
 
-cyscatter applies updates in index order, as tests/reference.py does, so float results are compared bitwise
+cyscatter applies updates in index order, as tests/helpers/reference.py does, so float results are compared bitwise
 (-0.0 differs from +0.0); only NaNs compare equal whatever their payload.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Independent references for gather_scatter and its reverse functions: plain loops over the edges, built on the
-plain-loop scatter of tests/reference.py, no cyscatter code.
+plain-loop scatter of tests/helpers/reference.py, no cyscatter code.
 
 An edge whose gather or scatter entry is out of range under mode="drop" is dropped whole; the messages are
 ``weight[k] * src[b, s]`` rounded to the promoted dtype, applied in edge order.

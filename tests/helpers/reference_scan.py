@@ -1,5 +1,5 @@
 """Reference of the grouped scans (`cyscatter.scatter_scan`): a plain loop over the index with a dict of running
-values, in the documented element rules (tests/reference.py), no cyscatter code."""
+values, in the documented element rules (tests/helpers/reference.py), no cyscatter code."""
 from __future__ import annotations
 
 import numpy as np

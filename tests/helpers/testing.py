@@ -11,14 +11,14 @@ from cyscatter import OP_NAMES, get_op
 from cyscatter import OPS as _REGISTRY
 
 OPS = OP_NAMES
-# the reductions: the ops other than the assignments set/first (tests/test_assign.py)
+# the reductions: the ops other than the assignments set/first (tests/ops/test_assign.py)
 REDUCTION_OPS = tuple(op.name for op in _REGISTRY if not op.winner)
 # the NaN-skipping twins (issue 18 item 3) run in scatter/scatter_into, segment, gather_scatter, their reverse
-# functions, grad and dask (tests/test_nan_ops.py, test_segment_nan.py, test_gather_scatter_nan.py)
+# functions, grad and dask (tests/ops/test_nan_ops.py, test_segment_nan.py, test_gather_scatter_nan.py)
 NAN_OPS = tuple(name for name in OPS if get_op(name).skips_nan)
 PLAIN_OPS = tuple(name for name in OPS if not get_op(name).skips_nan)
 # the ops gather_scatter and its reverse functions take: the reductions (the assignments are refused there with
-# a ValueError); the NaN-skipping ones are tested on inputs with NaN in tests/test_gather_scatter_nan.py
+# a ValueError); the NaN-skipping ones are tested on inputs with NaN in tests/gather_scatter/test_gather_scatter_nan.py
 FUSED_OPS = REDUCTION_OPS
 VALUE_DTYPES = ("float32", "float64", "int32", "int64", "int8", "uint8", "int16", "uint16", "uint32", "uint64",
                 "float16", "complex64", "complex128")
@@ -93,7 +93,7 @@ def require_gpu():
         pytest.skip("no CUDA device / CuPy")
 
 
-# "cupy-emulated" runs the GPU backend's Python code on a host stand-in for CuPy (tests/emulated_cupy.py)
+# "cupy-emulated" runs the GPU backend's Python code on a host stand-in for CuPy (tests/helpers/emulated_cupy.py)
 BACKENDS = ("numpy", pytest.param("cupy", marks=pytest.mark.gpu), "cupy-emulated")
 
 

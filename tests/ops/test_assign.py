@@ -1,9 +1,9 @@
 """The assignment ops (issue 18): "set" (alias "last", the last entry in index order wins) and "first".
 
-Against an explicit loop (tests/reference.py), NumPy's ``a[idx] = v``, JAX's ``.at[].set``, numpy_groupies'
+Against an explicit loop (tests/helpers/reference.py), NumPy's ``a[idx] = v``, JAX's ``.at[].set``, numpy_groupies'
 ``func="first"/"last"`` and torch's ``index_put_`` / ``scatter_``, on the CPU and the emulated CuPy backend;
 their gradients with autograd's ``check_grads``; the Dask layer; and the functions that refuse them.
-(tests/test_scatter.py runs set and first through its whole ops x dtypes x index x axis x layout x mode grid too:
+(tests/core/test_scatter.py runs set and first through its whole ops x dtypes x index x axis x layout x mode grid too:
 the op list comes from the registry.)
 """
 from __future__ import annotations

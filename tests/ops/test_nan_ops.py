@@ -1,5 +1,5 @@
 """The NaN-skipping reductions (issue 18 item 3): the ops nansum, nanprod, fmax (nanmax), fmin (nanmin), nanmean,
-and scatter_nanargmax/argmin, scatter_nanvar/std. Compared with the plain-loop reference (tests/reference.py),
+and scatter_nanargmax/argmin, scatter_nanvar/std. Compared with the plain-loop reference (tests/helpers/reference.py),
 with NumPy's ``np.fmax.at``/``np.fmin.at``, with numpy_groupies' ``aggregate(func="nan...")`` and with NumPy's
 ``np.nan*`` per group; over value dtypes, index dtypes and kinds, axis, modes and the numpy / cupy-emulated
 backends; their reverse functions against explicit rules and autograd's check_grads (order 2, fwd and rev)."""
@@ -252,7 +252,7 @@ def test_signed_zeros_and_nan_in_dst():
 @pytest.mark.parametrize("op", NAN_OPS)
 def test_segment_and_gather_scatter_take_the_nan_ops(op):
     """Once refused there; now scatter on the segment ids, and scatter of the gathered messages (more in
-    tests/test_segment_nan.py and tests/test_gather_scatter_nan.py)."""
+    tests/segment/test_segment_nan.py and tests/gather_scatter/test_gather_scatter_nan.py)."""
     x = np.array([1.0, np.nan, 3.0, np.nan])
     assert_same(cs.segment(x, np.array([0, 1, 2, 4]), op, fill_value=-1.0),
                 cs.scatter(x, np.array([0, 1, 2, 2]), op, dim_size=3, fill_value=-1.0))

@@ -179,7 +179,7 @@ def test_scan_grad_primitive(op, exclusive, reverse):
 
 def test_scan_grad_mul_second_order():
     """mul was first order only (a second derivative raised NotImplementedError); now to any order
-    (tests/test_scan_grad_mul.py)."""
+    (tests/grad/test_scan_grad_mul.py)."""
     pytest.importorskip("autograd")
     from autograd import grad as agrad
 

@@ -1,6 +1,6 @@
 """Hostile arguments: each raises its documented exception, names the culprit, and leaves every argument as it was.
 
-The two tables below are also the README's "Errors" section: ``python tests/test_hostile.py`` prints them as
+The two tables below are also the README's "Errors" section: ``python tests/robustness/test_hostile.py`` prints them as
 markdown. Each call is Python source evaluated in a fresh namespace of small arrays (`arguments`); after the call
 every array of the namespace must hold the same bytes as a copy taken before it.
 """

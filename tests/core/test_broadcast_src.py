@@ -14,12 +14,15 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import cyscatter as cs
 from compare import assert_same, tolerance
 from inputs import BASE, DIMS, GEOMETRIES, Geometry, index, pick, rng_for, values
 from reference import numeric_vjp, ref_scatter, result_dtype
-from testing import INDEX_DTYPES, INDEX_KINDS, KERNEL_VALUE_DTYPES, OPS, VALUE_DTYPES, op_supports
+from strategies import examples
+from testing import Backend, INDEX_DTYPES, INDEX_KINDS, KERNEL_VALUE_DTYPES, OPS, VALUE_DTYPES, op_supports
 
 # ---- shapes -------------------------------------------------------------------------------------------------
 # Each pattern maps a geometry (B, I, F) to the shape of a src that broadcasts to B + I + F; "python" is a
@@ -92,6 +95,35 @@ def check_case(backend, op, dtype, kind, form, geom, pattern, *, index_dtype="in
 
 def supported(*lists):
     return [p for p in itertools.product(*lists) if op_supports(p[0], p[1])]
+
+
+# ---- the cross product, as a property: shape x axis x pattern x mode x index dtype x op x form --------------------
+
+@st.composite
+def broadcast_cases(draw):
+    """A geometry (batch, index and feature dims, the axis given either way), a broadcasting pattern for the form,
+    a mode, an index dtype and kind, an op and a kernel dtype it takes."""
+    side = st.integers(1, 3)
+    batch = tuple(draw(st.lists(side, max_size=2)))
+    ishape = (draw(st.integers(2, 5)),) + tuple(draw(st.lists(st.integers(1, 4), max_size=1)))
+    feat = tuple(draw(st.lists(side, max_size=2)))
+    axis = len(batch) if draw(st.booleans()) else -len(ishape + feat)   # the index dims' place, either way
+    geom = Geometry("drawn", batch, ishape, feat, axis)
+    form = draw(st.sampled_from(FORMS))
+    patterns = SCATTER_PATTERNS if form == "scatter" else INTO_PATTERNS
+    pattern = draw(st.sampled_from(sorted(name for name, p in patterns.items() if broadcasts(p, geom)
+                                          and (name != "index-row" or len(ishape) >= 2))))
+    op = draw(st.sampled_from(OPS))
+    dtype = draw(st.sampled_from([d for d in KERNEL_VALUE_DTYPES if op_supports(op, d)]))
+    return geom, form, pattern, patterns[pattern], op, dtype, draw(st.sampled_from(INDEX_KINDS)), \
+        draw(st.sampled_from(INDEX_DTYPES)), draw(st.sampled_from(("raise", "drop", "wrap", "clip", "normalize_drop")))
+
+
+@examples(60)
+@given(case=broadcast_cases())
+def test_broadcasting_property(case):
+    geom, form, _, pattern, op, dtype, kind, index_dtype, mode = case
+    check_case(Backend("numpy"), op, dtype, kind, form, geom, pattern, index_dtype=index_dtype, mode=mode)
 
 
 # ---- forward: against the loop reference ---------------------------------------------------------------------

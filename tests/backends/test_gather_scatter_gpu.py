@@ -19,7 +19,7 @@ import pytest
 import cyscatter as cs
 from compare import assert_same
 from inputs import rng_for, values
-from testing import FUSED_OPS, op_supports, require_gpu
+from testing import FUSED_OPS, op_supports
 
 DTYPES = ("float32", "float64", "int32", "int64", "uint8", "uint64", "float16", "complex64", "complex128")
 REVERSE_DTYPES = ("float32", "float64", "int64", "float16", "complex128")
@@ -30,19 +30,6 @@ DST_DIMS = {"int": (6,), "tuple": (2, 5)}
 FEAT = (2, 3)        # two heads of three features
 N_EDGES = 24
 RTOL = {"e": 4e-3, "f": 2e-5, "d": 1e-12}   # by the real dtype char of the compared result
-
-
-@pytest.fixture(params=[pytest.param("cupy", marks=pytest.mark.gpu), "cupy-emulated"])
-def cp(request):
-    """The CuPy module: the real one on a GPU, or the host emulation."""
-    if request.param == "cupy":
-        require_gpu()
-        import cupy
-        yield cupy
-    else:
-        from emulated_cupy import installed
-        with installed() as emulation:
-            yield emulation
 
 
 def many(cp, n: int) -> int:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
-from dask_chunks import CHUNKS, N, threads  # noqa: E402
+from dask_cases import CHUNKS, N, chunked, make_index, threads  # noqa: E402
 from reference import ref_gather, ref_scatter  # noqa: E402
 from reference_extra import ref_scatter_arg  # noqa: E402
 from testing import INDEX_KINDS, OPS, VALUE_DTYPES, op_supports  # noqa: E402
@@ -32,22 +32,7 @@ def make_values(rng, shape, dtype):
     return values.astype(dtype)
 
 
-def make_index(rng, kind, mode):
-    """(index, dim_size): in-range entries, plus out-of-range ones (negative and too large) unless mode='raise'."""
-    dims = (7,) if kind == "int" else (3, 4)
-    coords = [rng.integers(0, d, N) for d in dims]
-    if mode != "raise":
-        for c, d in zip(coords, dims):
-            c[[2, 9, 17]] = (-2, d, d + 3)
-            if mode == "normalize_drop":   # one still out of range once normalised
-                c[5] = -d - 1
-    return (coords[0] if kind == "int" else tuple(coords)), (dims[0] if kind == "int" else dims)
-
-
-def chunked(index, chunks):
-    if isinstance(index, tuple):
-        return tuple(da.from_array(c, chunks=chunks) for c in index)
-    return da.from_array(index, chunks=chunks)
+DIMS = {"int": (7,), "tuple": (3, 4)}   # the destination sizes of make_index, per index kind
 
 
 def assert_matches(got, expected, op):
@@ -68,7 +53,7 @@ def assert_matches(got, expected, op):
 @pytest.mark.parametrize("op", OPS)
 def test_scatter_matches_reference(op, kind, mode, chunks):
     rng = np.random.default_rng(1)
-    index, dim_size = make_index(rng, kind, mode)
+    index, dim_size = make_index(rng, kind, mode, DIMS)
     src = make_values(rng, (N, 2), np.float64)
     got = csd.scatter(da.from_array(src, chunks=(CHUNKS[chunks], 1)), chunked(index, CHUNKS[chunks]), op,
                       dim_size=dim_size, mode=mode, split_every=3)
@@ -80,7 +65,7 @@ def test_scatter_matches_reference(op, kind, mode, chunks):
 @pytest.mark.valid(lambda dtype, op: op_supports(op, dtype))
 def test_scatter_dtypes(op, dtype):
     rng = np.random.default_rng(2)
-    index, dim_size = make_index(rng, "int", "drop")
+    index, dim_size = make_index(rng, "int", "drop", DIMS)
     src = make_values(rng, (N, 3), dtype)
     got = csd.scatter(da.from_array(src, chunks=(CHUNKS["uneven_empty"], 2)),
                       chunked(index.astype(np.int32), 5), op, dim_size=dim_size, mode="drop")
@@ -91,7 +76,7 @@ def test_scatter_dtypes(op, dtype):
 @pytest.mark.parametrize("op", OPS)
 def test_scatter_output_chunked_along_destination(op, kind, dim_chunks):
     rng = np.random.default_rng(3)
-    index, dim_size = make_index(rng, kind, "wrap")
+    index, dim_size = make_index(rng, kind, "wrap", DIMS)
     src = make_values(rng, (N, 2), np.int64 if op in ("add", "max") else np.float64)
     got = csd.scatter(da.from_array(src, chunks=(CHUNKS["even"], 2)), chunked(index, CHUNKS["uneven_empty"]), op,
                       dim_size=dim_size, mode="wrap", dim_chunks=dim_chunks)
@@ -113,7 +98,7 @@ def test_scatter_fill_value(op):
 @pytest.mark.parametrize("op", ["add", "mul", "min", "mean"])
 def test_scatter_batch_and_feature_chunks(op):
     rng = np.random.default_rng(5)
-    index, dim_size = make_index(rng, "tuple", "clip")
+    index, dim_size = make_index(rng, "tuple", "clip", DIMS)
     src = make_values(rng, (2, N, 3), np.float32)
     got = csd.scatter(da.from_array(src, chunks=(1, CHUNKS["uneven_empty"], (2, 1))), chunked(index, 10), op,
                       dim_size=dim_size, axis=1, mode="clip", dim_chunks=2)
@@ -134,7 +119,7 @@ def test_scatter_max_min_nan_and_signed_zeros_exact(op):
 
 def test_scatter_accepts_numpy_src_or_index():
     rng = np.random.default_rng(6)
-    index, dim_size = make_index(rng, "int", "raise")
+    index, dim_size = make_index(rng, "int", "raise", DIMS)
     src = make_values(rng, (N, 2), np.float64)
     expected = ref_scatter(src, index, "add", dim_size=dim_size)
     from_numpy_src = csd.scatter(src, chunked(index, 5), dim_size=dim_size)
@@ -163,7 +148,7 @@ def assert_arg_matches(kind, got, src, index, **kw):
 @pytest.mark.parametrize("which", ARG_FUNCS)
 def test_scatter_arg_matches_reference(which, kind, mode, chunks):
     rng = np.random.default_rng(11)
-    index, dim_size = make_index(rng, kind, mode)
+    index, dim_size = make_index(rng, kind, mode, DIMS)
     src = rng.integers(0, 3, (N, 2)).astype(np.float64)      # few values: ties within and across blocks
     got = ARG_FUNCS[which][0](da.from_array(src, chunks=(CHUNKS[chunks], 1)), chunked(index, CHUNKS[chunks]),
                               dim_size=dim_size, mode=mode, split_every=3)
@@ -174,7 +159,7 @@ def test_scatter_arg_matches_reference(which, kind, mode, chunks):
 @pytest.mark.parametrize("which", ARG_FUNCS)
 def test_scatter_arg_dtypes(which, dtype):
     rng = np.random.default_rng(12)
-    index, dim_size = make_index(rng, "int", "drop")
+    index, dim_size = make_index(rng, "int", "drop", DIMS)
     src = rng.integers(0, 4, (N, 3)).astype(dtype)
     got = ARG_FUNCS[which][0](da.from_array(src, chunks=(CHUNKS["uneven_empty"], 2)),
                               chunked(index.astype(np.int32), 5), dim_size=dim_size, mode="drop")
@@ -209,7 +194,7 @@ def test_scatter_arg_nan_and_signed_zeros_across_blocks(which):
 @pytest.mark.parametrize("which", ARG_FUNCS)
 def test_scatter_arg_output_and_feature_chunks(which):
     rng = np.random.default_rng(14)
-    index, dim_size = make_index(rng, "tuple", "wrap")
+    index, dim_size = make_index(rng, "tuple", "wrap", DIMS)
     src = rng.integers(-2, 2, (2, N, 3)).astype(np.int32)
     got = ARG_FUNCS[which][0](da.from_array(src, chunks=(1, CHUNKS["even"], (2, 1))), chunked(index, 10),
                               dim_size=dim_size, axis=1, mode="wrap", dim_chunks=(2, 0, 1))
@@ -247,7 +232,7 @@ SRC_CHUNKS = {"one": {7: (7,), 3: (3,)}, "uneven_empty": {7: (3, 0, 4), 3: (2, 0
 @pytest.mark.parametrize("kind", INDEX_KINDS)
 def test_gather_matches_reference(kind, mode, index_chunks, src_chunks):
     rng = np.random.default_rng(7)
-    index, dims = make_index(rng, kind, mode)
+    index, dims = make_index(rng, kind, mode, DIMS)
     dims = dims if isinstance(dims, tuple) else (dims,)
     src = make_values(rng, dims + (2,), np.int16)
     along_d = (SRC_CHUNKS[src_chunks][dims[0]],) + (2,) * (len(dims) - 1)   # later gathered axes: rechunked
@@ -330,7 +315,7 @@ def client():
 @pytest.mark.parametrize("op", ["mean", "div", "max"])
 def test_scatter_on_local_cluster(client, op):
     rng = np.random.default_rng(9)
-    index, dim_size = make_index(rng, "tuple", "drop")
+    index, dim_size = make_index(rng, "tuple", "drop", DIMS)
     src = make_values(rng, (N, 2), np.float64)
     got = csd.scatter(da.from_array(src, chunks=(CHUNKS["uneven_empty"], 1)), chunked(index, 5), op,
                       dim_size=dim_size, mode="drop", dim_chunks=2)
@@ -353,7 +338,7 @@ def test_gather_on_local_cluster_and_its_errors(client):
 @pytest.mark.parametrize("which", ARG_FUNCS)
 def test_scatter_arg_on_local_cluster(client, which):
     rng = np.random.default_rng(15)
-    index, dim_size = make_index(rng, "int", "drop")
+    index, dim_size = make_index(rng, "int", "drop", DIMS)
     src = rng.integers(0, 3, (N, 2)).astype(np.float64)
     got = ARG_FUNCS[which][0](da.from_array(src, chunks=(CHUNKS["uneven_empty"], 1)), chunked(index, 5),
                               dim_size=dim_size, mode="drop", dim_chunks=3)
@@ -367,7 +352,7 @@ def test_scatter_arg_on_local_cluster(client, which):
 @pytest.mark.parametrize("which", ARG_FUNCS)
 def test_scatter_arg_fill_value(which, kind, mode, fill):
     rng = np.random.default_rng(12)
-    index, dim_size = make_index(rng, kind, mode)
+    index, dim_size = make_index(rng, kind, mode, DIMS)
     src = rng.integers(0, 3, (N, 2)).astype(np.float64)
     got = ARG_FUNCS[which][0](da.from_array(src, chunks=(6, 1)), chunked(index, 6), dim_size=dim_size, mode=mode,
                               fill_value=fill)

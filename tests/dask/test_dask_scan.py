@@ -9,7 +9,7 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 from compare import assert_same  # noqa: E402
-from dask_chunks import CHUNKS, N, threads  # noqa: E402
+from dask_cases import CHUNKS, N, chunked, make_index, threads  # noqa: E402
 from reference_scan import ref_scan  # noqa: E402
 from testing import INDEX_DTYPES, INDEX_KINDS, VALUE_DTYPES, numpy_groupies_scans, op_supports  # noqa: E402
 
@@ -34,21 +34,7 @@ def make_values(rng, shape, dtype):
     return values.astype(dtype)
 
 
-def make_index(rng, kind, mode):
-    dims = (5,) if kind == "int" else (2, 3)
-    coords = [rng.integers(0, d, N) for d in dims]
-    if mode != "raise":
-        for c, d in zip(coords, dims):
-            c[[2, 9, 17]] = (-2, d, d + 3)
-            if mode == "normalize_drop":
-                c[5] = -d - 1
-    return (coords[0] if kind == "int" else tuple(coords)), (dims[0] if kind == "int" else dims)
-
-
-def chunked(index, chunks):
-    if isinstance(index, tuple):
-        return tuple(da.from_array(c, chunks=chunks) for c in index)
-    return da.from_array(index, chunks=chunks)
+DIMS = {"int": (5,), "tuple": (2, 3)}   # the destination sizes of make_index, per index kind
 
 
 def assert_matches(got, expected, op):
@@ -68,7 +54,7 @@ def assert_matches(got, expected, op):
 @pytest.mark.parametrize("op", SCAN_OPS)
 def test_scan_matches_core_and_reference(op, kind, mode, chunks, exclusive, reverse):
     rng = np.random.default_rng(zlib.crc32(f"{op} {kind} {mode} {chunks}".encode()))
-    index, dims = make_index(rng, kind, mode)
+    index, dims = make_index(rng, kind, mode, DIMS)
     src = make_values(rng, (N, 2), "float64")
     kw = dict(dim_size=dims, mode=mode, exclusive=exclusive, reverse=reverse)
     lazy_src = da.from_array(src, chunks=(CHUNKS[chunks], 1))
@@ -246,7 +232,7 @@ def test_scan_on_local_cluster_and_its_errors(client):
 @pytest.mark.parametrize("kind", INDEX_KINDS)
 def test_scan_index_dtypes(index_dtype, kind):
     rng = np.random.default_rng(6)
-    index, dims = make_index(rng, kind, "drop")
+    index, dims = make_index(rng, kind, "drop", DIMS)
     if np.dtype(index_dtype).kind == "u":   # (negative entries have no unsigned form: the large ones stay)
         index = tuple(np.abs(c) for c in index) if kind == "tuple" else np.abs(index)
     index = tuple(c.astype(index_dtype) for c in index) if kind == "tuple" else index.astype(index_dtype)

@@ -12,7 +12,7 @@ from cyscatter._docs import fill_doc
 from cyscatter._index import parse_coords, plan_index
 from cyscatter._ops import native
 from cyscatter._result import check_dtype_arg, check_out, direct, write_out
-from cyscatter._scatter import fill_for
+from cyscatter._scatter import _PYTHON_KIND, fill_for, python_scalar_as
 from cyscatter._threads import check_threads
 
 if TYPE_CHECKING:
@@ -112,9 +112,14 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
         if simple is not None:
             return simple
     be = backend_of(src=src, index=index, out=out)
+    out_dtype = getattr(out, "dtype", None)
+    if type(src) in _PYTHON_KIND and dtype is None and isinstance(out_dtype, np.dtype):
+        src = python_scalar_as(src, native(out_dtype), be.xp, "out")   # weak, as NumPy 2's (NEP 50) and scatter's
     src = be.asarray(src)
     if src.dtype.hasobject:
         raise TypeError(f"gather does not support src dtype {src.dtype}")
+    if not src.dtype.isnative:   # results are native (the kernels move native items); a copy for this rare input
+        src = src.astype(native(src.dtype))
     cast = check_dtype_arg(dtype, src.dtype, numbers=False)
     if be.xp is not np:
         refuse_bfloat16_on_gpu("dtype", cast)

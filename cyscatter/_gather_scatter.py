@@ -360,8 +360,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     {semantics}
     Without a plan each call validates the indices and groups the edges by destination (a stable counting sort,
     O(E), 16 bytes per edge); a plan does this once. Two exceptions to "each message rounded to the value
-    dtype": float16 messages are computed and reduced in float32 (max/min still give the composition's bits,
-    since rounding keeps the order; sums are more accurate and may not overflow where the composition does);
+    dtype": float16 and bfloat16 messages are computed and reduced in float32, not rounded one by one (max/min
+    still give the composition's bits, since rounding keeps the order; sums are more accurate, can differ from
+    the composition's in the last bit, and may not overflow where the composition does);
     integer messages that the kernels would widen (small integer dtypes, or div/mean) are formed as NumPy forms
     them, in their own dtype with its wrap-around, and so are materialised (E x F) before the scatter.
 

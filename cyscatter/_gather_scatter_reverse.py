@@ -78,7 +78,7 @@ class _Call:
             weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
         self.out_raw = None if out is None else host_asarray(out)
         self.out3 = None if out is None else self.table(out, "out")
-        if self.out3 is not None and self.op.ordered and vdtype == np.float16:
+        if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
             out32 = self.op.fresh(self.out3.shape, vdtype)
             run_forward(self.op.opcode, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.w,

@@ -151,8 +151,9 @@ class Op:
         """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place. Element counts
         (outer, size, inner) of a NaN-skipping op: one kernel pass for float32/float64 host arrays, else the
         counts are clamped to 1 in place, so no counts-sized temporary is made. Complex sums divide their real
-        and imaginary parts by the real divisor (a complex division by c + 0j, NumPy's included, rounds the
-        complex64 quotient through a reciprocal: 1 ulp off in 40% of means, as NumPy's own np.mean is not)."""
+        and imaginary parts by the real divisor, deliberately unlike np.mean's division by c + 0j: each part is
+        correctly rounded (that complex division rounds complex64 quotients through a reciprocal, 1 ulp off in 40%
+        of means) and an infinite part does not make the other NaN (inf+3j over 3: inf+1j, np.mean's inf+nanj)."""
         if counts.ndim == 3:
             if xp is np and work3.dtype in (np.float32, np.float64) and counts.dtype in (np.int32, np.int64) \
                     and work3.flags.c_contiguous and counts.flags.c_contiguous:

@@ -331,6 +331,7 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
     from cyscatter._reverse import _float_dtype, check_given, check_numeric
     check_given("src", src)
     check_given(other_name, other)
+    backend_of(src=src, index=index, **{other_name: other})   # other's refusals too (a tensor needing grad, ...)
     view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive)
     other = check_numeric(view.be.asarray(other), other_name)
     if other.shape != view.shape:

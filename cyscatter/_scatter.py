@@ -10,7 +10,7 @@ from cyscatter._canonical import normalize_axis, prod, run_scatter as run_scatte
 from cyscatter._docs import fill_doc
 from cyscatter._index import check_table_bytes, index_shape, parse_coords, plan_index, sized_by
 from cyscatter import _machine, kernels, nan_kernels
-from cyscatter._ops import FAST, get_op, is_bfloat16
+from cyscatter._ops import FAST, float_kind, get_op, is_bfloat16
 from cyscatter._result import check_dtype_arg, check_out, direct, write_out
 from cyscatter._threads import check_threads
 from cyscatter._sorted import run_scatter_runs
@@ -147,7 +147,7 @@ def python_scalar_as(value, dtype, xp=np, arg: str = "dst"):
     is of the same kind or a higher one (bool < integers < floats < complex), ValueError when an int is out of
     its range; else a 0-d array of NumPy's default dtype for it, which the caller's same_kind rule refuses."""
     dtype = np.dtype(dtype)
-    if _KIND_RANK.get(dtype.kind, -1) >= _KIND_RANK[_PYTHON_KIND[type(value)][0]]:
+    if _KIND_RANK.get(float_kind(dtype), -1) >= _KIND_RANK[_PYTHON_KIND[type(value)][0]]:   # bfloat16: a float
         try:
             return xp.asarray(np.array(value, dtype=dtype))
         except OverflowError:
@@ -207,8 +207,31 @@ def new_counts(op, shape3, xp=np, fill=None, n: int = 0):
     if not (op.counts or fill is not None):
         return None
     if op.skips_nan:
-        return xp.zeros(shape3, np.int32 if n < 2**31 - 1 else np.int64)
+        return ElementCounts(shape3, np.dtype(np.int32 if n < 2**31 - 1 else np.int64), xp)
     return xp.zeros(shape3[1], np.int64)
+
+
+class ElementCounts:
+    """Zeroed element counts (outer, size, inner) of a NaN-skipping op, allocated when first asked for: on host
+    arrays only once src shows a NaN (without one the entries per row are the counts, `_run_counted_host`)."""
+    ndim = 3
+
+    def __init__(self, shape, dtype, xp, array=None):
+        self.shape, self.dtype, self.xp, self._array = shape, dtype, xp, array
+
+    @classmethod
+    def holding(cls, counts):
+        """Counts made by the caller (zeroed, any backend) as they are."""
+        return cls(counts.shape, counts.dtype, np if isinstance(counts, np.ndarray) else None, counts)
+
+    @property
+    def contiguous(self) -> bool:
+        return self._array is None or self._array.flags.c_contiguous
+
+    def array(self):
+        if self._array is None:
+            self._array = self.xp.zeros(self.shape, self.dtype)
+        return self._array
 
 
 MASK_ELEMENTS = 1 << 20   # src elements whose NaN mask (at most 8 MiB) one pass of `count_not_nan` holds
@@ -262,8 +285,8 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
     counted first (applying the index mode); each element's NaN entries are counted in the narrowest unsigned
     type that the largest row count fits, in nansum's pass while the tables fit the cache (`_machine`), else by
     a second pass over src run only when the sum pass met a NaN (other ops scatter first, then count). Without
-    any NaN the row counts are the counts, and `element_counts` (fresh zeroed pages) is never
-    written; else it receives the row counts minus the NaN counts, or with `split` the two are returned apart
+    any NaN the row counts are the counts, and `element_counts` (an `ElementCounts`) is never
+    allocated; else it receives the row counts minus the NaN counts, or with `split` the two are returned apart
     (`NanCounts`)."""
     rows = np.zeros(plan.size, np.int64)
     if plan.n:
@@ -280,6 +303,8 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
     nansum = op.opcode == kernels.OpCode.OP_NANADD
     if not nansum:
         run_scatter(op.opcode, src3, plan, work3, None, threads)
+        if not nan_kernels.any_nan(src3):   # no NaN count table for a src without one (a read, as a count pass)
+            return rows
     elif not fused and not nan_kernels.nansum(src3, plan.flat, work3, threads):
         return rows
     # cache-line aligned (a 64-byte row of uint8 counts at NumPy's 16-byte offset spans two lines)
@@ -292,8 +317,8 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
         return rows
     if split:
         return NanCounts(rows, nan, element_counts.dtype)
-    nan_kernels.element_counts(rows, nan, element_counts)
-    return element_counts
+    nan_kernels.element_counts(rows, nan, element_counts.array())
+    return element_counts.array()
 
 
 def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0, split: bool = False):
@@ -302,8 +327,10 @@ def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0, sp
     (int64, size), which mean's row rules then apply to; with `split` (a caller that finishes with
     `finish_fresh`), host element counts may come as `NanCounts`."""
     if counts is not None and counts.ndim == 3:
-        if run_scatter in HOST_RUNNERS and isinstance(counts, np.ndarray) and counts.flags.c_contiguous:
-            return _run_counted_host(run_scatter, op, src3, plan, work3, counts, threads, split)
+        lazy = counts if isinstance(counts, ElementCounts) else ElementCounts.holding(counts)
+        if run_scatter in HOST_RUNNERS and lazy.xp is np and lazy.contiguous:
+            return _run_counted_host(run_scatter, op, src3, plan, work3, lazy, threads, split)
+        counts = lazy.array()
         run_scatter(op.opcode, src3, plan, work3, None, threads)
         count_not_nan(run_scatter, src3, plan, counts, threads)
     else:
@@ -383,7 +410,7 @@ def fill_for(fill_value, result_dtype, xp=np):
     if (cast is not None and not python_scalar and value.ndim == 0 and value.dtype.kind in "iub"
             and dtype.kind in "iu" and int(value) != int(cast)):   # a NumPy integer astype wrapped
         raise ValueError(f"fill_value={fill_value!r} is out of range for the output dtype {dtype}")
-    if value.ndim or cast is None or (higher_kind and not (python_scalar and cast == fill_value)):
+    if value.ndim or cast is None or (higher_kind and not (python_scalar and cast.item() == fill_value)):
         raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} "
                         "under NumPy's same_kind rule (it must be a scalar the dtype holds)")
     return xp.asarray(cast)

@@ -247,6 +247,8 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex |
     """
     be = backend_of(src=src, indptr=indptr)
     src = be.asarray(src)
+    if not src.dtype.isnative:   # native results, as gather's
+        src = src.astype(src.dtype.newbyteorder("="))
     axis = segment_axis(indptr, axis, src.ndim)
     batched = batched_indptr(indptr, src.shape, be.xp, segments=src.shape[axis])
     if batched is not None:

@@ -432,6 +432,26 @@ def count(const nan_value_t[:, :, :] src not None, const index_t[::1] index not 
     return total
 
 
+def any_nan(const nan_value_t[:, :, :] src not None):
+    """Whether `src` (outer, n, inner, unit inner stride) holds a NaN (a complex value: either part), stopping at
+    the first row that does: whether a NaN count table is needed at all. Reads src, allocates nothing."""
+    if src.shape[2] > 1 and src.strides[2] != sizeof(nan_value_t):
+        raise ValueError("any_nan: src rows must be unit-strided")
+    cdef Py_ssize_t o, k, width = src.shape[2]
+    cdef bint found = False
+    if width == 0:
+        return False
+    with nogil:
+        for o in range(src.shape[0]):
+            for k in range(src.shape[1]):
+                if _has_nan(&src[o, k, 0], width):
+                    found = True
+                    break
+            if found:
+                break
+    return found
+
+
 cdef tuple _extents(Py_ssize_t* shape):
     return (shape[0], shape[1], shape[2])
 

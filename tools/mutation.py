@@ -80,10 +80,9 @@ MUTANTS = (
            "return not op.counts and not op.winner and op.result_dtype(dtype) == dtype",
            "return not op.winner and op.result_dtype(dtype) == dtype",
            "the fast path admits mean (no division)"),
-    Mutant("ops-complex64-ordered", "cyscatter/_ops.py",
-           'if self.ordered and dtype.kind == "c":',
-           'if self.ordered and dtype.kind == "c" and dtype.itemsize > 8:',
-           "max/min accept complex64"),
+    Mutant("ops-bool-reductions", "cyscatter/_ops.py",
+           'if self.winner and dtype.kind == "b":', 'if dtype.kind == "b":',
+           "the reductions accept a bool src (only the assignments may)"),
     # ---- index planning ----------------------------------------------------------------------------------------
     Mutant("index-clip-bound", "cyscatter/_index.py",
            'xp.clip(flat, 0, size - 1)', 'xp.clip(flat, 0, size)', "mode='clip' clips to size, one past the end"),
@@ -237,6 +236,8 @@ def _pytest(tree: Path, args: list[str], workers: int) -> tuple[bool, str, float
     seconds = time.perf_counter() - start
     failed = [line.split(" ", 1)[1].split(" - ")[0] for line in run.stdout.splitlines()
               if line.startswith(("FAILED ", "ERROR "))]
+    if run.returncode == 4 and "while loading conftest" in run.stdout + run.stderr:
+        return True, "(the tests cannot import the package)", seconds
     if run.returncode not in (0, 1, 2):   # 5: nothing collected, 3/4: internal or usage error
         raise RuntimeError(f"pytest exited {run.returncode} in {tree}:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
     return run.returncode != 0, failed[0] if failed else "", seconds
@@ -264,7 +265,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", action="append", default=[], help="mutant names (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist processes (1: none)")
-    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--json", type=Path, help="write the results here after each mutant (and read the ones "
+                        "an earlier, stopped run wrote there: those mutants are not run again)")
     args = parser.parse_args(argv)
     mutants = [m for m in MUTANTS if not args.only or m.name in args.only]
     if args.list:
@@ -273,6 +275,10 @@ def main(argv=None) -> int:
         return 0
     suites = args.suite or ["default", "full"]
     results = {m.name: {"what": m.what, "path": m.path} for m in mutants}
+    if args.json and args.json.exists():   # a run stopped part-way: keep what it measured
+        for name, record in json.loads(args.json.read_text()).items():
+            if name in results:
+                results[name].update(record)
     with tempfile.TemporaryDirectory(prefix="cyscatter-mutants-") as scratch:
         trees = {}
         for suite in suites:
@@ -288,8 +294,11 @@ def main(argv=None) -> int:
                 if original.count(m.old) != 1:
                     raise SystemExit(f"{m.name}: the text to change occurs {original.count(m.old)} times in {m.path}")
                 record = results[m.name]
+                if suite in record:
+                    continue
                 if suite == "full" and record.get("default", {}).get("killed"):
                     record[suite] = dict(record["default"], by="default tier")   # the default tier is in the full one
+                    print(f"{m.name:30} {suite:18} killed (by the default tier, part of the full one)", flush=True)
                     continue
                 path.write_text(original.replace(m.old, m.new))
                 try:
@@ -307,6 +316,8 @@ def main(argv=None) -> int:
                     if m.path.endswith(COMPILED):
                         _build(tree)   # the build cache gives the original modules back
                 record[suite] = {"killed": killed, "test": test, "seconds": round(seconds, 1)}
+                if args.json:
+                    args.json.write_text(json.dumps(results, indent=1))
                 print(f"{m.name:30} {suite:18} {'killed' if killed else 'SURVIVED':8} {seconds:6.0f} s  {test}",
                       flush=True)
     print()

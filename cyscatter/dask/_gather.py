@@ -92,6 +92,8 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
         raise TypeError(f"gather does not support src dtype {src.dtype}")
     cast = check_dtype_arg(dtype, src.dtype, numbers=False)
     src = known_shape(da.asarray(src), "src")
+    if cast is None and not src.dtype.isnative:   # native results, as the in-memory gather's
+        cast = src.dtype.newbyteorder("=")
     if cast is not None and cast != src.dtype:
         src = src.astype(cast)   # lazily, block by block, as the core casts src whole first
     axis = normalize_axis(axis, src.ndim, m)

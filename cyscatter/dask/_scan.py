@@ -15,7 +15,7 @@ from cyscatter._scan import FLAGS_DOC, flag, scan_op
 from cyscatter._scatter import split_src
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, known_shape, new_array, positions, stand_in
-from cyscatter.dask._scatter import prepare, refuse_out
+from cyscatter.dask._scatter import in_index_order, prepare, refuse_out
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -115,14 +115,9 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
                   expanded_check=False)
     setup = prepare(src, index, entry, dim_size, axis, mode, None, 2, dtype)
     entry.check_dtype(setup.src.dtype)   # the core's TypeError (bool, complex max/min) now, not at compute
+    chunks = setup.src.chunks
+    setup = in_index_order(setup)
     src, flat, nb, ni = setup.src, setup.flat, setup.nb, setup.ni
-    chunks = src.chunks
-    if ni > 1 and any(len(c) > 1 for c in chunks[nb + 1:nb + ni]):
-        # the index order runs across the dims after the first: one chunk along them, so the blocks along the
-        # first index dim follow each other in index order
-        whole = {d: -1 for d in range(nb + 1, nb + ni)}
-        src = src.rechunk(whole)
-        flat = flat.rechunk({d - nb: -1 for d in whole})
     size = prod(setup.dims)
     name = f"cyscatter-scatter-scan-{entry.name}-" + tokenize(src, flat, entry.name, setup.dims, exclusive,
                                                               reverse, nb)

@@ -120,6 +120,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     op = get_op(op)
     refuse_out(out, "scatter")
     setup = prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype)
+    if op.winner:   # the last (first) entry in index order wins: blocks merged in that order
+        setup = in_index_order(setup)
     fill = fill_for(fill_value, setup.result_dtype)
     count = op.counts or bool(op.winner) or fill is not None   # assignments combine by the rows reached
     name = f"cyscatter-scatter-{op.name}-" + tokenize(setup.src, setup.flat, op.name, setup.dims, fill,
@@ -152,6 +154,17 @@ def refuse_out(out, func: str) -> None:
         raise TypeError(f"cyscatter.dask.{func} does not take out= (got {type(out).__name__}): Dask arrays are "
                         "immutable; store the lazy result with dask.array.store(result, out) or assign "
                         "out[...] = result.compute()")
+
+
+def in_index_order(setup: Setup) -> Setup:
+    """`setup` with one chunk along the index dims after the first, so that its blocks along the first index dim
+    follow each other in index order (the flattened index runs across the later dims): what the
+    order-dependent results need (the assignments' winners, the scans' running totals)."""
+    src, flat, nb, ni = setup.src, setup.flat, setup.nb, setup.ni
+    if ni < 2 or all(len(c) == 1 for c in src.chunks[nb + 1:nb + ni]):
+        return setup
+    whole = {d: -1 for d in range(nb + 1, nb + ni)}
+    return setup._replace(src=src.rechunk(whole), flat=flat.rechunk({d - nb: -1 for d in whole}))
 
 
 def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype=None) -> Setup:

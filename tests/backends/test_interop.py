@@ -167,6 +167,21 @@ def test_a_tensor_that_requires_grad_is_refused_by_name():
         cs.gather(np.ones((2, 2)), (np.array([0, 1]), torch.tensor([0., 1.], requires_grad=True)))
 
 
+@pytest.mark.parametrize("call, arg", [
+    (lambda t: cs.scatter_scan_vjp("add", t, np.ones(3), np.array([0, 0, 1])), "grad_out"),
+    (lambda t: cs.scatter_scan_jvp("mul", np.ones(3), np.array([0, 0, 1]), t), "src_dot"),
+])
+def test_scan_reverse_functions_refuse_tensors_by_name(call, arg):
+    """The scan's cotangent and tangent are checked as every other argument: a tensor that requires grad or
+    has its conj bit set gets the documented TypeError naming it (was torch's RuntimeError)."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match=rf"{arg} is a torch.Tensor that requires grad"):
+        call(torch.ones(3, dtype=torch.float64, requires_grad=True))
+    with pytest.raises(TypeError, match=rf"{arg} is a torch.Tensor with its conj bit set"):
+        call(torch.ones(3, dtype=torch.complex128).conj())
+    np.testing.assert_array_equal(call(torch.ones(3, dtype=torch.float64)), call(np.ones(3)))
+
+
 def test_another_device_is_refused_by_name():
     with pytest.raises(TypeError, match=r"grad_out is .* on DLPack device type Metal.*move grad_out to the CPU"):
         cs.gather_vjp_src(OnDevice(np.ones(4)), np.array([0, 1, 0, 1]), (3,))

@@ -294,3 +294,48 @@ def test_any_all_of_bfloat16(func):
     src = np.array([0.0, -0.0, np.nan, 1.0, 0.0, 2.0], BF16)
     index = np.array([0, 0, 1, 2, 2, 3])
     np.testing.assert_array_equal(func(src, index, dim_size=5), func(src.astype(F32), index, dim_size=5))
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_gather_scatter_reverse_finds_the_float32_winners(op):
+    """The weighted messages tie in float32 (37 x 1.796875 = 66.484375 on three edges) but not once rounded: the
+    reverse functions find the winners among the float32 messages, as the forward compared them, and split the
+    cotangent among the three (the float32 call's derivatives, rounded to bfloat16)."""
+    x, w = np.array([[37.0]]), np.full(3, 1.796875)
+    gi = si = np.zeros(3, np.int64)
+    got_out = cs.gather_scatter(x.astype(BF16), gi, si, op, weight=w.astype(BF16), dim_size=1)
+    ref_out = cs.gather_scatter(x.astype(F32), gi, si, op, weight=w.astype(F32), dim_size=1)
+    same_bits(got_out, ref_out.astype(BF16))
+    g = np.ones((1, 1))
+    for func in (cs.gather_scatter_vjp_src, cs.gather_scatter_vjp_weight):
+        got = func(op, g.astype(BF16), x.astype(BF16), gi, si, got_out, weight=w.astype(BF16))
+        want = func(op, g.astype(F32), x.astype(F32), gi, si, ref_out, weight=w.astype(F32))
+        np.testing.assert_allclose(np.asarray(got, F32), want, rtol=2 ** -7)
+        assert np.all(np.asarray(got, F32) != 0)
+
+
+def test_gather_scatter_messages_are_float32_not_rounded_one_by_one():
+    """The documented rule: weighted bfloat16 messages are formed and summed in float32 and rounded once, so a
+    sum can differ from scatter(gather(x) * w) (which rounds each message): 199 against 200 here; max/min
+    equal the composition's bits."""
+    x, w = np.array([[37.0]], BF16), np.full(3, 1.796875).astype(BF16)
+    gi = si = np.zeros(3, np.int64)
+    messages32 = x.astype(F32)[gi] * w.astype(F32)[:, None]
+    same_bits(cs.gather_scatter(x, gi, si, "add", weight=w, dim_size=1), messages32.sum(0, keepdims=True).astype(BF16))
+    assert float(cs.gather_scatter(x, gi, si, "add", weight=w, dim_size=1)[0, 0]) == 199.0
+    assert float(cs.scatter(cs.gather(x, gi) * w[:, None], si, "add", dim_size=1)[0, 0]) == 200.0
+    for op in ("max", "min"):
+        same_bits(cs.gather_scatter(x, gi, si, op, weight=w, dim_size=1),
+                  cs.scatter(cs.gather(x, gi) * w[:, None], si, op, dim_size=1))
+
+
+@pytest.mark.parametrize("value", [2, 2.5, -3])
+def test_python_scalar_src_into_bfloat16_out(value):
+    """A Python int or float takes a bfloat16 out's dtype, as NumPy 2's weak scalars do (NEP 50)."""
+    index = np.array([0, 1, 0])
+    want = np.zeros(2, BF16)
+    np.add.at(want, index, np.array(value, BF16))
+    got = cs.scatter(value, index, out=np.zeros(2, BF16))
+    same_bits(got, want)
+    with pytest.raises(TypeError, match="complex"):
+        cs.scatter(1 + 1j, index, out=np.zeros(2, BF16))

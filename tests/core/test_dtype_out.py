@@ -229,6 +229,18 @@ def test_python_scalar_src_takes_outs_dtype(op, ufunc, dt, value):
     np.testing.assert_array_equal(got, ref)
 
 
+@pytest.mark.parametrize("value, dt", [(2.5, np.float32), (3, np.uint8), (3, np.float32), (1 + 2j, np.complex64)])
+def test_python_scalar_src_of_gather_takes_outs_dtype(value, dt):
+    """gather's Python scalar src (with the empty index tuple) takes out's dtype, as scatter's does."""
+    out = np.zeros((), dt)
+    got = cs.gather(value, (), out=out)
+    assert got is out and got.dtype == dt and got == np.array(value, dt)
+    with pytest.raises(ValueError, match="src=300 is out of range for the out dtype uint8"):
+        cs.gather(300, (), out=np.zeros((), np.uint8))
+    with pytest.raises(TypeError, match="out has dtype"):
+        cs.gather(2.5, (), out=np.zeros((), np.int32))
+
+
 def test_python_scalar_mean_into_float_out():
     index = np.array([0, 1, 1, 3])
     got = cs.scatter(2.5, index, "mean", out=np.zeros(4, np.float32))

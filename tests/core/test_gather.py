@@ -9,6 +9,7 @@ import cyscatter as cs
 from compare import assert_same
 from checks import GATHER_FORMS as FORMS, check_gather
 from inputs import EMPTY_GEOMETRIES, GEOMETRIES, pick, rng_for, values
+from reference import ref_gather
 from testing import INDEX_KINDS, VALUE_DTYPES
 
 
@@ -45,6 +46,24 @@ def test_modes(backend, index_dtype, mode, kind, form):
     check_gather(backend, pick(VALUE_DTYPES, index_dtype, mode, kind, form), kind, form,
                  index_dtype=index_dtype, mode=mode, geom=pick(GEOMETRIES, index_dtype, mode, kind, form),
                  fill_value=pick((0, -3, 7), index_dtype, mode, kind))
+
+
+@pytest.mark.parametrize("mode", ["raise", "drop"])
+@pytest.mark.parametrize("dtype", [">f8", ">i2", ">c8", ">U2"])
+@pytest.mark.valid(lambda dtype, mode: dtype != ">U2" or mode == "raise")   # strings: '' fills (zero bytes)
+def test_big_endian_src_gives_native_results(dtype, mode):
+    """A big-endian src gathers into a native result, allocated or a native out= (which it once refused with a
+    TypeError after writing the fill into it under mode='drop')."""
+    src = np.arange(12).reshape(4, 3).astype(dtype)
+    index = np.array([3, 9, 1]) if mode == "drop" else np.array([3, 0, 1])
+    want = ref_gather(src, index, mode=mode)
+    got = cs.gather(src, index, mode=mode)
+    assert got.dtype.isnative and got.dtype == np.dtype(dtype).newbyteorder("=")
+    assert_same(got, want.astype(got.dtype))
+    out = np.zeros((3, 3), np.dtype(dtype).newbyteorder("="))
+    assert cs.gather(src, index, mode=mode, out=out) is out
+    assert_same(out, want.astype(out.dtype))
+    np.testing.assert_array_equal(cs.gather_jvp(src, index, mode=mode) if dtype != ">U2" else got, got)
 
 
 @pytest.mark.parametrize("kind", INDEX_KINDS)

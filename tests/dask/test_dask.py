@@ -226,6 +226,28 @@ SRC_CHUNKS = {"one": {7: (7,), 3: (3,)}, "uneven_empty": {7: (3, 0, 4), 3: (2, 0
               "singles": {7: (1,) * 7, 3: (1,) * 3}}
 
 
+@pytest.mark.parametrize("op", ["set", "first"])
+@pytest.mark.parametrize("chunks", [((2,), (1, 2)), ((1, 1), (2, 1)), ((1, 1), (1, 1, 1)), ((2,), (3,))])
+def test_assignments_of_a_2d_index_chunked_along_its_second_axis(op, chunks):
+    """The last (first) entry in index order wins, as in memory, whatever the chunks of a 2-d index: the flattened
+    order runs across its second axis (was: the winner of another block)."""
+    index = np.array([[0, 1, 0], [1, 0, 0]])
+    src = np.arange(6.0).reshape(2, 3)
+    want = ref_scatter(src, index, op, dim_size=2)
+    got = csd.scatter(da.from_array(src, chunks=chunks), da.from_array(index, chunks=chunks), op, dim_size=2)
+    np.testing.assert_array_equal(threads(got), want)
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">i4", ">c16"])
+def test_gather_of_a_big_endian_src_is_native(dtype):
+    """Results are native, as the in-memory gather's (README)."""
+    src = np.arange(12).reshape(4, 3).astype(dtype)
+    index = np.array([3, 0, 0, 2])
+    got = threads(csd.gather(da.from_array(src, chunks=2), da.from_array(index, chunks=3)))
+    assert got.dtype.isnative and got.dtype == np.dtype(dtype).newbyteorder("=")
+    np.testing.assert_array_equal(got, ref_gather(src, index))
+
+
 @pytest.mark.parametrize("src_chunks", SRC_CHUNKS)
 @pytest.mark.parametrize("index_chunks", ["one", "uneven_empty"])
 @pytest.mark.parametrize("mode", MODES)

@@ -1,6 +1,7 @@
-"""Complex group means are correctly rounded: each part of the sum divided by the real count, as NumPy's np.mean
-does (a complex division by count + 0j, NumPy's own included, went through a reciprocal and was 1 ulp off in 40%
-of complex64 means). Reference: the float32/float64 division of each part of exactly representable sums."""
+"""Complex group means divide each part of the sum by the real count, deliberately unlike np.mean's division by
+count + 0j: each part is correctly rounded (that complex division goes through a reciprocal, 1 ulp off in 40% of
+complex64 means) and an infinite part leaves the other finite (np.mean: inf+nanj). Reference: the float32/float64
+division of each part of exactly representable sums."""
 import numpy as np
 import pytest
 
@@ -54,3 +55,13 @@ def test_segment_mean_parts_correctly_rounded(dtype):
     out = cs.segment(src, np.arange(0, 301 * 7, 7), "mean")
     np.testing.assert_array_equal(out.real, sums_re / count)
     np.testing.assert_array_equal(out.imag, sums_im / count)
+
+
+@pytest.mark.parametrize("op", ["mean", "nanmean"])
+def test_an_infinite_part_leaves_the_other_part_alone(op):
+    """inf+3j, 1 and 2 over one group: (inf+6j) / 3 part by part is inf+2j, where np.mean gives inf+nanj."""
+    src = np.array([np.inf + 3j, 1 + 1j, 2 + 2j])
+    got = cs.scatter(src, np.zeros(3, np.int64), op)
+    assert got[0] == complex(np.inf, 2.0)
+    with np.errstate(invalid="ignore"):
+        assert np.isnan(np.mean(src).imag)   # NumPy's rule, which cyscatter does not follow

@@ -115,6 +115,9 @@ def test_errors(kind):
         f(np.array([1.0, 0.0]), np.array([0, 1]), dim_size=3, fill_value=2)
     with pytest.raises(TypeError, match="fill_value=0.5"):
         f(np.array([1.0, 0.0]), np.array([0, 1]), dim_size=3, fill_value=0.5)
+    for huge in (2 ** 63, 2 ** 64 - 1, 2 ** 64, -2 ** 63 - 1):   # was OverflowError from a comparison
+        with pytest.raises(TypeError, match=f"fill_value={huge}"):
+            f(np.array([1.0, 0.0]), np.array([0, 1]), dim_size=3, fill_value=huge)
     with pytest.raises(IndexError, match="index"):
         f(np.array([1.0, 0.0]), np.array([0, 5]), dim_size=3)
     with pytest.raises(TypeError):

@@ -6,6 +6,8 @@ explicit NumPy ``np.add.at`` computation, over row widths around the kernel's 16
 one part, batch dims, modes, thread counts, scatter_into and Dask blocks that do and do not hold NaN."""
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -333,3 +335,45 @@ def test_dask_blocks_with_and_without_nan():
     # the blocks' partial sums add in another order than one pass's: equal to rounding
     np.testing.assert_allclose(lazy.compute(), ref_scatter(src, idx, "nanmean", dim_size=15, fill_value=-2.0),
                                rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("op", ["nanmean", "nansum", "nanprod", "fmax", "fmin"])
+@pytest.mark.parametrize("nan", [False, True])
+def test_allocation_beyond_the_output(op, nan):
+    """As the README states: 8 bytes a destination row for the row counts; a NaN count table of 1 byte an output
+    element only when src holds a NaN (nansum and nanmean, which count in their single pass while the tables fit
+    the cache, make it first); the 4-byte element counts of a fill_value only when a NaN makes them differ
+    from the row counts (they were made for every call)."""
+    rng = np.random.default_rng(8)
+    n, size, width = 20_000, 500, 16
+    src = rng.standard_normal((n, width))
+    if nan:
+        src[rng.random(src.shape) < 0.01] = np.nan
+    index = rng.integers(0, size, n)
+    kw = {} if op == "nanmean" else {"fill_value": 0.0}
+    cs.scatter(src, index, op, dim_size=size, **kw)   # warm: no first-call allocations in the measure
+    tracemalloc.start()
+    try:
+        cs.scatter(src, index, op, dim_size=size, **kw)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    elements = size * width
+    per_element = (1 if nan or op in ("nansum", "nanmean") else 0) + (4 if nan else 0)
+    assert peak - 8 * elements <= 8 * size + per_element * elements + (16 << 10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+def test_any_nan_kernel(dtype):
+    """`nan_kernels.any_nan` against NumPy's isnan, on strided rows, a NaN in a complex part alone, empty rows."""
+    rng = np.random.default_rng(9)
+    src = rng.standard_normal((2, 40, 6)).astype(dtype)
+    assert not nan_kernels.any_nan(src) and not nan_kernels.any_nan(src[:, ::3])
+    for where in [(0, 0, 0), (1, 39, 5), (1, 20, 3)]:
+        a = src.copy()
+        a[where] = complex(0, np.nan) if a.dtype.kind == "c" else np.nan
+        assert nan_kernels.any_nan(a) == bool(np.isnan(a).any())
+        assert nan_kernels.any_nan(a[:, ::2]) == bool(np.isnan(a[:, ::2]).any())
+    assert not nan_kernels.any_nan(np.zeros((2, 3, 0), dtype)) and not nan_kernels.any_nan(np.zeros((0, 3, 2), dtype))
+    with pytest.raises(ValueError, match="unit-strided"):
+        nan_kernels.any_nan(src[:, :, ::2])

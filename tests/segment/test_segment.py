@@ -151,6 +151,15 @@ def test_gather_segment_matches_reference(backend, dtype, layout):
     np.testing.assert_array_equal(got, ref_gather_segment(src, indptr, axis=axis))
 
 
+@pytest.mark.parametrize("dtype", [">f8", ">i4"])
+def test_gather_segment_of_a_big_endian_src_is_native(dtype):
+    """Results are native, as gather's: np.repeat keeps the byte order, gather_segment does not."""
+    src = np.arange(6).reshape(3, 2).astype(dtype)
+    got = cs.gather_segment(src, np.array([0, 1, 3, 3]))
+    assert got.dtype.isnative and got.dtype == np.dtype(dtype).newbyteorder("=")
+    np.testing.assert_array_equal(got, np.repeat(src, [1, 2, 0], axis=0))
+
+
 def test_gather_segment_validation(backend):
     with pytest.raises(ValueError, match="describes 2 segments, but src has 3 rows"):
         backend.call(cs.gather_segment, np.arange(3), np.array([0, 1, 4]))

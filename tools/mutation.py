@@ -107,12 +107,13 @@ MUTANTS = (
     Mutant("segment-indptr-start", "cyscatter/_segment.py",
            "if ptr[0] != 0:", "if ptr[0] < 0:", "an indptr not starting at 0 is accepted"),
     # ---- public functions and fast paths -----------------------------------------------------------------------
-    Mutant("scatter-fast-path-mode", "cyscatter/_scatter.py",
-           'type(axis) is int and axis == 0 and mode == "raise" \\\n            and fill_value is None and type(src) '
-           'is np.ndarray and not indices_are_sorted',
-           'type(axis) is int and axis == 0 \\\n            and fill_value is None and type(src) '
-           'is np.ndarray and not indices_are_sorted',
-           "scatter's fast path taken whatever the mode"),
+    # (a mutant letting scatter's fast path take any mode is equivalent, not a bug: the C fast path refuses a call
+    # with an out-of-range entry, where the modes differ, and the general path then runs)
+    Mutant("scatter-fast-path-dtype", "cyscatter/_scatter.py",
+           "and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \\\n            and dtype is "
+           "None and out is None",
+           "and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \\\n            and out is "
+           "None", "scatter's fast path ignores dtype="),
     Mutant("scatter-fast-path-fill", "cyscatter/_scatter.py",
            'mode == "raise" \\\n            and fill_value is None and type(src) is np.ndarray and not indices_are_sorted',
            'mode == "raise" \\\n            and type(src) is np.ndarray and not indices_are_sorted',

@@ -5,8 +5,9 @@ covering slice (every pair of parameter values that the grid holds appears in at
 case marked ``full``. ``python -m pytest --tier=full`` runs every collected case; ``--tier=rest`` runs the cases
 of the full tier that the default tier leaves out (so that CI, which runs both, runs nothing twice).
 
-Cases marked ``full``: the exhaustive grids (whose covering slice is still in the default tier, unless the whole
-test is marked), builds, docs, the demo's model, memory, the campaigns, and every case measured over a second.
+Cases marked ``full`` (and those marked ``distributed``, which start worker processes): builds, docs, the demo's
+model, memory, the campaigns, and cases measured over a second. The exhaustive grids are in the full tier whole,
+their covering slice in the default tier.
 Naming tests on the command line (``path::name``) selects the full tier, so a named case always runs.
 
 Grid combinations that do not exist (an ordered op on complex values, a pattern a geometry cannot have) are
@@ -96,7 +97,7 @@ def default_tier(items) -> list:
     """The default tier's cases among `items`, in their collection order."""
     groups: dict = {}
     for item in items:
-        if item.get_closest_marker("full") is None:
+        if item.get_closest_marker("full") is None and item.get_closest_marker("distributed") is None:
             groups.setdefault(_function_of(item), []).append(item)
     kept = set()
     for group in groups.values():

@@ -3,24 +3,23 @@
 ``python -m pytest`` runs the default tier: every test function, each parametrised grid cut to a pairwise
 covering slice (every pair of parameter values that the grid holds appears in at least one kept case), and no
 case marked ``full``. ``python -m pytest --tier=full`` runs every collected case; ``--tier=rest`` runs the cases
-of the full tier that the default tier leaves out (so that CI, which runs both, runs nothing twice).
+of the full tier that the default tier leaves out (so that CI, which runs both, runs nothing twice). Naming
+tests on the command line (``path::name``) selects the full tier, so a named case always runs.
 
-Cases marked ``full`` (and those marked ``distributed``, which start worker processes): builds, docs, the demo's
-model, memory, the campaigns, and cases measured over a second. The exhaustive grids are in the full tier whole,
-their covering slice in the default tier.
-Naming tests on the command line (``path::name``) selects the full tier, so a named case always runs.
+Cases marked ``full`` (and those marked ``distributed``, which start worker processes) are builds, docs, the
+demo's model, memory, the campaigns and cases measured over a second. The exhaustive grids are in the full tier
+whole, their covering slice in the default tier. The slice is chosen by a greedy cover over the cases in
+collection order, so it is the same on every run and machine for the same tests (SciPy's ``label='fast'`` and
+NumPy's ``slow`` split the same way, by hand).
 
 Grid combinations that do not exist (an ordered op on complex values, a pattern a geometry cannot have) are
 dropped at collection by ``@pytest.mark.valid(predicate)``: the predicate takes the case's parameters by name
-(any subset of them; a lambda, since pytest takes a named function for the test it marks) and returns whether
-the case is one; the registry's predicates (`testing.op_supports`, ...)
-are the usual ones. Such a case is never collected to be skipped.
+(any subset of them; a lambda, since pytest takes a named function for the test it marks) and says whether the
+case is one, usually through the registry's predicates (`testing.op_supports`, `testing.into_supports`). Such a
+case is never collected to be skipped.
 
 GPU cases (marked ``gpu``) are deselected at collection without a usable CUDA device, unless
 ``CYSCATTER_REQUIRE_GPU=1`` keeps them (they then fail instead of skipping).
-
-The slice is chosen by a greedy cover over the cases in collection order, so it is the same on every run and
-machine for the same tests (SciPy's ``label='fast'`` and NumPy's ``slow`` split the same way, by hand).
 """
 from __future__ import annotations
 

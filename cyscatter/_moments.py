@@ -111,7 +111,8 @@ _DOC = """{title}
     -------
     out : ndarray, shape B + D + F
         Real float dtype of `src` (float64 for integers). Groups with ``count <= ddof`` (so every empty group)
-        give NaN, as NumPy does (without its warning); pytorch_scatter gives 0 there.
+        give NaN: undefined, where NumPy divides by ``max(count - ddof, 0)`` (inf, or NaN for equal members, with a
+        warning) and pytorch_scatter gives 0.
 
     Raises
     ------
@@ -210,7 +211,8 @@ _NAN_DOC = """{title}
     -------
     out : ndarray, shape B + D + F
         Real float dtype of `src` (float64 for integers). Elements with ``count <= ddof`` (so empty and all-NaN
-        groups) give NaN, as NumPy and numpy_groupies do (without NumPy's warning).
+        groups) give NaN, as ``np.nanvar`` does (without its warning); numpy_groupies gives inf where the
+        members differ.
 
     Raises
     ------

@@ -41,6 +41,17 @@ def test_nan_where_count_at_most_ddof(backend):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("func", ["scatter_var", "scatter_std", "scatter_nanvar", "scatter_nanstd"])
+def test_nan_where_count_equals_ddof_and_members_differ(func):
+    """count == ddof with distinct members: NaN as np.nanvar gives (np.var divides by zero: inf)."""
+    src, index = np.array([1.0, 3.0, 5.0, 2.0, 2.0]), np.array([0, 0, 1, 2, 2])
+    got = getattr(cs, func)(src, index, ddof=2)
+    assert np.isnan(got).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert np.isnan(np.nanvar([1.0, 3.0], ddof=2)) and np.isinf(np.var([1.0, 3.0], ddof=2))
+
+
 def test_no_cancellation():
     # a one-pass E[x^2] - E[x]^2 gives 0 or garbage here; two passes give the exact 2/3
     src = 1e9 + np.array([0.0, 1.0, 2.0])

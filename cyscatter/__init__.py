@@ -42,18 +42,18 @@ __all__ = [
     "scatter", "scatter_into", "gather", "gather_into",
     "scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src", "scatter_jvp", "gather_jvp",
     "OPS", "OP_NAMES", "MODES", "get_op", "get_include", "set_num_threads", "get_num_threads",
-    # more reductions (issue 8)
+    # more reductions
     "scatter_argmax", "scatter_argmin", "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax",
     "scatter_var", "scatter_std", "segment", "gather_segment", "segment_ids",
     "scatter_logsumexp_vjp", "scatter_logsumexp_jvp", "scatter_softmax_vjp", "scatter_softmax_jvp",
     "scatter_log_softmax_vjp", "scatter_log_softmax_jvp", "scatter_var_vjp", "scatter_var_jvp",
     "scatter_std_vjp", "scatter_std_jvp", "segment_vjp_src", "segment_jvp", "gather_segment_vjp_src",
-    # message passing in one pass (issue 21)
+    # message passing in one pass
     "gather_scatter", "gather_scatter_plan", "GatherScatterPlan", "gather_scatter_vjp_src",
     "gather_scatter_vjp_weight", "gather_scatter_jvp",
-    # peer parity, round 2 (issue 18)
+    # counts, any/all and grouped scans
     "scatter_count", "scatter_any", "scatter_all", "scatter_scan", "scatter_scan_vjp", "scatter_scan_jvp",
-    # NaN-skipping reductions (issue 18 item 3; the ops nansum, nanprod, fmax, fmin, nanmean are in OPS)
+    # NaN-skipping reductions (the ops nansum, nanprod, fmax, fmin, nanmean are in OPS)
     "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd",
     "scatter_nanvar_vjp", "scatter_nanvar_jvp", "scatter_nanstd_vjp", "scatter_nanstd_jvp",
 ]

@@ -132,7 +132,7 @@ CYSCATTER_EXTREME_ROW(cyscatter_row_max_d, double, __m128d, 2, max, 1, pd, cysca
 CYSCATTER_EXTREME_ROW(cyscatter_row_min_d, double, __m128d, 2, min, 0, pd, cyscatter_min_d)
 /* fmax/fmin rows: MAXPS(new, cur) returns cur when either is a NaN or both are zeros, so a NaN new value already
  * loses; equal values take the bitwise and (fmax) / or (fmin) of the two, and a NaN held takes the new value.
- * The scalar rule's signbit tests compiled to branches for double (fmax 2.6x max's time, issue 18). */
+ * The scalar rule's signbit tests compiled to branches for double (fmax 2.6x max's time). */
 #define CYSCATTER_FEXTREME_ROW(name, T, V, W, MINMAX, TIE_MAX, SUF, scalar)                        \
     static inline void name(T *dst, const T *src, ptrdiff_t width) {                                \
         ptrdiff_t f = 0, whole = width - width % W;                                                 \

@@ -72,7 +72,7 @@ class Op:
         takes the row of one entry, the last (first) in index order that reaches it, found by a winner pass over
         the index and moved by the gather kernels (`cyscatter._assign`), so no arithmetic is done and every
         dtype gather moves is accepted (bool too). Assignments are linear in (dst, src) jointly.
-    skips_nan : a NaN-skipping twin (nansum, nanprod, nanmean, fmax/nanmax, fmin/nanmin, issue 18): a NaN src
+    skips_nan : a NaN-skipping twin (nansum, nanprod, nanmean, fmax/nanmax, fmin/nanmin): a NaN src
         entry (NumPy's isnan; complex: either part) counts as absent. Its counts, where it needs any (mean's
         division, a fill_value), are per element: the non-NaN entries of each output element, so an element whose
         entries are all NaN is an empty group (numpy_groupies' rule). Integers have no NaN: the twin's results.
@@ -216,13 +216,13 @@ OPS = (
     # TensorFlow's unsorted_segment_sqrt_n: sum / sqrt(count), 0 for an empty group; mean's path and conventions
     Op("sqrt_n", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
        sqrt_counts=True, gpu_update="add"),
-    # assignments (issue 18): the last entry in index order wins (JAX .at[].set, NumPy a[idx] = v,
+    # assignments: the last entry in index order wins (JAX .at[].set, NumPy a[idx] = v,
     # numpy_groupies "last"), or the first (numpy_groupies "first"); a fresh output starts from 0, as
     # numpy_groupies' fill_value and PyG's scatter(reduce="any") into zeros. Op codes 6 and 7 are this registry's
     # own: the reduction kernels never see them (see `cyscatter._assign`).
     Op("set", ("last",), OP_SET, "zero", combine="set", linear=True, winner="last"),
     Op("first", (), OP_FIRST, "zero", combine="first", linear=True, winner="first"),
-    # NaN-skipping twins (issue 18 item 3). fmax/fmin are NumPy's np.fmax/np.fmin (a NaN on either side loses,
+    # NaN-skipping twins. fmax/fmin are NumPy's np.fmax/np.fmin (a NaN on either side loses,
     # also a NaN already in scatter_into's dst); nanmax/nanmin are their aliases: with NaN entries left out a
     # group's nanmax is the fmax of its members, and numpy_groupies' nanmax of an all-NaN group (an empty group
     # here) is the fill, as fmax.at from the identity gives.

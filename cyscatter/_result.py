@@ -1,4 +1,4 @@
-"""`dtype=` and `out=` of the allocating `scatter` and `gather` (NumPy's meaning, issue 18 item 8).
+"""`dtype=` and `out=` of the allocating `scatter` and `gather` (NumPy's meaning).
 
 `dtype` chooses the dtype `src` is cast to before the call (as ``np.add.reduce(dtype=)``, but under NumPy's
 ``same_kind`` rule, where NumPy's reductions cast unsafely: ``np.add.reduce([1.5, 2.5], dtype=int)`` is 3);

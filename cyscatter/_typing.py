@@ -1,4 +1,4 @@
-"""Types of the public signatures, defined once (issue 16); users import them from `cyscatter.typing`.
+"""Types of the public signatures, defined once; users import them from `cyscatter.typing`.
 
 The op and mode names are `Literal` types so that a type checker catches ``op="avg"`` or ``mode="ignore"``;
 `tests/build/test_typing.py` checks that they list exactly what the op registry (`cyscatter._ops`) and `MODES`

@@ -1,4 +1,4 @@
-"""One-time calibration of the kernels' strategy switches on the running machine (issue 22).
+"""One-time calibration of the kernels' strategy switches on the running machine.
 
 Usage::
 

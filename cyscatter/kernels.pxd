@@ -24,7 +24,7 @@ cdef struct OpMax:
     char _tag
 cdef struct OpMin:
     char _tag
-# NaN-skipping twins (issue 18): a NaN src entry is left out (nansum, nanprod); fmax/fmin (alias nanmax/nanmin)
+# NaN-skipping twins: a NaN src entry is left out (nansum, nanprod); fmax/fmin (alias nanmax/nanmin)
 # follow NumPy's np.fmax/np.fmin, a NaN on either side loses. Integers have no NaN: they run as add/mul/max/min.
 cdef struct OpNanAdd:
     char _tag

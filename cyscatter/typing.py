@@ -1,4 +1,4 @@
-"""Types for annotating code that calls cyscatter (issue 16).
+"""Types for annotating code that calls cyscatter.
 
     from cyscatter.typing import ScatterOp, Mode
 

@@ -1,4 +1,4 @@
-"""The per-machine calibration (issue 22): `python -m cyscatter.calibrate`, its file and how import reads it.
+"""The per-machine calibration: `python -m cyscatter.calibrate`, its file and how import reads it.
 
 The trials' decisions are checked on fixed figures, the file's reading on every kind of bad file, the CLI end to
 end on small arrays into a temporary cache folder, and the results of every kernel family under the extreme

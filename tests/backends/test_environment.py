@@ -1,4 +1,4 @@
-"""What `import cyscatter` leaves in the user's process (issue 16): the environment as the user had it (the
+"""What `import cyscatter` leaves in the user's process: the environment as the user had it (the
 OpenMP wait policy reaches libgomp, not os.environ or child processes), and threadpoolctl's limits honoured."""
 from __future__ import annotations
 

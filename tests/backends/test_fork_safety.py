@@ -1,4 +1,4 @@
-"""Child processes after threaded calls (issue 16): a child forked after the parent ran the kernels on several
+"""Child processes after threaded calls: a child forked after the parent ran the kernels on several
 threads must compute right and never hang (GNU OpenMP cannot start threads in such a child: it runs on one);
 forkserver and spawn children start fresh and keep their threads. Each pool gets 30 s."""
 from __future__ import annotations

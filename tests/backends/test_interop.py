@@ -1,5 +1,5 @@
 """Other libraries' arrays in every public function: PyTorch CPU tensors, JAX arrays, pandas Series, xarray
-DataArrays and an object that speaks only DLPack give the results of the same NumPy arrays (issue 16).
+DataArrays and an object that speaks only DLPack give the results of the same NumPy arrays.
 
 Each public call that works (`public_calls.BASELINES`) is made again with one array argument, and then with
 every array argument, replaced by the same numbers in another library's type; the result must equal the NumPy

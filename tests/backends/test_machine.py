@@ -1,4 +1,4 @@
-"""The machine-dependent strategy rules (issue 22): what is read from sysfs and /proc/cpuinfo, and the
+"""The machine-dependent strategy rules: what is read from sysfs and /proc/cpuinfo, and the
 thresholds derived from it (cyscatter._machine); results never depend on them."""
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_vendor_and_model_from_cpuinfo(tmp_path):
 @pytest.mark.parametrize("vendor, l2, llc, stream_min, share", [
     ("AMD", 1 * MIB, 32 * MIB, 64 * MIB, 256 << 10),     # the EPYC VM the rules were measured on
     ("AMD", 512 << 10, 256 * MIB, 512 * MIB, 128 << 10),  # a large L3: twice of it
-    ("Intel", 2 * MIB, 300 * MIB, 0, 512 << 10),          # streaming stores lost there (issue 22)
+    ("Intel", 2 * MIB, 300 * MIB, 0, 512 << 10),          # streaming stores lost there
     ("unknown", 0, 0, 0, 256 << 10),                      # nothing known: the conservative values
 ])
 def test_rules(vendor, l2, llc, stream_min, share):

@@ -93,7 +93,7 @@ def _fused_kernel_instances():
     for update, dtypes in ATOMIC_DTYPES.items():
         for dtype in dtypes:
             yield _cuda_kernels.gather_scatter_spec(update), {"S": dtype}
-    for update in ("mul", "div", "nanmul"):   # the CAS updates that take complex values (nanprod: issue 18)
+    for update in ("mul", "div", "nanmul"):   # the CAS updates that take complex values (nanprod too)
         yield _cuda_kernels.gather_scatter_ordered_spec(update), {"S": "complex128"}
     for count in ("int32", "int64"):   # NaN-skipping ops counting their non-NaN messages (nanmean, fill_value)
         for update in ("nanadd", "nanmul", "fmax", "fmin"):

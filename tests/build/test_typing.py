@@ -1,4 +1,4 @@
-"""Typing of the public API (issue 16): the Literal types follow the registry, every public function is annotated,
+"""Typing of the public API: the Literal types follow the registry, every public function is annotated,
 the grad primitives show their real signatures, and mypy --strict accepts the user script and rejects every bad
 call of tests/typing/user_errors.py."""
 from __future__ import annotations

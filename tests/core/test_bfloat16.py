@@ -1,4 +1,4 @@
-"""bfloat16 values (ml_dtypes.bfloat16, issue 18 item 5): accumulated in float32 and rounded once to bfloat16,
+"""bfloat16 values (ml_dtypes.bfloat16): accumulated in float32 and rounded once to bfloat16,
 as float16 is. Compared against the plain-loop reference run on the float32 values and rounded (bit for bit),
 against torch.bfloat16 (scatter_reduce / index_add_) and JAX (segment ops) where installed, on NumPy, Dask, the
 CuPy emulation (which must refuse: CuPy has no bfloat16) and grad (forward only: autograd has no bfloat16)."""

@@ -1,4 +1,4 @@
-"""A `src` that broadcasts (issue 18, item 1): scalars, a row (F,), (n, 1) against (n, F), size-1 batch or index
+"""A `src` that broadcasts: scalars, a row (F,), (n, 1) against (n, F), size-1 batch or index
 dims, 0-d arrays, in every function that scatters a src.
 
 The references: the loop reference (`tests/helpers/reference.py`) on src broadcast by NumPy and copied, NumPy's own

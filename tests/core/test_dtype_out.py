@@ -1,4 +1,4 @@
-"""dtype= and out= of the allocating scatter and gather (issue 18, item 8), NumPy's meaning: `dtype` casts src
+"""dtype= and out= of the allocating scatter and gather, NumPy's meaning: `dtype` casts src
 first (np.add.reduce(dtype=), same_kind), `out` receives the result starting from the identity or fill (never
 accumulating into its values: that is scatter_into) and is returned; on any error `out` is left as it was."""
 import numpy as np

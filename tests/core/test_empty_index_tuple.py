@@ -1,4 +1,4 @@
-"""The empty index tuple (issue 18, item 9): ``index=()`` addresses the destination as a whole, NumPy's ``a[()]``.
+"""The empty index tuple: ``index=()`` addresses the destination as a whole, NumPy's ``a[()]``.
 
 An index of no arrays has the index shape I = () (NumPy broadcasts no arrays to ()) and addresses no axes
 (D = ()): one entry, so ``scatter(src, ())`` is ``op(identity, src)`` element by element, ``scatter_into(dst,

@@ -1,5 +1,5 @@
 """A torch-style expanded index (``index.view(-1, 1).expand_as(src)``: src's shape, stride 0 on the last axis) is
-refused, never read as a scalar scatter that sums the features (issue 16); the index the message names gives
+refused, never read as a scalar scatter that sums the features; the index the message names gives
 PyTorch's result. The rule is the layout: equal values along a row of an ordinary index keep NNlib's meaning."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """fill_value given as a NumPy integer the output cannot hold raises ValueError as a Python int does (it was
 wrapped by astype); dropped entries of a string gather into `out` are '' as in a fresh output; grad.gather's
-default fill_value is the core's (found by an independent hostile test of issue 18's part A)."""
+default fill_value is the core's."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""mode="normalize_drop" (issue 18, item 9): JAX's default scatter index rule, compared with JAX itself.
+"""mode="normalize_drop": JAX's default scatter index rule, compared with JAX itself.
 
 Negative entries count from the end once (i + size); what is still out of range is dropped. The rest of the
 suite runs every function over `cyscatter.MODES` against the loop reference (`tests/helpers/reference.py`), so this mode

@@ -1,4 +1,4 @@
-"""cyscatter.dask.scatter_scan (issue 18 leftover): against the in-memory cyscatter.scatter_scan on the computed
+"""cyscatter.dask.scatter_scan: against the in-memory cyscatter.scatter_scan on the computed
 arrays, the plain-loop reference (tests/helpers/reference_scan.py) and numpy_groupies' cumsum/cumprod/cummax/cummin,
 over chunkings (one chunk, even, uneven with empty chunks, one entry per chunk), every scan op, exclusive and
 reverse, index kinds and modes, dtypes, batch/feature chunks, NaN and signed zeros; and its errors."""

@@ -1,4 +1,4 @@
-"""grad.scatter_scan with op="mul" to any order (issue 18 leftover): autograd's check_grads to second order in
+"""grad.scatter_scan with op="mul" to any order: autograd's check_grads to second order in
 float64 (every flag, index kind and layout, src with one and with two zeros in a group, dropped entries), exact
 first and second derivatives against plain loops over the group members (products of the other members, no
 division), and the first derivative and Hessian-vector products against torch.cumprod's autograd per group."""

@@ -13,7 +13,7 @@ from cyscatter import OPS as _REGISTRY
 OPS = OP_NAMES
 # the reductions: the ops other than the assignments set/first (tests/ops/test_assign.py)
 REDUCTION_OPS = tuple(op.name for op in _REGISTRY if not op.winner)
-# the NaN-skipping twins (issue 18 item 3) run in scatter/scatter_into, segment, gather_scatter, their reverse
+# the NaN-skipping twins run in scatter/scatter_into, segment, gather_scatter, their reverse
 # functions, grad and dask (tests/ops/test_nan_ops.py, test_segment_nan.py, test_gather_scatter_nan.py)
 NAN_OPS = tuple(name for name in OPS if get_op(name).skips_nan)
 PLAIN_OPS = tuple(name for name in OPS if not get_op(name).skips_nan)

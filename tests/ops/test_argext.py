@@ -73,7 +73,7 @@ def test_errors(backend, bad, error):
         backend.call(cs.scatter_argmax, args["src"], args["index"], dim_size=args["dim_size"], axis=args["axis"])
 
 
-# ---- fill_value: the position of empty groups (issue 18, item 8) -------------------------------------------------
+# ---- fill_value: the position of empty groups -------------------------------------------------
 
 @pytest.mark.parametrize("kind", ("max", "min"))
 @pytest.mark.parametrize("dtype", ("float64", "int32", "uint8"))

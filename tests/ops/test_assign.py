@@ -1,4 +1,4 @@
-"""The assignment ops (issue 18): "set" (alias "last", the last entry in index order wins) and "first".
+"""The assignment ops: "set" (alias "last", the last entry in index order wins) and "first".
 
 Against an explicit loop (tests/helpers/reference.py), NumPy's ``a[idx] = v``, JAX's ``.at[].set``, numpy_groupies'
 ``func="first"/"last"`` and torch's ``index_put_`` / ``scatter_``, on the CPU and the emulated CuPy backend;

@@ -1,4 +1,4 @@
-"""scatter_count (issue 18, item 4) against np.add.at, a plain loop, numpy_groupies' "count" and JAX's default
+"""scatter_count against np.add.at, a plain loop, numpy_groupies' "count" and JAX's default
 scatter rule; the Dask version against the in-memory one."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""scatter_any / scatter_all (numpy_groupies' func="any"/"all", issue 18 item 7) against a plain loop reference
+"""scatter_any / scatter_all (numpy_groupies' func="any"/"all") against a plain loop reference
 (Python's any/all of ``x != 0``), against numpy_groupies itself, on NumPy, the CuPy emulation and Dask."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The NaN-skipping reductions (issue 18 item 3): the ops nansum, nanprod, fmax (nanmax), fmin (nanmin), nanmean,
+"""The NaN-skipping reductions: the ops nansum, nanprod, fmax (nanmax), fmin (nanmin), nanmean,
 and scatter_nanargmax/argmin, scatter_nanvar/std. Compared with the plain-loop reference (tests/helpers/reference.py),
 with NumPy's ``np.fmax.at``/``np.fmin.at``, with numpy_groupies' ``aggregate(func="nan...")`` and with NumPy's
 ``np.nan*`` per group; over value dtypes, index dtypes and kinds, axis, modes and the numpy / cupy-emulated

@@ -1,4 +1,4 @@
-"""scatter_scan (grouped cumsum/cumprod/cummax/cummin, issue 18 item 7) against a plain loop reference,
+"""scatter_scan (grouped cumsum/cumprod/cummax/cummin) against a plain loop reference,
 numpy_groupies' aggregate(func="cum*") and pandas' groupby().cum*(); its reverse functions against the loop's
 finite differences and autograd's check_grads; the validation."""
 import numpy as np

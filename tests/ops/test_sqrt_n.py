@@ -1,4 +1,4 @@
-"""op "sqrt_n" (TensorFlow's ``tf.math.unsorted_segment_sqrt_n``, issue 18 item 7) against an explicit NumPy loop
+"""op "sqrt_n" (TensorFlow's ``tf.math.unsorted_segment_sqrt_n``) against an explicit NumPy loop
 with TF's definition (TF is not installed): ``out[j] = sum_{k: index[k] == j} src[k] / sqrt(N_j)``, N_j the number
 of entries of group j, 0 for an empty group; integers give float64. Also its in-place meaning (mean's
 convention), its reverse functions, segment / gather_scatter / Dask, and the GPU path (emulated)."""

@@ -416,7 +416,7 @@ def _exceptions() -> dict:
             exc[(fn, "src", "other shape")] = RAISE   # src_dot keeps the baseline's shape
         exc[(fn, "src", "extra dim")] = "raise:gather_index"
     # segment: the rows of src are cut by indptr; gather_segment: src has one row per segment
-    # a src that broadcasts (issue 18 item 1, NumPy's ufunc.at rule): a 0-d src stands for every entry; a src of
+    # a src that broadcasts (NumPy's ufunc.at rule): a 0-d src stands for every entry; a src of
     # shape (1, 4) against the index (4,) of an allocating op is a row of 4 features broadcast over the entries;
     # an index of shape (1, 4) takes the src (4,) as (1, 4) (leading 1s, NumPy's rule)
     allocating = ("scatter", "scatter_argmax", "scatter_argmin", "scatter_var", "scatter_std", "scatter_logsumexp",
@@ -433,7 +433,7 @@ def _exceptions() -> dict:
     for fn in ("cyscatter.scatter_jvp", "cyscatter.scatter_logsumexp_jvp", "cyscatter.scatter_var_jvp",
                "cyscatter.scatter_std_jvp", "cyscatter.scatter_nanvar_jvp", "cyscatter.scatter_nanstd_jvp"):
         exc[(fn, "index", "extra dim")] = OK   # (a 0-d src still meets a src_dot of the baseline's shape: raise)
-    # axis None is the batched-pointer default, indptr.ndim - 1: 0 for the baseline's 1-D indptr (issue 18)
+    # axis None is the batched-pointer default, indptr.ndim - 1: 0 for the baseline's 1-D indptr
     for fn in ("cyscatter.segment", "cyscatter.gather_segment", "cyscatter.segment_vjp_src", "cyscatter.segment_jvp",
                "cyscatter.gather_segment_vjp_src", "grad.segment", "grad.gather_segment"):
         exc[(fn, "axis", "None")] = SAME

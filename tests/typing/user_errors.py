@@ -1,4 +1,4 @@
-"""Calls a type checker must reject (issue 16): each carries the ignore comment of the error it must raise.
+"""Calls a type checker must reject: each carries the ignore comment of the error it must raise.
 
 ``mypy --strict`` (warn_unused_ignores) fails on an ignore that no longer silences an error, so this file stops
 type-checking as soon as one of these bad calls is accepted. Never run: the calls would raise.

@@ -873,7 +873,8 @@ def test_group_reverse_functions_blame_grad_out(name):
 
 
 # ==================================================================================================================
-# fmax/fmin gradients through a NaN dst, scan reverse dtypes, scan flags, allocation sizes (ticket: issue 18, merged features)
+# fmax/fmin gradients through a NaN dst, scan reverse dtypes, scan flags, allocation sizes
+# (ticket: issue 18, merged features)
 #
 # Regressions from the independent hostile test of issue 18's merged features (fmax/fmin gradients through a
 # NaN dst, the scan reverse functions' dtype for float16/bfloat16, scatter_scan's bool flags, sqrt_n's memory).

@@ -115,7 +115,8 @@ MUTANTS = (
            "and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \\\n            and out is "
            "None", "scatter's fast path ignores dtype="),
     Mutant("scatter-fast-path-fill", "cyscatter/_scatter.py",
-           'mode == "raise" \\\n            and fill_value is None and type(src) is np.ndarray and not indices_are_sorted',
+           'mode == "raise" \\\n            and fill_value is None and type(src) is np.ndarray '
+           'and not indices_are_sorted',
            'mode == "raise" \\\n            and type(src) is np.ndarray and not indices_are_sorted',
            "scatter's fast path ignores fill_value"),
     Mutant("moments-ddof", "cyscatter/_moments.py",

@@ -1,7 +1,7 @@
 """The NaN-skipping ops (nansum, nanprod, fmax/nanmax, fmin/nanmin, nanmean) in `gather_scatter`, its reverse
 functions and grad. The definition is the composition ``scatter(gather(src) * weight, scatter_index, op)``: a NaN
 message (NaN in src or weight, or inf * 0) is left out. Compared with the plain-loop reference
-(tests/helpers/reference_gather_scatter.py, built on tests/helpers/reference.py's scatter loops), with `cs.scatter` on the
+(helpers/reference_gather_scatter.py, built on the scatter loops of helpers/reference.py), with `cs.scatter` on the
 materialised messages, with numpy_groupies' ``func="nan..."`` on the messages, and by central differences and
 autograd's check_grads (order 2, fwd and rev); over value dtypes, index kinds, weight kinds, plans, threads,
 modes, batch axes, fill values and the numpy / cupy-emulated backends."""

@@ -81,7 +81,7 @@ def _fmin(a, b):
 
 UPDATE.update({"nansum": _skip_nan(np.add), "nanprod": _skip_nan(np.multiply), "fmax": _fmax,
                "fmin": _fmin, "nanmean": _skip_nan(np.add)})
-UPDATE.update(nanadd=UPDATE["nansum"], nanmul=UPDATE["nanprod"])   # the GPU update names (tests/helpers/emulated_cupy.py)
+UPDATE.update(nanadd=UPDATE["nansum"], nanmul=UPDATE["nanprod"])   # the GPU update names (emulated_cupy.py)
 # divisor of the group sums by group count: mean's count, and TensorFlow's unsorted_segment_sqrt_n definition
 # (``sum / sqrt(N)``, N the number of entries of the group, an empty group 0); nanmean's count is per element
 DIVISOR = {"mean": lambda count: count, "sqrt_n": np.sqrt, "nanmean": lambda count: count}

@@ -1,5 +1,5 @@
 """The NaN-skipping ops (nansum, nanprod, fmax/nanmax, fmin/nanmin, nanmean) in `segment`, its reverse functions
-and grad: against the plain-loop scatter reference on the index expanded from indptr (tests/helpers/reference.py), against
+and grad: against the plain-loop scatter reference on the index expanded from indptr (helpers/reference.py), against
 `cs.scatter` on that index (another code path: the core kernel and its separate counting pass), against
 numpy_groupies' ``func="nan..."`` and ``np.fmax.reduceat`` / ``np.nansum`` per segment; over value dtypes, layouts
 (axis, batch dims), fill values, indptr dtypes, batched pointers and the numpy / cupy-emulated backends."""

@@ -1,9 +1,10 @@
 """The per-element counts of the NaN-skipping ops on the host (nanmean's divisor, the elements a fill_value
 marks): entries per row, minus the NaN entries per element counted in the narrowest type the largest row count
 fits (`cyscatter.nan_kernels`), or the row counts alone when src holds no NaN. Compared with the plain-loop
-reference (helpers/reference.py) and with an explicit NumPy ``np.add.at`` computation, over row widths around the kernel's 16-feature lines, NaN densities
-(none, sparse, dense, all), src layouts (contiguous, broadcast rows, broadcast features, strided), complex NaN in
-one part, batch dims, modes, thread counts, scatter_into and Dask blocks that do and do not hold NaN."""
+reference (helpers/reference.py) and with an explicit NumPy ``np.add.at`` computation, over row widths around the
+kernel's 16-feature lines, NaN densities (none, sparse, dense, all), src layouts (contiguous, broadcast rows,
+broadcast features, strided), complex NaN in one part, batch dims, modes, thread counts, scatter_into and Dask
+blocks that do and do not hold NaN."""
 from __future__ import annotations
 
 import tracemalloc

@@ -1,7 +1,7 @@
 """Types of the public signatures, defined once; users import them from `cyscatter.typing`.
 
 The op and mode names are `Literal` types so that a type checker catches ``op="avg"`` or ``mode="ignore"``;
-`tests/build/test_typing.py` checks that they list exactly what the op registry (`cyscatter._ops`) and `MODES`
+`tests/toolchain/test_typing.py` checks that they list exactly what the op registry (`cyscatter._ops`) and `MODES`
 (`cyscatter._index`) accept, so the registry stays the single source of truth.
 
 Results: the public functions are overloaded on where their arrays live. A call whose first array argument or

@@ -27,6 +27,6 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 export PYTHONMALLOC=malloc   # every Python allocation through malloc, so ASan sees them too
 if [ "$#" -eq 0 ]; then
     # not here: a LocalCluster's worker processes stall under ASan, and nvcc segfaults with libasan preloaded
-    set -- tests -m "not stress and not distributed" --ignore=tests/build/test_cuda_build.py
+    set -- tests -m "not stress and not distributed" --ignore=tests/toolchain/test_cuda_build.py
 fi
 python -m pytest -q -p no:cacheprovider "$@"

@@ -1,7 +1,7 @@
 """A user's script calling every public function of cyscatter, cyscatter.dask and grad.
 
-Checked with ``mypy --strict`` (tests/build/test_typing.py, .ci/run): it must type-check without errors, and the
-results of host calls are NumPy arrays. It also runs (tests/build/test_typing.py), so the calls are real ones.
+Checked with ``mypy --strict`` (tests/toolchain/test_typing.py, .ci/run): it must type-check without errors, and the
+results of host calls are NumPy arrays. It also runs (tests/toolchain/test_typing.py), so the calls are real ones.
 """
 from __future__ import annotations
 

@@ -41,7 +41,8 @@ SANITIZE = os.environ.get("CYSCATTER_SANITIZE", "0") == "1"
 OPENMP = os.environ.get("CYSCATTER_OPENMP", "1") == "1"
 CACHE = os.path.join(HERE, "build", "cyscatter-cache")
 KEEP = 3   # builds kept per module in CACHE
-HEADERS = ("_cpu.h", "_cdiv.h", "_fused.h", "_halfconv.h")   # setuptools does not scan includes
+HEADERS = ("include/_cpu.h", "include/_cdiv.h", "include/_fused.h", "include/_halfconv.h")   # setuptools does not scan includes
+HEADERS_PATHS = tuple(f"cyscatter/{h}" for h in HEADERS)
 
 directives = {
     "language_level": 3,
@@ -157,7 +158,7 @@ class cyscatter_build_ext(build_ext):
         h = hashlib.sha256()
         package = os.path.join(HERE, "cyscatter")
         files = [ext.name.replace(".", "/") + ".pyx", "setup.py"] + sorted(
-            f"cyscatter/{f}" for f in os.listdir(package) if f.endswith((".pxd", ".pxi", ".h")))
+            f"cyscatter/{f}" for f in os.listdir(package) if f.endswith((".pxd", ".pxi"))) + list(HEADERS_PATHS)
         for path in files:
             h.update(path.encode() + b"\0")
             with open(os.path.join(HERE, path), "rb") as f:

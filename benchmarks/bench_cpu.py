@@ -190,9 +190,9 @@ def versions() -> str:
 
 
 def machine() -> str:
-    """The CPU as the kernels' strategy rules see it (cyscatter._machine: vendor, model, caches, calibration),
+    """The CPU as the kernels' strategy rules see it (cyscatter._runtime.machine: vendor, model, caches, calibration),
     the cores this process may use, the OS, and the thresholds in force."""
-    from cyscatter import _machine
+    from cyscatter._runtime import machine as _machine
     return (f"{_machine.MACHINE.describe()}, {len(os.sched_getaffinity(0))} cores, {platform.system()} "
             f"{platform.release()}; rules: {_machine.ACTIVE.rules()}")
 

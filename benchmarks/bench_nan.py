@@ -137,7 +137,7 @@ def count_passes(args, scale: float) -> None:
     """nanmean into 1e3..1e5 rows of 64 (float32 and float64) with its NaN counts taken in the sum pass and by a
     second pass over src (the `cyscatter/_machine.py` rule forced either way), mean beside them; the fastest
     wall-clock time of the rounds, alternating."""
-    from cyscatter import _machine
+    from cyscatter._runtime import machine as _machine
     rules = {"one pass": _machine.Machine("AMD", "forced", 1 << 20, 1 << 50),
              "two passes": _machine.Machine("AMD", "forced", 1 << 20, 2)}
     n = int(1e6 * scale)

@@ -1,8 +1,8 @@
 """Types of the public signatures, defined once; users import them from `cyscatter.typing`.
 
 The op and mode names are `Literal` types so that a type checker catches ``op="avg"`` or ``mode="ignore"``;
-`tests/toolchain/test_typing.py` checks that they list exactly what the op registry (`cyscatter._ops`) and `MODES`
-(`cyscatter._index`) accept, so the registry stays the single source of truth.
+`tests/toolchain/test_typing.py` checks that they list exactly what the op registry (`cyscatter._registry.ops`) and `MODES`
+(`cyscatter._plan.index`) accept, so the registry stays the single source of truth.
 
 Results: the public functions are overloaded on where their arrays live. A call whose first array argument or
 whose index is a `DeviceArray` (a CuPy array, or any typed object exporting ``__cuda_array_interface__``: it runs
@@ -18,9 +18,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray   # cheap: NumPy has loaded its typing modules already
 
 if TYPE_CHECKING:
-    from cyscatter._ops import Op
+    from cyscatter._registry.ops import Op
 else:   # at run time the alias names the class without importing the registry (and the kernels) here
-    Op = "cyscatter._ops.Op"
+    Op = "cyscatter._registry.ops.Op"
 
 # every name `scatter(..., op=...)` accepts: the registry's names and aliases, in the registry's order
 ScatterOp = Literal["add", "sum", "sub", "mul", "prod", "div", "max", "amax", "min", "amin", "mean", "sqrt_n",
@@ -28,7 +28,7 @@ ScatterOp = Literal["add", "sum", "sub", "mul", "prod", "div", "max", "amax", "m
                     "nanmin", "nanmean"]
 # the ops a grouped scan (`scatter_scan`) takes: add, mul, max, min and their aliases
 ScanOp = Literal["add", "sum", "mul", "prod", "max", "amax", "min", "amin"]
-# the out-of-range index modes (`cyscatter._index.MODES`)
+# the out-of-range index modes (`cyscatter._plan.index.MODES`)
 Mode = Literal["raise", "drop", "wrap", "clip", "normalize_drop"]
 
 # an op name or a registry entry (`cyscatter.OPS`, `cyscatter.get_op`)
@@ -37,7 +37,7 @@ ScanOpLike: TypeAlias = Union[ScanOp, Op]
 
 
 class DeviceArray(Protocol):
-    """An array in GPU memory, recognised as `cyscatter._backend` recognises it: by ``__cuda_array_interface__``."""
+    """An array in GPU memory, recognised as `cyscatter._arrays.protocols` recognises it: by ``__cuda_array_interface__``."""
 
     @property
     def __cuda_array_interface__(self) -> Any: ...
@@ -45,7 +45,7 @@ class DeviceArray(Protocol):
 
 class DLPackArray(Protocol):
     """An array exporting DLPack (``__dlpack__`` and ``__dlpack_device__``): taken on the CPU through
-    `numpy.from_dlpack`, on a CUDA device through CuPy (see `cyscatter._backend`)."""
+    `numpy.from_dlpack`, on a CUDA device through CuPy (see `cyscatter._arrays.protocols`)."""
 
     # the Array API standard's signature (keyword-only), as torch, JAX and NumPy define it
     def __dlpack__(self, *, stream: Any = ..., max_version: Any = ..., dl_device: Any = ...,

@@ -16,11 +16,11 @@ interleaved rounds (each setting once per round; the minimum and the median over
   last-level cache (twice it, 32-256 MB), 2, 4 (the default), 8 and 16 KB of rows ahead; no prefetch is timed
   too, for the record.
 
-A measurement departs from the setting the caches give (streaming as `cyscatter._machine`'s rule says; 4 KB
+A measurement departs from the setting the caches give (streaming as `cyscatter._runtime.machine`'s rule says; 4 KB
 ahead) only where the other setting beat it by at least 5% in both its minimum and its median
-(`cyscatter._machine.WIN`): on a noisy machine the cache rules stay. Streaming is then used from the smallest
+(`cyscatter._runtime.machine.WIN`): on a noisy machine the cache rules stay. Streaming is then used from the smallest
 measured size from which every measured size streams. The choice and the figures go to a JSON file per machine
-(`cyscatter._machine.calibration_path`: vendor, model, caches and CPU count in its name) in an absolute
+(`cyscatter._runtime.machine.calibration_path`: vendor, model, caches and CPU count in its name) in an absolute
 $CYSCATTER_CACHE_DIR, else $XDG_CACHE_HOME/cyscatter, else ~/.cache/cyscatter, written atomically; `import
 cyscatter` reads it; ``CYSCATTER_MACHINE=generic`` ignores it. A calibration that could measure nothing (too
 little free memory) keeps nothing; while one keeps its choice into a cache folder, another into the same
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from cyscatter import _machine
+from cyscatter._runtime import machine as _machine
 
 _MIB = 1 << 20
 ROW_FLOATS = 64                 # 256-byte rows, the benchmarks' W1/W4 rows

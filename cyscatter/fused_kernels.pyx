@@ -4,7 +4,7 @@
 Typed-memoryview entry points fused over dtypes, the op fixed at compile time; the loops run on raw pointers
 without the GIL, own whole rows per thread (no atomics, bitwise the same on any thread count) and return a status.
 See ``fused_kernels.pxd`` for what each kernel computes; the `def` wrappers at the bottom are what the Python
-layer (`cyscatter._gather_scatter`) calls.
+layer (`cyscatter._api.gather_scatter`) calls.
 """
 cimport cython
 from cython.parallel cimport prange
@@ -22,10 +22,10 @@ from cyscatter.kernels cimport OpNanAdd, OpNanMul, OpFmax, OpFmin, OP_NANADD, OP
 
 import numpy as np
 
-cdef extern from "_cpu.h" nogil:
+cdef extern from "include/_cpu.h" nogil:
     void cyscatter_prefetch_r(const void* p)
 
-cdef extern from "_fused.h" nogil:
+cdef extern from "include/_fused.h" nogil:
     void cyscatter_add_row_f(float* acc, const float* x, Py_ssize_t n)
     void cyscatter_add_row_d(double* acc, const double* x, Py_ssize_t n)
     void cyscatter_axpy_row_f(float* acc, const float* x, float w, Py_ssize_t n)
@@ -60,9 +60,9 @@ cdef enum:
 
 # Edges to look ahead when prefetching src rows (-1: auto, 0: off); `_tune` sets it for the benchmarks.
 cdef Py_ssize_t _prefetch_edges = -1
-# Gathered tables up to this size are not prefetched: a quarter of the L2 (cyscatter._machine sets it).
+# Gathered tables up to this size are not prefetched: a quarter of the L2 (cyscatter._runtime.machine sets it).
 cdef Py_ssize_t _l2_share = 256 * 1024
-# How far ahead the src-row prefetch reaches, in bytes of rows (cyscatter._machine sets it; 4 KB measured).
+# How far ahead the src-row prefetch reaches, in bytes of rows (cyscatter._runtime.machine sets it; 4 KB measured).
 cdef Py_ssize_t _prefetch_bytes = 4096
 
 
@@ -738,7 +738,7 @@ cdef void _edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::
 # ---- Python entry points -----------------------------------------------------------------------------------------
 
 def _set_machine(Py_ssize_t l2_share, Py_ssize_t prefetch_bytes=4096):
-    """The machine-dependent thresholds (see cyscatter._machine): no src-row prefetch for tables up to
+    """The machine-dependent thresholds (see cyscatter._runtime.machine): no src-row prefetch for tables up to
     `l2_share` bytes; the prefetch `prefetch_bytes` of rows ahead (kept within 256 B - 64 KiB)."""
     global _l2_share, _prefetch_bytes
     _l2_share = max(0, l2_share)

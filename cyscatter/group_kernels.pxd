@@ -16,11 +16,11 @@ from libc.stdint cimport int64_t, int32_t, uint64_t
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, OpNanAdd, OpNanMul, OpFmax, OpFmin,
                                 op_t, value_t, index_t, nan_to, nan_add, replaces_fmax, replaces_fmin)
 
-cdef extern from "_cdiv.h" nogil:
+cdef extern from "include/_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
     float complex cyscatter_cdivf(float complex a, float complex b)
 
-cdef extern from "_cpu.h" nogil:   # the same rules as branch-free selects (see _cpu.h)
+cdef extern from "include/_cpu.h" nogil:   # the same rules as branch-free selects (see _cpu.h)
     double cyscatter_max_d(double cur, double new)
     double cyscatter_min_d(double cur, double new)
     float cyscatter_max_f(float cur, float new)

@@ -56,7 +56,7 @@ cdef Py_ssize_t segment_reduce_rows(op_t op, const value_t[:, :, ::contiguous] s
     return -1
 
 
-cdef extern from "_cpu.h" nogil:   # the core's fmax/fmin rules on whole rows, in SSE2 (see _cpu.h)
+cdef extern from "include/_cpu.h" nogil:   # the core's fmax/fmin rules on whole rows, in SSE2 (see _cpu.h)
     void cyscatter_row_fmax_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_fmin_f(float* dst, const float* src, Py_ssize_t width)
     void cyscatter_row_fmax_d(double* dst, const double* src, Py_ssize_t width)

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """C-level surface of the cyscatter CPU kernels, for other Cython code to cimport.
 
-Every kernel works on the canonical view ``(outer, n, inner)`` (see ``cyscatter/_canonical.py``): ``outer`` is
+Every kernel works on the canonical view ``(outer, n, inner)`` (see ``cyscatter/_backends/host.py``): ``outer`` is
 the product of the batch dims before ``axis``, ``n`` the number of index entries, ``inner`` the product of the
 feature dims. Destination rows are addressed by a flat int32/int64 index of length ``n``. Kernels never raise:
 they return ``-1`` on success or the first offending index position, and the caller raises.
@@ -88,7 +88,7 @@ cpdef enum OpCode:
 # NaN is NumPy's isnan: a complex value is NaN when either part is (C's == on complex compares both parts), an
 # integer never is (the compiler folds ``x == x`` away, so the integer loops are add/mul/max/min exactly).
 
-cdef extern from "_cpu.h" nogil:
+cdef extern from "include/_cpu.h" nogil:
     float cyscatter_nan_to_f(float x, float fill)
     double cyscatter_nan_to_d(double x, double fill)
 

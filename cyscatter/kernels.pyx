@@ -15,16 +15,16 @@ from cpython.mem cimport PyMem_RawMalloc, PyMem_RawCalloc, PyMem_RawFree
 from cpython.ref cimport Py_INCREF
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
-cdef extern from "_cdiv.h" nogil:
+cdef extern from "include/_cdiv.h" nogil:
     double complex cyscatter_cdiv(double complex a, double complex b)
     float complex cyscatter_cdivf(float complex a, float complex b)
     double complex cyscatter_cmul(double complex a, double complex b)
     float complex cyscatter_cmulf(float complex a, float complex b)
 
-cdef extern from "_halfconv.h" nogil:
+cdef extern from "include/_halfconv.h" nogil:
     void cyscatter_f16_to_f32(const uint16_t* src, float* dst, Py_ssize_t n)
 
-cdef extern from "_cpu.h" nogil:
+cdef extern from "include/_cpu.h" nogil:
     Py_ssize_t cyscatter_rows_ahead(Py_ssize_t reach, Py_ssize_t row_bytes)
     int cyscatter_omp_max_threads()
     int cyscatter_have_openmp()
@@ -137,7 +137,7 @@ cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1:
 cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
 cdef int _partition = -1           # destination-partitioned scatter: -1 auto, 0 off, 1 wherever possible
 cdef Py_ssize_t _block_bytes = 256 * 1024   # destination block of one partition (a quarter of the L2)
-# Machine-dependent thresholds, set at import by cyscatter._machine.apply (the rules and their figures are
+# Machine-dependent thresholds, set at import by cyscatter._runtime.machine.apply (the rules and their figures are
 # there); these initial values are the conservative ones of an unknown machine.
 cdef size_t _stream_min_bytes = 0           # smallest gather output written with streaming stores (0: never)
 cdef Py_ssize_t _l2_share = 256 * 1024      # tables up to this size are not prefetched (a quarter of the L2)
@@ -148,7 +148,7 @@ cdef Py_ssize_t _partition_min_bytes = 4 << 20   # tables and srcs up to this si
 # GNU OpenMP keeps its thread pool across fork() but not the pool's threads: a child forked after the parent
 # started a team waits forever on the first team it starts (libgomp has no fork handler). So a child forked
 # after a team ran here runs every call on one thread, which takes no pool; `_after_fork_in_child` (registered
-# with os.register_at_fork by cyscatter._threads) sets the cap. A child of a parent that never started a team
+# with os.register_at_fork by cyscatter._runtime.threads) sets the cap. A child of a parent that never started a team
 # keeps its threads.
 cdef bint _teams_started = False
 cdef bint _forked_after_teams = False
@@ -1234,7 +1234,7 @@ def get_num_threads():
 
 def _set_machine(size_t stream_min_bytes, Py_ssize_t l2_share, Py_ssize_t block_bytes,
                  Py_ssize_t prefetch_bytes=4096, Py_ssize_t partition_min_bytes=4 << 20):
-    """The machine-dependent thresholds (see cyscatter._machine): streaming-store gathers from
+    """The machine-dependent thresholds (see cyscatter._runtime.machine): streaming-store gathers from
     `stream_min_bytes` of output (0: never), no row prefetch for tables up to `l2_share` bytes, destination
     blocks of `block_bytes`, row prefetches `prefetch_bytes` of rows ahead (kept within 256 B - 64 KiB), the
     partitioned scatter for tables and srcs past `partition_min_bytes`."""

@@ -10,7 +10,7 @@ them, `element_counts` makes them where a fill_value or a caller needs them.
 
 nanmean's sum pass (`nansum`, nansum's update of the core kernel bit for bit) learns from the update's own
 compares whether a src row holds a NaN. While the output and count tables fit in half the last-level cache
-(`cyscatter/_machine.py`), the NaN counts are taken in that pass (`nansum_count`): a row after one that held a NaN
+(`cyscatter/_runtime/machine.py`), the NaN counts are taken in that pass (`nansum_count`): a row after one that held a NaN
 is updated and counted in one loop from the same compares, other rows touch their counts only if they hold a
 NaN. Larger tables are counted by a second pass over src (`count`), run only when the sum pass met a NaN: with
 both tables out of cache, each entry's count row would miss as well as its output row. The other NaN-skipping
@@ -27,7 +27,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint64_t
 from cyscatter.kernels cimport index_t, team_size, check_and_count, nan_add
 from cyscatter.group_kernels cimport nan_value_t
 
-cdef extern from "_cpu.h" nogil:
+cdef extern from "include/_cpu.h" nogil:
     Py_ssize_t cyscatter_rows_ahead(Py_ssize_t reach, Py_ssize_t row_bytes)
     void cyscatter_prefetch_w(const void* p)
     void cyscatter_prefetch_r(const void* p)
@@ -154,7 +154,7 @@ cdef enum:
     CACHE_BYTES = 64
     MAX_PARTS = 256    # threads one call may use (more are not given more work)
 
-# The machine's thresholds, as kernels.pyx's (cyscatter._machine sets them): tables up to `_l2_share` bytes
+# The machine's thresholds, as kernels.pyx's (cyscatter._runtime.machine sets them): tables up to `_l2_share` bytes
 # need no prefetch (a quarter of the L2); rows are fetched `_prefetch_bytes` of rows ahead.
 cdef Py_ssize_t _l2_share = 256 * 1024
 cdef Py_ssize_t _prefetch_bytes = 4096
@@ -328,7 +328,7 @@ cdef inline Py_ssize_t _cut(Py_ssize_t total, int parts, int part) noexcept nogi
 
 
 def _set_machine(Py_ssize_t l2_share, Py_ssize_t prefetch_bytes=4096):
-    """The machine-dependent thresholds (see cyscatter._machine): no row prefetch for tables up to `l2_share`
+    """The machine-dependent thresholds (see cyscatter._runtime.machine): no row prefetch for tables up to `l2_share`
     bytes; rows fetched `prefetch_bytes` of rows ahead (kept within 256 B - 64 KiB)."""
     global _l2_share, _prefetch_bytes
     _l2_share = max(0, l2_share)

@@ -27,7 +27,7 @@ DimSize, FillValue
 """
 from __future__ import annotations
 
-from cyscatter._ops import Op
+from cyscatter._registry.ops import Op
 from cyscatter._typing import (ArrayInput, DeviceArray, DeviceIndex, DimSize, DLPackArray, FillValue, IndexLike, Mode,
                                OpLike, ScanOp, ScanOpLike, ScatterOp)
 

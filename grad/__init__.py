@@ -16,7 +16,7 @@ except ImportError as error:   # pragma: no cover - depends on the environment
     raise ImportError("the grad package needs autograd: pip install 'cyscatter[grad]' (or pip install autograd)"
                       ) from error
 
-from cyscatter._backend import take_foreign_in
+from cyscatter._arrays.protocols import take_foreign_in
 from grad._gather import gather, gather_into
 from grad._gather_scatter import gather_scatter
 from grad._groups import (gather_segment, scatter_argmax, scatter_argmin, scatter_log_softmax, scatter_logsumexp,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, overload
 
-import autograd.numpy as anp
 import numpy as np
 from autograd.extend import defjvp, defvjp
 

@@ -24,7 +24,7 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval
 
 import cyscatter as cs
-from cyscatter._gather_scatter import GatherScatterPlan, resolve
+from cyscatter._plan.edges import GatherScatterPlan, resolve
 from grad._args import require_inexact, require_inexact_traced
 from grad._gather import gather
 from grad._primitive import primitive

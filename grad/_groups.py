@@ -24,9 +24,9 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval
 
 import cyscatter as cs
-from cyscatter._canonical import normalize_axis
-from cyscatter._index import plan_index
-from cyscatter._segment import batched_indptr, check_indptr, merge_batch, segment_axis
+from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.index import plan_index
+from cyscatter._api.segment import batched_indptr, check_indptr, merge_batch, segment_axis
 from grad._args import layout, require_inexact, require_inexact_traced, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive

@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 from autograd.extend import defjvp, defvjp, primitive
 
-from cyscatter._reverse import others_product as _others_product
+from cyscatter._reverse.scatter import others_product as _others_product
 from grad._primitive import primitive
 
 
 @primitive
 def others_product(src, index, dims, axis, mode):
-    """Per entry of `src`: the product of the other entries of its group (`cyscatter._reverse.others_product`)."""
+    """Per entry of `src`: the product of the other entries of its group (`cyscatter._reverse.scatter.others_product`)."""
     return _in_dtype_of(src, _others_product(src, index, dims, axis=axis, mode=mode))
 
 

@@ -28,9 +28,9 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import Box, getval
 
 import cyscatter as cs
-from cyscatter._index import index_shape, parse_coords, plan_index
-from cyscatter._scan import ScanView, flag, scan_op
-from cyscatter._scatter import split_src
+from cyscatter._plan.index import index_shape, parse_coords, plan_index
+from cyscatter._api.scan import ScanView, flag, scan_op
+from cyscatter._plan.layout import split_src
 from grad._args import require_inexact
 from grad._primitive import primitive
 from grad._where import where

@@ -22,8 +22,8 @@ from autograd.extend import defjvp, defjvp_argnums, defvjp, defvjp_argnums
 from autograd.tracer import getval, isbox
 
 import cyscatter as cs
-from cyscatter._index import DROPPING, parse_coords
-from cyscatter._scatter import src_layout
+from cyscatter._plan.index import DROPPING, parse_coords
+from cyscatter._plan.layout import src_layout
 from grad._args import cast, layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import primitive

@@ -188,11 +188,11 @@ MUTANTS = (
            "    elif value_t is int32_t or value_t is int64_t or value_t is uint64_t:\n        return new > cur",
            "    elif value_t is int32_t or value_t is int64_t:\n        return new > cur",
            "uint64 max never replaces the value held"),
-    Mutant("kernel-min-signed-zero", "cyscatter/_cpu.h",
+    Mutant("kernel-min-signed-zero", "cyscatter/include/_cpu.h",
            "CYSCATTER_EXTREME(cyscatter_min_d, double, <, cyscatter_or_d)",
            "CYSCATTER_EXTREME(cyscatter_min_d, double, <, cyscatter_and_d)",
            "min of doubles (scalar rule) keeps +0.0 over -0.0"),
-    Mutant("kernel-half-subnormal", "cyscatter/_halfconv.h",
+    Mutant("kernel-half-subnormal", "cyscatter/include/_halfconv.h",
            "uint32_t is_normal = (0u - (uint32_t)(em >= 0x0400u)) & ~is_special;",
            "uint32_t is_normal = (0u - (uint32_t)(em >= 0x0200u)) & ~is_special;",
            "float16 -> float32: the upper half of the subnormals read as normals"),
@@ -201,7 +201,7 @@ MUTANTS = (
            "                cur = table[j * table_stride]\n                out[k * out_stride] = running(op, cur, "
            "src[k * src_stride])\n",
            "an exclusive scan includes the entry itself (one-element rows)"),
-    Mutant("kernel-complex-division", "cyscatter/_cdiv.h",
+    Mutant("kernel-complex-division", "cyscatter/include/_cdiv.h",
            "            out[1] = (ai - ar * rat) * scl;", "            out[1] = (ai + ar * rat) * scl;",
            "complex division's imaginary part has a sign error"),
 )

@@ -1,7 +1,7 @@
 """cyscatter on Dask arrays: lazy, chunked scatter and gather for data larger than memory or than one machine.
 
 ``cyscatter.dask.scatter`` reduces each (src block, index block) pair with the core Cython kernel into a partial
-output and merges the partials with a tree reduction using each op's combine rule (``cyscatter._ops.Op.combine``);
+output and merges the partials with a tree reduction using each op's combine rule (``cyscatter._registry.ops.Op.combine``);
 ``cyscatter.dask.gather`` gathers each index block from the src blocks it needs. Both build Dask graphs and
 compute nothing; they run on any Dask scheduler (threads, processes, ``dask.distributed``).
 ``cyscatter.dask.scatter_argmax`` / ``scatter_argmin`` reduce each block pair to (winning value, position in the
@@ -23,7 +23,7 @@ try:
 except ImportError as err:   # pragma: no cover - depends on the environment
     raise ImportError('cyscatter.dask needs Dask: pip install "cyscatter[dask]"') from err
 
-from cyscatter._backend import take_foreign_in
+from cyscatter._arrays.protocols import take_foreign_in
 from cyscatter.dask._argext import scatter_argmax, scatter_argmin, scatter_nanargmax, scatter_nanargmin
 from cyscatter.dask._count import scatter_count
 from cyscatter.dask._gather import gather

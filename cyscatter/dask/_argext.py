@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from dask.base import tokenize
 
-from cyscatter._argext import arg_doc
-from cyscatter._canonical import prod
-from cyscatter._scatter import fill_for
-from cyscatter._ops import get_op
+from cyscatter._api.argext import arg_doc
+from cyscatter._arrays.integers import prod
+from cyscatter._plan.values import fill_for
+from cyscatter._registry.ops import get_op
 from cyscatter.dask import _blocks
 from cyscatter.dask._scatter import prepare, reduction_graph
 

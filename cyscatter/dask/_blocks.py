@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._argext import winners
-from cyscatter._canonical import precheck, prod, rows_view, run_gather, run_scatter
-from cyscatter._index import IndexPlan, parse_coords, plan_index, sized_by
-from cyscatter._ops import get_op
-from cyscatter._scatter import finish_fresh, run_counted
+from cyscatter._api.argext import winners
+from cyscatter._backends.host import precheck, rows_view, run_gather, run_scatter
+from cyscatter._arrays.integers import prod
+from cyscatter._plan.index import IndexPlan, parse_coords, plan_index, sized_by
+from cyscatter._registry.ops import get_op
+from cyscatter._backends.reduce import finish_fresh, run_counted
 
 
 def _sizes(shape, nb: int, span: int) -> tuple[int, int, int]:
@@ -214,7 +215,7 @@ def scan_block(src, flat, carry, *, op, nb, size, dim_size, exclusive, reverse):
     entry per group ahead of the block's entries (after them with `reverse`), so the kernel's own rules combine
     them (NaN wins max/min, -0.0 < +0.0) in one pass; their outputs are left out. Out-of-range rows (already
     planned by the mode) are dropped and keep the op's identity."""
-    from cyscatter._scan import ScanView
+    from cyscatter._api.scan import ScanView
     view = ScanView("cyscatter.dask.scatter_scan", op, src, flat, size, nb, "drop", reverse, exclusive)
     view.sized = ("dim_size", dim_size)   # the running table's MemoryError names the user's dim_size
     if carry is None or not view.src3.size:

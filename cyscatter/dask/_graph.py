@@ -8,7 +8,7 @@ import dask.array as da
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 
-from cyscatter._index import parse_coords
+from cyscatter._plan.index import parse_coords
 from cyscatter.dask import _blocks
 
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from cyscatter import _machine, calibrate, kernels
+from cyscatter import calibrate, kernels
+from cyscatter._runtime import machine as _machine
 
 MIB = 1 << 20
 
@@ -225,7 +226,7 @@ def test_save_replaces_a_link_not_its_target_and_leaves_no_part(cache):
 
 
 def _import_rules(env):
-    code = ("import cyscatter.kernels as k, cyscatter, cyscatter._machine as m; print(k._machine()); "
+    code = ("import cyscatter.kernels as k, cyscatter, cyscatter._runtime.machine as m; print(k._machine()); "
             "print(m.ACTIVE.rules())")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     lines = out.stdout.strip().splitlines()
@@ -449,7 +450,7 @@ def test_clear_removes_what_a_killed_writer_left(cache, capsys):
 def test_clear_is_refused_while_a_calibration_runs(cache, capsys):
     path = _machine.calibration_path(_bare())
     calibrate.save(_document(_bare()), path)
-    code = "from cyscatter import calibrate, _machine; import sys; sys.exit(calibrate.main(['--clear']))"
+    code = "from cyscatter import calibrate; from cyscatter._runtime import machine as _machine; import sys; sys.exit(calibrate.main(['--clear']))"
     with calibrate.exclusive(path):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               env=dict(os.environ, CYSCATTER_CACHE_DIR=str(cache)))

@@ -273,7 +273,7 @@ def test_empty_edges_and_features(cp):
 
 
 def test_import_does_not_import_cupy():
-    code = ("import sys, numpy as np, cyscatter as cs, cyscatter._gather_scatter_gpu; "
+    code = ("import sys, numpy as np, cyscatter as cs, cyscatter._reverse.gather_scatter_cuda; "
             "cs.gather_scatter(np.ones((2, 2)), np.array([0, 1]), np.array([1, 1]), 'max'); "
             "assert 'cupy' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(cs.__file__).parents[1])

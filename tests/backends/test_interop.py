@@ -189,7 +189,7 @@ def test_another_device_is_refused_by_name():
 
 def test_cpu_tensors_are_not_taken_for_cuda_arrays():
     """torch.Tensor and JAX arrays define __cuda_array_interface__ on the class: a CPU one is a host array."""
-    from cyscatter._backend import where_is
+    from cyscatter._arrays.protocols import where_is
     if _available("torch"):
         assert where_is(_torch([1.0])) == "host"
     if _available("jax"):
@@ -200,7 +200,7 @@ def test_cpu_tensors_are_not_taken_for_cuda_arrays():
 @pytest.mark.parametrize("kind", [_kind_param(k) for k in ("torch", "pandas", "xarray", "dlpack")])
 def test_taken_without_a_copy(kind):
     """The array the kernels read is the caller's memory (NumPy-backed producers, torch, DLPack)."""
-    from cyscatter._backend import host_asarray
+    from cyscatter._arrays.protocols import host_asarray
     values = np.arange(6.0)
     foreign = KINDS[kind](values)
     memory = {"torch": lambda: foreign.numpy(), "pandas": lambda: foreign.to_numpy(),

@@ -1,5 +1,5 @@
 """The machine-dependent strategy rules: what is read from sysfs and /proc/cpuinfo, and the
-thresholds derived from it (cyscatter._machine); results never depend on them."""
+thresholds derived from it (cyscatter._runtime.machine); results never depend on them."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from cyscatter import _machine, kernels
+from cyscatter import kernels
+from cyscatter._runtime import machine as _machine
 
 MIB = 1 << 20
 

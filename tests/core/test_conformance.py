@@ -1,7 +1,7 @@
 """The conformance grid: every op x the kernels' value dtypes x every index dtype x index kind x form x backend,
 scatter and gather, against the plain-loop reference (tests/helpers/reference.py).
 
-The grid is built from the registry (`cyscatter.OPS`, the kernels' dtypes `cyscatter._ops.KERNEL_DTYPES`) and its
+The grid is built from the registry (`cyscatter.OPS`, the kernels' dtypes `cyscatter._registry.ops.KERNEL_DTYPES`) and its
 predicates (`testing.op_supports`, `testing.into_supports`), so it holds no combination the library refuses. The
 full tier runs all of it; the default tier a pairwise slice (tests/helpers/tiers.py). The other value dtypes (the
 widened ones: small integers, float16, bfloat16) are the feature files' (core/test_scatter.py, test_gather.py,
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from checks import GATHER_FORMS, SCATTER_FORMS, check_gather, check_scatter
-from cyscatter._ops import KERNEL_DTYPES
+from cyscatter._registry.ops import KERNEL_DTYPES
 from testing import INDEX_DTYPES, INDEX_KINDS, OPS, into_supports, op_supports
 
 VALUE_DTYPES = tuple(dt.name for dt in KERNEL_DTYPES)

@@ -6,7 +6,7 @@ import pytest
 
 import cyscatter as cs
 from cyscatter import kernels
-from cyscatter._canonical import cast
+from cyscatter._backends.host import cast
 
 ALL = np.arange(65536, dtype=np.uint32).astype(np.uint16)
 

@@ -18,7 +18,7 @@ import pytest
 
 import cyscatter
 
-HEADER_DIR = Path(cyscatter.__file__).parent
+HEADER_DIR = Path(cyscatter.__file__).parent / "include"
 if not (HEADER_DIR / "_fused.h").exists():
     pytest.skip("_fused.h is not installed next to the package", allow_module_level=True)
 

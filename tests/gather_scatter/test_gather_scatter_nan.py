@@ -158,7 +158,7 @@ def test_gpu_forward_counts_in_its_kernel(monkeypatch, op, dtype):
     messages in the forward kernel (the atomic one, or the CSR one for complex128 nanprod): no E x F message
     array is formed (the materialising scatter is never reached) and the result is the reference's."""
     from emulated_cupy import installed
-    import cyscatter._gather_scatter_gpu as gpu
+    import cyscatter._api.gather_scatter_cuda as gpu
     rng = rng_for("gs-nan-gpu-counted", op, dtype)
     src = with_nans(values(dtype, (2, 9, 3), rng, op), rng, 0.4)
     src[:, 4] = np.nan   # a source row of NaNs only
@@ -241,7 +241,7 @@ def test_gpu_reverse_functions_select_on_the_edges(monkeypatch, op, dtype, wkind
     messages are never reached); nanprod materialises. NaN in src and weight, inf * 0 messages, ties and a
     destination whose messages are all NaN; the results equal the CPU's (tested against references above)."""
     from emulated_cupy import installed
-    import cyscatter._gather_scatter_gpu as gpu
+    import cyscatter._reverse.gather_scatter_cuda as gpu
     rng = rng_for("gs-nan-gpu-reverse", op, dtype, wkind)
     src = rng.integers(-2, 3, (2, 8, 4)).astype(dtype)   # small integers: ties
     src[0, 1, 0] = src[1, 3, 2] = np.nan

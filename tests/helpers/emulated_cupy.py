@@ -131,7 +131,7 @@ def _exclusive_products(src, order, indptr, n, inner, n_groups, partials, size):
 
 
 
-# ---- the fused gather-scatter's kernels (cyscatter._gather_scatter_gpu): one thread per (outer, edge, feature) --
+# ---- the fused gather-scatter's kernels (cyscatter._reverse.gather_scatter_cuda): one thread per (outer, edge, feature) --
 
 def _edges(src, gather, scatter, weight, weighted, n_edges, inner, heads, n_src, n_dst, size):
     """(src3, [(edge, s, d, w)] for the kept edges in a shuffled order): w the edge's weight per feature or None."""
@@ -157,7 +157,7 @@ def _tied(m, o):
     return np.where(np.isnan(m), np.isnan(o), (m == o) & (np.signbit(m) == np.signbit(o)))
 
 
-# the reverse kernels' selections (cyscatter._cuda_kernels.SELECTS), on the message m and the output element o
+# the reverse kernels' selections (cyscatter._backends.cuda_kernels.SELECTS), on the message m and the output element o
 SELECTS = {
     "tied": _tied,
     "won": lambda m, o: ~np.isnan(m) & _tied(m, o),
@@ -310,15 +310,15 @@ def _module() -> types.ModuleType:
 @contextlib.contextmanager
 def installed():
     """Run the GPU backend on the emulation (sys.modules and the kernel cache restored afterwards)."""
-    from cyscatter import _cuda_kernels
+    from cyscatter._backends import cuda_kernels as _cuda_kernels
 
-    saved = {name: sys.modules.pop(name) for name in ("cupy", "cyscatter._cuda") if name in sys.modules}
+    saved = {name: sys.modules.pop(name) for name in ("cupy", "cyscatter._backends.cuda") if name in sys.modules}
     sys.modules["cupy"] = _module()
     _cuda_kernels.build.cache_clear()
     try:
         yield sys.modules["cupy"]
     finally:
-        for name in ("cupy", "cyscatter._cuda"):
+        for name in ("cupy", "cyscatter._backends.cuda"):
             sys.modules.pop(name, None)
         sys.modules.update(saved)
         _cuda_kernels.build.cache_clear()

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from cyscatter import _machine, nan_kernels
+from cyscatter import nan_kernels
+from cyscatter._runtime import machine as _machine
 from compare import assert_same
 from reference import ref_scatter
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
-from cyscatter._reverse import others_product
+from cyscatter._reverse.scatter import others_product
 from reference import ref_others_product
 from testing import INDEX_KINDS
 

@@ -148,7 +148,7 @@ def test_scatter_peak_is_output_plus_o_dim_size(op, dtype):
 
 def _nan_counts(op, fill, elements: int) -> int:
     """What a NaN-skipping op that counts (nanmean, or a fill_value) holds besides on the host: int32 non-NaN
-    counts per output element and int64 entries per destination row (`cyscatter._scatter._run_counted_host`)."""
+    counts per output element and int64 entries per destination row (`cyscatter._api.scatter._run_counted_host`)."""
     counts = cs.get_op(op).skips_nan and (cs.get_op(op).counts or fill is not None)
     return 4 * elements + 8 * DIM if counts else 0
 

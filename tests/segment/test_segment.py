@@ -200,7 +200,7 @@ def test_scatter_sorted_hint_matches_reference(backend, op, dtype, index_kind, l
 def test_sorted_hint_routes_one_element_rows_to_the_run_kernel(monkeypatch, op, into):
     """The hint reaches the run kernel for one-element rows also on the fast path of a plain call (it was once
     dropped there), and wider rows go to the core kernel, which can use threads."""
-    from cyscatter import _sorted
+    from cyscatter._backends import host as _sorted
     calls = []
     real = _sorted.group_kernels.scatter_runs
     monkeypatch.setattr(_sorted.group_kernels, "scatter_runs", lambda *a: calls.append(a[2].size) or real(*a))

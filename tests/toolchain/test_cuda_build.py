@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import cyscatter
-from cyscatter import _cuda_kernels
-from cyscatter._ops import OPS
+from cyscatter._backends import cuda_kernels as _cuda_kernels
+from cyscatter._registry.ops import OPS
 
 pytestmark = pytest.mark.full   # full tier: builds: nvcc compiles
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
-HEADER = Path(cyscatter.__file__).with_name("cuda_atomics.cuh")
+HEADER = Path(cyscatter.__file__).parent / "include" / "cuda_atomics.cuh"
 
 # C++ value types of the kernels' compute dtypes (see _ops.Op.compute_dtype), by NumPy name
 CTYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long",
@@ -87,7 +87,7 @@ def _kernel_instances():
 
 
 def _fused_kernel_instances():
-    """The fused gather-scatter's kernels (cyscatter._gather_scatter_gpu): the forward for every op's compute
+    """The fused gather-scatter's kernels (cyscatter._reverse.gather_scatter_cuda): the forward for every op's compute
     dtypes (the atomics' list; complex128 mul/div/nanmul along CSR rows), the reverse kernels for the derivative dtypes
     (real for the winners of max/min and fmax/fmin)."""
     for update, dtypes in ATOMIC_DTYPES.items():

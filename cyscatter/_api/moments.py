@@ -1,0 +1,288 @@
+"""scatter_var and scatter_std: per-group variance and standard deviation with `ddof`, in two passes (group mean,
+then the sum of squared deviations), from the core add and gather kernels."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+
+from cyscatter import kernels
+from cyscatter._backends.reduce import counts3, new_counts, run_counted
+from cyscatter._docs import fill_doc
+from cyscatter._plan.groups import dst_shape, group_view
+from cyscatter._plan.index import sized_by
+from cyscatter._plan.values import size_arg
+from cyscatter._registry.ops import get_op
+from cyscatter._arrays.dtypes import parts
+from cyscatter._arrays.dtypes import is_bfloat16
+
+if TYPE_CHECKING:
+    from typing import Any, Callable, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import (
+        ArrayInput,
+        DeviceArray,
+        DeviceIndex,
+        DimSize,
+        IndexLike,
+        Mode,
+        _FuncT,
+    )
+
+
+def deviations3(ctx):
+    """(src - its group mean as (outer, n, inner), group counts as (size,)); dropped entries are not members."""
+    counts = ctx.counts()
+    with np.errstate(invalid="ignore"):   # a complex infinity over the count: NaN parts, np.var's NaN variance
+        mean = ctx.put(ctx.src3) / ctx.xp.maximum(counts, 1)[None, :, None].astype(ctx.src3.real.dtype)
+    return _minus_taken(ctx, mean), counts
+
+
+def _minus_taken(ctx, mean3):
+    """src3 - mean3[:, flat, :], in the buffer of the gather: each fresh src-sized array costs its page faults
+    (W1: about 0.1 s of 0.3 s for scatter_var on this VM)."""
+    taken = ctx.take(mean3.astype(ctx.src3.dtype, copy=False))
+    with np.errstate(invalid="ignore"):   # inf - inf: the NaN variance of a group holding an infinity
+        return ctx.xp.subtract(ctx.src3, taken, out=taken)
+
+
+def nan_deviations3(ctx):
+    """`deviations3` over the non-NaN entries (complex: either part NaN): (deviations, NaN at NaN entries, the
+    non-NaN counts of each output element, integers broadcastable against (outer, size, inner): the entries per
+    row, (1, size, 1), when src holds no NaN, and the means, (outer, size, inner)). The means and counts are
+    nanmean's (its counting kernels on the host: no mask of src is made, and no counts-sized float array)."""
+    xp, op = ctx.xp, get_op("nanmean")
+    shape3 = (ctx.src3.shape[0], ctx.plan.size, ctx.src3.shape[2])
+    sums = op.fresh(shape3, ctx.src3.dtype, xp)
+    counts = counts3(run_counted(ctx.be.run_scatter, op, ctx.src3, ctx.plan, sums,
+                                 new_counts(op, shape3, xp, n=ctx.plan.n)))
+    divisor = xp.maximum(counts, 1)
+    for part in parts(sums):   # each part by the real count: correctly rounded, as Op.divide
+        xp.divide(part, divisor, out=part, dtype=part.dtype, casting="unsafe")
+    return _minus_taken(ctx, sums), counts, sums
+
+
+def var3(ctx, ddof, skip_nan: bool = False):
+    """(outer, size, inner) variance: sum of |deviation|^2 / (count - ddof); NaN where count - ddof <= 0.
+    `skip_nan`: over the non-NaN entries of each element (numpy_groupies' nanvar, NumPy's np.nanvar)."""
+    if skip_nan:
+        dev, counts, mean = nan_deviations3(ctx)
+    else:
+        dev, counts = deviations3(ctx)
+        counts = counts[None, :, None]
+    dof = ctx.xp.subtract(counts, ddof, dtype=dev.real.dtype)   # in the result's dtype: no float64 copy
+    if dev.dtype.kind == "c":
+        squares = dev.real * dev.real + dev.imag * dev.imag
+    else:
+        squares = ctx.xp.multiply(dev, dev, out=dev)   # dev is this call's own buffer
+    # the NaN entries' deviations are NaN: nansum leaves them out
+    summed = ctx.put(squares, kernels.OpCode.OP_NANADD if skip_nan else kernels.OpCode.OP_ADD)
+    with np.errstate(divide="ignore", invalid="ignore"):   # in place: no output-sized temporaries but dof's
+        ctx.xp.divide(summed, dof, out=summed)
+    ctx.xp.copyto(summed, np.nan, where=~(dof > 0))
+    if skip_nan:
+        # a member at +-inf makes the mean inf or NaN and its deviations NaN, which nansum would drop as it drops
+        # the NaN members': np.nanvar's NaN, as var's sum gives it
+        ctx.xp.copyto(summed, np.nan, where=~ctx.xp.isfinite(mean))
+    return summed
+
+
+def check_ddof(ddof) -> float:
+    if (isinstance(ddof, (bool, np.bool_, complex, np.complexfloating)) or not np.isscalar(ddof)
+            or not np.isreal(ddof)):   # complex refused even with a zero imaginary part, as NumPy's var
+        raise TypeError(f"ddof must be a real number, got {ddof!r}")
+    return float(ddof)
+
+
+# ---- public functions --------------------------------------------------------------------------------------------
+
+_DOC = """{title}
+
+    pytorch_scatter's ``scatter_std`` (``unbiased=True`` is ``ddof=1``) and, per group, NumPy's
+    ``np.{name}(group, ddof=ddof)``: the mean is taken first, then the squared deviations are summed (two
+    passes, no cancellation of the one-pass formula).
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F, or broadcastable to it along I
+        Integers (computed in float64), floats (float16 is computed in float32) or complex (the variance of
+        a complex group is the mean of ``|x - mean|**2``, real, as in NumPy).
+    {{index}}
+    ddof : int or float, default 0
+        Delta degrees of freedom: the divisor is ``count - ddof``.
+    {{dim_size}}
+    {{axis}}
+    {{mode}}
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        Real float dtype of `src` (float64 for integers). Groups with ``count <= ddof`` (so every empty group)
+        give NaN: undefined, where NumPy divides by ``max(count - ddof, 0)`` (inf, or NaN for equal members, with a
+        warning) and pytorch_scatter gives 0.
+
+    Raises
+    ------
+    {{raises}}
+    TypeError
+        Also for a `ddof` that is not a real number.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_{name}(np.array([1., 3., 7., 4.]), np.array([0, 0, 2, 0]), ddof=1)
+    array([{result}])
+    """
+
+
+def _moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _FuncT]:
+    def decorate(func: _FuncT) -> _FuncT:
+        func.__doc__ = _DOC.format(title=title, name=name, result=result)
+        return fill_doc(func)
+    return decorate
+
+
+def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool, skip_nan: bool = False):
+    """The group variances (or their square roots), in the real dtype of `src`."""
+    ddof = check_ddof(ddof)
+    ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True)
+    real = result if is_bfloat16(result) else np.finfo(result).dtype   # complex64 -> float32
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        var = var3(ctx, ddof, skip_nan)
+        out = (ctx.xp.sqrt(var) if std else var).astype(real, copy=False)
+    return out.reshape(dst_shape(ctx, batch, feat))
+
+
+@overload
+def scatter_var(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
+             "var", "2.33333333,        nan,        nan")
+def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, std=False)
+
+
+@overload
+def scatter_std(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
+             "std", "1.52752523,        nan,        nan")
+def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, std=True)
+
+
+_NAN_DOC = """{title}
+
+    numpy_groupies' ``aggregate(..., func="nan{name}", ddof=ddof)`` and, per group, NumPy's
+    ``np.nan{name}(group, ddof=ddof)``: `scatter_{name}` over the non-NaN members of each output element (complex:
+    NaN in either part), with the count of those members in the divisor. Integers have no NaN: `scatter_{name}`.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F, or broadcastable to it along I
+        Integers (computed in float64), floats (float16 in float32) or complex (a real result, as NumPy).
+    {{index}}
+    ddof : int or float, default 0
+        Delta degrees of freedom: the divisor is ``count - ddof``, count the element's non-NaN members.
+    {{dim_size}}
+    {{axis}}
+    {{mode}}
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        Real float dtype of `src` (float64 for integers). Elements with ``count <= ddof`` (so empty and all-NaN
+        groups) give NaN, as ``np.nanvar`` does (without its warning); numpy_groupies gives inf where the
+        members differ.
+
+    Raises
+    ------
+    {{raises}}
+    TypeError
+        Also for a `ddof` that is not a real number.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_nan{name}(np.array([1., np.nan, 3., 7., 4.]), np.array([0, 0, 0, 2, 0]), ddof=1)
+    array([{result}])
+    """
+
+
+def _nan_moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _FuncT]:
+    def decorate(func: _FuncT) -> _FuncT:
+        func.__doc__ = _NAN_DOC.format(title=title, name=name, result=result)
+        return fill_doc(func)
+    return decorate
+
+
+@overload
+def scatter_nanvar(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanvar(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@_nan_moment_doc("Variance of each group's non-NaN members: `scatter_var` with NaN entries left out.",
+                 "var", "2.33333333,        nan,        nan")
+def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    return _moment("scatter_nanvar", src, index, ddof, dim_size, axis, mode, std=False, skip_nan=True)
+
+
+@overload
+def scatter_nanstd(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanstd(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
+                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@_nan_moment_doc("Standard deviation of each group's non-NaN members: ``sqrt(scatter_nanvar(...))``.",
+                 "std", "1.52752523,        nan,        nan")
+def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
+                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    return _moment("scatter_nanstd", src, index, ddof, dim_size, axis, mode, std=True, skip_nan=True)

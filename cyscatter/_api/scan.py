@@ -1,0 +1,481 @@
+"""Grouped scans: the running (cumulative) add, mul, max and min of each group, in index order.
+
+``out[k] = op(src[p] for the p <= k with index[p] == index[k])``: numpy_groupies' ``aggregate(..., func="cumsum")``
+(also "cumprod", "cummax", "cummin") and pandas' ``groupby().cumsum()``, on cyscatter's NNlib layout (index dims
+first, feature dims last, batch dims before `axis`). The CPU runs one pass over the index with a running value
+per destination row (`cyscatter.scan_kernels`); CuPy arrays take a deterministic sort-then-segmented-scan path
+built from CuPy's own functions (`_scan_sorted`). The reverse functions (`scatter_scan_vjp`, `scatter_scan_jvp`)
+are scans too: add's is the scan run the other way, max/min route each cotangent to the member holding the
+running extremum, mul's are linear recurrences along the group (exact with zeros, no division).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+
+from cyscatter import scan_kernels
+from cyscatter._arrays.integers import prod
+from cyscatter._backends.select import backend_of
+from cyscatter._docs import fill_doc
+from cyscatter._plan.index import check_table_bytes, parse_coords, plan_index, sized_by
+from cyscatter._plan.layout import split_src
+from cyscatter._plan.values import size_arg
+from cyscatter._registry.ops import get_op
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import (
+        ArrayInput,
+        DeviceArray,
+        DeviceIndex,
+        DimSize,
+        IndexLike,
+        Mode,
+        _FuncT,
+    )
+    from cyscatter._typing import ScanOpLike as OpLike
+
+
+# the ops a scan takes (the registry's names): the others have no running form worth the name (sub and div are
+# not associative, mean's running form is a running sum over a running count)
+SCAN_OPS = ("add", "mul", "max", "min")
+
+
+def scan_op(op):
+    """The registry entry of a scan op; ValueError naming the op for the others."""
+    entry = get_op(op)
+    if entry.name not in SCAN_OPS:
+        raise ValueError(f"scatter_scan takes the ops {', '.join(SCAN_OPS)} (and their aliases), got {op!r}")
+    return entry
+
+
+def flag(name: str, value) -> bool:
+    """A bool argument: True/False (NumPy's too) or the integers 0/1; anything else (a string, None, 2) raises
+    TypeError rather than being taken for its truth value."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+
+
+class ScanView:
+    """A grouped scan's inputs on the canonical (outer, n, inner) view: backend, index plan, shapes, dtypes."""
+
+    def __init__(self, name, op, src, index, dim_size, axis, mode, reverse, exclusive, src_arg="src"):
+        self.op = scan_op(op)
+        self.be = backend_of(**{src_arg: src}, index=index)
+        src = self.be.asarray(src)
+        self.shape = src.shape
+        self.result = self.op.result_dtype(src.dtype)
+        self.compute = self.op.compute_dtype(self.result)
+        coords = parse_coords(index, xp=self.be.xp)
+        axis, batch, feat = split_src(src, coords, axis, src_arg)
+        self.plan = plan_index(None, dim_size, mode, coords=coords)
+        self.sized = size_arg(dim_size, self.plan)
+        self.outer, self.inner = prod(batch), prod(feat)
+        check_table_bytes((self.plan.size, self.inner), self.compute, *self.sized)
+        self.reverse, self.exclusive = flag("reverse", reverse), flag("exclusive", exclusive)
+        self.src3 = self.rows(src)
+        self.name = name
+
+    @property
+    def xp(self):
+        return self.be.xp
+
+    def rows(self, a, dtype=None):
+        return self.be.rows_view(self.be.asarray(a), dtype or self.compute, self.outer, self.plan.n, self.inner)
+
+    def identity(self, dtype=None):
+        # the identity of the result dtype (int8's minimum for max, not int64's), held in the compute dtype
+        return np.asarray(self.op.identity(self.result)).astype(dtype or self.compute)
+
+    def finish(self, out3, dtype=None):
+        return out3.astype(dtype or self.result, copy=False).reshape(self.shape)
+
+    def scan(self, src3, op=None, *, reverse=None, exclusive=None, track=False):
+        """(out3, arg3 or None): the scan of src3 (outer, n, inner) under this view's index."""
+        op = op or self.op
+        reverse = self.reverse if reverse is None else reverse
+        exclusive = self.exclusive if exclusive is None else exclusive
+        ident = np.asarray(op.identity(self.result)).astype(src3.dtype)
+        if self.xp is not np:   # (a NumPy scalar, not a 0-d host array, as the fill of device arrays)
+            return _scan_sorted(self.xp, op.name, src3, self.plan, ident[()], reverse, exclusive, track)
+        out3 = np.empty(src3.shape, src3.dtype)
+        arg3 = targ = None
+        with sized_by(*self.sized):   # the running table has a row per group: a MemoryError names what sized it
+            table = np.empty((self.plan.size, self.inner), src3.dtype)
+            if track:
+                arg3 = np.empty(src3.shape, np.int64)
+                targ = np.empty((self.plan.size, self.inner), np.int64)
+            status = scan_kernels.scan(op.opcode, src3, self.plan.flat, out3, table, ident.reshape(1), reverse,
+                                       exclusive, self.plan.kernel_mode, arg3, targ)
+        if status >= 0:
+            raise self.plan.error(status)
+        return out3, arg3
+
+    def linear(self, b3, a3, *, reverse, exclusive):
+        """The recurrence ``new = b + a * prev`` along each group (0 for dropped entries)."""
+        if self.xp is not np:
+            return _linear_sorted(self.xp, b3, a3, self.plan, reverse, exclusive)
+        out3 = np.empty(b3.shape, b3.dtype)
+        with sized_by(*self.sized):
+            table = np.empty((self.plan.size, self.inner), b3.dtype)
+        status = scan_kernels.linear_scan(b3, np.ascontiguousarray(a3, b3.dtype), self.plan.flat, out3, table,
+                                          reverse, exclusive, self.plan.kernel_mode)
+        if status >= 0:
+            raise self.plan.error(status)
+        return out3
+
+    def valid3(self):
+        return self.plan.valid()[None, :, None]
+
+    def pick(self, v3, arg3):
+        """v3[o, arg3[o, k, f], f] (0 where arg3 < 0): the value at the position each output came from."""
+        xp = self.xp
+        safe = xp.where(arg3 < 0, 0, arg3)
+        picked = xp.take_along_axis(v3, safe, axis=1)
+        return xp.where(arg3 < 0, v3.dtype.type(0), picked)
+
+    def route(self, g3, arg3):
+        """The adjoint of `pick`: g3[o, k, f] added at position arg3[o, k, f] (nothing where arg3 < 0)."""
+        xp = self.xp
+        if xp is np:
+            out3 = np.zeros(g3.shape, g3.dtype)
+            scan_kernels.route(np.ascontiguousarray(g3), arg3, out3)
+            return out3
+        outer, n, inner = g3.shape
+        keep = arg3 >= 0
+        o = xp.arange(outer).reshape(outer, 1, 1)
+        f = xp.arange(inner).reshape(1, 1, inner)
+        flat = ((o * n + xp.where(keep, arg3, 0)) * inner + f)[keep]
+        return xp.bincount(flat, weights=g3[keep], minlength=outer * n * inner).astype(g3.dtype).reshape(g3.shape)
+
+
+# ---- the GPU path: stable sort by group, then a segmented scan in log2(n) vectorised steps ----------------------
+
+def _sorted_groups(xp, plan, reverse):
+    """(order, group id of each sorted position, valid count): the valid entries sorted by group, stably, in scan
+    order (positions decreasing within a group when `reverse`)."""
+    n = plan.n
+    key = xp.where(plan.valid(), plan.flat, plan.size)
+    if reverse:
+        order = (n - 1) - xp.argsort(key[::-1], kind="stable")
+    else:
+        order = xp.argsort(key, kind="stable")
+    nvalid = int(plan.valid().sum())
+    order = order[:nvalid]
+    keys = key[order]
+    head = xp.ones(nvalid, bool)
+    if nvalid > 1:
+        head[1:] = keys[1:] != keys[:-1]
+    return order, xp.cumsum(head) - 1, head
+
+
+def _segmented(xp, parts, gid, combine):
+    """Hillis-Steele inclusive scan of the tuple of (outer, m, inner) arrays `parts` within runs of equal `gid`:
+    ``combine(earlier, later)`` on tuples, log2(m) whole-array steps, the same order on every run (deterministic)."""
+    m = gid.shape[0]
+    d = 1
+    while d < m:
+        same = (gid[d:] == gid[:-d])[None, :, None]
+        merged = combine(tuple(p[:, :-d] for p in parts), tuple(p[:, d:] for p in parts))
+        parts = tuple(xp.concatenate([p[:, :d], xp.where(same, c, p[:, d:])], axis=1) for p, c in zip(parts, merged))
+        d *= 2
+    return parts
+
+
+def _beats(xp, name, cur, new):
+    """Whether `new` replaces `cur` under max/min: NaN wins, then larger (smaller), then +0.0 over -0.0."""
+    better = new > cur if name == "max" else new < cur
+    if cur.dtype.kind == "f":
+        zeros = (new == 0) & (cur == 0)
+        signed = xp.signbit(cur) & ~xp.signbit(new) if name == "max" else xp.signbit(new) & ~xp.signbit(cur)
+        better = better | (zeros & signed) | (xp.isnan(new) & ~xp.isnan(cur))
+    return better
+
+
+def _unsort(xp, sorted3, order, head, exclusive, fill, shape, dtype):
+    """Scatter the sorted scan back to index positions; shifted within each run for an exclusive scan."""
+    if exclusive:
+        shifted = xp.concatenate([xp.full(sorted3[:, :1].shape, fill, dtype), sorted3[:, :-1]], axis=1)
+        sorted3 = xp.where(head[None, :, None], xp.asarray(fill, dtype), shifted)
+    out3 = xp.full(shape, fill, dtype)
+    out3[:, order, :] = sorted3
+    return out3
+
+
+def _scan_sorted(xp, name, src3, plan, ident, reverse, exclusive, track):
+    order, gid, head = _sorted_groups(xp, plan, reverse)
+    vals = src3[:, order, :]
+    if name in ("max", "min"):
+        pos = xp.broadcast_to(order[None, :, None], vals.shape).astype(np.int64)
+
+        def pick(a, b):
+            take = _beats(xp, name, a[0], b[0])
+            return xp.where(take, b[0], a[0]), xp.where(take, b[1], a[1])
+        vals, pos = _segmented(xp, (vals, pos), gid, pick)
+    else:
+        def step(a, b):
+            return ((a[0] + b[0]) if name == "add" else (a[0] * b[0]),)
+        vals, = _segmented(xp, (vals,), gid, step)
+        pos = None
+    out3 = _unsort(xp, vals, order, head, exclusive, ident, src3.shape, src3.dtype)
+    arg3 = _unsort(xp, pos, order, head, exclusive, -1, src3.shape, np.int64) if track else None
+    return out3, arg3
+
+
+def _linear_sorted(xp, b3, a3, plan, reverse, exclusive):
+    """``new = b + a * prev`` within groups: a scan of the affine maps x -> b + a x (composed in order)."""
+    order, gid, head = _sorted_groups(xp, plan, reverse)
+
+    def compose(first, then):   # x -> then.b + then.a * (first.b + first.a * x)
+        return then[0] * first[0], then[1] + then[0] * first[1]
+    _, b = _segmented(xp, (a3[:, order, :], b3[:, order, :]), gid, compose)
+    return _unsort(xp, b, order, head, exclusive, 0, b3.shape, b3.dtype)
+
+
+# ---- public functions --------------------------------------------------------------------------------------------
+
+FLAGS_DOC = """exclusive : bool, default False
+        Leave each entry's own value out: ``out[k]`` combines the members before k (the op's identity for a
+        group's first member), as ``jnp.cumsum`` users build by shifting; numpy_groupies has no such option.
+    reverse : bool, default False
+        Scan each group from its last member to its first (``jax.lax.cumsum(..., reverse=True)``): ``out[k]``
+        combines the members at and after k."""
+
+
+def _scan_doc(func: _FuncT) -> _FuncT:
+    func.__doc__ = func.__doc__.replace("{flags}", FLAGS_DOC)
+    return fill_doc(func)
+
+
+@overload
+def scatter_scan(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+                 axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ..., reverse: bool = ...) -> Any: ...
+
+
+@overload
+def scatter_scan(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+                 axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ..., reverse: bool = ...) -> Any: ...
+
+
+@overload
+def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+                 axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ...,
+                 reverse: bool = ...) -> NDArray[Any]: ...
+
+
+@_scan_doc
+def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
+                 axis: SupportsIndex = 0, mode: Mode = "raise", exclusive: bool = False, reverse: bool = False) -> Any:
+    """Grouped (segmented) scan: ``out[b, k, f] = op(src[b, p, f] for p <= k with index[p] == index[k])``.
+
+    The running add, mul, max or min within each group, in index order, shaped like `src`: numpy_groupies'
+    ``aggregate(index, src, func="cumsum")`` ("cumprod", "cummax", "cummin"), pandas'
+    ``groupby(index).cumsum()``, a segment cumsum as TensorFlow and JAX users write it. Unlike those, the
+    groups need not be sorted or contiguous, the dims before `axis` are batch dims and those after it features
+    (NNlib's layout), and a tuple index groups by several coordinates. The CPU makes one pass over the index
+    with a running value per destination row; updates follow the core's element rules (NaN wins max/min,
+    ``-0.0 < +0.0``), so a group's last ``out`` equals `scatter`'s result for it, bit for bit.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F
+        Values: integers, floats or complex (not for max/min). Small integers and float16 are computed as
+        `scatter` computes them (int64, float32) and cast back, so integer sums wrap as NumPy's do.
+    {index}
+    op : {{"add", "mul", "max", "min"}}, default "add"
+        The running op; aliases "sum", "prod", "amax", "amin". Others raise ValueError.
+    {dim_size}
+    {axis}
+    {mode}
+    {flags}
+
+    Returns
+    -------
+    out : ndarray, shape of `src`
+        The dtype of `src`. Entries dropped under ``mode="drop"`` (they belong to no group) get the op's
+        identity: 0 for add, 1 for mul, -inf (the integer minimum) for max, +inf (maximum) for min.
+
+    Raises
+    ------
+    TypeError
+        Unknown op type, a non-integer index, an unsupported dtype (bool, object; complex for max/min), or
+        NumPy and CuPy arrays mixed in one call (both named).
+    ValueError
+        An op other than add, mul, max, min; unknown mode, mismatched shapes, a negative or wrongly sized
+        `dim_size`, an `axis` that does not fit.
+    IndexError
+        An out-of-range index entry under ``mode="raise"``; nothing has been written when it is raised.
+
+    Notes
+    -----
+    CuPy arrays are sorted by group (stably) and scanned in log2(n) whole-array steps, deterministic from run
+    to run; float sums and products are then combined in a tree order, so their last bits can differ from the
+    CPU's sequential order (max/min and integers do not). The gradients (`scatter_scan_vjp`, `grad`) route
+    max/min's cotangent to the first member that reached the running extremum (ties: the earliest, as
+    `scatter_argmax`; `scatter`'s gradient splits ties instead, a running extremum has one holder).
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_scan(np.array([1, 2, 3, 4, 5]), np.array([0, 1, 0, 1, 0]))
+    array([1, 2, 4, 6, 9])
+    >>> cs.scatter_scan(np.array([3., 1., 4., 1., 5.]), np.array([0, 0, 1, 0, 1]), "max")
+    array([3., 3., 4., 3., 5.])
+    >>> cs.scatter_scan(np.array([1, 2, 3, 4, 5]), np.array([0, 1, 0, 1, 0]), exclusive=True)
+    array([0, 0, 1, 2, 4])
+    """
+    view = ScanView("scatter_scan", op, src, index, dim_size, axis, mode, reverse, exclusive)
+    out3, _ = view.scan(view.src3)
+    return view.finish(out3)
+
+
+def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode, reverse, exclusive):
+    from cyscatter._plan.values import _float_dtype, check_given, check_numeric
+    check_given("src", src)
+    check_given(other_name, other)
+    backend_of(src=src, index=index, **{other_name: other})   # other's refusals too (a tensor needing grad, ...)
+    view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive)
+    other = check_numeric(view.be.asarray(other), other_name)
+    if other.shape != view.shape:
+        raise ValueError(f"{name}: {other_name} shape {other.shape} != src shape {view.shape}")
+    dtype = _float_dtype(np.empty(0, view.result), other)   # src's own dtype: float16/bfloat16 give float64
+    return view, dtype, view.rows(view.src3.reshape(view.shape), dtype), view.rows(other, dtype)
+
+
+@overload
+def scatter_scan_vjp(op: OpLike, grad_out: DeviceArray, src: ArrayInput, index: IndexLike, *,
+                     dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...,
+                     exclusive: bool = ..., reverse: bool = ...) -> Any: ...
+
+
+@overload
+def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, *,
+                     dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...,
+                     exclusive: bool = ..., reverse: bool = ...) -> NDArray[Any]: ...
+
+
+@_scan_doc
+def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, *,
+                     dim_size: DimSize | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
+                     exclusive: bool = False, reverse: bool = False) -> Any:
+    """Gradient of `scatter_scan` w.r.t. `src`.
+
+    add: the scan of `grad_out` run the other way within each group (``grad[p] = sum(g[k] for k >= p)``);
+    max/min: each ``g[k]`` goes to the member whose value ``out[k]`` is (the first to reach the running
+    extremum); mul: ``grad[p] = prod(x before p) * sum(g[k] * prod(x after p up to k))``, two scans with no
+    division, so exact where `src` holds zeros. Dropped entries get 0.
+
+    Parameters
+    ----------
+    op : {{"add", "mul", "max", "min"}}
+        The op given to `scatter_scan`.
+    grad_out : array_like, shape of `src`
+        Cotangent of the output.
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_scan`.
+    {index}
+    {dim_size}
+    {axis}
+    {mode}
+    {flags}
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype (float64 for integer, float16 or bfloat16 inputs).
+
+    Raises
+    ------
+    TypeError
+        As `scatter_scan`; a `grad_out` that holds no numbers or a missing (None) argument.
+    ValueError
+        As `scatter_scan`; a `grad_out` not shaped like `src`.
+    IndexError
+        As `scatter_scan`.
+    """
+    view, dtype, x3, g3 = _reverse_view("scatter_scan_vjp", op, src, index, grad_out, "grad_out", dim_size, axis,
+                                        mode, reverse, exclusive)
+    name = view.op.name
+    if name == "add":
+        grad3, _ = view.scan(g3, reverse=not view.reverse)
+    elif name in ("max", "min"):
+        _, arg3 = view.scan(x3, track=True)
+        grad3 = view.route(g3, arg3)
+    else:
+        before, _ = view.scan(x3, exclusive=True)
+        if view.exclusive:
+            after = view.linear(g3, x3, reverse=not view.reverse, exclusive=True)
+        else:
+            after = g3 + view.linear(x3 * g3, x3, reverse=not view.reverse, exclusive=True)
+        grad3 = view.xp.where(view.valid3(), before * after, dtype.type(0))
+    return view.finish(grad3, dtype)
+
+
+@overload
+def scatter_scan_jvp(op: OpLike, src: DeviceArray, index: IndexLike, src_dot: ArrayInput, *,
+                     dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...,
+                     exclusive: bool = ..., reverse: bool = ...) -> Any: ...
+
+
+@overload
+def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: ArrayInput, *,
+                     dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...,
+                     exclusive: bool = ..., reverse: bool = ...) -> NDArray[Any]: ...
+
+
+@_scan_doc
+def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: ArrayInput, *,
+                     dim_size: DimSize | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
+                     exclusive: bool = False, reverse: bool = False) -> Any:
+    """Forward derivative of `scatter_scan`: the tangent of its output for a tangent `src_dot` of `src`.
+
+    add: the scan of `src_dot`; max/min: ``src_dot`` at the member holding each running extremum; mul: the
+    recurrence ``d = x[k] * d + prod(x before k) * src_dot[k]`` along each group (exact with zeros).
+
+    Parameters
+    ----------
+    op : {{"add", "mul", "max", "min"}}
+        The op given to `scatter_scan`.
+    src : array_like, shape B + I + F
+        The `src` given to `scatter_scan`.
+    {index}
+    src_dot : array_like, shape of `src`
+        Tangent of `src`.
+    {dim_size}
+    {axis}
+    {mode}
+    {flags}
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `src`
+        Float dtype (float64 for integer, float16 or bfloat16 inputs).
+
+    Raises
+    ------
+    TypeError
+        As `scatter_scan`; a `src_dot` that holds no numbers or a missing (None) argument.
+    ValueError
+        As `scatter_scan`; a `src_dot` not shaped like `src`.
+    IndexError
+        As `scatter_scan`.
+    """
+    view, dtype, x3, t3 = _reverse_view("scatter_scan_jvp", op, src, index, src_dot, "src_dot", dim_size, axis,
+                                        mode, reverse, exclusive)
+    name = view.op.name
+    if name == "add":
+        out3, _ = view.scan(t3)
+    elif name in ("max", "min"):
+        _, arg3 = view.scan(x3, track=True)
+        out3 = view.pick(t3, arg3)
+    else:
+        before, _ = view.scan(x3, exclusive=True)
+        out3 = view.linear(before * t3, x3, reverse=view.reverse, exclusive=view.exclusive)
+    return view.finish(out3, dtype)

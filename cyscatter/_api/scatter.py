@@ -1,0 +1,319 @@
+"""scatter and scatter_into: the public scatter-reduce functions (NNlib's `scatter` and `scatter!`)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+
+from cyscatter import kernels
+from cyscatter._arrays.integers import prod
+from cyscatter._arrays.protocols import refuse_bfloat16_on_gpu
+from cyscatter._backends.reduce import (
+    _reduce_into,
+    _runner,
+    finish_fresh,
+    new_counts,
+    run_counted,
+)
+from cyscatter._backends.select import backend_of
+from cyscatter._docs import fill_doc
+from cyscatter._plan.index import check_table_bytes, parse_coords, plan_index, sized_by
+from cyscatter._plan.layout import expand_cast, out_layout, src_layout
+from cyscatter._plan.values import (
+    _PYTHON_KIND,
+    check_dtype_arg,
+    check_out,
+    direct,
+    fill_for,
+    python_scalar_as,
+    size_arg,
+    write_out,
+)
+from cyscatter._registry.ops import FAST, get_op
+from cyscatter._runtime.threads import check_threads
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import DTypeLike, NDArray
+
+    from cyscatter._typing import (
+        ArrayInput,
+        DeviceArray,
+        DeviceIndex,
+        DimSize,
+        FillValue,
+        IndexLike,
+        Mode,
+        OpLike,
+        _DstT,
+    )
+
+
+@overload
+def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
+            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
+            num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
+@fill_doc
+def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
+            axis: SupportsIndex = 0, fill_value: FillValue | None = None, dtype: DTypeLike | None = None,
+            out: Any = None, mode: Mode = "raise", indices_are_sorted: bool = False,
+            num_threads: SupportsIndex | None = None) -> Any:
+    """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
+
+    NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F, or broadcastable to it along I
+        Values; B = ``src.shape[:axis]`` batch dims, I the index shape, F feature dims (any C-ordered layout
+        is used without a copy; other layouts are copied once). The dims of `src` at the index position may
+        each be 1 and are then broadcast over the entries (NumPy's rule; a src of one row ``(1, F)``, or
+        ``(2, 1, F)`` against an index ``(2, n)``), and a `src` with fewer dims than the index gets leading
+        1s, so a scalar is scattered at every entry (numpy_groupies' ``aggregate(idx, 1)``: ``scatter(1.0,
+        idx)`` counts). B and F are read off `src` itself: a src ``(F,)`` is not a row here, as nothing says
+        F (use ``src[None]``, or `scatter_into`, whose `dst` gives them). On the CPU broadcast entries are
+        read through stride-0 views, never copied (the GPU kernels index flat memory: CuPy copies).
+    {index}
+    {op}
+    dim_size : int or tuple of m ints, optional
+        Destination shape D addressed by the index. Default: the largest entry + 1 per coordinate (0 for an
+        empty index).
+    {axis}
+    fill_value : scalar, optional
+        Value of the destination positions that no index entry reaches (default: the op's identity; 0 for
+        mean). Cast to the output dtype with NumPy's ``same_kind`` rule.
+    dtype : dtype, optional
+        The accumulator and result dtype, as NumPy's ``np.add.reduce(..., dtype=)``: `src` is cast to it
+        before the reduction, which then runs as for a `src` of that dtype. The cast follows NumPy's
+        ``same_kind`` rule, as `scatter_into` does (float to int raises TypeError naming `dtype`; NumPy's
+        reductions cast unsafely, ``np.add.reduce([1.5, 2.5], dtype=int)`` is 3: cast `src` yourself for
+        that). As for any `src`: float16 still accumulates in float32 and small integers in int64, and div
+        and mean of an integer `dtype` still divide truly and give float64 (``dtype=np.int32`` with "mean":
+        the int32 values are summed in float64, the result is float64). Default: the dtype of `src`.
+    out : ndarray, optional
+        An array of exactly the result's shape B + D + F and dtype (byte order aside) that receives the result
+        and is returned (NumPy's ``out=``). Like the fresh output, it starts from the op's identity (or
+        `fill_value`): its values are not read. To reduce *into* existing values use `scatter_into`
+        (pytorch_scatter's ``scatter(..., out=)`` is that accumulate-into meaning). With `out` and no
+        `dim_size`, D is read off `out`'s shape; a `src` that broadcasts to the B + I + F that `out` implies
+        takes B and F from it (``scatter(2.0, idx, out=np.zeros((3, 4)))`` puts a row of 2.0 at each entry, as
+        ``np.add.at(out, idx, 2.0)`` on zeros). A Python int, float or complex `src` (without `dtype`) takes
+        `out`'s dtype when that is of its kind or a higher one, as NumPy 2 takes Python scalars (NEP 50):
+        ``scatter(2, idx, out=np.zeros(3, np.float32))`` is float32 (an int out of `out`'s range raises
+        ValueError); a NumPy scalar or an array keeps its own dtype. A C-contiguous `out` of the compute dtype
+        that shares no memory with `src` or `index` is written in place (no work table); any other is filled
+        by a copy.
+        A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a read-only `out`
+        ValueError, all naming `out`; on any error `out` is left as it was.
+    {mode}
+    {indices_are_sorted}
+    {threads}
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        The dtype of `src` (or `dtype`), except float64 for integer `src` with div, mean and sqrt_n. C-ordered; an output
+        of at least 4 KB whose rows are longer than 16 bytes starts on a 64-byte boundary (a view of a buffer
+        up to 64 B larger, its `base`), so that rows of whole cache lines do not straddle one more. The `out`
+        object itself when one is given.
+
+    Raises
+    ------
+    {raises}
+
+    Notes
+    -----
+    {semantics}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter(np.array([1., 2., 3., 4.]), np.array([0, 2, 0, 2]), "add")
+    array([4., 0., 6.])
+    >>> cs.scatter(np.array([[1, 2], [3, 4], [5, 6]]), np.array([1, 0, 1]), "max")
+    array([[3, 4],
+           [5, 6]])
+    >>> cs.scatter(np.arange(4.), (np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1])), "mean")
+    array([[0., 3.],
+           [1., 2.]])
+    >>> cs.scatter(1, np.array([0, 2, 0]))   # a scalar src broadcasts over the entries
+    array([2, 0, 1])
+    """
+    threads = check_threads(num_threads)
+    if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
+            and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \
+            and dtype is None and out is None \
+            and (dim_size is None or type(dim_size) is int and 0 <= dim_size < 2 ** 62):
+        opcode, identities = FAST[op]
+        simple = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
+        if simple is not None:
+            return simple
+    op = get_op(op)
+    be = backend_of(src=src, index=index, out=out)
+    out_dtype = getattr(out, "dtype", None)
+    if type(src) in _PYTHON_KIND and dtype is None and isinstance(out_dtype, np.dtype):
+        src = python_scalar_as(src, out_dtype.newbyteorder("="), be.xp, "out")   # weak, as NumPy 2's (NEP 50)
+    src = be.asarray(src)
+    cast = check_dtype_arg(dtype, src.dtype)
+    if cast is not None:
+        if be.xp is not np:
+            refuse_bfloat16_on_gpu("dtype", cast)
+        try:
+            op.check_dtype(cast)
+        except TypeError as err:
+            raise TypeError(f"dtype={cast}: {err}") from None
+    result_dtype = op.result_dtype(src.dtype if cast is None else cast)
+    coords = parse_coords(index, xp=be.xp)
+    axis, batch, feat, expected = out_layout(src.shape, coords, axis, out)
+    m = len(coords)
+    if out is not None and dim_size is None and np.ndim(out) == len(batch) + m + len(feat):
+        dim_size = tuple(int(d) for d in np.shape(out)[axis:axis + m])   # D from out, as scatter_into's dst
+    plan = plan_index(None, dim_size, mode, coords=coords)
+    fill = fill_for(fill_value, result_dtype, be.xp)
+    shape = batch + plan.dims + feat
+    target = None if out is None else check_out(be, out, shape, result_dtype)
+    outer, inner = prod(batch), prod(feat)
+    compute = op.compute_dtype(result_dtype)
+    if target is not None and direct(be, target, compute, src, *coords):
+        be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
+        counts = new_counts(op, (outer, plan.size, inner), be.xp, fill, plan.n)
+        work3 = target.reshape(outer, plan.size, inner)
+        work3[...] = op.identity(result_dtype)
+        src = expand_cast(src if cast is None else src.astype(cast, copy=False), expected, len(feat), compute,
+                          be.xp)
+        src3 = be.rows_view(src, compute, outer, plan.n, inner)
+        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads,
+                             split=True)
+        finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
+        return out
+    arg, given = size_arg(dim_size, plan)
+    check_table_bytes((outer, plan.size, inner), compute, arg, given)
+    with sized_by(arg, given):
+        work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
+        if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
+            src = src.astype(cast, copy=False)
+        src = expand_cast(src, expected, len(feat), work3.dtype, be.xp)
+        src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
+        counts = new_counts(op, work3.shape, be.xp, fill, plan.n)
+        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads,
+                             split=True)
+        result = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
+    if target is not None:
+        return write_out(be, target, result, out)
+    return result.reshape(shape)
+
+
+@fill_doc
+def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "add", *, axis: SupportsIndex = 0,
+                 mode: Mode = "raise", indices_are_sorted: bool = False,
+                 num_threads: SupportsIndex | None = None) -> _DstT:
+    """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
+
+    NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
+    (NNlib); rows no entry reaches keep their values. ``op="sqrt_n"`` follows mean's convention: each group's
+    ``sum / sqrt(count)`` is added to `dst`, rows no entry reaches keep their values (``dst`` is not a member
+    of the group and does not count).
+
+    Parameters
+    ----------
+    dst : ndarray, shape B + D + F
+        Destination, updated in place; any layout, but writeable and without overlapping elements.
+    src : array_like or scalar, shape broadcastable to B + I + F
+        Values, cast to ``dst.dtype`` (NumPy ``same_kind``; a Python int, float or complex is taken by value,
+        as NumPy 2 does: ``1`` goes into a uint8 `dst`, ``300`` raises ValueError, ``1.5`` into an int `dst`
+        TypeError). `src` broadcasts (NumPy's rules) against B + I + F, with B and F from `dst`: the shape
+        NumPy's ``ufunc.at(dst, idx, src)``, JAX's ``dst.at[idx].add(src)`` and CuPy's ``cupyx.scatter_add``
+        broadcast it to. A scalar or 0-d array updates every entry, a row ``(F,)`` is applied at each entry,
+        ``(n, 1)`` is broadcast over F, a size-1 batch dim over the batch. A shape that does not broadcast
+        raises ValueError naming both shapes. On the CPU broadcast entries are read through stride-0 views,
+        never copied (a scalar with F > 1 becomes one row; on the GPU CuPy copies). When `src` or `index`
+        share memory with `dst`, the result is as if they had been copied first.
+    {index}
+    {op}
+    {axis}
+    {mode}
+    {indices_are_sorted}
+    {threads}
+
+    Returns
+    -------
+    dst : ndarray
+        The same object, updated.
+
+    Raises
+    ------
+    {raises}
+    TypeError
+        Also for div/mean into an integer `dst` (their results are not integers).
+
+    Notes
+    -----
+    {semantics}
+    On any exception `dst` is left exactly as it was.
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> dst = np.array([10., 20., 30.])
+    >>> cs.scatter_into(dst, np.array([1., 2., 3.]), np.array([2, 0, 2]), "sub")
+    array([ 8., 20., 26.])
+    >>> cs.scatter_into(np.zeros(3, np.int64), 1, np.array([2, 0, 2]))   # a scalar src: counts
+    array([1, 0, 2])
+    >>> cs.scatter_into(np.zeros((2, 2)), np.array([1., 10.]), np.array([1, 1, 0]), "add")   # a row
+    array([[ 1., 10.],
+           [ 2., 20.]])
+    """
+    threads = check_threads(num_threads)
+    if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
+            and type(dst) is np.ndarray and not indices_are_sorted:
+        opcode, identities = FAST[op]
+        if kernels.scatter_into_simple(dst, src, index, opcode, dst.dtype in identities, threads):
+            return dst
+    op = get_op(op)
+    be = backend_of(dst=dst, src=src, index=index)
+    target, dst = dst, be.check_writable(dst)   # a subclass is written through a plain view
+    src = python_scalar_as(src, dst.dtype, be.xp) if type(src) in _PYTHON_KIND else be.asarray(src)
+    op.check_dtype(dst.dtype, "dst")
+    op.check_dtype(src.dtype)
+    if op.true_division and dst.dtype.kind in "iu":
+        raise TypeError(f"op {op.name!r} gives non-integer results; dst dtype {dst.dtype} cannot hold them")
+    if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
+        raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
+    coords = parse_coords(index, xp=be.xp)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=dst.shape)
+    m = len(coords)
+    if be.xp.may_share_memory(src, dst):
+        src = src.copy()
+    if any(be.xp.may_share_memory(c, dst) for c in coords):
+        coords = tuple(c.copy() for c in coords)
+    plan = plan_index(None, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
+    be.precheck(plan)
+    compute = op.compute_dtype(dst.dtype)
+    if src.dtype != dst.dtype:   # NumPy's ufunc.at casts src to dst's dtype first
+        src = src.astype(dst.dtype)
+    src = expand_cast(src, expected, len(feat), compute, be.xp)   # after the casts: they see src's own size
+    outer, inner = prod(batch), prod(feat)
+    src3 = be.rows_view(src, compute, outer, plan.n, inner)
+    work3, direct = be.writable_rows(dst, compute, outer, plan.size, inner)
+    _reduce_into(be, op, src3, plan, work3, indices_are_sorted, threads)
+    if not direct:
+        be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
+    return target

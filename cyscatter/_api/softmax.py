@@ -1,0 +1,236 @@
+"""scatter_logsumexp, scatter_softmax and scatter_log_softmax: numerically stable, from the core max, add and
+gather kernels (each group is shifted by its own maximum before `exp`)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+
+from cyscatter import kernels
+from cyscatter._docs import fill_doc
+from cyscatter._plan.groups import dst_shape, group_view, src_shape
+from cyscatter._plan.index import sized_by
+from cyscatter._plan.values import size_arg
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import (
+        ArrayInput,
+        DeviceArray,
+        DeviceIndex,
+        DimSize,
+        IndexLike,
+        Mode,
+        _FuncT,
+    )
+
+
+def group_max(ctx):
+    return ctx.put(ctx.src3, kernels.OpCode.OP_MAX, start=-np.inf)
+
+
+def logsumexp3(ctx):
+    """(outer, size, inner) log-sum-exp of each group of ctx.src3; -inf for empty groups."""
+    xp, peak = ctx.xp, group_max(ctx)
+    shift = xp.where(xp.isfinite(peak), peak, 0)   # scipy's rule: a group without a finite max is not shifted
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        sums = ctx.put(xp.exp(ctx.src3 - ctx.take(shift)))
+        return xp.log(sums) + shift
+
+
+def softmax3(ctx):
+    """(outer, n, inner) softmax of ctx.src3 within its group; 0 for entries dropped by mode='drop'."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        shifted = ctx.xp.exp(ctx.src3 - ctx.take(group_max(ctx)))
+        probs = shifted / ctx.take(ctx.put(shifted))
+    return mask_dropped(ctx, probs, 0)
+
+
+def log_softmax3(ctx):
+    """(outer, n, inner) log-softmax of ctx.src3 within its group; -inf for entries dropped by mode='drop'."""
+    xp = ctx.xp
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        shifted = ctx.src3 - ctx.take(group_max(ctx))
+        logp = shifted - ctx.take(xp.log(ctx.put(xp.exp(shifted))))
+    return mask_dropped(ctx, logp, -np.inf)
+
+
+def mask_dropped(ctx, a3, value):
+    """`a3` (outer, n, inner) with `value` at the entries dropped under mode='drop' (the others belong to a group)."""
+    if not ctx.plan.drops:
+        return a3
+    return ctx.xp.where(ctx.valid3(), a3, a3.dtype.type(value))
+
+
+# ---- public functions --------------------------------------------------------------------------------------------
+
+_NONFINITE = """A group whose maximum is +inf or NaN gives NaN for each member, and so does a group whose members
+    are all -inf (0/0), as ``scipy.special.softmax`` and ``torch.softmax`` do; a -inf member of a group with a
+    finite maximum gets exactly 0 (log-softmax: -inf). Entries dropped under ``mode="drop"`` belong to no group:
+    softmax 0, log-softmax -inf."""
+
+
+def _softmax_doc(func: _FuncT) -> _FuncT:
+    func.__doc__ = func.__doc__.replace("{nonfinite}", _NONFINITE)
+    return fill_doc(func)
+
+
+@overload
+def scatter_logsumexp(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                      mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@fill_doc
+def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                      mode: Mode = "raise") -> Any:
+    """Log-sum-exp of each group: ``out[b, j, f] = log(sum(exp(src[b, k, f]) for k with index[k] == j))``.
+
+    pytorch_scatter's ``scatter_logsumexp``; per group it equals ``scipy.special.logsumexp``. Computed as
+    ``m + log(sum(exp(src - m)))`` with m the group maximum (from the core max kernel), so it neither
+    overflows nor underflows for large ``|src|`` (1e4 in float32 is fine).
+
+    Parameters
+    ----------
+    {group_args_broadcast}
+
+    Returns
+    -------
+    out : ndarray, shape B + D + F
+        Float dtype of `src` (float64 for integers). Empty groups, and groups whose members are all -inf,
+        give -inf (the log of an empty sum, as scipy); a +inf member gives +inf, a NaN member NaN.
+
+    Raises
+    ------
+    {raises}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_logsumexp(np.array([0., 0., 1e4]), np.array([0, 0, 2]))
+    array([6.93147181e-01,           -inf, 1.00000000e+04])
+    """
+    ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode)
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        out = logsumexp3(ctx).astype(result, copy=False)
+    return out.reshape(dst_shape(ctx, batch, feat))
+
+
+@overload
+def scatter_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                    mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@_softmax_doc
+def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                    mode: Mode = "raise") -> Any:
+    """Softmax within each group: ``out[b, k, f] = exp(src[b, k, f] - m) / sum(exp(src[b, k', f] - m))`` over
+    the members k' of k's group (``index[k'] == index[k]``), m the group maximum.
+
+    pytorch_scatter's ``scatter_softmax`` (and the attention weights of graph networks). Subtracting the group
+    maximum keeps ``exp`` in range, so inputs of +-1e4 neither overflow nor underflow.
+
+    Parameters
+    ----------
+    {group_args}
+
+    Returns
+    -------
+    out : ndarray, shape B + I + F (the shape of `src`)
+        Float dtype of `src` (float64 for integers); each group sums to 1.
+
+    Raises
+    ------
+    {raises}
+
+    Notes
+    -----
+    {nonfinite}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_softmax(np.array([1e4, 1e4, -1e4, 3.]), np.array([0, 0, 1, 1]))
+    array([0.5, 0.5, 0. , 1. ])
+    """
+    ctx, result, batch, feat = group_view("scatter_softmax", src, index, dim_size, axis, mode,
+                                          broadcast=False)
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        out = softmax3(ctx).astype(result, copy=False)
+    return out.reshape(src_shape(ctx, batch, feat))
+
+
+@overload
+def scatter_log_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
+                        mode: Mode = ...) -> NDArray[Any]: ...
+
+
+@_softmax_doc
+def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
+                        mode: Mode = "raise") -> Any:
+    """Log-softmax within each group: ``out[b, k, f] = src[b, k, f] - m - log(sum(exp(src[b, k', f] - m)))``
+    over the members k' of k's group, m the group maximum.
+
+    pytorch_scatter's ``scatter_log_softmax``. More accurate than ``log(scatter_softmax(...))`` for small
+    probabilities (it never rounds them to 0 first).
+
+    Parameters
+    ----------
+    {group_args}
+
+    Returns
+    -------
+    out : ndarray, shape B + I + F (the shape of `src`)
+        Float dtype of `src` (float64 for integers).
+
+    Raises
+    ------
+    {raises}
+
+    Notes
+    -----
+    {nonfinite}
+
+    Examples
+    --------
+    >>> import numpy as np, cyscatter as cs
+    >>> cs.scatter_log_softmax(np.array([0., 0., -np.inf, 5.]), np.array([0, 0, 1, 1]))
+    array([-0.69314718, -0.69314718,        -inf,  0.        ])
+    """
+    ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode,
+                                          broadcast=False)
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        out = log_softmax3(ctx).astype(result, copy=False)
+    return out.reshape(src_shape(ctx, batch, feat))

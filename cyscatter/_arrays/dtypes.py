@@ -1,0 +1,32 @@
+"""Dtype classification shared by every layer: bfloat16 (from ml_dtypes, recognised without importing it) as a
+float, number dtypes, native byte order, complex parts."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def is_bfloat16(dtype) -> bool:
+    """`dtype` is ml_dtypes' bfloat16 (the one NumPy users have; JAX's and TensorFlow's too), recognised without
+    importing ml_dtypes: its dtypes are of kind 'V' and name themselves."""
+    return dtype.kind == "V" and dtype.itemsize == 2 and dtype.name == "bfloat16"
+
+
+def float_kind(dtype) -> str:
+    """`dtype.kind`, with bfloat16 a float ("f") as NumPy's own floats."""
+    return "f" if is_bfloat16(dtype) else dtype.kind
+
+
+def holds_numbers(dtype) -> bool:
+    """Integers, floats (bfloat16 included) or complex; not bool, object, strings, datetimes or records."""
+    return dtype.kind in "iufc" or is_bfloat16(dtype)
+
+
+def native(dtype) -> np.dtype:
+    """`dtype` in the machine's byte order: the kernels and the dtype tables know only native dtypes."""
+    return np.dtype(dtype).newbyteorder("=")
+
+
+def parts(a):
+    """The real and imaginary parts of a complex array as views (in-place work on them writes `a`), else `a`."""
+    return (a.real, a.imag) if a.dtype.kind == "c" else (a,)
+

@@ -1,0 +1,51 @@
+"""`Reverse`: a validated call on the canonical view, as the reverse rules read it (backend, index plan, src,
+out and dst views) with the core's take (gather) and put (scatter) on that backend."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cyscatter import kernels
+
+
+@dataclass
+class Reverse:
+    """Inputs of a reverse rule: the backend (`cyscatter._arrays.protocols`), the index plan and the canonical src,
+    output and initial dst (or None)."""
+
+    be: object
+    plan: object
+    src3: np.ndarray
+    out3: np.ndarray | None
+    dst3: np.ndarray | None
+    # (src3, out3, dst3) in their integer dtype, for the winners of max/min and their twins on integer inputs:
+    # the float64 views round above 2**53, which would tie distinct integers; None for float inputs
+    exact: tuple | None = None
+
+    @property
+    def dtype(self):
+        return self.src3.dtype
+
+    @property
+    def xp(self):
+        return self.be.xp
+
+    def take(self, a3: np.ndarray) -> np.ndarray:
+        """a3[:, flat, :] as (outer, n, inner), zero where an entry was dropped."""
+        taken = self.xp.zeros((a3.shape[0], self.plan.n, a3.shape[2]), a3.dtype)
+        self.be.run_gather(self.xp.ascontiguousarray(a3), self.plan, taken)
+        return taken
+
+    def put(self, v3: np.ndarray, opcode: int = kernels.OpCode.OP_ADD, start=0) -> np.ndarray:
+        """Scatter v3 (outer, n, inner) into a fresh (outer, size, inner) array starting at `start`."""
+        out = self.xp.full((v3.shape[0], self.plan.size, v3.shape[2]), start, v3.dtype)
+        self.be.run_scatter(opcode, self.xp.ascontiguousarray(v3), self.plan, out)
+        return out
+
+    def counts(self) -> np.ndarray:
+        valid = self.plan.valid()
+        return self.xp.bincount(self.plan.flat[valid], minlength=self.plan.size)
+
+    def valid3(self) -> np.ndarray:
+        return self.plan.valid()[None, :, None]

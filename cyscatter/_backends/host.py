@@ -1,0 +1,196 @@
+"""The canonical (outer, rows, inner) view every kernel works on, and the calls into the kernels.
+
+`outer` is the product of the batch dims before `axis`, `rows` the index entries (src side) or destination
+rows (dst side), `inner` the product of the feature dims. Reshaping is free for C-ordered inputs; other layouts
+are copied once, here and nowhere else.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter import fused_kernels, group_kernels, kernels
+from cyscatter._arrays.integers import prod
+from cyscatter._arrays.protocols import host_asarray, where_is
+from cyscatter._backends import assign as _assign
+
+pass
+from cyscatter._registry.ops import OPS, WINNERS, get_op
+from cyscatter._runtime.threads import team
+
+# The backend interface (see `cyscatter._arrays.protocols`): `cyscatter._backends.cuda` provides the same names for CuPy arrays.
+xp = np
+asarray = host_asarray
+
+
+def cast(arr: np.ndarray, dtype) -> np.ndarray:
+    """``arr.astype(dtype, copy=False)``; a C-ordered float16 array to float32 (the dtype float16 accumulates in)
+    through `kernels.half_to_float`: the same bits, 2.3x faster than NumPy's element-by-element cast
+    (benchmarks/NOTES.md v26)."""
+    if (arr.dtype == np.float16 and np.dtype(dtype) == np.float32 and type(arr) is np.ndarray and arr.size
+            and arr.dtype.isnative and arr.flags.c_contiguous and arr.flags.aligned):
+        out = np.empty(arr.shape, np.float32)
+        kernels.half_to_float(arr.reshape(-1).view(np.uint16), out.reshape(-1))
+        return out
+    return arr.astype(dtype, copy=False)
+
+
+def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.ndarray:
+    """`arr` as an (outer, rows, inner) array of `dtype` with unit inner stride, copied only when needed.
+
+    The kernels take ``[:, :, ::contiguous]`` views: rows may be strided (batch or index dims of any layout),
+    the elements of one row must be adjacent.
+    """
+    a = cast(arr, dtype)
+    if not a.flags.aligned:   # e.g. buffers unpickled from another process: the kernels load whole items
+        a = a.copy()
+    try:
+        a3 = np.reshape(a, (outer, rows, inner), copy=False)
+    except ValueError:
+        return np.ascontiguousarray(a).reshape(outer, rows, inner)
+    return _unit_inner_stride(a3)
+
+
+def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
+    if a3.strides[2] == a3.itemsize:
+        return a3
+    if a3.shape[2] <= 1:   # one element per row: any inner stride is as good as the unit one
+        return np.lib.stride_tricks.as_strided(a3, strides=a3.strides[:2] + (a3.itemsize,),
+                                               writeable=a3.flags.writeable)
+    return np.ascontiguousarray(a3)
+
+
+def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
+    """(work, direct): `dst` itself as (outer, rows, inner) when possible, else a converted copy to copy back."""
+    if dst.dtype == dtype and dst.flags.aligned:
+        try:
+            d3 = np.reshape(dst, (outer, rows, inner), copy=False)
+        except ValueError:
+            d3 = None
+        if d3 is not None and (d3.strides[2] == d3.itemsize or d3.shape[2] <= 1):
+            return _unit_inner_stride(d3), True
+    # np.array copies even a contiguous dst (ascontiguousarray would hand back a misaligned one unchanged)
+    return np.array(dst, dtype=dtype, order="C").reshape(outer, rows, inner), False
+
+
+def check_writable(dst, arg: str = "dst", array_type: type = np.ndarray) -> np.ndarray:
+    """`dst` must be an `array_type` we may write: writeable and without elements that alias one another.
+
+    Returns the array to write: `dst`, or for a subclass (np.matrix, a masked array) a plain view of its memory,
+    since subclasses may refuse the reshapes the kernels need. Another library's array (a PyTorch CPU tensor) is
+    written through its DLPack export, which never copies; one exported read-only (a JAX array) is refused, and
+    so is an object without DLPack (pandas, xarray): `numpy.asarray` may hand back a copy, and writing a copy
+    would lose the result."""
+    if not isinstance(dst, array_type):
+        library = array_type.__module__.partition('.')[0]
+        if array_type is np.ndarray and hasattr(type(dst), "__dlpack__") and where_is(dst) == "host":
+            dst = np.from_dlpack(dst)
+            if not dst.flags.writeable:
+                raise ValueError(f"{arg} is exported read-only through DLPack (as JAX arrays are): it cannot be "
+                                 "written in place; use the functional form (scatter, gather), which returns "
+                                 "a new array")
+        else:
+            raise TypeError(f"{arg} must be a {library}.{array_type.__name__} (or, on the CPU, an array that "
+                            f"exports DLPack, such as a torch.Tensor) to be written in place, got "
+                            f"{type(dst).__module__.partition('.')[0]}.{type(dst).__name__}")
+    if not getattr(dst.flags, "writeable", True):   # CuPy arrays have no read-only flag
+        raise ValueError(f"{arg} is read-only (flags.writeable is False)")
+    if dst.size > 1 and _self_overlapping(dst):
+        raise ValueError(f"{arg} has overlapping elements (strides {dst.strides} for shape {dst.shape}); "
+                         "pass a copy")
+    return dst if type(dst) is array_type else dst.view(array_type)
+
+
+def _self_overlapping(a: np.ndarray) -> bool:
+    # Sufficient test for distinct elements: sorted by |stride|, each stride must step over all smaller dims.
+    extent = a.itemsize
+    for size, stride in sorted(((s, abs(t)) for s, t in zip(a.shape, a.strides) if s > 1), key=lambda p: p[1]):
+        if stride < extent:
+            return True
+        extent = stride * size
+    return False
+
+
+def run_scatter(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
+                threads: int = 0) -> None:
+    if not src3.flags.aligned:   # e.g. a partial unpickled from another process (cyscatter.dask)
+        src3 = src3.copy()
+    if opcode in WINNERS:   # an assignment: winner pass, then a gather (see cyscatter._backends.assign)
+        return _assign.run_host(WINNERS[opcode] == "last", src3, plan, out3, counts, threads)
+    status = kernels.scatter_reduce(opcode, src3, plan.flat, out3, counts, plan.kernel_mode, threads)
+    if status >= 0:
+        raise plan.error(status)
+
+
+def precheck(plan) -> None:
+    """Under mode='raise', fail before an in-place write touches the destination."""
+    if plan.mode == "raise" and plan.n:
+        status = kernels.check_index(plan.flat, plan.size)
+        if status >= 0:
+            raise plan.error(status)
+
+
+def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
+    if src3.dtype.hasobject:
+        raise TypeError("gather does not support src dtype object")
+    status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)
+    if status >= 0:
+        raise plan.error(status)
+
+
+exclusive_products = kernels.exclusive_products
+
+
+def run_scatter_runs(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
+                     threads: int = 0):
+    """`_canonical.run_scatter` for an index whose equal entries are adjacent (sorted): same result, faster.
+
+    Only one-element rows gain from a register; wider rows go to the core kernel, which can use `threads`
+    (the run kernel is not parallel)."""
+    if src3.shape[2] != 1 or opcode in WINNERS:   # assignments: no reduction to keep in a register
+        return run_scatter(opcode, src3, plan, out3, counts, threads)
+    status = group_kernels.scatter_runs(opcode, src3, plan.flat, out3, counts, plan.kernel_mode)
+    if status >= 0:
+        raise plan.error(status)
+
+
+def messages(src3, plan, w, heads: int, feat: tuple, dtype):
+    """(messages (outer, kept, inner) of the kept edges in `dtype`, their edge positions): the E x F matrix the
+    fused kernels avoid, for the few cases that need it (integer messages, the mul/div reverse rules)."""
+    keep = np.flatnonzero(plan.valid_edges())
+    taken = src3[:, plan.gather[keep], :].astype(dtype, copy=False)
+    if w is None:
+        return taken, keep
+    rows = weight_rows(w, plan.index_shape, feat, heads, dtype)[keep]
+    return taken * np.repeat(rows, src3.shape[2] // max(heads, 1), axis=1)[None], keep
+
+
+# op code of a NaN-skipping op -> its twin's: integers have no NaN, so they run the twin's kernel
+_TWIN_OPCODES = {op.opcode: get_op(op.twin).opcode for op in OPS if op.skips_nan}
+_NO_COUNTS = np.zeros((0, 0, 0), np.int32)
+
+
+def run_forward(opcode, src3, plan, w, heads, feat, out3, threads, transpose: bool = False, counts=None) -> None:
+    """The fused kernel from `src3` into `out3` (started at the identity) along the plan's CSR by destination,
+    or, `transpose`, along its CSR by source (src3 then holds destination rows, out3 source rows). A NaN-skipping
+    op on floats adds the non-NaN messages of each output element to `counts` (out3's shape) when given."""
+    if out3.shape[0] == 0 or out3.shape[2] == 0:
+        return   # no batch slice or no feature: nothing to compute (a head dim of length 0 included)
+    indptr, edge_ids, cols = plan.transpose if transpose else (plan.indptr, plan.edge_ids, plan.cols)
+    w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
+    parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2])
+    if opcode in _TWIN_OPCODES and out3.dtype.kind in "fc":
+        status = fused_kernels.forward_nan(opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
+                                           _NO_COUNTS if counts is None else counts, counts is not None, parts)
+    else:
+        status = fused_kernels.forward(_TWIN_OPCODES.get(opcode, opcode), src3, indptr, cols, edge_ids, w2,
+                                       w is not None, out3, parts)
+    if status != -1:   # a plan validates everything the kernel checks; only a corrupted one gets here
+        raise ValueError(f"the plan's edges do not fit src and out (kernel status {status})")
+
+
+def weight_rows(w, index_shape: tuple, feat: tuple, heads: int, dtype, xp=np):
+    """The weight as a C-contiguous (n_edges, heads) array of `dtype` (broadcast head dims materialised)."""
+    k = len(index_shape)
+    full = xp.broadcast_to(w, index_shape + feat[:w.ndim - k])
+    return xp.ascontiguousarray(full.reshape(prod(index_shape), heads), dtype=dtype)
+

@@ -1,0 +1,50 @@
+"""`backend_of`: the backend module for a call's arrays (host NumPy arrays or CUDA arrays), or a TypeError
+naming the argument that no backend can take."""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+import numpy as np
+
+from cyscatter._arrays.protocols import (
+    _describe,
+    check_foreign,
+    refuse_bfloat16_on_gpu,
+    where_is,
+)
+
+
+def backend_of(**arrays) -> ModuleType:
+    """The backend module for these named arguments (tuple values: each member counts).
+
+    Raises TypeError naming the argument for a tensor that requires grad, one on a device neither backend
+    runs on, and (naming one argument on each side) for host and CUDA arrays mixed in one call.
+    """
+    seen = {}
+    for name, value in arrays.items():
+        members = value if isinstance(value, tuple) else (value,)
+        for i, member in enumerate(members):
+            where = where_is(member)
+            if where is None:
+                continue
+            label = name if len(members) == 1 else f"{name}[{i}]"
+            if type(member) is not np.ndarray:
+                check_foreign(label, member, where)
+            if where not in seen:
+                seen[where] = (label, member)
+    if len(seen) == 2:
+        (gpu_name, gpu), (host_name, host) = seen["gpu"], seen["host"]
+        raise TypeError(f"{gpu_name} is {_describe(gpu)} but {host_name} is {_describe(host)}: pass all arrays "
+                        f"on one device (cupy.asarray(...) moves host arrays to the GPU, .get() brings them back)")
+    if "gpu" not in seen:
+        return importlib.import_module("cyscatter._backends.host")
+    for name, value in arrays.items():
+        members = value if isinstance(value, tuple) else (value,)
+        for i, member in enumerate(members):
+            refuse_bfloat16_on_gpu(name if len(members) == 1 else f"{name}[{i}]", getattr(member, "dtype", None))
+    try:
+        return importlib.import_module("cyscatter._backends.cuda")
+    except ImportError as exc:
+        raise ImportError(f"{seen['gpu'][0]} is a CUDA array; cyscatter runs those with CuPy, which is not "
+                          "installed (pip install 'cyscatter[gpu]')") from exc

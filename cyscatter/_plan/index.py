@@ -1,0 +1,279 @@
+"""Index parsing: integer or tuple index -> one flat destination row per entry, with the chosen out-of-range mode.
+
+An integer index addresses one destination axis; a tuple of m integer arrays (NumPy advanced indexing, NNlib's
+tuples/CartesianIndex) addresses m axes, which are flattened here into one row number (C order), so the kernels
+only ever see a flat int32/int64 vector.
+"""
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from cyscatter import kernels
+from cyscatter._arrays.integers import as_int
+from cyscatter._arrays.protocols import array_module, host_asarray
+
+MODES = ("raise", "drop", "wrap", "clip", "normalize_drop")
+# the modes under which entries still out of range after planning are skipped (the kernels' MODE_DROP)
+DROPPING = ("drop", "normalize_drop")
+_INT64_MAX = np.iinfo(np.int64).max
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """A validated index in the kernels' terms.
+
+    flat : (n,) int32 or int64, the destination row of each entry in the flattened `dims` (C order); entries
+        outside ``[0, size)`` are skipped under ``mode='drop'`` and reported under ``mode='raise'``.
+    shape : the index shape I (the shape of each coordinate array).
+    dims : the destination shape D addressed by the index (m = len(dims) axes).
+    """
+
+    flat: np.ndarray
+    shape: tuple
+    dims: tuple
+    mode: str
+    coords: tuple
+    arg: str = "index"   # the argument's name in error messages
+
+    @property
+    def n(self) -> int:
+        return self.flat.shape[0]
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.dims, dtype=np.int64))
+
+    @property
+    def kernel_mode(self) -> int:
+        return kernels.IndexMode.MODE_DROP if self.drops else kernels.IndexMode.MODE_RAISE
+
+    @property
+    def drops(self) -> bool:
+        """Whether entries out of range after planning are skipped (mode 'drop' or 'normalize_drop')."""
+        return self.mode in DROPPING
+
+    def valid(self) -> np.ndarray:
+        """Boolean (n,) mask of the entries that take part (all of them unless mode='drop' or
+        'normalize_drop')."""
+        return (self.flat >= 0) & (self.flat < self.size)
+
+    def groups(self) -> tuple:
+        """(order, indptr), both int64: the positions of the valid entries sorted by destination row, stably,
+        and where each row's run starts, so row j's entries are ``order[indptr[j]:indptr[j + 1]]`` in index
+        order (the layout of a CSR matrix)."""
+        xp = array_module(self.flat)
+        valid = self.valid()
+        order = xp.argsort(xp.where(valid, self.flat, self.size), kind="stable")[: int(valid.sum())]
+        indptr = xp.zeros(self.size + 1, np.int64)
+        xp.cumsum(xp.bincount(self.flat[valid], minlength=self.size), out=indptr[1:])
+        return order.astype(np.int64, copy=False), indptr
+
+    def error(self, position: int) -> IndexError:
+        """The IndexError for the entry at flat position `position` of the index."""
+        where = np.unravel_index(position, self.shape) if self.shape else ()
+        for axis, coord in enumerate(self.coords):
+            value = int(coord[where])
+            if not 0 <= value < self.dims[axis]:
+                break
+        label = self.arg if len(self.coords) == 1 else f"{self.arg}[{axis}]"
+        pos = ", ".join(str(int(w)) for w in where)
+        return IndexError(
+            f"{label}[{pos}] = {value} is out of bounds for an indexed axis of size {self.dims[axis]} "
+            f"(mode='raise'; use mode='drop', 'wrap', 'clip' or 'normalize_drop' to accept it)")
+
+
+def check_mode(mode) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r} is not one of {MODES}")
+    return mode
+
+
+class Coords(tuple):
+    """The coordinate arrays of an index (one per indexed axis, m in all) with the index shape I they share.
+
+    A tuple, so code that reads the m arrays reads them as before; `shape` and `xp` still answer for m = 0,
+    the empty tuple index (NumPy's ``a[()]``): I = () there (NumPy broadcasts no arrays to ()), one entry that
+    addresses the whole destination, whose indexed axes D are none."""
+
+    shape: tuple
+    xp: object
+
+    def __new__(cls, arrays, shape: tuple, xp):
+        self = super().__new__(cls, arrays)
+        self.shape, self.xp = tuple(shape), xp
+        return self
+
+
+def index_shape(coords: tuple) -> tuple:
+    """The index shape I of `coords` (a `Coords`, or a plain tuple of at least one array)."""
+    return coords.shape if isinstance(coords, Coords) else coords[0].shape
+
+
+def parse_coords(index, arg: str = "index", xp=np) -> Coords:
+    """Coordinate arrays (of array module `xp`) of an integer index or of a tuple of integer arrays, one shape.
+
+    The empty tuple is the index of no axes (m = 0): one entry, index shape (), addressing the destination as a
+    whole as NumPy's ``a[()]`` and ``np.add.at(a, (), v)`` / JAX's ``x.at[()].add(v)`` do."""
+    parts = index if isinstance(index, tuple) else (index,)
+    coords = []
+    for i, part in enumerate(parts):
+        name = arg if len(parts) == 1 else f"{arg}[{i}]"
+        arr = host_asarray(part) if xp is np else xp.asarray(part)
+        if arr.size == 0 and arr.dtype == np.float64 and not hasattr(part, "dtype"):
+            arr = arr.astype(np.intp)   # an empty Python list, as NumPy's own a[[]]
+        if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} "
+                            "(boolean masks and float indices are not accepted)")
+        coords.append(arr)
+    shape = coords[0].shape if coords else ()
+    for i, arr in enumerate(coords):
+        if arr.shape != shape:
+            raise ValueError(f"{arg}[{i}] has shape {arr.shape} but {arg}[0] has shape {shape}: "
+                             "the arrays of a tuple index must all have one shape")
+    return Coords(coords, shape, xp)
+
+
+def _dims_from(dim_size, coords, arg: str) -> tuple:
+    m = len(coords)
+    if dim_size is None:
+        dims = tuple(max(int(c.max()) + 1, 0) if c.size else 0 for c in coords)
+        if any(d > _INT64_MAX for d in dims):
+            raise ValueError(f"index holds {max(dims) - 1}: the inferred dim_size {max(dims)} is larger than an "
+                             "array axis can be; pass dim_size (with mode='drop', 'wrap', 'clip' or 'normalize_drop')")
+        return _checked_total(dims, dims, "the inferred dim_size")
+    dims = check_sizes(dim_size, arg)
+    if len(dims) != m:
+        raise ValueError(f"{arg}={dim_size!r} gives {len(dims)} sizes but the index addresses {m} axes")
+    return _checked_total(dims, dim_size, arg)
+
+
+def check_sizes(value, arg: str) -> tuple:
+    """`value` (an int, or a tuple/list/1-d array of ints) as a tuple of axis sizes in [0, 2**63)."""
+    sizes = tuple(value) if isinstance(value, (tuple, list)) or np.ndim(value) > 0 else (value,)
+    dims = []
+    for s in sizes:
+        s = as_int(s, f"{arg}={value!r} must be a non-negative integer (or a tuple of them)")
+        if s < 0:
+            raise ValueError(f"{arg}={value!r} must be non-negative")
+        if s > _INT64_MAX:
+            raise ValueError(f"{arg}={value!r} is larger than an array axis can be (2**63 - 1)")
+        dims.append(s)
+    return tuple(dims)
+
+
+def _checked_total(dims: tuple, given, arg: str) -> tuple:
+    # the kernels address destination rows with int64: the flattened row count must fit, or it would wrap
+    total = math.prod(dims)
+    if total > _INT64_MAX:
+        raise ValueError(f"{arg}={given!r} addresses {total} rows, more than an int64 row number can reach")
+    return dims
+
+
+# NumPy refuses arrays of more than 2**63 - 1 bytes ("array is too big"); the fresh tables also take up to 64 bytes
+# more to start on a cache line
+_MAX_TABLE_BYTES = _INT64_MAX - 64
+
+
+def check_table_bytes(shape: tuple, dtype, arg: str, given) -> None:
+    """ValueError naming `arg` (= `given`) when an array of `shape` and `dtype`, the output it sizes, could not
+    exist: its byte count would pass what an array can address (and, unchecked, wrap around)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > _MAX_TABLE_BYTES:
+        raise ValueError(f"{arg}={given!r} asks for an output of shape {tuple(shape)} and dtype {np.dtype(dtype)}: "
+                         f"{nbytes} bytes, too big for any array (at most 2**63 - 1 bytes)")
+
+
+@contextmanager
+def sized_by(arg: str, given):
+    """Re-raise a MemoryError of the block as one that names the argument which sized the arrays (NumPy's own
+    names only a shape)."""
+    try:
+        yield
+    except MemoryError as err:
+        raise MemoryError(f"{arg}={given!r} asks for more memory than can be allocated: {err}") from None
+
+
+def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg: str = "index") -> np.ndarray:
+    """One coordinate as a flat int32/int64 vector with wrap/clip applied and uint64 made safe."""
+    xp = array_module(coord)
+    flat = coord.reshape(-1)
+    if flat.dtype == np.uint64 and flat.size and flat.max() > _INT64_MAX:
+        big = flat > _INT64_MAX
+        if mode == "raise" or (mode in ("wrap", "clip") and size == 0):
+            return None          # reported by the caller with the position
+        if mode in DROPPING:
+            flat = xp.where(big, -1, flat.astype(np.int64))
+        elif mode == "wrap":
+            flat = (flat % np.uint64(size)).astype(np.int64)
+        else:
+            flat = xp.minimum(flat, np.uint64(size - 1)).astype(np.int64)
+        return flat
+    if flat.dtype not in (np.int32, np.int64) or (m > 1 and flat.dtype != np.int64) or \
+            (flat.dtype == np.int32 and mode in ("wrap", "clip", "normalize_drop")
+             and size > _INT32_MAX):   # results need int64
+        flat = flat.astype(np.int64)
+    if mode in ("wrap", "clip") and flat.size:
+        if size == 0:
+            label = arg if m == 1 else f"{arg}[{axis}]"
+            raise IndexError(f"{label} cannot be {mode}ped into an axis of size 0 (indexed axis {axis})")
+        flat = xp.mod(flat, size) if mode == "wrap" else xp.clip(flat, 0, size - 1)
+    elif mode == "normalize_drop" and flat.dtype.kind == "i" and flat.size:
+        # JAX's default: a negative entry counts from the end once (NumPy's i + size); what is still out of
+        # range (below -size, or >= size) is dropped by the kernels. i + size cannot overflow: i < 0 and the
+        # size fits the dtype (an int32 index of a larger axis was made int64 above)
+        negative = flat < 0
+        if bool(negative.any()):
+            flat = xp.where(negative, flat + flat.dtype.type(size), flat)
+    return xp.ascontiguousarray(flat)
+
+
+def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
+               dims_arg: str = "dim_size", coords: tuple | None = None) -> IndexPlan:
+    """Validate `index` against destination sizes `dim_size` (None: inferred) and flatten it.
+
+    Raises TypeError (non-integer index), ValueError (shapes, sizes, mode) and IndexError (an out-of-range
+    entry under mode='raise' when it can be seen here; the kernels report the rest through `IndexPlan.error`).
+    """
+    check_mode(mode)
+    coords = parse_coords(index, arg) if coords is None else coords
+    dims = _dims_from(dim_size, coords, dims_arg)
+    m = len(coords)
+    if m == 0:
+        # the one entry of the empty tuple index: row 0 of the single row that no indexed axes make
+        return IndexPlan(coords.xp.zeros(1, np.int64), (), (), mode, coords, arg)
+    flats = []
+    for axis, (coord, size) in enumerate(zip(coords, dims)):
+        flat = _coordinate(coord, size, mode, axis, m, arg)
+        if flat is None:
+            bad = int(array_module(coord).argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
+            plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
+            raise plan.error(bad)
+        flats.append(flat)
+    xp = array_module(flats[0])
+    if m == 1:
+        plan = IndexPlan(flats[0], index_shape(coords), dims, mode, coords, arg)
+        if mode == "raise" and xp is not np:
+            # GPU kernels cannot raise: under mode='raise' every entry is checked here, before any write
+            bad = ~plan.valid()
+            if bool(bad.any()):
+                raise plan.error(int(bad.argmax()))
+        return plan
+    valid = xp.ones(flats[0].shape, bool)
+    for flat, size in zip(flats, dims):
+        valid &= (flat >= 0) & (flat < size)
+    plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
+    if mode == "raise" and not valid.all():
+        raise plan.error(int(valid.argmin()))
+    if valid.all():
+        flat = xp.ravel_multi_index(flats, dims) if valid.size else flats[0]
+    elif not valid.any():
+        flat = xp.full(valid.shape, -1, np.int64)
+    else:
+        flat = xp.ravel_multi_index(tuple(xp.where(valid, f, 0) for f in flats), dims)
+        flat[~valid] = -1
+    return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64), index_shape(coords), dims, mode, coords, arg)

@@ -1,0 +1,289 @@
+"""The op registry: the single source of truth for every scatter reduction.
+
+Each `Op` says how the kernels compute it (op code, counts), what a fresh output starts from (identity), which
+dtypes it accepts and how integers are promoted, and which reverse rules differentiate it. The public API,
+the `grad` package, the GPU backend and the tests all read this table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from cyscatter import kernels, nan_kernels
+from cyscatter._arrays.dtypes import float_kind, is_bfloat16, native, parts
+
+# Op codes of the assignment ops, after the reduction codes of `kernels.OpCode` (0-5).
+OP_SET, OP_FIRST = 6, 7
+
+# Value dtypes the compiled kernels take as they are; others are widened (see `Op.compute_dtype`).
+KERNEL_DTYPES = tuple(np.dtype(t) for t in
+                      (np.float32, np.float64, np.int32, np.int64, np.uint64, np.complex64, np.complex128))
+_FLOAT_DTYPES = tuple(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128))
+
+
+
+
+
+
+
+
+
+
+
+
+@dataclass(frozen=True)
+class Op:
+    """One scatter reduction.
+
+    name, aliases : the names `scatter(..., op=...)` accepts.
+    opcode : kernel op code (`kernels.OpCode`); mean runs the add kernel and divides by the counts.
+    identity_kind : "zero", "one", "lowest" or "highest": the start of a fresh output, per dtype.
+    true_division : integer inputs give float64 results (NumPy true division), as div and mean.
+    ordered : needs an order (max/min): complex dtypes are rejected.
+    linear : out is linear in (dst, src) jointly, so the JVP is the op applied to the tangents.
+    counts : the kernel must count the entries of each group, and the sums are divided by a function of the
+        counts (mean: the counts; sqrt_n: their square roots); an empty group is divided by 1.
+    sqrt_counts : with `counts`, the divisor is sqrt(count) (TensorFlow's ``unsorted_segment_sqrt_n``).
+    combine : the op whose kernel merges two partial results of this op, each reduced from the identity over
+        part of the entries (chunked scatter, `cyscatter.dask`): sub's partials are negated sums, so they add;
+        div's are reciprocal products, so they multiply; mean's partial sums add (and its counts add).
+    gpu_update : the update the GPU kernels apply, ``cs_atomic_<gpu_update>`` (one thread per src element) or
+        ``cs_<gpu_update>`` (ordered kernel) of ``cuda_atomics.cuh``; see `cyscatter._backends.cuda_kernels`.
+    gpu_cas : the atomic is (for floats at least) a compare-and-swap loop on the element's bits, so an element
+        wider than the widest atomicCAS word (8 bytes: complex128 mul/div) takes the ordered kernel instead.
+    winner : "" for a reduction; "last" or "first" for an assignment (set / last, first): each destination row
+        takes the row of one entry, the last (first) in index order that reaches it, found by a winner pass over
+        the index and moved by the gather kernels (`cyscatter._backends.assign`), so no arithmetic is done and every
+        dtype gather moves is accepted (bool too). Assignments are linear in (dst, src) jointly.
+    skips_nan : a NaN-skipping twin (nansum, nanprod, nanmean, fmax/nanmax, fmin/nanmin): a NaN src
+        entry (NumPy's isnan; complex: either part) counts as absent. Its counts, where it needs any (mean's
+        division, a fill_value), are per element: the non-NaN entries of each output element, so an element whose
+        entries are all NaN is an empty group (numpy_groupies' rule). Integers have no NaN: the twin's results.
+    twin : the NaN-propagating op this one skips NaN for (its identity, dtypes and tie rules are the twin's).
+    """
+
+    name: str
+    aliases: tuple
+    opcode: int
+    identity_kind: str
+    combine: str
+    true_division: bool = False
+    ordered: bool = False
+    linear: bool = False
+    counts: bool = False
+    sqrt_counts: bool = False
+    gpu_update: str = ""
+    gpu_cas: bool = False
+    winner: str = ""
+    skips_nan: bool = False
+    twin: str = ""
+    rules: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def selects(self) -> bool:
+        """max/min and fmax/fmin: each output element is the value of one of its entries (or its start), so the
+        entries that do not win take no part in its derivatives, not even through an inf or NaN tangent (JAX's
+        select rule)."""
+        return self.identity_kind in ("lowest", "highest")
+
+    @property
+    def selection(self) -> str:
+        """The entries each output element's cotangent reaches, for the ops whose reverse kernels pick them
+        (the fused gather-scatter's, `fused_kernels` and `_cuda_kernels.SELECTS`): "tied" (max/min: the entries
+        equal to the kept value, NaN tying NaN), "won" (fmax/fmin: the same, a NaN never winning), "present"
+        (nansum/nanmean: the non-NaN entries); "" for the others (mul, div, nanprod need products)."""
+        if self.selects:
+            return "won" if self.skips_nan else "tied"
+        return "present" if self.skips_nan and self.combine == "add" else ""
+
+    @property
+    def splits(self) -> bool:
+        """For the ops with a `selection`: an output element's cotangent (or its tangent sum) is divided among its
+        selected entries (max/min, fmax/fmin: the tied winners; nanmean: the non-NaN entries, its counts), where
+        nansum passes it whole to each."""
+        return bool(self.selection) and (self.selection != "present" or self.counts)
+
+    def identity(self, dtype) -> np.generic:
+        """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
+        dtype = native(dtype)
+        if self.identity_kind in ("zero", "one"):
+            return dtype.type(0 if self.identity_kind == "zero" else 1)
+        if float_kind(dtype) == "f":
+            return dtype.type(-np.inf if self.identity_kind == "lowest" else np.inf)
+        info = np.iinfo(dtype)
+        return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
+
+    def fresh(self, shape, result_dtype, xp=np):
+        """A fresh accumulator of `shape` for an output of `result_dtype`: the identity, in the compute dtype."""
+        dtype = self.compute_dtype(result_dtype)
+        if xp is np:   # cache-line aligned rows; zero identities from zeroed pages, with no write pass
+            return kernels.fresh_table(shape, dtype, self.identity(result_dtype))
+        return xp.full(shape, self.identity(result_dtype), dtype)
+
+    def divisor(self, counts, dtype, xp=np):
+        """The per-group divisor of a counting op as a (1, size, 1) array of the real dtype of `dtype`: the counts
+        (mean) or their square roots (sqrt_n), 1 for an empty group."""
+        real = np.empty(0, dtype).real.dtype
+        per_group = counts.astype(real)   # one temporary, worked on in place: 8 bytes a row for float64
+        xp.maximum(per_group, 1, out=per_group)
+        if self.sqrt_counts:
+            xp.sqrt(per_group, out=per_group)
+        return per_group[None, :, None]
+
+    def divide(self, work3, counts, xp=np, threads: int = 0) -> None:
+        """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place. Element counts
+        (outer, size, inner) of a NaN-skipping op: one kernel pass for float32/float64 host arrays, else the
+        counts are clamped to 1 in place, so no counts-sized temporary is made. Complex sums divide their real
+        and imaginary parts by the real divisor, deliberately unlike np.mean's division by c + 0j: each part is
+        correctly rounded (that complex division rounds complex64 quotients through a reciprocal, 1 ulp off in 40%
+        of means) and an infinite part does not make the other NaN (inf+3j over 3: inf+1j, np.mean's inf+nanj)."""
+        if counts.ndim == 3:
+            if xp is np and work3.dtype in (np.float32, np.float64) and counts.dtype in (np.int32, np.int64) \
+                    and work3.flags.c_contiguous and counts.flags.c_contiguous:
+                nan_kernels.divide(work3, counts)
+                return
+            xp.maximum(counts, 1, out=counts)
+            for part in parts(work3):
+                xp.divide(part, counts, out=part, dtype=part.dtype, casting="unsafe")
+            return
+        if self.sqrt_counts or not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
+            divisor = self.divisor(counts, work3.dtype, xp)
+            for part in parts(work3):
+                part /= divisor
+
+    def check_dtype(self, dtype, arg: str = "src") -> None:
+        dtype = native(dtype)
+        if self.winner and dtype.kind == "b":   # an assignment moves bytes: bool is as good as any
+            return
+        if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES and not is_bfloat16(dtype):
+            raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
+                            "(supported: integers, float16/32/64, bfloat16, complex64/128)")
+        if self.ordered and dtype.kind == "c":
+            raise TypeError(f"op {self.name!r} needs ordered values; {arg} dtype {dtype} is complex")
+
+    def result_dtype(self, dtype) -> np.dtype:
+        """dtype of an allocating scatter's output for a `src` of `dtype` (native byte order, as NumPy's ufuncs)."""
+        dtype = native(dtype)
+        self.check_dtype(dtype)
+        return np.dtype(np.float64) if self.true_division and dtype.kind in "iu" else dtype
+
+    def compute_dtype(self, dtype) -> np.dtype:
+        """dtype the kernel accumulates in for an output of `dtype`.
+
+        float16 and bfloat16 (ml_dtypes') accumulate in float32 (3000 ones sum to 3000; pytorch_scatter and JAX
+        accumulate bfloat16 the same way on the CPU), the result rounded once to nearest even; small integers in
+        int64, whose wrap-around cast back gives NumPy's modular result for add/sub/mul and the exact one for
+        max/min.
+        """
+        dtype = native(dtype)
+        if self.winner:   # no arithmetic: rows are moved as they are
+            return dtype
+        if dtype == np.float16 or is_bfloat16(dtype):
+            return np.dtype(np.float32)
+        if dtype.kind in "iu" and dtype not in KERNEL_DTYPES:
+            return np.dtype(np.int64)
+        return dtype
+
+
+OPS = (
+    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", linear=True, gpu_update="add"),
+    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", linear=True, gpu_update="sub"),
+    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul", gpu_update="mul", gpu_cas=True),
+    Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", true_division=True, gpu_update="div", gpu_cas=True),
+    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", ordered=True, gpu_update="max",
+       gpu_cas=True),
+    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", ordered=True, gpu_update="min",
+       gpu_cas=True),
+    Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
+       gpu_update="add"),
+    # TensorFlow's unsorted_segment_sqrt_n: sum / sqrt(count), 0 for an empty group; mean's path and conventions
+    Op("sqrt_n", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
+       sqrt_counts=True, gpu_update="add"),
+    # assignments: the last entry in index order wins (JAX .at[].set, NumPy a[idx] = v,
+    # numpy_groupies "last"), or the first (numpy_groupies "first"); a fresh output starts from 0, as
+    # numpy_groupies' fill_value and PyG's scatter(reduce="any") into zeros. Op codes 6 and 7 are this registry's
+    # own: the reduction kernels never see them (see `cyscatter._backends.assign`).
+    Op("set", ("last",), OP_SET, "zero", combine="set", linear=True, winner="last"),
+    Op("first", (), OP_FIRST, "zero", combine="first", linear=True, winner="first"),
+    # NaN-skipping twins. fmax/fmin are NumPy's np.fmax/np.fmin (a NaN on either side loses,
+    # also a NaN already in scatter_into's dst); nanmax/nanmin are their aliases: with NaN entries left out a
+    # group's nanmax is the fmax of its members, and numpy_groupies' nanmax of an all-NaN group (an empty group
+    # here) is the fill, as fmax.at from the identity gives.
+    Op("nansum", ("nanadd",), kernels.OpCode.OP_NANADD, "zero", combine="add", gpu_update="nanadd",
+       skips_nan=True, twin="add"),
+    Op("nanprod", ("nanmul",), kernels.OpCode.OP_NANMUL, "one", combine="mul", gpu_update="nanmul", gpu_cas=True,
+       skips_nan=True, twin="mul"),
+    Op("fmax", ("nanmax",), kernels.OpCode.OP_FMAX, "lowest", combine="fmax", ordered=True, gpu_update="fmax",
+       gpu_cas=True, skips_nan=True, twin="max"),
+    Op("fmin", ("nanmin",), kernels.OpCode.OP_FMIN, "highest", combine="fmin", ordered=True, gpu_update="fmin",
+       gpu_cas=True, skips_nan=True, twin="min"),
+    Op("nanmean", (), kernels.OpCode.OP_NANADD, "zero", combine="add", true_division=True, counts=True,
+       gpu_update="nanadd", skips_nan=True, twin="mean"),
+)
+
+_BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
+OP_NAMES = tuple(op.name for op in OPS)
+
+
+def _kernel_ready(op: Op, dtype: np.dtype) -> bool:
+    """The op runs on `dtype` as it is, with no counts, promotion or widening (what the fast paths take)."""
+    try:
+        op.check_dtype(dtype)
+    except TypeError:
+        return False
+    return not op.counts and not op.winner and op.result_dtype(dtype) == dtype and op.compute_dtype(dtype) == dtype
+
+
+# op name or alias -> (op code, {dtype: identity}) for the (op, dtype) pairs the kernels run as they are: the
+# fast paths of scatter/scatter_into read it; every other pair (and every assignment) takes the general path.
+FAST = {name: (op.opcode, {dt: op.identity(dt) for dt in KERNEL_DTYPES if _kernel_ready(op, dt)})
+        for name, op in _BY_NAME.items() if not op.winner}
+# op code -> the assignment op ("last" or "first" winner), for the backends' run_scatter
+WINNERS = {op.opcode: op.winner for op in OPS if op.winner}
+
+
+def get_op(op: str | Op) -> Op:
+    """The registry entry for an op name or alias.
+
+    Parameters
+    ----------
+    op : str
+        An op name ("add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum",
+        "nanprod", "fmax", "fmin", "nanmean") or alias ("sum", "prod", "amax", "amin", "last", "nanadd", "nanmul",
+        "nanmax", "nanmin").
+
+    Returns
+    -------
+    Op
+        The registry entry (its ``name`` is the canonical name: ``get_op("sum").name == "add"``).
+
+    Raises
+    ------
+    TypeError
+        `op` is not a string.
+    ValueError
+        Unknown op name (the message lists the known ones).
+    """
+    if isinstance(op, Op):
+        return op
+    if not isinstance(op, str):
+        raise TypeError(f"op must be a string naming a reduction, got {type(op).__name__} {op!r}")
+    try:
+        return _BY_NAME[op]
+    except KeyError:
+        raise ValueError(f"unknown op {op!r}; known ops: {', '.join(sorted(_BY_NAME))}") from None
+
+
+def refuse_assignment(op: Op, fun: str, why: str = "it reduces groups with arithmetic") -> None:
+    """ValueError naming `op` and `fun` for an assignment op (set / last / first) where `fun` has no meaning
+    for it."""
+    if op.winner:
+        raise ValueError(f"op {op.name!r} is an assignment (the {op.winner} entry of each group wins), not a "
+                         f"reduction: {fun} does not support it ({why}); use scatter / scatter_into")
+
+
+def register_rules(name: str, **rules: Callable) -> None:
+    """Attach reverse-mode rules (vjp_src, vjp_dst) to an op; called once by `cyscatter._reverse.rules`."""
+    _BY_NAME[name].rules.update(rules)

@@ -1,0 +1,265 @@
+"""Reverse-mode rules of every op, on the canonical (outer, rows, inner) view; registered into the op registry.
+
+Each rule gets a `Reverse` context and the cotangent of the output, and returns the cotangent of src
+(``vjp_src``: shape (outer, n, inner)) or of the initial destination (``vjp_dst``: (outer, size, inner)).
+The conventions, decided here once:
+- mean divides by the group size, sqrt_n by its square root; empty groups pass nothing (never NaN);
+- mul uses the exact product of the *other* members of the group (prefix x suffix products), so zeros in a
+  group give the right gradient; no division by src;
+- max/min split the cotangent evenly among all tied winners, the initial dst value counting as a candidate
+  (central finite differences agree; autograd's own ``np.max`` does the same);
+- entries dropped under mode="drop" get zero; positions an allocating scatter filled pass nothing;
+- assignments (set / last, first) pass a row's cotangent to its winning entry only (the last / first entry in
+  index order that reached it), and to the initial dst only where no entry reached the row.
+- the NaN-skipping ops (nansum, nanprod, nanmean, fmax, fmin) are their twins over the non-NaN entries: a NaN
+  src entry gets zero; nanmean divides by the element's non-NaN count; fmax/fmin's winners are non-NaN (a NaN
+  initial dst is never one: fmax replaced it), ties split as max/min's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from cyscatter import fused_kernels, kernels
+from cyscatter._backends import assign as _assign
+from cyscatter._backends import host as _canonical
+from cyscatter._backends.context import Reverse
+from cyscatter._registry.ops import get_op, register_rules
+
+
+def _winners(xp, a: np.ndarray, best: np.ndarray, skip_nan: bool = False) -> np.ndarray:
+    """Entries equal to the reduced value; -0.0 and +0.0 are not equal here (the forward pass orders them).
+    NaN entries win a NaN result under max/min, never under fmax/fmin (`skip_nan`)."""
+    same = a == best
+    if a.dtype.kind == "f":
+        same &= xp.signbit(a) == xp.signbit(best)
+    return same if skip_nan else same | (xp.isnan(a) & xp.isnan(best))
+
+
+def _win_counts(ctx: Reverse, skip_nan: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(src winner mask, winners per destination, dst winner mask or None) for max/min (fmax/fmin: `skip_nan`)."""
+    src3, out3, dst3 = ctx.exact or (ctx.src3, ctx.out3, ctx.dst3)
+    src_win = _winners(ctx.xp, src3, ctx.take(out3), skip_nan) & ctx.valid3()
+    nwin = ctx.put(src_win.astype(ctx.dtype))
+    dst_win = None
+    if dst3 is not None:
+        # a NaN dst still holds a NaN result under fmax/fmin: that result is dst's, as on a row no entry reached
+        dst_win = _winners(ctx.xp, dst3, out3)
+        nwin += dst_win
+    return src_win, nwin, dst_win
+
+
+def _by_destination(ctx):
+    """The entries grouped by output row (CSR: indptr, positions), dropped entries left out."""
+    flat = np.ascontiguousarray(ctx.plan.flat, dtype=np.int64)
+    positions = np.arange(flat.shape[0], dtype=np.int64)
+    _, indptr, _, cols = fused_kernels.csr(flat, ctx.plan.size, positions, flat.shape[0], True)
+    return indptr, cols
+
+
+_NONE, _NO_WEIGHT = np.zeros(0, np.int64), {np.dtype(t): np.zeros((0, 1), t) for t in (np.float32, np.float64)}
+
+
+def _selection_inputs(ctx, select: str):
+    """(src3, indptr, cols, dst3) for the selection kernels: src C-contiguous, its entries grouped by output row,
+    and the initial dst (a candidate of max/min and their twins; None for "present" or without one)."""
+    src3 = np.ascontiguousarray(ctx.src3)
+    indptr, cols = _by_destination(ctx)
+    dst3 = None if ctx.dst3 is None or select == "present" else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
+    return src3, indptr, cols, dst3
+
+
+def _fused_shares(ctx, g3, select: str, average: bool = True):
+    """CPU float32/64: (each output element's cotangent share among its selected entries, src and out as the
+    kernels read them) from the fused kernels of the selections (`Op.selection`): one pass over src by
+    destination, no n x F temporaries (max/min's winners found as the forward's values, the initial dst a
+    candidate; fmax/fmin: no NaN entry wins; "present", nanmean: the non-NaN entries, or, not `average`
+    (nansum), the cotangent as it is). For "present" out is not read: the share stands in for it."""
+    if select == "present" and not average:
+        src3 = np.ascontiguousarray(ctx.src3)
+        g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
+        return g3, src3, g3
+    src3, indptr, cols, dst3 = _selection_inputs(ctx, select)
+    g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
+    out3 = g3 if select == "present" else np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
+    share = np.empty_like(g3)
+    no_weight = _NO_WEIGHT[src3.dtype]
+    fused_kernels.extreme_ties(False, src3, indptr, cols, _NONE, no_weight, False, out3, g3, src3,
+                               False, no_weight, False, share, 0, dst3, select=fused_kernels.SELECT_CODES[select])
+    return share, src3, share if select == "present" else out3
+
+
+def _fused(ctx, select: str = "tied") -> bool:
+    return ctx.xp is np and ctx.dtype in (np.float32, np.float64) and ctx.exact is None and (
+        ctx.out3 is not None or select == "present")
+
+
+def _selected_src(ctx, g3, select: str, average: bool = True):
+    """vjp_src of the selecting ops on the CPU (float32/64): each entry gets its output element's share where
+    it is selected, else 0 (the fused back pass: one pass over src, the shares read by destination)."""
+    share, src3, out3 = _fused_shares(ctx, g3, select, average)
+    valid = ctx.plan.valid()
+    by_entry = np.zeros(valid.shape[0] + 1, np.int64)
+    np.cumsum(valid, out=by_entry[1:])
+    result = np.empty_like(src3)
+    fused_kernels.extreme_back(src3, by_entry, np.ascontiguousarray(ctx.plan.flat[valid], dtype=np.int64),
+                               _NONE, _NO_WEIGHT[src3.dtype], False, out3, share, result, 0,
+                               select=fused_kernels.SELECT_CODES[select])
+    return result
+
+
+def selected_tangents(ctx, dot3, op):
+    """scatter_jvp's src part for the selecting ops on the CPU (float32/64), or None where it does not apply:
+    the tangents of each output element's selected entries, averaged (max/min, fmax/fmin, nanmean) or summed
+    (nansum), in one pass by destination (no n x F coefficients); the initial dst counts as a candidate of
+    max/min and their twins (its own tangent is added by the caller)."""
+    select = op.selection
+    if not select or not _fused(ctx, select) or (op.name == "nanmean" and ctx.dst3 is not None):
+        return None
+    src3, indptr, cols, dst3 = _selection_inputs(ctx, select)
+    dot3 = np.ascontiguousarray(dot3, dtype=src3.dtype)
+    out3 = np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
+    result = np.zeros(out3.shape, src3.dtype)
+    if result.size:
+        no_weight = _NO_WEIGHT[src3.dtype]
+        fused_kernels.extreme_ties(False, src3, indptr, cols, _NONE, no_weight, False, out3, out3, dot3, True,
+                                   no_weight, False, result, 0, dst3, select=fused_kernels.SELECT_CODES[select],
+                                   average=op.splits)
+    return result
+
+
+def _extreme_src(ctx, g3, skip_nan: bool = False):
+    xp = ctx.xp
+    if _fused(ctx):
+        return _selected_src(ctx, g3, "won" if skip_nan else "tied")
+    src_win, nwin, _ = _win_counts(ctx, skip_nan)
+    share = xp.where(nwin > 0, g3 / xp.maximum(nwin, 1), 0)   # nwin is 0 only where no entry landed
+    return xp.where(src_win, ctx.take(share.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
+
+
+def _extreme_dst(ctx, g3, skip_nan: bool = False):
+    xp = ctx.xp
+    if _fused(ctx):
+        share = _fused_shares(ctx, g3, "won" if skip_nan else "tied")[0]
+        return np.where(_winners(xp, ctx.dst3, ctx.out3), share, 0).astype(ctx.dtype, copy=False)
+    _, nwin, dst_win = _win_counts(ctx, skip_nan)
+    return xp.where(dst_win, g3 / xp.maximum(nwin, 1), 0).astype(ctx.dtype, copy=False)
+
+
+def _mean_src(ctx, g3, op: str = "mean"):
+    """mean and sqrt_n: each entry gets its group's cotangent divided by the op's divisor (count, sqrt(count))."""
+    per_group = g3 / get_op(op).divisor(ctx.counts(), ctx.dtype, ctx.xp).astype(ctx.dtype, copy=False)
+    return ctx.take(per_group.astype(ctx.dtype, copy=False))
+
+
+def exclusive_products(plan, src3: np.ndarray, tangent3: np.ndarray | None = None, be=_canonical):
+    """Per entry: the product of the other src members of its group (dropped entries: 0), without division.
+
+    With `tangent3` (CPU only), also its derivative along `tangent3`, returned as a pair (products, derivative).
+    """
+    order, indptr = plan.groups()
+    partials = be.xp.zeros(src3.shape, src3.dtype)   # C-ordered even for a broadcast src3 (zeros_like keeps
+    # the layout of src3, whose stride-0 rows could make the feature dim the outermost)
+    if tangent3 is None:
+        be.exclusive_products(src3, order, indptr, partials)
+        return partials
+    partials_dot = np.zeros(src3.shape, src3.dtype)
+    kernels.exclusive_products_jvp(src3, tangent3, order, indptr, partials, partials_dot)
+    return partials, partials_dot
+
+
+def _others_product(ctx) -> np.ndarray:
+    """Per entry: the initial value of its group times the product of the other src members of the group."""
+    partials = exclusive_products(ctx.plan, ctx.src3, be=ctx.be)
+    if ctx.dst3 is not None:
+        partials *= ctx.take(ctx.dst3)
+    return partials
+
+
+def _mul_src(ctx, g3):
+    return ctx.take(g3) * _others_product(ctx)
+
+
+def _mul_dst(ctx, g3):
+    return g3 * ctx.put(ctx.src3, kernels.OpCode.OP_MUL, start=1)
+
+
+def _div_src(ctx, g3):
+    # out = init / s1 / ... / sc, so d out / d s_k = -out / s_k
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grad = -(ctx.take(g3) * ctx.take(ctx.out3)) / ctx.src3
+    return ctx.xp.where(ctx.valid3(), grad, 0).astype(ctx.dtype, copy=False)
+
+
+def _div_dst(ctx, g3):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return g3 * ctx.put(ctx.src3, kernels.OpCode.OP_DIV, start=1)
+
+
+def _identity_dst(ctx, g3):
+    return g3
+
+
+def _assign_src(last: bool):
+    """vjp_src of an assignment: g[index[k]] for the winning entry k of each row, 0 for the others."""
+    def vjp_src(ctx, g3):
+        won = _assign.winner_mask(ctx.be, ctx.plan, last)[None, :, None]
+        return ctx.xp.where(won, ctx.take(g3), 0).astype(g3.dtype, copy=False)
+    return vjp_src
+
+
+def _assign_dst(ctx, g3):
+    """vjp_dst of an assignment: g where no entry reached the row (the initial value survives), else 0."""
+    return ctx.xp.where((ctx.counts() == 0)[None, :, None], g3, 0).astype(g3.dtype, copy=False)
+
+
+register_rules("add", vjp_src=lambda ctx, g3: ctx.take(g3), vjp_dst=_identity_dst)
+register_rules("sub", vjp_src=lambda ctx, g3: -ctx.take(g3), vjp_dst=_identity_dst)
+register_rules("mean", vjp_src=_mean_src, vjp_dst=_identity_dst)
+register_rules("sqrt_n", vjp_src=lambda ctx, g3: _mean_src(ctx, g3, "sqrt_n"), vjp_dst=_identity_dst)
+register_rules("mul", vjp_src=_mul_src, vjp_dst=_mul_dst)
+register_rules("div", vjp_src=_div_src, vjp_dst=_div_dst)
+# (max and min find their winners alike: the entries equal to the kept value)
+register_rules("max", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
+register_rules("min", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
+register_rules("set", vjp_src=_assign_src(True), vjp_dst=_assign_dst)
+register_rules("first", vjp_src=_assign_src(False), vjp_dst=_assign_dst)
+
+
+# ---- the NaN-skipping twins ------------------------------------------------------------------------------------
+
+def _not_nan(ctx) -> np.ndarray:
+    return ctx.src3 == ctx.src3   # NumPy's isnan negated; complex: NaN in either part
+
+
+def _nansum_src(ctx, g3):
+    if _fused(ctx, "present"):
+        return _selected_src(ctx, g3, "present", average=False)   # (nansum does not split)
+    return ctx.xp.where(_not_nan(ctx), ctx.take(g3), 0).astype(ctx.dtype, copy=False)
+
+
+def _nanmean_src(ctx, g3):
+    if _fused(ctx, "present"):
+        return _selected_src(ctx, g3, "present")
+    keep = _not_nan(ctx)
+    counts = ctx.put(keep.astype(ctx.dtype))   # non-NaN entries per output element
+    per_element = g3 / ctx.xp.maximum(counts, 1)
+    return ctx.xp.where(keep, ctx.take(per_element.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
+
+
+def _without_nan(ctx) -> Reverse:
+    """The context with NaN src entries replaced by 1 (nanprod's rules are mul's on that src)."""
+    return Reverse(ctx.be, ctx.plan, ctx.xp.where(_not_nan(ctx), ctx.src3, 1).astype(ctx.dtype, copy=False),
+                   ctx.out3, ctx.dst3)
+
+
+def _nanprod_src(ctx, g3):
+    return ctx.xp.where(_not_nan(ctx), _mul_src(_without_nan(ctx), g3), 0).astype(ctx.dtype, copy=False)
+
+
+register_rules("nansum", vjp_src=_nansum_src, vjp_dst=_identity_dst)
+register_rules("nanmean", vjp_src=_nanmean_src, vjp_dst=_identity_dst)
+register_rules("nanprod", vjp_src=_nanprod_src, vjp_dst=lambda ctx, g3: _mul_dst(_without_nan(ctx), g3))
+register_rules("fmax", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
+               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))
+register_rules("fmin", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
+               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))

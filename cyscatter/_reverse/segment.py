@@ -1,0 +1,185 @@
+"""VJPs and JVPs of the sorted-segment (CSR) reductions and of gather_segment."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, overload
+
+from cyscatter._api.segment import (
+    batched_indptr,
+    check_indptr,
+    merge_batch,
+    segment,
+    segment_axis,
+    segment_ids,
+)
+from cyscatter._arrays.protocols import shape_of
+from cyscatter._backends.select import backend_of
+from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.values import _float_dtype, check_given, check_numeric
+from cyscatter._reverse.groups import _check_shape
+from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import ArrayInput, DeviceArray, OpLike
+
+
+@overload
+def segment_vjp_src(op: OpLike, grad_out: DeviceArray, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
+                    axis: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
+                    axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
+def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
+                    axis: SupportsIndex | None = None) -> Any:
+    """Gradient of `segment` w.r.t. `src`: `scatter_vjp_src` with the index ``segment_ids(indptr)``.
+
+    The same rules as scatter's (mean by count, mul by the exact product of the others, max/min split among
+    tied winners).
+
+    Parameters
+    ----------
+    op : str
+        The op given to `segment`.
+    grad_out : array_like, shape B + (S,) + F
+        Cotangent of the output.
+    src : array_like, shape B + (n,) + F
+        The `src` given to `segment`.
+    indptr : int array, shape (S + 1,) or B' + (S + 1,)
+        The CSR pointer given to `segment` (batched too).
+    out : array_like, shape B + (S,) + F
+        The result of `segment`.
+    axis : int, optional
+        As given to `segment`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype (float64 for integer inputs).
+    """
+    batched = _batched("segment_vjp_src", src, indptr, axis, grad_out=grad_out, out=out)
+    if batched is not None:
+        flat, k, a = batched
+        return scatter_vjp_src(op, merge_batch(a["grad_out"], k), merge_batch(a["src"], k), segment_ids(flat),
+                               merge_batch(a["out"], k)).reshape(shape_of(src))
+    ids = _segment_index(src, indptr, axis)
+    return scatter_vjp_src(op, grad_out, src, ids, out, axis=_axis0(axis))
+
+
+@overload
+def segment_jvp(op: OpLike, src: DeviceArray, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
+                axis: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
+                axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
+def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
+                axis: SupportsIndex | None = None) -> Any:
+    """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``.
+
+    Parameters
+    ----------
+    op : str
+        The op given to `segment`.
+    src : array_like, shape B + (n,) + F
+        The `src` given to `segment`.
+    indptr : int array, shape (S + 1,) or B' + (S + 1,)
+        The CSR pointer given to `segment` (batched too).
+    out : array_like, shape B + (S,) + F
+        The result of `segment`.
+    src_dot : array_like, shape B + (n,) + F
+        Tangent of `src`.
+    axis : int, optional
+        As given to `segment`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
+    batched = _batched("segment_jvp", src, indptr, axis, out=out, src_dot=src_dot)
+    if batched is not None:
+        flat, k, a = batched
+        return scatter_jvp(op, merge_batch(a["src"], k), segment_ids(flat), merge_batch(a["out"], k),
+                           merge_batch(a["src_dot"], k)).reshape(shape_of(out))
+    ids = _segment_index(src, indptr, axis)
+    return scatter_jvp(op, src, ids, out, src_dot, axis=_axis0(axis))
+
+
+@overload
+def gather_segment_vjp_src(grad_out: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> Any: ...
+
+
+@overload
+def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+
+def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:
+    """Gradient of `gather_segment` w.r.t. its `src`: the segment sums of `grad_out` (``segment(g, indptr)``).
+
+    `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + (n,) + F
+        Cotangent of the output of `gather_segment`.
+    indptr : int array, shape (S + 1,) or B' + (S + 1,)
+        The CSR pointer given to `gather_segment` (batched too).
+    axis : int, optional
+        As given to `gather_segment`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape B + (S,) + F
+        Float dtype (float64 for integer inputs).
+    """
+    check_given("grad_out", grad_out)
+    be = backend_of(grad_out=grad_out, indptr=indptr)
+    grad_out = check_numeric(be.asarray(grad_out), "grad_out")
+    rows = grad_out.shape[segment_axis(indptr, axis, grad_out.ndim, array="grad_out")]
+    if len(shape_of(indptr)) <= 1:
+        check_indptr(indptr, rows, xp=be.xp, rows_of="grad_out")
+    return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
+
+
+def _axis0(axis):
+    return 0 if axis is None else axis
+
+
+def _batched(name, src, indptr, axis, **given):
+    """(flat pointer, axis, arrays) for a batched `indptr` (see `cyscatter._api.segment.batched_indptr`), else None.
+
+    The arrays (`src` and `given`, on one backend) are checked against their shapes, B + (n,) + F for `src`
+    and `src_dot`, B + (S,) + F for `out` and `grad_out`, before their batch dims are merged."""
+    if len(shape_of(indptr)) <= 1:
+        return None
+    for key, value in {"src": src, **given}.items():
+        check_given(key, value)
+    be = backend_of(src=src, indptr=indptr, **given)
+    arrays = {key: be.asarray(value) for key, value in {"src": src, **given}.items()}
+    src_shape = arrays["src"].shape
+    k = segment_axis(indptr, axis, len(src_shape))
+    flat, batch, nseg, _ = batched_indptr(indptr, src_shape, be.xp, rows=src_shape[k])
+    out_shape = batch + (nseg,) + src_shape[k + 1:]
+    for key, value in arrays.items():
+        if key in ("src_dot", "out", "grad_out"):
+            _check_shape(f"{name}: {key}", value, "src" if key == "src_dot" else "segment's output",
+                         src_shape if key == "src_dot" else out_shape)
+    return flat, k, arrays
+
+
+def _segment_index(src, indptr, axis):
+    axis = _axis0(axis)
+    check_given("src", src)
+    be = backend_of(src=src, indptr=indptr)
+    src_shape = shape_of(src)
+    return segment_ids(check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)], xp=be.xp))

@@ -1,0 +1,313 @@
+"""VJPs and JVPs of scatter_logsumexp, scatter_softmax and scatter_log_softmax, free of any autodiff framework."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+
+from cyscatter._api.softmax import mask_dropped
+from cyscatter._arrays.protocols import shape_of
+from cyscatter._plan.index import sized_by
+from cyscatter._plan.layout import unbroadcast
+from cyscatter._plan.values import size_arg
+from cyscatter._reverse.groups import _dst_view, _src_view
+
+if TYPE_CHECKING:
+    from typing import Any, SupportsIndex
+
+    from numpy.typing import NDArray
+
+    from cyscatter._typing import (
+        ArrayInput,
+        DeviceArray,
+        DeviceIndex,
+        DimSize,
+        IndexLike,
+        Mode,
+    )
+
+
+def _lse_weights(ctx, out3):
+    """d out_j / d src_k = exp(src_k - out_j): the softmax of k's group; 0 for dropped entries."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return mask_dropped(ctx, ctx.xp.exp(ctx.src3 - ctx.take(out3)), 0)
+
+
+@overload
+def scatter_logsumexp_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                          axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    """Gradient of `scatter_logsumexp` with respect to `src`: ``grad_out[index[k]] * softmax(src)[k]``.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + D + F
+        Cotangent of the output.
+    src : array_like, shape B + I + F, or broadcastable to it
+        The `src` given to `scatter_logsumexp`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_logsumexp`.
+    out : array_like, shape B + D + F
+        Its result.
+    axis : int, default 0
+        As given to `scatter_logsumexp`.
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
+        As given to `scatter_logsumexp`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype (float64 for integer or float16 inputs).
+
+    Notes
+    -----
+    Members of a group whose result is not finite (all -inf, a +inf or a NaN member) get NaN, as the
+    softmax there is NaN; dropped entries get 0.
+    """
+    ctx, rows, expected = _dst_view("scatter_logsumexp_vjp", src, index, out, axis, mode, grad_out=grad_out)
+    grad = (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(expected)
+    return unbroadcast(grad, shape_of(src), ctx.xp)
+
+
+@overload
+def scatter_logsumexp_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                          axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
+                          axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    """Forward derivative of `scatter_logsumexp`: ``out_dot[j] = sum(softmax(src)[k] * src_dot[k])`` over j's group.
+
+    Parameters
+    ----------
+    src : array_like, shape B + I + F, or broadcastable to it
+        The `src` given to `scatter_logsumexp`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_logsumexp`.
+    out : array_like, shape B + D + F
+        Its result.
+    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
+        Tangent of `src`.
+    axis : int, default 0
+        As given to `scatter_logsumexp`.
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
+        As given to `scatter_logsumexp`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
+    ctx, rows, _ = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
+    return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(shape_of(out))
+
+
+# ---- softmax and log-softmax -----------------------------------------------------------------------------------
+
+def _softmax_map(ctx, v3):
+    """y * (v - sum over the group of y * v), y = ctx.src3: the softmax Jacobian (symmetric) applied to v."""
+    y3 = ctx.src3
+    return y3 * (v3 - ctx.take(ctx.put(y3 * v3)))
+
+
+@overload
+def scatter_softmax_vjp(grad_out: DeviceArray, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
+                        axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    """Gradient of `scatter_softmax` with respect to `src`: ``y * (g - sum(g * y over the group))``, y = `out`.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + I + F
+        Cotangent of the output.
+    out : array_like, shape B + I + F
+        The result of `scatter_softmax` (the gradient needs only it, not `src`).
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_softmax`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_softmax` (it matters for ``mode="wrap"``/``"clip"``).
+    axis : int, default 0
+        As given to `scatter_softmax`.
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
+        As given to `scatter_softmax`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `out`
+        Float dtype.
+    """
+    ctx, g3 = _src_view("scatter_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        grad = _softmax_map(ctx, g3)
+    return grad.reshape(shape_of(out))
+
+
+@overload
+def scatter_softmax_jvp(out: DeviceArray, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax_jvp(out: ArrayInput, index: DeviceIndex, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                        axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
+                        axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`.
+
+    Parameters
+    ----------
+    out : array_like, shape B + I + F
+        The result of `scatter_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_softmax`.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_softmax`.
+    axis : int, default 0
+        As given to `scatter_softmax`.
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
+        As given to `scatter_softmax`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+    """
+    ctx, dot3 = _src_view("scatter_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        tangent = _softmax_map(ctx, dot3)
+    return tangent.reshape(shape_of(out))
+
+
+@overload
+def scatter_log_softmax_vjp(grad_out: DeviceArray, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: DeviceIndex, *,
+                            dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
+                            axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    """Gradient of `scatter_log_softmax` w.r.t. `src`: ``g - exp(out) * sum(g over the group)``.
+
+    Parameters
+    ----------
+    grad_out : array_like, shape B + I + F
+        Cotangent of the output.
+    out : array_like, shape B + I + F
+        The result of `scatter_log_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_log_softmax`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_log_softmax`.
+    axis : int, default 0
+        As given to `scatter_log_softmax`.
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
+        As given to `scatter_log_softmax`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `out`
+        Float dtype; dropped entries (whose output is the constant -inf) get 0.
+    """
+    ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
+    return mask_dropped(ctx, grad, 0).reshape(shape_of(out))
+
+
+@overload
+def scatter_log_softmax_jvp(out: DeviceArray, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax_jvp(out: ArrayInput, index: DeviceIndex, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
+
+
+@overload
+def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
+                            axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
+
+
+def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
+                            axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+    """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``.
+
+    Parameters
+    ----------
+    out : array_like, shape B + I + F
+        The result of `scatter_log_softmax`.
+    index : int array or tuple of int arrays, shape I
+        The index given to `scatter_log_softmax`.
+    src_dot : array_like, shape B + I + F
+        Tangent of `src`.
+    dim_size : int or tuple of ints, optional
+        As given to `scatter_log_softmax`.
+    axis : int, default 0
+        As given to `scatter_log_softmax`.
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
+        As given to `scatter_log_softmax`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype; dropped entries get 0.
+    """
+    ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
+    return mask_dropped(ctx, tangent, 0).reshape(shape_of(out))

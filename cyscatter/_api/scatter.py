@@ -6,30 +6,10 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter import kernels
-from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import refuse_bfloat16_on_gpu
-from cyscatter._backends.reduce import (
-    _reduce_into,
-    _runner,
-    finish_fresh,
-    new_counts,
-    run_counted,
-)
-from cyscatter._backends.select import backend_of
+from cyscatter._backends import calls
 from cyscatter._docs import fill_doc
-from cyscatter._plan.index import check_table_bytes, parse_coords, plan_index, sized_by
-from cyscatter._plan.layout import expand_cast, out_layout, src_layout
-from cyscatter._plan.values import (
-    _PYTHON_KIND,
-    check_dtype_arg,
-    check_out,
-    direct,
-    fill_for,
-    python_scalar_as,
-    size_arg,
-    write_out,
-)
-from cyscatter._registry.ops import FAST, get_op
+from cyscatter._plan.prepare import prepare
+from cyscatter._registry.ops import FAST
 from cyscatter._runtime.threads import check_threads
 
 if TYPE_CHECKING:
@@ -166,59 +146,9 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         simple = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
         if simple is not None:
             return simple
-    op = get_op(op)
-    be = backend_of(src=src, index=index, out=out)
-    out_dtype = getattr(out, "dtype", None)
-    if type(src) in _PYTHON_KIND and dtype is None and isinstance(out_dtype, np.dtype):
-        src = python_scalar_as(src, out_dtype.newbyteorder("="), be.xp, "out")   # weak, as NumPy 2's (NEP 50)
-    src = be.asarray(src)
-    cast = check_dtype_arg(dtype, src.dtype)
-    if cast is not None:
-        if be.xp is not np:
-            refuse_bfloat16_on_gpu("dtype", cast)
-        try:
-            op.check_dtype(cast)
-        except TypeError as err:
-            raise TypeError(f"dtype={cast}: {err}") from None
-    result_dtype = op.result_dtype(src.dtype if cast is None else cast)
-    coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat, expected = out_layout(src.shape, coords, axis, out)
-    m = len(coords)
-    if out is not None and dim_size is None and np.ndim(out) == len(batch) + m + len(feat):
-        dim_size = tuple(int(d) for d in np.shape(out)[axis:axis + m])   # D from out, as scatter_into's dst
-    plan = plan_index(None, dim_size, mode, coords=coords)
-    fill = fill_for(fill_value, result_dtype, be.xp)
-    shape = batch + plan.dims + feat
-    target = None if out is None else check_out(be, out, shape, result_dtype)
-    outer, inner = prod(batch), prod(feat)
-    compute = op.compute_dtype(result_dtype)
-    if target is not None and direct(be, target, compute, src, *coords):
-        be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
-        counts = new_counts(op, (outer, plan.size, inner), be.xp, fill, plan.n)
-        work3 = target.reshape(outer, plan.size, inner)
-        work3[...] = op.identity(result_dtype)
-        src = expand_cast(src if cast is None else src.astype(cast, copy=False), expected, len(feat), compute,
-                          be.xp)
-        src3 = be.rows_view(src, compute, outer, plan.n, inner)
-        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads,
-                             split=True)
-        finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
-        return out
-    arg, given = size_arg(dim_size, plan)
-    check_table_bytes((outer, plan.size, inner), compute, arg, given)
-    with sized_by(arg, given):
-        work3 = op.fresh((outer, plan.size, inner), result_dtype, be.xp)
-        if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
-            src = src.astype(cast, copy=False)
-        src = expand_cast(src, expected, len(feat), work3.dtype, be.xp)
-        src3 = be.rows_view(src, work3.dtype, outer, plan.n, inner)
-        counts = new_counts(op, work3.shape, be.xp, fill, plan.n)
-        counts = run_counted(_runner(be, indices_are_sorted), op, src3, plan, work3, counts, threads,
-                             split=True)
-        result = finish_fresh(op, work3, counts, fill, result_dtype, be.xp, threads)
-    if target is not None:
-        return write_out(be, target, result, out)
-    return result.reshape(shape)
+    call = prepare("scatter", src, index, op, dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value,
+                   dtype=dtype, out=out)
+    return calls.scatter_fresh(call, indices_are_sorted, threads)
 
 
 @fill_doc
@@ -287,33 +217,5 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
         opcode, identities = FAST[op]
         if kernels.scatter_into_simple(dst, src, index, opcode, dst.dtype in identities, threads):
             return dst
-    op = get_op(op)
-    be = backend_of(dst=dst, src=src, index=index)
-    target, dst = dst, be.check_writable(dst)   # a subclass is written through a plain view
-    src = python_scalar_as(src, dst.dtype, be.xp) if type(src) in _PYTHON_KIND else be.asarray(src)
-    op.check_dtype(dst.dtype, "dst")
-    op.check_dtype(src.dtype)
-    if op.true_division and dst.dtype.kind in "iu":
-        raise TypeError(f"op {op.name!r} gives non-integer results; dst dtype {dst.dtype} cannot hold them")
-    if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
-        raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
-    coords = parse_coords(index, xp=be.xp)
-    axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=dst.shape)
-    m = len(coords)
-    if be.xp.may_share_memory(src, dst):
-        src = src.copy()
-    if any(be.xp.may_share_memory(c, dst) for c in coords):
-        coords = tuple(c.copy() for c in coords)
-    plan = plan_index(None, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
-    be.precheck(plan)
-    compute = op.compute_dtype(dst.dtype)
-    if src.dtype != dst.dtype:   # NumPy's ufunc.at casts src to dst's dtype first
-        src = src.astype(dst.dtype)
-    src = expand_cast(src, expected, len(feat), compute, be.xp)   # after the casts: they see src's own size
-    outer, inner = prod(batch), prod(feat)
-    src3 = be.rows_view(src, compute, outer, plan.n, inner)
-    work3, direct = be.writable_rows(dst, compute, outer, plan.size, inner)
-    _reduce_into(be, op, src3, plan, work3, indices_are_sorted, threads)
-    if not direct:
-        be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
-    return target
+    call = prepare("scatter_into", src, index, op, dst=dst, axis=axis, mode=mode)
+    return calls.scatter_into(call, indices_are_sorted, threads)

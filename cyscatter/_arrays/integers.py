@@ -1,6 +1,7 @@
 """Integer arguments (axis, sizes, thread counts): what ``operator.index`` accepts, except bools."""
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -16,5 +17,5 @@ def as_int(value, error: str) -> int:
     raise TypeError(error)
 
 
-def prod(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+# The element count of a shape, exact (Python ints do not wrap) and without a Python-level call.
+prod = math.prod

@@ -59,6 +59,11 @@ def writable_rows(dst, dtype, outer: int, rows: int, inner: int):
     return cupy.array(dst, dtype=dtype, order="C").reshape(outer, rows, inner), False
 
 
+def fresh_table(shape, dtype, identity):
+    """A new array of `shape` and `dtype` holding `identity`: an allocating scatter's accumulator."""
+    return cupy.full(shape, identity, dtype)
+
+
 def precheck(plan) -> None:
     """Nothing left to check: `plan_index` checks device indexes under mode='raise' when it makes the plan."""
 

@@ -40,14 +40,14 @@ def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.n
     The kernels take ``[:, :, ::contiguous]`` views: rows may be strided (batch or index dims of any layout),
     the elements of one row must be adjacent.
     """
-    a = cast(arr, dtype)
+    a = arr if arr.dtype == dtype else cast(arr, dtype)
     if not a.flags.aligned:   # e.g. buffers unpickled from another process: the kernels load whole items
         a = a.copy()
-    try:
-        a3 = np.reshape(a, (outer, rows, inner), copy=False)
+    try:   # the method, not np.reshape: no Python-level frames
+        a3 = a.reshape((outer, rows, inner), copy=False)
     except ValueError:
         return np.ascontiguousarray(a).reshape(outer, rows, inner)
-    return _unit_inner_stride(a3)
+    return a3 if a3.strides[2] == a3.itemsize else _unit_inner_stride(a3)
 
 
 def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
@@ -138,6 +138,9 @@ def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> No
 
 
 exclusive_products = kernels.exclusive_products
+# A new C-ordered table of (shape, dtype) holding the identity: cache-line aligned rows, zero identities from
+# zeroed pages with no write pass.
+fresh_table = kernels.fresh_table
 
 
 def run_scatter_runs(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,

@@ -40,9 +40,12 @@ class Backend(Protocol):
     def run_gather(self, src3: Any, plan: Any, out3: Any, threads: int = 0) -> None:
         """``out3[:, k] = src3[:, plan.flat[k]]``, under the plan's mode."""
 
+    def fresh_table(self, shape: tuple, dtype: Any, identity: Any) -> Any:
+        """A new C-ordered array of `shape` and `dtype` holding `identity` (an allocating scatter's table)."""
+
     def exclusive_products(self, *args: Any) -> Any:
         """Per entry, the product of the other members of its group (mul's partials, without division)."""
 
 
 MEMBERS = ("xp", "asarray", "rows_view", "writable_rows", "check_writable", "precheck", "run_scatter", "run_gather",
-           "exclusive_products")
+           "fresh_table", "exclusive_products")

@@ -13,14 +13,30 @@ from cyscatter._arrays.protocols import (
     refuse_bfloat16_on_gpu,
     where_is,
 )
+from cyscatter._backends import host
 
 
 def backend_of(**arrays) -> ModuleType:
     """The backend module for these named arguments (tuple values: each member counts).
 
+    NumPy arrays (and None) alone answer at once: the host, without a protocol query.
+
     Raises TypeError naming the argument for a tensor that requires grad, one on a device neither backend
     runs on, and (naming one argument on each side) for host and CUDA arrays mixed in one call.
     """
+    for value in arrays.values():   # a plain loop: this runs on every call
+        kind = type(value)
+        if kind is tuple:
+            for member in value:
+                if type(member) is not np.ndarray:
+                    break
+            else:
+                continue
+            break
+        elif kind is not np.ndarray and value is not None:
+            break
+    else:
+        return host
     seen = {}
     for name, value in arrays.items():
         members = value if isinstance(value, tuple) else (value,)
@@ -34,11 +50,11 @@ def backend_of(**arrays) -> ModuleType:
             if where not in seen:
                 seen[where] = (label, member)
     if len(seen) == 2:
-        (gpu_name, gpu), (host_name, host) = seen["gpu"], seen["host"]
-        raise TypeError(f"{gpu_name} is {_describe(gpu)} but {host_name} is {_describe(host)}: pass all arrays "
+        (gpu_name, gpu), (host_name, on_host) = seen["gpu"], seen["host"]
+        raise TypeError(f"{gpu_name} is {_describe(gpu)} but {host_name} is {_describe(on_host)}: pass all arrays "
                         f"on one device (cupy.asarray(...) moves host arrays to the GPU, .get() brings them back)")
     if "gpu" not in seen:
-        return importlib.import_module("cyscatter._backends.host")
+        return host
     for name, value in arrays.items():
         members = value if isinstance(value, tuple) else (value,)
         for i, member in enumerate(members):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,9 +20,9 @@ MODES = ("raise", "drop", "wrap", "clip", "normalize_drop")
 DROPPING = ("drop", "normalize_drop")
 _INT64_MAX = np.iinfo(np.int64).max
 _INT32_MAX = np.iinfo(np.int32).max
+_MODE_DROP, _MODE_RAISE = kernels.IndexMode.MODE_DROP, kernels.IndexMode.MODE_RAISE
 
 
-@dataclass(frozen=True)
 class IndexPlan:
     """A validated index in the kernels' terms.
 
@@ -31,31 +30,24 @@ class IndexPlan:
         outside ``[0, size)`` are skipped under ``mode='drop'`` and reported under ``mode='raise'``.
     shape : the index shape I (the shape of each coordinate array).
     dims : the destination shape D addressed by the index (m = len(dims) axes).
+    n, size : the entries and the destination rows (the product of `dims`).
+    drops : whether entries out of range after planning are skipped (mode 'drop' or 'normalize_drop');
+        kernel_mode is the kernels' code for it.
+
+    Read-only by convention; the derived values are computed once, here (a plan is read many times a call).
     """
 
-    flat: np.ndarray
-    shape: tuple
-    dims: tuple
-    mode: str
-    coords: tuple
-    arg: str = "index"   # the argument's name in error messages
+    __slots__ = ("flat", "shape", "dims", "mode", "coords", "arg", "n", "size", "drops", "kernel_mode")
 
-    @property
-    def n(self) -> int:
-        return self.flat.shape[0]
+    def __init__(self, flat, shape: tuple, dims: tuple, mode: str, coords: tuple, arg: str = "index"):
+        self.flat, self.shape, self.dims, self.mode, self.coords, self.arg = flat, shape, dims, mode, coords, arg
+        self.n = flat.shape[0]
+        self.size = math.prod(dims)
+        self.drops = mode in DROPPING
+        self.kernel_mode = _MODE_DROP if self.drops else _MODE_RAISE
 
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.dims, dtype=np.int64))
-
-    @property
-    def kernel_mode(self) -> int:
-        return kernels.IndexMode.MODE_DROP if self.drops else kernels.IndexMode.MODE_RAISE
-
-    @property
-    def drops(self) -> bool:
-        """Whether entries out of range after planning are skipped (mode 'drop' or 'normalize_drop')."""
-        return self.mode in DROPPING
+    def __repr__(self) -> str:
+        return f"IndexPlan(n={self.n}, shape={self.shape}, dims={self.dims}, mode={self.mode!r})"
 
     def valid(self) -> np.ndarray:
         """Boolean (n,) mask of the entries that take part (all of them unless mode='drop' or
@@ -111,7 +103,7 @@ class Coords(tuple):
 
 def index_shape(coords: tuple) -> tuple:
     """The index shape I of `coords` (a `Coords`, or a plain tuple of at least one array)."""
-    return coords.shape if isinstance(coords, Coords) else coords[0].shape
+    return coords.shape if type(coords) is Coords else coords[0].shape
 
 
 def parse_coords(index, arg: str = "index", xp=np) -> Coords:
@@ -123,7 +115,10 @@ def parse_coords(index, arg: str = "index", xp=np) -> Coords:
     coords = []
     for i, part in enumerate(parts):
         name = arg if len(parts) == 1 else f"{arg}[{i}]"
-        arr = host_asarray(part) if xp is np else xp.asarray(part)
+        if type(part) is np.ndarray and xp is np:
+            arr = part
+        else:
+            arr = host_asarray(part) if xp is np else xp.asarray(part)
         if arr.size == 0 and arr.dtype == np.float64 and not hasattr(part, "dtype"):
             arr = arr.astype(np.intp)   # an empty Python list, as NumPy's own a[[]]
         if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
@@ -141,8 +136,11 @@ def parse_coords(index, arg: str = "index", xp=np) -> Coords:
 def _dims_from(dim_size, coords, arg: str) -> tuple:
     m = len(coords)
     if dim_size is None:
-        dims = tuple(max(int(c.max()) + 1, 0) if c.size else 0 for c in coords)
-        if any(d > _INT64_MAX for d in dims):
+        # ufunc reductions: no Python-level frames (ndarray.max goes through numpy's Python _methods)
+        xp = coords.xp if type(coords) is Coords else array_module(coords[0])
+        dims = tuple([max(int(np.maximum.reduce(c, axis=None) if xp is np else c.max()) + 1, 0) if c.size else 0
+                      for c in coords])
+        if dims and max(dims) > _INT64_MAX:
             raise ValueError(f"index holds {max(dims) - 1}: the inferred dim_size {max(dims)} is larger than an "
                              "array axis can be; pass dim_size (with mode='drop', 'wrap', 'clip' or 'normalize_drop')")
         return _checked_total(dims, dims, "the inferred dim_size")
@@ -169,6 +167,8 @@ def check_sizes(value, arg: str) -> tuple:
 def _checked_total(dims: tuple, given, arg: str) -> tuple:
     # the kernels address destination rows with int64: the flattened row count must fit, or it would wrap
     total = math.prod(dims)
+    if total <= _INT64_MAX:
+        return dims
     if total > _INT64_MAX:
         raise ValueError(f"{arg}={given!r} addresses {total} rows, more than an int64 row number can reach")
     return dims
@@ -198,11 +198,12 @@ def sized_by(arg: str, given):
         raise MemoryError(f"{arg}={given!r} asks for more memory than can be allocated: {err}") from None
 
 
-def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg: str = "index") -> np.ndarray:
+def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg: str = "index",
+                xp=None) -> np.ndarray:
     """One coordinate as a flat int32/int64 vector with wrap/clip applied and uint64 made safe."""
-    xp = array_module(coord)
+    xp = xp or array_module(coord)
     flat = coord.reshape(-1)
-    if flat.dtype == np.uint64 and flat.size and flat.max() > _INT64_MAX:
+    if flat.dtype == np.uint64 and flat.size and (np.maximum.reduce(flat) if xp is np else flat.max()) > _INT64_MAX:
         big = flat > _INT64_MAX
         if mode == "raise" or (mode in ("wrap", "clip") and size == 0):
             return None          # reported by the caller with the position
@@ -239,7 +240,8 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     Raises TypeError (non-integer index), ValueError (shapes, sizes, mode) and IndexError (an out-of-range
     entry under mode='raise' when it can be seen here; the kernels report the rest through `IndexPlan.error`).
     """
-    check_mode(mode)
+    if mode not in MODES:
+        check_mode(mode)
     coords = parse_coords(index, arg) if coords is None else coords
     dims = _dims_from(dim_size, coords, dims_arg)
     m = len(coords)
@@ -247,33 +249,38 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
         # the one entry of the empty tuple index: row 0 of the single row that no indexed axes make
         return IndexPlan(coords.xp.zeros(1, np.int64), (), (), mode, coords, arg)
     flats = []
+    xp = array_module(coords[0])
     for axis, (coord, size) in enumerate(zip(coords, dims)):
-        flat = _coordinate(coord, size, mode, axis, m, arg)
+        flat = _coordinate(coord, size, mode, axis, m, arg, xp)
         if flat is None:
             bad = int(array_module(coord).argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
             plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
             raise plan.error(bad)
         flats.append(flat)
-    xp = array_module(flats[0])
     if m == 1:
-        plan = IndexPlan(flats[0], index_shape(coords), dims, mode, coords, arg)
+        plan = IndexPlan(flats[0], coords.shape if type(coords) is Coords else index_shape(coords), dims, mode,
+                         coords, arg)
         if mode == "raise" and xp is not np:
             # GPU kernels cannot raise: under mode='raise' every entry is checked here, before any write
             bad = ~plan.valid()
             if bool(bad.any()):
                 raise plan.error(int(bad.argmax()))
         return plan
-    valid = xp.ones(flats[0].shape, bool)
+    valid = None
     for flat, size in zip(flats, dims):
-        valid &= (flat >= 0) & (flat < size)
-    plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
-    if mode == "raise" and not valid.all():
+        inside = (flat >= 0) & (flat < size)
+        valid = inside if valid is None else xp.logical_and(valid, inside, out=valid)
+    # a ufunc reduce on the host: ndarray.all goes through numpy's Python-level _methods
+    every = bool(np.logical_and.reduce(valid) if xp is np else valid.all()) if valid.size else True
+    if mode == "raise" and not every:
+        plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
         raise plan.error(int(valid.argmin()))
-    if valid.all():
+    if every:
         flat = xp.ravel_multi_index(flats, dims) if valid.size else flats[0]
-    elif not valid.any():
+    elif not bool(np.logical_or.reduce(valid) if xp is np else valid.any()):
         flat = xp.full(valid.shape, -1, np.int64)
     else:
         flat = xp.ravel_multi_index(tuple(xp.where(valid, f, 0) for f in flats), dims)
         flat[~valid] = -1
-    return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64), index_shape(coords), dims, mode, coords, arg)
+    return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64),
+                     coords.shape if type(coords) is Coords else index_shape(coords), dims, mode, coords, arg)

@@ -12,7 +12,8 @@ from cyscatter._plan.index import index_shape
 def normalize_axis(axis, ndim: int, span: int, arg: str = "axis", array: str = "src") -> int:
     """`axis` such that dims [axis, axis + span) of an ndim-array (the argument `array`) hold the index; negative
     counts from the end."""
-    axis = as_int(axis, f"{arg} must be an integer, got {axis!r}")
+    if type(axis) is not int:
+        axis = as_int(axis, f"{arg} must be an integer, got {axis!r}")
     normalized = axis + ndim if axis < 0 else axis
     if not 0 <= normalized <= ndim - span:
         raise ValueError(f"{arg}={axis} does not fit: {array} has {ndim} dims and the index needs {span} "
@@ -55,10 +56,10 @@ def src_layout(src_shape: tuple, coords: tuple, axis, arg: str = "src", table_sh
     ishape = index_shape(coords)
     k = len(ishape)
     if table_shape is None:
-        shape = (1,) * (k - len(src_shape)) + src_shape
+        shape = (1,) * (k - len(src_shape)) + src_shape if k > len(src_shape) else src_shape
         axis = normalize_axis(axis, len(shape), k, array=arg)
         held = shape[axis:axis + k]
-        if any(s != i and s != 1 for s, i in zip(held, ishape)):
+        if held != ishape and any(s != i and s != 1 for s, i in zip(held, ishape)):
             raise ValueError(f"{arg} shape {src_shape} does not hold the index shape {ishape} at axis {axis} "
                              f"(nor broadcasts to it: each of those dims must equal the index's or be 1)")
         expected = shape[:axis] + ishape + shape[axis + k:]
@@ -75,7 +76,7 @@ def src_layout(src_shape: tuple, coords: tuple, axis, arg: str = "src", table_sh
             raise ValueError(f"{arg} shape {src_shape} does not broadcast to the shape {expected} that {table_arg} "
                              f"shape {table_shape} and an index of shape {ishape} addressing {m} axis(es) at "
                              f"axis {axis} expect")
-    if expanded_check:
+    if expanded_check and len(coords) == 1 and coords[0].ndim >= 2:
         refuse_expanded_index(coords, expected, axis, arg)
     return axis, expected[:axis], expected[axis + k:], expected
 

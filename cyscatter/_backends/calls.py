@@ -1,0 +1,83 @@
+"""Running a prepared call (`cyscatter._plan.prepare.Call`) on its backend: the scatter into a fresh table or a
+given `out`, the scatter into `dst`, and the gathers. The call is valid already; nothing here checks arguments
+again, except the index entries that only a kernel pass can see.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from cyscatter._backends.reduce import _reduce_into, _runner, finish_fresh, new_counts, run_counted
+
+
+def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0) -> Any:
+    """The allocating scatter: its result (a fresh array of the result's shape, or the caller's `out`)."""
+    be, op, plan = call.be, call.op, call.plan
+    shape3 = (call.outer, plan.size, call.inner)
+    run = _runner(be, indices_are_sorted) if indices_are_sorted else be.run_scatter
+    if call.direct:
+        be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
+        counts = new_counts(op, shape3, be.xp, call.fill, plan.n)
+        work3 = call.target.reshape(shape3)
+        work3[...] = op.identity(call.result_dtype)
+        counts = run_counted(run, op, call.src3(), plan, work3, counts, threads, split=True)
+        finish_fresh(op, work3, counts, call.fill, call.result_dtype, be.xp, threads)
+        return call.given
+    try:
+        work3 = be.fresh_table(shape3, call.compute, call.identity)
+        if op.counts or call.fill is not None:
+            counts = run_counted(run, op, call.src3(work3.dtype), plan, work3,
+                                 new_counts(op, shape3, be.xp, call.fill, plan.n), threads, split=True)
+            result = finish_fresh(op, work3, counts, call.fill, call.result_dtype, be.xp, threads)
+        else:   # no counts to make or finish with: the table is the result, cast once
+            run(op.opcode, call.src3(work3.dtype), plan, work3, None, threads)
+            result = work3 if work3.dtype == call.result_dtype else work3.astype(call.result_dtype)
+    except MemoryError as err:   # NumPy's own message names only a shape
+        arg, given = call.size_arg
+        raise MemoryError(f"{arg}={given!r} asks for more memory than can be allocated: {err}") from None
+    if call.target is not None:
+        be.xp.copyto(call.target, result.reshape(call.target.shape))
+        return call.given
+    return result.reshape(call.shape)
+
+
+def scatter_into(call: Any, indices_are_sorted: bool = False, threads: int = 0) -> Any:
+    """The in-place scatter into the call's `dst`; returns the object the caller passed."""
+    be, dst = call.be, call.target
+    work3, direct = be.writable_rows(dst, call.compute, call.outer, call.plan.size, call.inner)
+    _reduce_into(be, call.op, call.src3(), call.plan, work3, indices_are_sorted, threads)
+    if not direct:
+        be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
+    return call.given
+
+
+def gather(call: Any, threads: int = 0) -> Any:
+    """The allocating gather (into a fresh array, or the caller's `out`)."""
+    be, plan = call.be, call.plan
+    n3 = (call.outer, plan.n, call.inner)
+    if call.direct:
+        be.precheck(plan)   # under mode="raise", before `out` is written
+        out3 = call.target.reshape(n3)
+        if plan.drops:   # zero bytes by default, as a fresh output: also '' for strings
+            out3[...] = be.xp.zeros((), out3.dtype) if call.fill is None else call.fill
+    elif plan.drops:
+        out3 = be.xp.zeros(n3, call.compute)   # zero bytes: also '' for strings
+        if call.fill is not None:
+            out3[...] = call.fill
+    else:
+        out3 = be.xp.empty(n3, call.compute)
+    be.run_gather(call.src3(), plan, out3, threads)
+    if call.target is None:
+        return out3.reshape(call.shape)
+    if not call.direct:
+        be.xp.copyto(call.target, out3.reshape(call.target.shape))
+    return call.given
+
+
+def gather_into(call: Any, threads: int = 0) -> Any:
+    """The in-place gather into the call's `dst`; returns the object the caller passed."""
+    be, dst = call.be, call.target
+    work3, direct = be.writable_rows(dst, dst.dtype, call.outer, call.plan.n, call.inner)
+    be.run_gather(call.src3(), call.plan, work3, threads)
+    if not direct:
+        be.xp.copyto(dst, work3.reshape(dst.shape))
+    return call.given

@@ -1,0 +1,271 @@
+"""The planner: one `prepare` that validates a call's arguments once and returns a `Call`, everything a kernel
+run needs (backend, op, index plan, canonical shapes and views, result and compute dtypes, fill, the checked
+destination). The public functions read prepare -> backend run -> finish.
+
+`kind` names the form of the call:
+
+- ``"scatter"``: the allocating scatter (`src` defines B and F, or `out` does; D from `dim_size`, `out` or the
+  index);
+- ``"scatter_into"``: a scatter into `dst` (B, D and F from `dst`; `src` cast to its dtype);
+- ``"gather"`` / ``"gather_into"``: rows of `src` at the index (D from `src`; into `dst`, cast to its dtype);
+- ``"group"``: the float group ops built from the core kernels (softmax family, moments): a scatter layout
+  whose result and compute dtypes follow the float rule of `float_dtypes`.
+
+Checks run in the order the errors have always been raised in: op, devices, dtypes, index, layout, sizes, fill,
+out. A prepared call is never validated again: the runners trust it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from cyscatter._arrays.dtypes import float_kind, native
+from cyscatter._arrays.protocols import refuse_bfloat16_on_gpu
+from cyscatter._backends.select import backend_of
+from cyscatter._plan.index import IndexPlan, check_table_bytes, parse_coords, plan_index
+from cyscatter._plan.layout import expand_cast, normalize_axis, out_layout, src_layout
+from cyscatter._plan.values import _PYTHON_KIND, check_dtype_arg, check_out, direct, fill_for, python_scalar_as
+from cyscatter._registry.ops import _BY_NAME, Op, get_op
+
+
+@dataclass(slots=True, eq=False)
+class Call:
+    """A validated call on the canonical view (outer, rows, inner).
+
+    be : the backend module (`cyscatter._backends.host` or `.cuda`).
+    op : the registry entry (None for gather).
+    plan : the index plan (flat rows, index shape I, destination shape D, mode).
+    batch, feat : B and F; outer, inner : their products.
+    src : the source array, cast and expanded to B + I + F (scatter) or B + D + F (gather), not yet a view.
+    shape : the result's shape. result_dtype, compute : the result's dtype and the kernels' dtype.
+    fill : the fill value as a 0-d array of the result dtype, or None.
+    target : the checked `out`/`dst` to write (None for a fresh result); `given` the object the caller passed.
+    direct : the kernels write `target` itself (C-contiguous, of the compute dtype, no shared memory).
+    """
+
+    be: ModuleType
+    op: Op | None
+    plan: IndexPlan
+    batch: tuple
+    feat: tuple
+    outer: int
+    inner: int
+    src: Any
+    shape: tuple
+    result_dtype: np.dtype
+    compute: np.dtype
+    fill: Any = None
+    target: Any = None
+    given: Any = None
+    direct: bool = False
+    size_arg: tuple = ("dim_size", None)
+    gathers: bool = False
+    identity: Any = None
+
+    def src3(self, dtype=None) -> Any:
+        """`src` as (outer, rows, inner) in `dtype` (default: the compute dtype); its rows are the index entries,
+        or for a gather the source rows D."""
+        rows = self.plan.size if self.gathers else self.plan.n
+        return self.be.rows_view(self.src, self.compute if dtype is None else dtype, self.outer, rows, self.inner)
+
+
+# (op name, src dtype) -> (result dtype, compute dtype, identity in the result dtype): the registry's dtype rules,
+# worked out once per pair (each is several Python calls, and a call reads them all)
+_DTYPES: dict = {}
+
+
+def dtype_rules(op: Op, dtype) -> tuple:
+    """(result dtype, compute dtype, identity) of an allocating scatter of `op` on a `src` of `dtype`; TypeError
+    for a dtype the op refuses."""
+    key = (op.name, dtype)
+    rules = _DTYPES.get(key)
+    if rules is None:
+        result = op.result_dtype(dtype)
+        rules = _DTYPES[key] = (result, op.compute_dtype(result), op.identity(result))
+    return rules
+
+
+def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None, axis=0, mode: str = "raise",
+            fill_value=None, dtype=None, name: str = "", complex_ok: bool = False) -> Call:
+    """Validate a call of form `kind` (see the module docstring) once and return its `Call`."""
+    if kind == "scatter":
+        return _scatter(_BY_NAME.get(op) or get_op(op), src, index, dim_size, axis, mode, fill_value, dtype, out)
+    if kind == "scatter_into":
+        return _scatter_into(_BY_NAME.get(op) or get_op(op), dst, src, index, axis, mode)
+    if kind == "gather":
+        return _gather(src, index, axis, mode, fill_value, dtype, out)
+    if kind == "gather_into":
+        return _gather_into(dst, src, index, axis, mode)
+    if kind == "group":
+        return _group(name, src, index, dim_size, axis, mode, dtype, complex_ok)
+    raise ValueError(f"unknown call kind {kind!r}")
+
+
+# tables up to this size cannot pass what an array can address: no need to ask `check_table_bytes`
+_CHECKED_BYTES = 1 << 62
+
+
+def _sized(dim_size, plan: IndexPlan) -> tuple:
+    return ("dim_size", dim_size) if dim_size is not None else ("the dim_size inferred from index", plan.dims)
+
+
+def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -> Call:
+    be = backend_of(src=src, index=index, out=out)
+    xp = be.xp
+    out_dtype = getattr(out, "dtype", None)
+    if type(src) in _PYTHON_KIND and dtype is None and isinstance(out_dtype, np.dtype):
+        src = python_scalar_as(src, out_dtype.newbyteorder("="), xp, "out")   # weak, as NumPy 2's (NEP 50)
+    if type(src) is not np.ndarray:
+        src = be.asarray(src)
+    cast = None if dtype is None else check_dtype_arg(dtype, src.dtype)
+    if cast is not None:
+        if xp is not np:
+            refuse_bfloat16_on_gpu("dtype", cast)
+        try:
+            op.check_dtype(cast)
+        except TypeError as err:
+            raise TypeError(f"dtype={cast}: {err}") from None
+    result_dtype, compute, identity = dtype_rules(op, src.dtype if cast is None else cast)
+    coords = parse_coords(index, xp=xp)
+    if out is None:
+        axis, batch, feat, expected = src_layout(src.shape, coords, axis)
+    else:
+        axis, batch, feat, expected = out_layout(src.shape, coords, axis, out)
+    m = len(coords)
+    if out is not None and dim_size is None and np.ndim(out) == len(batch) + m + len(feat):
+        dim_size = tuple(int(d) for d in np.shape(out)[axis:axis + m])   # D from out, as scatter_into's dst
+    plan = plan_index(None, dim_size, mode, coords=coords)
+    fill = None if fill_value is None else fill_for(fill_value, result_dtype, xp)
+    shape = batch + plan.dims + feat
+    target = None if out is None else check_out(be, out, shape, result_dtype)
+    into = target is not None and direct(be, target, compute, src, *coords)
+    if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
+        src = src.astype(cast, copy=False)
+    sized = ("dim_size", dim_size) if dim_size is not None else ("the dim_size inferred from index", plan.dims)
+    outer, inner = math.prod(batch), math.prod(feat)
+    if not into and outer * plan.size * inner * compute.itemsize > _CHECKED_BYTES:
+        check_table_bytes((outer, plan.size, inner), compute, *sized)
+    if src.shape != expected:
+        src = expand_cast(src, expected, len(feat), compute, xp)
+    return Call(be, op, plan, batch, feat, outer, inner, src, shape, result_dtype, compute, fill, target, out, into,
+                sized, identity=identity)
+
+
+def _scatter_into(op: Op, dst, src, index, axis, mode) -> Call:
+    be = backend_of(dst=dst, src=src, index=index)
+    xp = be.xp
+    given, dst = dst, be.check_writable(dst)   # a subclass is written through a plain view
+    src = python_scalar_as(src, dst.dtype, xp) if type(src) in _PYTHON_KIND else be.asarray(src)
+    op.check_dtype(dst.dtype, "dst")
+    op.check_dtype(src.dtype)
+    if op.true_division and dst.dtype.kind in "iu":
+        raise TypeError(f"op {op.name!r} gives non-integer results; dst dtype {dst.dtype} cannot hold them")
+    if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
+        raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
+    coords = parse_coords(index, xp=xp)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=dst.shape)
+    m = len(coords)
+    if xp.may_share_memory(src, dst):   # as if src had been copied first
+        src = src.copy()
+    if any(xp.may_share_memory(c, dst) for c in coords):
+        coords = type(coords)(tuple(c.copy() for c in coords), coords.shape, coords.xp)
+    plan = plan_index(None, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
+    be.precheck(plan)   # under mode="raise", before dst is touched
+    compute = op.compute_dtype(dst.dtype)
+    if src.dtype != dst.dtype:   # NumPy's ufunc.at casts src to dst's dtype first
+        src = src.astype(dst.dtype)
+    src = expand_cast(src, expected, len(feat), compute, xp)   # after the casts: they see src's own size
+    return Call(be, op, plan, batch, feat, math.prod(batch), math.prod(feat), src, dst.shape, dst.dtype, compute,
+                None, dst, given)
+
+
+def _gather(src, index, axis, mode, fill_value, dtype, out) -> Call:
+    be = backend_of(src=src, index=index, out=out)
+    xp = be.xp
+    out_dtype = getattr(out, "dtype", None)
+    if type(src) in _PYTHON_KIND and dtype is None and isinstance(out_dtype, np.dtype):
+        src = python_scalar_as(src, native(out_dtype), xp, "out")   # weak, as NumPy 2's (NEP 50) and scatter's
+    src = be.asarray(src)
+    if src.dtype.hasobject:
+        raise TypeError(f"gather does not support src dtype {src.dtype}")
+    if not src.dtype.isnative:   # results are native (the kernels move native items); a copy for this rare input
+        src = src.astype(native(src.dtype))
+    cast = check_dtype_arg(dtype, src.dtype, numbers=False)
+    if xp is not np:
+        refuse_bfloat16_on_gpu("dtype", cast)
+    coords = parse_coords(index, xp=xp)
+    m = len(coords)
+    axis = normalize_axis(axis, src.ndim, m)
+    plan = plan_index(None, src.shape[axis:axis + m], mode, coords=coords, dims_arg="src.shape")
+    batch, feat = src.shape[:axis], src.shape[axis + m:]
+    result_dtype = src.dtype if cast is None else cast
+    fill = fill_for(fill_value, result_dtype, xp) if plan.drops else None
+    shape = batch + plan.shape + feat
+    target = None if out is None else check_out(be, out, shape, native(result_dtype))
+    into = target is not None and direct(be, target, native(result_dtype), src, *coords)
+    if cast is not None and cast != src.dtype:
+        src = src.astype(cast)
+    return Call(be, None, plan, batch, feat, math.prod(batch), math.prod(feat), src, shape, result_dtype,
+                src.dtype, fill, target, out, into, gathers=True)
+
+
+def _gather_into(dst, src, index, axis, mode) -> Call:
+    be = backend_of(dst=dst, src=src, index=index)
+    xp = be.xp
+    given, dst = dst, be.check_writable(dst)   # a subclass is written through a plain view
+    src = be.asarray(src)
+    for arg, arr in (("dst", dst), ("src", src)):
+        if arr.dtype.hasobject:
+            raise TypeError(f"gather_into does not support {arg} dtype {arr.dtype}")
+    if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
+        raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
+    coords = parse_coords(index, xp=xp)
+    m = len(coords)
+    axis = normalize_axis(axis, src.ndim, m)
+    plan = plan_index(None, src.shape[axis:axis + m], mode, coords=coords, dims_arg="src.shape")
+    batch, feat = src.shape[:axis], src.shape[axis + m:]
+    if dst.shape != batch + plan.shape + feat:
+        raise ValueError(f"dst shape {dst.shape} != batch {batch} + index shape {plan.shape} + features {feat} "
+                         f"(src shape {src.shape})")
+    # no precheck pass: the gather kernels check every entry before writing (the GPU's plan is checked already)
+    if xp.may_share_memory(src, dst):   # plan.flat is already a private copy unless it is an int32/int64 index
+        src = src.copy()
+    if xp.may_share_memory(plan.flat, dst):
+        plan = plan_index(None, plan.dims, plan.mode, coords=(plan.flat.copy().reshape(plan.shape),))
+    return Call(be, None, plan, batch, feat, math.prod(batch), math.prod(feat), src, dst.shape, dst.dtype,
+                dst.dtype, None, dst, given, gathers=True)
+
+
+def float_dtypes(dtype, name: str, *, complex_ok: bool = False, arg: str = "src") -> tuple[np.dtype, np.dtype]:
+    """(result dtype, compute dtype) of a float-valued group op: integers give float64, float16 computes in
+    float32; complex only where `complex_ok`; TypeError naming the op and dtype otherwise. The dtypes are native
+    (the kernels have no loops for swapped bytes; NumPy's ufuncs give native results too)."""
+    dtype = native(dtype)
+    if dtype.kind in "iu":
+        return np.dtype(np.float64), np.dtype(np.float64)
+    if float_kind(dtype) == "f":   # float16 and bfloat16 compute in float32
+        return dtype, np.dtype(np.float32) if dtype.itemsize == 2 else dtype
+    if dtype.kind == "c" and complex_ok:
+        return dtype, dtype
+    allowed = "integers, float16/32/64, bfloat16" + (", complex64/128" if complex_ok else "")
+    raise TypeError(f"{name} does not support {arg} dtype {dtype} (supported: {allowed})")
+
+
+def _group(name, src, index, dim_size, axis, mode, compute, complex_ok) -> Call:
+    be = backend_of(src=src, index=index)
+    src = be.asarray(src)
+    result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok)
+    coords = parse_coords(index, xp=be.xp)
+    compute = compute or rule_compute
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis, "src")
+    src = expand_cast(src, expected, len(feat), compute, be.xp)
+    plan = plan_index(None, dim_size, mode, coords=coords)
+    outer, inner = math.prod(batch), math.prod(feat)
+    sized = _sized(dim_size, plan)
+    check_table_bytes((outer, plan.size, inner), compute, *sized)
+    return Call(be, None, plan, batch, feat, outer, inner, src, batch + plan.dims + feat, result, compute,
+                size_arg=sized)

@@ -8,8 +8,13 @@ destination). The public functions read prepare -> backend run -> finish.
   index);
 - ``"scatter_into"``: a scatter into `dst` (B, D and F from `dst`; `src` cast to its dtype);
 - ``"gather"`` / ``"gather_into"``: rows of `src` at the index (D from `src`; into `dst`, cast to its dtype);
+- ``"reverse"``: a split reverse function of scatter (`out` the forward result, `dst` its initial
+  destination, `extra` the (name, array, "out" or "src") triples of the cotangents and tangents): the
+  `Reverse` context of the op's rules, in the derivative dtype;
 - ``"group"``: the float group ops built from the core kernels (softmax family, moments): a scatter layout
-  whose result and compute dtypes follow the float rule of `float_dtypes`.
+  whose result and compute dtypes follow the float rule of `float_dtypes` (or `dtype`, the compute dtype a
+  reverse function asks for); `src_arg` names the array for the errors, and without `broadcast` it must have
+  the shape B + I + F itself.
 
 Checks run in the order the errors have always been raised in: op, devices, dtypes, index, layout, sizes, fill,
 out. A prepared call is never validated again: the runners trust it.
@@ -25,10 +30,27 @@ import numpy as np
 
 from cyscatter._arrays.dtypes import float_kind, native
 from cyscatter._arrays.protocols import refuse_bfloat16_on_gpu
+from cyscatter._backends.context import Reverse
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.index import IndexPlan, check_table_bytes, parse_coords, plan_index
-from cyscatter._plan.layout import expand_cast, normalize_axis, out_layout, src_layout
-from cyscatter._plan.values import _PYTHON_KIND, check_dtype_arg, check_out, direct, fill_for, python_scalar_as
+from cyscatter._plan.layout import (
+    expand_cast,
+    normalize_axis,
+    out_layout,
+    split_src,
+    src_layout,
+)
+from cyscatter._plan.values import (
+    _PYTHON_KIND,
+    _float_dtype,
+    check_dtype_arg,
+    check_given,
+    check_numeric,
+    check_out,
+    direct,
+    fill_for,
+    python_scalar_as,
+)
 from cyscatter._registry.ops import _BY_NAME, Op, get_op
 
 
@@ -65,6 +87,10 @@ class Call:
     size_arg: tuple = ("dim_size", None)
     gathers: bool = False
     identity: Any = None
+    context: Any = None
+    views: Any = None
+    src_shape: tuple = ()
+    expected: tuple = ()
 
     def src3(self, dtype=None) -> Any:
         """`src` as (outer, rows, inner) in `dtype` (default: the compute dtype); its rows are the index entries,
@@ -90,7 +116,8 @@ def dtype_rules(op: Op, dtype) -> tuple:
 
 
 def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None, axis=0, mode: str = "raise",
-            fill_value=None, dtype=None, name: str = "", complex_ok: bool = False) -> Call:
+            fill_value=None, dtype=None, name: str = "", complex_ok: bool = False, src_arg: str = "src",
+            broadcast: bool = True, extra: tuple = ()) -> Call:
     """Validate a call of form `kind` (see the module docstring) once and return its `Call`."""
     if kind == "scatter":
         return _scatter(_BY_NAME.get(op) or get_op(op), src, index, dim_size, axis, mode, fill_value, dtype, out)
@@ -100,8 +127,10 @@ def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None
         return _gather(src, index, axis, mode, fill_value, dtype, out)
     if kind == "gather_into":
         return _gather_into(dst, src, index, axis, mode)
+    if kind == "reverse":
+        return _reverse(_BY_NAME.get(op) or get_op(op), src, index, out, dst, axis, mode, extra)
     if kind == "group":
-        return _group(name, src, index, dim_size, axis, mode, dtype, complex_ok)
+        return _group(name, src, index, dim_size, axis, mode, dtype, complex_ok, src_arg, broadcast)
     raise ValueError(f"unknown call kind {kind!r}")
 
 
@@ -255,17 +284,71 @@ def float_dtypes(dtype, name: str, *, complex_ok: bool = False, arg: str = "src"
     raise TypeError(f"{name} does not support {arg} dtype {dtype} (supported: {allowed})")
 
 
-def _group(name, src, index, dim_size, axis, mode, compute, complex_ok) -> Call:
+def _group(name, src, index, dim_size, axis, mode, compute, complex_ok, src_arg, broadcast) -> Call:
     be = backend_of(src=src, index=index)
     src = be.asarray(src)
-    result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok)
+    result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok, arg=src_arg)
     coords = parse_coords(index, xp=be.xp)
     compute = compute or rule_compute
-    axis, batch, feat, expected = src_layout(src.shape, coords, axis, "src")
-    src = expand_cast(src, expected, len(feat), compute, be.xp)
+    if broadcast:
+        axis, batch, feat, expected = src_layout(src.shape, coords, axis, src_arg)
+        src = expand_cast(src, expected, len(feat), compute, be.xp)
+    else:
+        axis, batch, feat = split_src(src, coords, axis, src_arg)
     plan = plan_index(None, dim_size, mode, coords=coords)
     outer, inner = math.prod(batch), math.prod(feat)
     sized = _sized(dim_size, plan)
     check_table_bytes((outer, plan.size, inner), compute, *sized)
     return Call(be, None, plan, batch, feat, outer, inner, src, batch + plan.dims + feat, result, compute,
                 size_arg=sized)
+
+
+def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
+    """Validated shapes, the `Reverse` context shared by the VJPs and JVPs, and canonical views of the others.
+
+    `extra` holds (name, array or None, "out" or "src") triples: further arrays shaped like `out` or `src`.
+    The Call's `context` is the `Reverse` the rules read, `views` maps the name of each given extra array to its
+    canonical view in the context's floating dtype (a src-like one broadcast as src is), `src_shape` is src's
+    own shape and `expected` the shape B + I + F it broadcasts to; `shape` is out's.
+    """
+    check_given("out", out, " (the result of the forward scatter)")
+    for name, arr, _ in extra[:1]:   # the cotangent or tangent the function is about; later extras are optional
+        check_given(name, arr)
+    check_given("src", src)
+    extra = (("dst", dst, "out"), *extra)
+    be = backend_of(src=src, index=index, out=out, **{name: a for name, a, _ in extra})
+    arrays = {"src": be.asarray(src), "out": check_numeric(be.asarray(out), "out")}
+    others = {name: (check_numeric(be.asarray(a), name) if name != "dst" else be.asarray(a), like)
+              for name, a, like in extra if a is not None}
+    src, out = arrays["src"], arrays["out"]
+    op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
+    if "dst" in others:
+        op.check_dtype(others["dst"][0].dtype, "dst")
+    coords = parse_coords(index, xp=be.xp)
+    # src (and its tangent) may broadcast to B + I + F, as in the forward call; src's own shape stays the one of
+    # its cotangent (summed over the broadcast dims by `unbroadcast`)
+    axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=out.shape, table_arg="out")
+    m = len(coords)
+    for name, (arr, like) in others.items():
+        if arr.shape != arrays[like].shape:
+            raise ValueError(f"{name} shape {arr.shape} != {like} shape {arrays[like].shape}")
+    plan = plan_index(None, out.shape[axis:axis + m], mode, coords=coords, dims_arg="out.shape")
+    be.precheck(plan)   # some rules (add's dst gradient) never reach a kernel that would report a bad entry
+    dtype = _float_dtype(src, out, *(arr for arr, _ in others.values()))
+    outer, inner = math.prod(batch), math.prod(feat)
+    rows = {"src": plan.n, "out": plan.size}
+    others = {name: (expand_cast(arr, expected, len(feat), dtype, be.xp) if like == "src" else arr, like)
+              for name, (arr, like) in others.items()}
+    views = {name: be.rows_view(arr, dtype, outer, rows[like], inner) for name, (arr, like) in others.items()}
+    src_shape = src.shape
+    exact = None
+    key = np.result_type(src.dtype, out.dtype, *(() if "dst" not in others else (others["dst"][0].dtype,)))
+    if op.selects and key.kind in "iu":   # max/min's winners among integers, compared as integers
+        exact = (be.rows_view(expand_cast(src, expected, len(feat), key, be.xp), key, outer, plan.n, inner),
+                 be.rows_view(out, key, outer, plan.size, inner),
+                 None if "dst" not in others else be.rows_view(others["dst"][0], key, outer, plan.size, inner))
+    src = expand_cast(src, expected, len(feat), dtype, be.xp)
+    ctx = Reverse(be, plan, be.rows_view(src, dtype, outer, plan.n, inner),
+                  be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact)
+    return Call(be, op, plan, batch, feat, outer, inner, src, out.shape, dtype, dtype, context=ctx, views=views,
+                src_shape=src_shape, expected=expected)

@@ -26,14 +26,12 @@ from cyscatter._plan.index import (
     sized_by,
 )
 from cyscatter._plan.layout import (
-    expand_cast,
     normalize_axis,
     split_src,
-    src_layout,
     unbroadcast,
 )
+from cyscatter._plan.prepare import prepare
 from cyscatter._plan.values import _float_dtype, check_given, check_numeric
-from cyscatter._registry.ops import get_op
 from cyscatter._reverse import rules as _rules
 
 if TYPE_CHECKING:
@@ -51,55 +49,12 @@ if TYPE_CHECKING:
     )
 
 
-def _context(op, src, index, out, dst, axis, mode, *extra):
-    """Validated shapes, the `Reverse` context shared by the VJPs and JVPs, and canonical views of the others.
 
-    `extra` holds (name, array or None, "out" or "src") triples: further arrays shaped like `out` or `src`.
-    Returns (op, ctx, views, (src shape, the shape B + I + F it broadcasts to), out shape); `views` maps the name
-    of each given extra array to its canonical view in the context's floating dtype (a src-like one broadcast as
-    src is)
-    """
-    op = get_op(op)
-    check_given("out", out, " (the result of the forward scatter)")
-    for name, arr, _ in extra[:1]:   # the cotangent or tangent the function is about; later extras are optional
-        check_given(name, arr)
-    check_given("src", src)
-    extra = (("dst", dst, "out"), *extra)
-    be = backend_of(src=src, index=index, out=out, **{name: a for name, a, _ in extra})
-    arrays = {"src": be.asarray(src), "out": check_numeric(be.asarray(out), "out")}
-    others = {name: (check_numeric(be.asarray(a), name) if name != "dst" else be.asarray(a), like)
-              for name, a, like in extra if a is not None}
-    src, out = arrays["src"], arrays["out"]
-    op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
-    if "dst" in others:
-        op.check_dtype(others["dst"][0].dtype, "dst")
-    coords = parse_coords(index, xp=be.xp)
-    # src (and its tangent) may broadcast to B + I + F, as in the forward call; src's own shape stays the one of
-    # its cotangent (summed over the broadcast dims by `unbroadcast`)
-    axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=out.shape, table_arg="out")
-    m = len(coords)
-    for name, (arr, like) in others.items():
-        if arr.shape != arrays[like].shape:
-            raise ValueError(f"{name} shape {arr.shape} != {like} shape {arrays[like].shape}")
-    plan = plan_index(None, out.shape[axis:axis + m], mode, coords=coords, dims_arg="out.shape")
-    be.precheck(plan)   # some rules (add's dst gradient) never reach a kernel that would report a bad entry
-    dtype = _float_dtype(src, out, *(arr for arr, _ in others.values()))
-    outer, inner = prod(batch), prod(feat)
-    rows = {"src": plan.n, "out": plan.size}
-    others = {name: (expand_cast(arr, expected, len(feat), dtype, be.xp) if like == "src" else arr, like)
-              for name, (arr, like) in others.items()}
-    views = {name: be.rows_view(arr, dtype, outer, rows[like], inner) for name, (arr, like) in others.items()}
-    src_shape = src.shape
-    exact = None
-    key = np.result_type(src.dtype, out.dtype, *(() if "dst" not in others else (others["dst"][0].dtype,)))
-    if op.selects and key.kind in "iu":   # max/min's winners among integers, compared as integers
-        exact = (be.rows_view(expand_cast(src, expected, len(feat), key, be.xp), key, outer, plan.n, inner),
-                 be.rows_view(out, key, outer, plan.size, inner),
-                 None if "dst" not in others else be.rows_view(others["dst"][0], key, outer, plan.size, inner))
-    src = expand_cast(src, expected, len(feat), dtype, be.xp)
-    ctx = _rules.Reverse(be, plan, be.rows_view(src, dtype, outer, plan.n, inner),
-                         be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact)
-    return op, ctx, views, (src_shape, expected), out.shape
+def _reverse_call(op, src, index, out, dst, axis, mode, *extra):
+    """(op, Reverse context, views, (src shape, the shape B + I + F it broadcasts to), out shape) of a reverse
+    call, planned once by `prepare`'s "reverse" kind."""
+    call = prepare("reverse", src, index, op, dst=dst, out=out, axis=axis, mode=mode, extra=extra)
+    return call.op, call.context, call.views, (call.src_shape, call.expected), call.shape
 
 
 @overload
@@ -156,7 +111,7 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     >>> cs.scatter_vjp_src("mul", np.ones(2), src, idx, out)
     array([3., 2., 1.])
     """
-    op, ctx, views, src_shape, _ = _context(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
+    op, ctx, views, src_shape, _ = _reverse_call(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
     shape, expected = src_shape
     return unbroadcast(op.rules["vjp_src"](ctx, views["grad_out"]).reshape(expected), shape, ctx.xp)
 
@@ -222,7 +177,7 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     """
     if dst is None:
         raise TypeError("dst is required, got None: it is the initial destination of scatter_into")
-    op, ctx, views, _, out_shape = _context(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
+    op, ctx, views, _, out_shape = _reverse_call(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
     return op.rules["vjp_dst"](ctx, views["grad_out"]).reshape(out_shape)
 
 
@@ -365,7 +320,7 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     if dst is None and dst_dot is not None:
         raise ValueError("dst_dot was given without dst: the tangent of the initial destination needs that "
                          "destination (the in-place form); pass dst, or leave dst_dot out")
-    op, ctx, views, _, out_shape = _context(op, src, index, out, dst, axis, mode, ("src_dot", src_dot, "src"),
+    op, ctx, views, _, out_shape = _reverse_call(op, src, index, out, dst, axis, mode, ("src_dot", src_dot, "src"),
                                             ("dst_dot", dst_dot, "out"))
     dot3, dst_dot3 = views["src_dot"], views.get("dst_dot")
     if op.linear:

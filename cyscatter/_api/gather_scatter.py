@@ -13,20 +13,13 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter._api.scatter import scatter
-from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import host_asarray
 from cyscatter._backends.host import messages, rows_view, run_forward
 from cyscatter._backends.reduce import finish_fresh
-from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.edges import (
     GatherScatterPlan,
-    check_weight,
-    resolve,
-    value_dtype,
 )
-from cyscatter._plan.values import fill_for
-from cyscatter._registry.ops import get_op, refuse_assignment
+from cyscatter._plan.prepare import prepare
 from cyscatter._runtime.threads import check_threads
 
 if TYPE_CHECKING:
@@ -156,22 +149,13 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
            [ 6., 60.]])
     """
     threads = check_threads(num_threads)
-    op = get_op(op)
-    refuse_assignment(op, "gather_scatter", "its fused kernels reduce messages with atomics or in registers")
-    be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight)
-    if be.xp is not np:
+    call = prepare("gather_scatter", src, (gather_index, scatter_index), op, weight=weight, plan=plan,
+                   dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value)
+    if call.be.xp is not np:
         from cyscatter._api.gather_scatter_cuda import gather_scatter_gpu
-        return gather_scatter_gpu(src, gather_index, scatter_index, op, weight=weight, dim_size=dim_size,
-                                  axis=axis, fill_value=fill_value, mode=mode, plan=plan)
-    if src is None:
-        raise TypeError("src must be an array of numbers, got None")
-    src = host_asarray(src)
-    plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode)
-    w, heads = check_weight(weight, plan.index_shape, feat, op)
-    vdtype = value_dtype(src.dtype, w)
-    result_dtype = op.result_dtype(vdtype)
-    fill = fill_for(fill_value, result_dtype)
-    outer, inner = prod(batch), prod(feat)
+        return gather_scatter_gpu(call)
+    op, src, plan, w, heads, feat, batch = call.op, call.src, call.plan, call.w, call.heads, call.feat, call.batch
+    vdtype, result_dtype, fill, outer, inner = call.vdtype, call.result_dtype, call.fill, call.outer, call.inner
     if w is not None and vdtype.kind in "iu" and op.compute_dtype(result_dtype) != vdtype:
         # integer messages the kernel would compute wider (small integers in int64, div and mean in float64)
         # than w * src wraps or rounds in its own dtype: the messages are formed as NumPy forms them

@@ -5,18 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter._api.scatter import scatter
-from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import is_device_array
 from cyscatter._backends.cuda_kernels import (
     build,
     gather_scatter_ordered_spec,
     gather_scatter_spec,
 )
-from cyscatter._backends.reduce import finish_fresh
-from cyscatter._backends.select import backend_of
-from cyscatter._plan.edges import check_weight, resolve, value_dtype
 from cyscatter._backends.host import weight_rows
-from cyscatter._plan.values import fill_for
+from cyscatter._backends.reduce import finish_fresh
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS: wider CAS updates (complex128 mul/div) take the CSR kernel
 _LINEAR = ("add", "sub", "mean", "sqrt_n")
@@ -47,13 +42,6 @@ def _on_device(plan, xp, name: str):
     if arr is None:
         arr = cache[key] = xp.asarray(_HOST_ARRAYS[name](plan))
     return arr
-
-
-def _host(index):
-    """An index (array or tuple of arrays) on the host: the plan is validated and grouped there."""
-    if isinstance(index, tuple):
-        return tuple(_host(part) for part in index)
-    return index.get() if is_device_array(index) else index
 
 
 # ---- kernel launches ----------------------------------------------------------------------------------------
@@ -97,17 +85,11 @@ def _forward(op, src3, plan, w2, out3, xp, counts=None) -> None:
         _run_edges(op.gpu_update, src3, gather, scatter, w2, out3, xp, counts)
 
 
-def gather_scatter_gpu(src, gather_index, scatter_index, op, *, weight, dim_size, axis, fill_value, mode, plan):
-    """`cyscatter.gather_scatter` on CuPy arrays (`op` an `Op`); see there."""
-    be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight)
-    xp = be.xp
-    src = be.asarray(src)
-    plan, axis, batch, feat = resolve(src, _host(gather_index), _host(scatter_index), plan, axis, dim_size, mode)
-    w, heads = check_weight(weight, plan.index_shape, feat, op, xp=xp)
-    vdtype = value_dtype(src.dtype, w)
-    result_dtype = op.result_dtype(vdtype)
-    fill = fill_for(fill_value, result_dtype, xp)
-    outer, inner = prod(batch), prod(feat)
+def gather_scatter_gpu(call):
+    """`cyscatter.gather_scatter` on CuPy arrays, of a prepared call (an `EdgeCall`); see there."""
+    be, xp, op, src, plan, w, heads = call.be, call.be.xp, call.op, call.src, call.plan, call.w, call.heads
+    batch, feat, vdtype, result_dtype, fill = call.batch, call.feat, call.vdtype, call.result_dtype, call.fill
+    outer, inner = call.outer, call.inner
     wide_ints = w is not None and vdtype.kind in "iu" and op.compute_dtype(result_dtype) != vdtype
     if wide_ints:
         # integer messages the kernel would compute wider than w * src wraps or rounds in its own dtype: formed
@@ -116,7 +98,7 @@ def gather_scatter_gpu(src, gather_index, scatter_index, op, *, weight, dim_size
         rows = weight_rows(w, plan.index_shape, feat, heads, vdtype, xp=xp)[_on_device(plan, xp, "kept")]
         msgs = msgs * xp.repeat(rows, inner // max(heads, 1), axis=1)[None]
         out = scatter(msgs, _on_device(plan, xp, "scatter_kept"), op, dim_size=plan.size, axis=1,
-                      fill_value=fill_value)
+                      fill_value=None if fill is None else fill.item())
         return out.astype(result_dtype, copy=False).reshape(batch + plan.dims + feat)
     out3 = op.fresh((outer, plan.size, inner), result_dtype, xp)
     src3 = be.rows_view(src, out3.dtype, outer, plan.src_size, inner)

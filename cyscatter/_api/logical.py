@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter._api.scatter import scatter
+from cyscatter._arrays.dtypes import holds_numbers
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.values import fill_for
-from cyscatter._arrays.dtypes import holds_numbers
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex

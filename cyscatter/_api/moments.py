@@ -7,14 +7,13 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._arrays.dtypes import is_bfloat16, parts
 from cyscatter._backends.reduce import counts3, new_counts, run_counted
 from cyscatter._docs import fill_doc
 from cyscatter._plan.groups import dst_shape, group_view
 from cyscatter._plan.index import sized_by
 from cyscatter._plan.values import size_arg
 from cyscatter._registry.ops import get_op
-from cyscatter._arrays.dtypes import parts
-from cyscatter._arrays.dtypes import is_bfloat16
 
 if TYPE_CHECKING:
     from typing import Any, Callable, SupportsIndex

@@ -196,3 +196,10 @@ def take_foreign_in(namespace: dict, names) -> None:
     for name in names:
         if inspect.isfunction(namespace.get(name)):
             namespace[name] = takes_foreign(namespace[name])
+
+
+def host_index(index):
+    """An index (array or tuple of arrays) on the host: gather_scatter's plan is validated and grouped there."""
+    if isinstance(index, tuple):
+        return tuple(host_index(part) for part in index)
+    return index.get() if is_device_array(index) else index

@@ -11,6 +11,9 @@ destination). The public functions read prepare -> backend run -> finish.
 - ``"reverse"``: a split reverse function of scatter (`out` the forward result, `dst` its initial
   destination, `extra` the (name, array, "out" or "src") triples of the cotangents and tangents): the
   `Reverse` context of the op's rules, in the derivative dtype;
+- ``"gather_scatter"``: message passing, `index` the pair (gather_index, scatter_index) or `plan` (an
+  `EdgeCall`); with `cotangents` (name: array) a reverse call of `fun`, in the derivative dtype; `be` is the
+  backend when the caller has found it already;
 - ``"group"``: the float group ops built from the core kernels (softmax family, moments): a scatter layout
   whose result and compute dtypes follow the float rule of `float_dtypes` (or `dtype`, the compute dtype a
   reverse function asks for); `src_arg` names the array for the errors, and without `broadcast` it must have
@@ -28,10 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from cyscatter._arrays.dtypes import float_kind, native
-from cyscatter._arrays.protocols import refuse_bfloat16_on_gpu
+from cyscatter._arrays.dtypes import float_kind, holds_numbers, native
+from cyscatter._arrays.protocols import host_index, refuse_bfloat16_on_gpu, shape_of
 from cyscatter._backends.context import Reverse
 from cyscatter._backends.select import backend_of
+from cyscatter._plan.edges import (
+    check_weight,
+    derivative_policy,
+    dims_like,
+    resolve,
+    value_dtype,
+)
 from cyscatter._plan.index import IndexPlan, check_table_bytes, parse_coords, plan_index
 from cyscatter._plan.layout import (
     expand_cast,
@@ -51,7 +61,7 @@ from cyscatter._plan.values import (
     fill_for,
     python_scalar_as,
 )
-from cyscatter._registry.ops import _BY_NAME, Op, get_op
+from cyscatter._registry.ops import _BY_NAME, Op, get_op, refuse_assignment
 
 
 @dataclass(slots=True, eq=False)
@@ -117,7 +127,8 @@ def dtype_rules(op: Op, dtype) -> tuple:
 
 def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None, axis=0, mode: str = "raise",
             fill_value=None, dtype=None, name: str = "", complex_ok: bool = False, src_arg: str = "src",
-            broadcast: bool = True, extra: tuple = ()) -> Call:
+            broadcast: bool = True, extra: tuple = (), weight=None, plan=None, cotangents: dict | None = None,
+            fun: str = "gather_scatter", be: ModuleType | None = None) -> Any:
     """Validate a call of form `kind` (see the module docstring) once and return its `Call`."""
     if kind == "scatter":
         return _scatter(_BY_NAME.get(op) or get_op(op), src, index, dim_size, axis, mode, fill_value, dtype, out)
@@ -127,6 +138,9 @@ def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None
         return _gather(src, index, axis, mode, fill_value, dtype, out)
     if kind == "gather_into":
         return _gather_into(dst, src, index, axis, mode)
+    if kind == "gather_scatter":
+        return _edges(_BY_NAME.get(op) or get_op(op), src, *index, weight, plan, dim_size, axis, mode, fill_value,
+                      out, cotangents, fun, be)
     if kind == "reverse":
         return _reverse(_BY_NAME.get(op) or get_op(op), src, index, out, dst, axis, mode, extra)
     if kind == "group":
@@ -352,3 +366,83 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
                   be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact)
     return Call(be, op, plan, batch, feat, outer, inner, src, out.shape, dtype, dtype, context=ctx, views=views,
                 src_shape=src_shape, expected=expected)
+
+
+@dataclass(slots=True, eq=False)
+class EdgeCall:
+    """A validated gather_scatter call, forward or reverse: the backend, op and edge plan, `src` of shape
+    B + S + F as an array, the weight with its trailing 1s dropped (`w`, None without one; `heads` the feature
+    dims it spans, `w_shape` its own shape), the messages' dtype `vdtype`; forward: the result dtype and fill;
+    reverse: the cotangents and tangents as arrays, the derivative dtype and whether the messages must be
+    materialised."""
+
+    be: ModuleType
+    op: Op
+    plan: Any
+    axis: int
+    batch: tuple
+    feat: tuple
+    outer: int
+    inner: int
+    src: Any
+    w: Any
+    heads: int
+    w_shape: tuple | None
+    vdtype: np.dtype
+    result_dtype: np.dtype | None = None
+    fill: Any = None
+    arrays: dict | None = None
+    dtype: np.dtype | None = None
+    materialise: bool = False
+
+    @property
+    def out_shape(self) -> tuple:
+        return self.batch + self.plan.dims + self.feat
+
+
+def _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, mode, fill_value, out, cotangents,
+           fun, be) -> EdgeCall:
+    reverse = cotangents is not None
+    refuse_assignment(op, fun, "gather_scatter has no assignment forward" if reverse else
+                      "its fused kernels reduce messages with atomics or in registers")
+    if be is None:
+        be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, weight=weight, out=out,
+                        **(cotangents or {}))
+    xp = be.xp
+    if src is None:
+        raise TypeError(f"{fun} needs src (the forward call's src), got None" if reverse else
+                        "src must be an array of numbers, got None")
+    src = be.asarray(src)
+    if xp is not np:
+        gather_index, scatter_index = host_index(gather_index), host_index(scatter_index)
+    arrays = None
+    if reverse:
+        arrays = {}
+        for name, a in cotangents.items():
+            if a is not None:
+                a = arrays[name] = be.asarray(a)
+                if not holds_numbers(a.dtype):
+                    raise TypeError(f"{name} must hold numbers, got dtype {a.dtype}")
+        if out is not None and "grad_out" in arrays and shape_of_any(be, out) != arrays["grad_out"].shape:
+            # (as the other reverse functions: neither is taken for the right one, which sizes D below)
+            raise ValueError(f"grad_out shape {arrays['grad_out'].shape} != out shape {shape_of_any(be, out)}")
+        if plan is None and dim_size is None:
+            dim_size = dims_like(out if out is not None else arrays.get("grad_out"), src, gather_index,
+                                 scatter_index, axis)
+    plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode)
+    w, heads = check_weight(weight, plan.index_shape, feat, op, xp=xp)
+    w_shape = None if weight is None else shape_of_any(be, weight)   # before trailing 1s are dropped
+    vdtype = value_dtype(src.dtype, w)
+    call = EdgeCall(be, op, plan, axis, batch, feat, math.prod(batch), math.prod(feat), src, w, heads, w_shape,
+                    vdtype, arrays=arrays)
+    if reverse:
+        call.dtype, call.materialise = derivative_policy(op, vdtype, arrays)
+    else:
+        call.result_dtype = op.result_dtype(vdtype)
+        call.fill = None if fill_value is None else fill_for(fill_value, call.result_dtype, xp)
+    return call
+
+
+def shape_of_any(be: ModuleType, a) -> tuple:
+    """The shape of an array argument on either backend (CuPy arrays refuse NumPy's implicit conversion)."""
+    return shape_of(a) if be.xp is np else tuple(be.asarray(a).shape)

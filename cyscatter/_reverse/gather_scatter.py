@@ -21,22 +21,17 @@ import numpy as np
 from cyscatter import fused_kernels
 from cyscatter._arrays.dtypes import holds_numbers, is_bfloat16
 from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import host_asarray, shape_of
+from cyscatter._arrays.protocols import host_asarray
+from cyscatter._backends import host
 from cyscatter._backends.host import messages, rows_view, run_forward, weight_rows
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
-from cyscatter._plan.edges import rule_inputs
 from cyscatter._plan.edges import (
-    _numbers,
     cast_like,
-    check_weight,
-    derivative_policy,
-    dims_like,
-    resolve,
-    value_dtype,
+    rule_inputs,
     weight_shaped,
 )
-from cyscatter._registry.ops import get_op, refuse_assignment
+from cyscatter._plan.prepare import prepare
 from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
 from cyscatter._runtime.threads import check_threads, team
 from cyscatter.kernels import OpCode
@@ -67,25 +62,13 @@ class _Call:
 
     def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
                  num_threads, cotangents: dict):
-        self.op = get_op(op)
-        refuse_assignment(self.op, fun, "gather_scatter has no assignment forward")
+        call = prepare("gather_scatter", src, (gather_index, scatter_index), op, weight=weight, plan=plan,
+                       dim_size=dim_size, axis=axis, mode=mode, out=out, cotangents=cotangents, fun=fun, be=host)
         self.threads = check_threads(num_threads)
-        if src is None:
-            raise TypeError(f"{fun} needs src (the forward call's src), got None")
-        self.src = host_asarray(src)
-        arrays = {name: _numbers(a, name) for name, a in cotangents.items() if a is not None}
-        if out is not None and "grad_out" in arrays and shape_of(out) != arrays["grad_out"].shape:
-            # (as the other reverse functions: neither is taken for the right one, which sizes D below)
-            raise ValueError(f"grad_out shape {arrays['grad_out'].shape} != out shape {shape_of(out)}")
-        if plan is None and dim_size is None:
-            dim_size = dims_like(out if out is not None else arrays.get("grad_out"), self.src, gather_index,
-                                 scatter_index, axis)
-        self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
-                                                              dim_size, mode)
-        self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op)
-        self.w_shape = None if weight is None else shape_of(weight)
-        vdtype = self.vdtype = value_dtype(self.src.dtype, self.w)
-        self.dtype, self.materialise = derivative_policy(self.op, vdtype, arrays)
+        self.op, self.src, self.plan, self.axis, self.batch = call.op, call.src, call.plan, call.axis, call.batch
+        self.feat, self.w, self.heads, self.w_shape = call.feat, call.w, call.heads, call.w_shape
+        vdtype, self.dtype, self.materialise = call.vdtype, call.dtype, call.materialise
+        self.vdtype = vdtype
         # the selecting ops on real derivatives run the fused kernels, except max/min/fmax/fmin on integer
         # messages (whose ties are the integers'); complex nansum/nanmean materialise the messages
         self.select = fused_kernels.SELECT_CODES.get(self.op.selection) if self.dtype in (np.float32, np.float64) and not (

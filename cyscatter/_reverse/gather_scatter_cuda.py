@@ -26,14 +26,12 @@ from cyscatter._api.gather_scatter_cuda import (
     _LINEAR,
     _edge_weight,
     _forward,
-    _host,
     _on_device,
     _run_edges,
 )
 from cyscatter._api.scatter import scatter_into
 from cyscatter._arrays.dtypes import holds_numbers
 from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.cuda_kernels import (
     EDGE_DOTS,
     build,
@@ -43,18 +41,12 @@ from cyscatter._backends.cuda_kernels import (
     tangents_spec,
 )
 from cyscatter._backends.host import weight_rows
-from cyscatter._backends.select import backend_of
 from cyscatter._plan.edges import (
     cast_like,
-    check_weight,
-    derivative_policy,
-    dims_like,
-    resolve,
     rule_inputs,
-    value_dtype,
     weight_shaped,
 )
-from cyscatter._registry.ops import get_op
+from cyscatter._plan.prepare import prepare
 from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
 
 
@@ -64,27 +56,12 @@ class _Call:
 
     def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
                  tangents: dict):
-        self.be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, out=out,
-                             weight=weight, **tangents)
-        xp = self.xp = self.be.xp
-        self.op = get_op(op)
-        if src is None:
-            raise TypeError(f"{fun} needs src (the forward call's src), got None")
-        self.src = self.be.asarray(src)
-        arrays = {name: self._numeric(a, name) for name, a in tangents.items() if a is not None}
-        gather_index, scatter_index = _host(gather_index), _host(scatter_index)
-        if out is not None and "grad_out" in arrays and shape_of(out) != arrays["grad_out"].shape:
-            # (as the other reverse functions: neither is taken for the right one, which sizes D below)
-            raise ValueError(f"grad_out shape {arrays['grad_out'].shape} != out shape {shape_of(out)}")
-        if plan is None and dim_size is None:
-            dim_size = dims_like(out if out is not None else arrays.get("grad_out"), self.src, gather_index,
-                                 scatter_index, axis)
-        self.plan, self.axis, self.batch, self.feat = resolve(self.src, gather_index, scatter_index, plan, axis,
-                                                              dim_size, mode)
-        self.w, self.heads = check_weight(weight, self.plan.index_shape, self.feat, self.op, xp=xp)
-        self.w_shape = None if weight is None else self.be.asarray(weight).shape   # before trailing 1s are dropped
-        vdtype = self.vdtype = value_dtype(self.src.dtype, self.w)
-        self.dtype, _ = derivative_policy(self.op, vdtype, arrays)
+        call = prepare("gather_scatter", src, (gather_index, scatter_index), op, weight=weight, plan=plan,
+                       dim_size=dim_size, axis=axis, mode=mode, out=out, cotangents=tangents, fun=fun)
+        self.be, self.op, self.src, self.plan, self.axis = call.be, call.op, call.src, call.plan, call.axis
+        self.batch, self.feat, self.w, self.heads, self.w_shape = call.batch, call.feat, call.w, call.heads, call.w_shape
+        xp, vdtype, self.dtype = self.be.xp, call.vdtype, call.dtype
+        self.xp, self.vdtype = xp, vdtype
         # the selecting ops run the edge kernels, except max/min/fmax/fmin on integer messages (whose ties are
         # those of the integers); the others (mul, div, nanprod) materialise the messages
         self.select = None if self.op.ordered and vdtype.kind in "iu" else (self.op.selection or None)

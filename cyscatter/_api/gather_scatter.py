@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter._api.scatter import scatter
+from cyscatter._backends import host
 from cyscatter._backends.host import messages, rows_view, run_forward
 from cyscatter._backends.reduce import finish_fresh
 from cyscatter._docs import fill_doc
@@ -156,15 +157,15 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         return gather_scatter_gpu(call)
     op, src, plan, w, heads, feat, batch = call.op, call.src, call.plan, call.w, call.heads, call.feat, call.batch
     vdtype, result_dtype, fill, outer, inner = call.vdtype, call.result_dtype, call.fill, call.outer, call.inner
-    if w is not None and vdtype.kind in "iu" and op.compute_dtype(result_dtype) != vdtype:
+    if w is not None and vdtype.kind in "iu" and call.compute != vdtype:
         # integer messages the kernel would compute wider (small integers in int64, div and mean in float64)
         # than w * src wraps or rounds in its own dtype: the messages are formed as NumPy forms them
         msgs3, keep = messages(rows_view(src, vdtype, outer, plan.src_size, inner), plan, w, heads, feat, vdtype)
         out = scatter(msgs3, plan.scatter[keep], op, dim_size=plan.size, axis=1, fill_value=fill_value,
                       num_threads=num_threads)
         return out.reshape(batch + plan.dims + feat)
-    out3 = op.fresh((outer, plan.size, inner), result_dtype)
-    src3 = rows_view(src, out3.dtype, outer, plan.src_size, inner)
+    out3 = host.fresh_table((outer, plan.size, inner), call.compute, call.identity)
+    src3 = host.rows_view(src, out3.dtype, outer, plan.src_size, inner)
     counts = plan.counts if op.counts or fill is not None else None
     if counts is not None and op.skips_nan and out3.dtype.kind in "fc":
         # non-NaN messages per output element, counted by the kernel as it reduces (int32 below 2**31 edges, as
@@ -173,4 +174,6 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         run_forward(op.opcode, src3, plan, w, heads, feat, out3, threads, counts=counts)
     else:
         run_forward(op.opcode, src3, plan, w, heads, feat, out3, threads)
-    return finish_fresh(op, out3, counts, fill, result_dtype, threads=threads).reshape(batch + plan.dims + feat)
+    if counts is None:   # nothing to divide or fill: the table is the result
+        return out3.astype(result_dtype, copy=False).reshape(call.out_shape)
+    return finish_fresh(op, out3, counts, fill, result_dtype, threads=threads).reshape(call.out_shape)

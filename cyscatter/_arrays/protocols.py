@@ -54,8 +54,9 @@ def where_is(a) -> str | None:
             return "gpu"
     except Exception:
         pass
-    if isinstance(a, np.ndarray) or any(hasattr(type(a), p) for p in ("__array__", "__array_interface__",
-                                                                        "__dlpack__")):
+    kind = type(a)
+    if isinstance(a, np.ndarray) or hasattr(kind, "__array__") or hasattr(kind, "__array_interface__") \
+            or hasattr(kind, "__dlpack__"):
         return "host"
     return None
 

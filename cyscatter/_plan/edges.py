@@ -18,7 +18,6 @@ from cyscatter._plan.index import (
     index_shape,
     parse_coords,
     plan_index,
-    sized_by,
 )
 from cyscatter._plan.layout import normalize_axis
 
@@ -26,13 +25,16 @@ if TYPE_CHECKING:
     from cyscatter._typing import DimSize, IndexLike, Mode
 
 
-def _frozen(a) -> np.ndarray:
-    """A read-only int64 copy of `a` over an immutable buffer: its writeable flag cannot be set back."""
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    return np.frombuffer(a.tobytes(), dtype=np.int64).reshape(a.shape)
+def _frozen(*arrays) -> tuple:
+    """Read-only int64 copies of `arrays` over immutable buffers: their writeable flags cannot be set back."""
+    frozen = []
+    for a in arrays:
+        a = np.ascontiguousarray(a, dtype=np.int64)
+        frozen.append(np.frombuffer(a.tobytes(), dtype=np.int64).reshape(a.shape))
+    return tuple(frozen)
 
 
-_NO_IDS = _frozen(np.zeros(0, np.int64))
+_NO_IDS, = _frozen(np.zeros(0, np.int64))
 
 
 class GatherScatterPlan:
@@ -57,6 +59,8 @@ class GatherScatterPlan:
         Shape S of the source rows addressed by the gather index.
     dims : tuple of int
         Shape D of the destination rows addressed by the scatter index.
+    size, src_size : int
+        Destination rows ``prod(dims)`` and source rows ``prod(src_dims)``.
     mode : str
         The out-of-range mode the plan was validated with.
     n_edges : int
@@ -76,15 +80,18 @@ class GatherScatterPlan:
         set_("src_dims", gather_plan.dims)
         set_("dims", scatter_plan.dims)
         set_("mode", mode)
-        set_("gather", _frozen(gather_plan.flat))
-        set_("scatter", _frozen(scatter_plan.flat))
+        set_("size", scatter_plan.size)   # destination rows, prod(dims)
+        set_("src_size", gather_plan.size)   # source rows, prod(src_dims)
+        gather, scatter = _frozen(gather_plan.flat, scatter_plan.flat)
+        set_("gather", gather)
+        set_("scatter", scatter)
         set_("n_edges", self.gather.shape[0])
         indptr, edge_ids, cols = self._group(self.scatter, self.size, self.gather, self.src_size, "dim_size",
                                              scatter_plan, gather_plan)
         set_("indptr", indptr)
         set_("edge_ids", edge_ids)
         set_("cols", cols)
-        set_("counts", _frozen(np.diff(indptr)))
+        set_("counts", _frozen(np.diff(indptr))[0])
 
     def __setattr__(self, name, value):
         raise AttributeError(f"a GatherScatterPlan is immutable: make a new one with gather_scatter_plan "
@@ -93,25 +100,17 @@ class GatherScatterPlan:
     def __delattr__(self, name):
         raise AttributeError(f"a GatherScatterPlan is immutable (cannot delete {name!r})")
 
-    @property
-    def size(self) -> int:
-        """Destination rows, ``prod(dims)``."""
-        return prod(self.dims)
-
-    @property
-    def src_size(self) -> int:
-        """Source rows, ``prod(src_dims)``."""
-        return prod(self.src_dims)
-
     def _group(self, key, size, other, other_size, size_arg, key_plan, other_plan):
         check_table_bytes((size + 1,), np.int64, size_arg, size)
-        with sized_by(size_arg, size):
+        try:
             status, indptr, edge_ids, cols = fused_kernels.csr(key, size, other, other_size, self.mode in DROPPING)
+        except MemoryError as err:   # NumPy's own message names only a shape
+            raise MemoryError(f"{size_arg}={size!r} asks for more memory than can be allocated: {err}") from None
         if status >= 0:
             raise (key_plan if not 0 <= key[status] < size else other_plan).error(status)
         if edge_ids.shape[0] == self.n_edges and np.array_equal(edge_ids, np.arange(self.n_edges)):
             edge_ids = _NO_IDS   # already in destination order: the kernels read the weights in sequence
-        return _frozen(indptr), _frozen(edge_ids), _frozen(cols)
+        return _frozen(indptr, edge_ids, cols)
 
     @property
     def transpose(self) -> tuple:

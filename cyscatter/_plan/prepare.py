@@ -372,9 +372,9 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
 class EdgeCall:
     """A validated gather_scatter call, forward or reverse: the backend, op and edge plan, `src` of shape
     B + S + F as an array, the weight with its trailing 1s dropped (`w`, None without one; `heads` the feature
-    dims it spans, `w_shape` its own shape), the messages' dtype `vdtype`; forward: the result dtype and fill;
-    reverse: the cotangents and tangents as arrays, the derivative dtype and whether the messages must be
-    materialised."""
+    dims it spans, `w_shape` its own shape) and the messages' dtype `vdtype`. Forward: the result and compute
+    dtypes, the identity and the fill. Reverse: the cotangents and tangents as arrays, the derivative dtype and
+    whether the messages must be materialised."""
 
     be: ModuleType
     op: Op
@@ -390,6 +390,8 @@ class EdgeCall:
     w_shape: tuple | None
     vdtype: np.dtype
     result_dtype: np.dtype | None = None
+    compute: np.dtype | None = None
+    identity: Any = None
     fill: Any = None
     arrays: dict | None = None
     dtype: np.dtype | None = None
@@ -412,7 +414,8 @@ def _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, m
     if src is None:
         raise TypeError(f"{fun} needs src (the forward call's src), got None" if reverse else
                         "src must be an array of numbers, got None")
-    src = be.asarray(src)
+    if type(src) is not np.ndarray:
+        src = be.asarray(src)
     if xp is not np:
         gather_index, scatter_index = host_index(gather_index), host_index(scatter_index)
     arrays = None
@@ -420,7 +423,7 @@ def _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, m
         arrays = {}
         for name, a in cotangents.items():
             if a is not None:
-                a = arrays[name] = be.asarray(a)
+                a = arrays[name] = a if type(a) is np.ndarray else be.asarray(a)
                 if not holds_numbers(a.dtype):
                     raise TypeError(f"{name} must hold numbers, got dtype {a.dtype}")
         if out is not None and "grad_out" in arrays and shape_of_any(be, out) != arrays["grad_out"].shape:
@@ -438,11 +441,13 @@ def _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, m
     if reverse:
         call.dtype, call.materialise = derivative_policy(op, vdtype, arrays)
     else:
-        call.result_dtype = op.result_dtype(vdtype)
+        call.result_dtype, call.compute, call.identity = dtype_rules(op, vdtype)
         call.fill = None if fill_value is None else fill_for(fill_value, call.result_dtype, xp)
     return call
 
 
 def shape_of_any(be: ModuleType, a) -> tuple:
     """The shape of an array argument on either backend (CuPy arrays refuse NumPy's implicit conversion)."""
+    if type(a) is np.ndarray:
+        return a.shape
     return shape_of(a) if be.xp is np else tuple(be.asarray(a).shape)

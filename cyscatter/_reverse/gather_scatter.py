@@ -96,7 +96,8 @@ class _Call:
 
     def table(self, a, arg: str):
         """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
-        a = host_asarray(a)
+        if type(a) is not np.ndarray:
+            a = host_asarray(a)
         if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.out_shape:

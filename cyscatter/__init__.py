@@ -11,7 +11,7 @@ from cyscatter._runtime.wait_policy import load_kernels as _load_kernels
 
 _load_kernels()   # first of all: libgomp loads with it, with passive waiting unless the user chose otherwise
 
-from cyscatter._runtime.machine import apply as _apply_machine   # the kernels' thresholds for this machine's caches
+from cyscatter._runtime.machine import apply as _apply_machine  # the kernels' thresholds for this machine's caches
 
 _apply_machine()
 
@@ -19,22 +19,37 @@ from cyscatter._api.argext import scatter_argmax, scatter_argmin, scatter_nanarg
 from cyscatter._api.count import scatter_count
 from cyscatter._api.gather import gather, gather_into
 from cyscatter._api.gather_scatter import gather_scatter
-from cyscatter._plan.edges import GatherScatterPlan, gather_scatter_plan
-from cyscatter._reverse.gather_scatter import gather_scatter_jvp, gather_scatter_vjp_src, gather_scatter_vjp_weight
-from cyscatter._plan.index import MODES
 from cyscatter._api.logical import scatter_all, scatter_any
-from cyscatter._registry.ops import OP_NAMES, OPS, get_op
-from cyscatter._reverse.scatter import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
 from cyscatter._api.moments import scatter_nanstd, scatter_nanvar, scatter_std, scatter_var
-from cyscatter._reverse.segment import gather_segment_vjp_src, segment_jvp, segment_vjp_src
-from cyscatter._reverse.softmax import (scatter_log_softmax_jvp, scatter_log_softmax_vjp, scatter_logsumexp_jvp, scatter_logsumexp_vjp, scatter_softmax_jvp, scatter_softmax_vjp)
-from cyscatter._reverse.moments import (scatter_nanstd_jvp, scatter_nanstd_vjp, scatter_nanvar_jvp, scatter_nanvar_vjp, scatter_std_jvp, scatter_std_vjp, scatter_var_jvp, scatter_var_vjp)
 from cyscatter._api.scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
 from cyscatter._api.scatter import scatter, scatter_into
 from cyscatter._api.segment import gather_segment, segment, segment_ids
 from cyscatter._api.softmax import scatter_log_softmax, scatter_logsumexp, scatter_softmax
+from cyscatter._plan.edges import GatherScatterPlan, gather_scatter_plan
+from cyscatter._plan.index import MODES
+from cyscatter._registry.ops import OP_NAMES, OPS, get_op
+from cyscatter._reverse.gather_scatter import gather_scatter_jvp, gather_scatter_vjp_src, gather_scatter_vjp_weight
+from cyscatter._reverse.moments import (
+    scatter_nanstd_jvp,
+    scatter_nanstd_vjp,
+    scatter_nanvar_jvp,
+    scatter_nanvar_vjp,
+    scatter_std_jvp,
+    scatter_std_vjp,
+    scatter_var_jvp,
+    scatter_var_vjp,
+)
+from cyscatter._reverse.scatter import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
+from cyscatter._reverse.segment import gather_segment_vjp_src, segment_jvp, segment_vjp_src
+from cyscatter._reverse.softmax import (
+    scatter_log_softmax_jvp,
+    scatter_log_softmax_vjp,
+    scatter_logsumexp_jvp,
+    scatter_logsumexp_vjp,
+    scatter_softmax_jvp,
+    scatter_softmax_vjp,
+)
 from cyscatter._runtime.threads import get_num_threads, set_num_threads
-
 from cyscatter._version import __version__
 
 __all__ = [

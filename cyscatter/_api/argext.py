@@ -13,13 +13,7 @@ from cyscatter._arrays.protocols import host_asarray
 from cyscatter._backends.host import rows_view, run_gather, run_scatter
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
-from cyscatter._plan.index import (
-    check_table_bytes,
-    index_shape,
-    parse_coords,
-    plan_index,
-    sized_by,
-)
+from cyscatter._plan.index import check_table_bytes, index_shape, parse_coords, plan_index, sized_by
 from cyscatter._plan.layout import expand_cast, expand_src, src_layout
 from cyscatter._plan.values import fill_for, size_arg
 from cyscatter._registry.ops import get_op
@@ -29,15 +23,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DeviceIndex,
-        DimSize,
-        IndexLike,
-        Mode,
-        _FuncT,
-    )
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, _FuncT
 
 
 def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:

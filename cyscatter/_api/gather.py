@@ -16,15 +16,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import DTypeLike, NDArray
 
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DeviceIndex,
-        FillValue,
-        IndexLike,
-        Mode,
-        _DstT,
-    )
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, FillValue, IndexLike, Mode, _DstT
 
 
 

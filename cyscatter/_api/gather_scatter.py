@@ -17,9 +17,7 @@ from cyscatter._backends import host
 from cyscatter._backends.host import messages, rows_view, run_forward
 from cyscatter._backends.reduce import finish_fresh
 from cyscatter._docs import fill_doc
-from cyscatter._plan.edges import (
-    GatherScatterPlan,
-)
+from cyscatter._plan.edges import GatherScatterPlan
 from cyscatter._plan.prepare import prepare
 from cyscatter._runtime.threads import check_threads
 
@@ -28,16 +26,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DeviceIndex,
-        DimSize,
-        FillValue,
-        IndexLike,
-        Mode,
-        OpLike,
-    )
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 @overload

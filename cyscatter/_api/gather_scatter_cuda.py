@@ -5,11 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter._api.scatter import scatter
-from cyscatter._backends.cuda_kernels import (
-    build,
-    gather_scatter_ordered_spec,
-    gather_scatter_spec,
-)
+from cyscatter._backends.cuda_kernels import build, gather_scatter_ordered_spec, gather_scatter_spec
 from cyscatter._backends.host import weight_rows
 from cyscatter._backends.reduce import finish_fresh
 

@@ -17,14 +17,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DimSize,
-        FillValue,
-        IndexLike,
-        Mode,
-    )
+    from cyscatter._typing import ArrayInput, DeviceArray, DimSize, FillValue, IndexLike, Mode
 
 
 def flags(be: Any, src: Any) -> Any:

@@ -17,15 +17,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DeviceIndex,
-        DimSize,
-        IndexLike,
-        Mode,
-        _FuncT,
-    )
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, _FuncT
 
 
 def group_max(ctx):

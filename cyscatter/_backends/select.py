@@ -7,12 +7,7 @@ from types import ModuleType
 
 import numpy as np
 
-from cyscatter._arrays.protocols import (
-    _describe,
-    check_foreign,
-    refuse_bfloat16_on_gpu,
-    where_is,
-)
+from cyscatter._arrays.protocols import _describe, check_foreign, refuse_bfloat16_on_gpu, where_is
 from cyscatter._backends import host
 
 

@@ -228,14 +228,6 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
     return dtype, op.name in ("mul", "div") or (op.ordered and vdtype.kind in "iu") or op.skips_nan
 
 
-def _numbers(a, arg: str):
-    """`a` as an array of numbers; TypeError naming `arg` for anything else (bool, strings, dates, objects)."""
-    a = host_asarray(a)
-    if not holds_numbers(a.dtype):
-        raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
-    return a
-
-
 def dims_like(shaped, src, gather_index, scatter_index, axis):
     """The destination shape D read off an array shaped B + D + F (grad_out, out), as the core reverse functions
     read it off `out`; None (inferred from the index) when there is none or it has too few dims."""

@@ -35,21 +35,9 @@ from cyscatter._arrays.dtypes import float_kind, holds_numbers, native
 from cyscatter._arrays.protocols import host_index, refuse_bfloat16_on_gpu, shape_of
 from cyscatter._backends.context import Reverse
 from cyscatter._backends.select import backend_of
-from cyscatter._plan.edges import (
-    check_weight,
-    derivative_policy,
-    dims_like,
-    resolve,
-    value_dtype,
-)
+from cyscatter._plan.edges import check_weight, derivative_policy, dims_like, resolve, value_dtype
 from cyscatter._plan.index import IndexPlan, check_table_bytes, parse_coords, plan_index
-from cyscatter._plan.layout import (
-    expand_cast,
-    normalize_axis,
-    out_layout,
-    split_src,
-    src_layout,
-)
+from cyscatter._plan.layout import expand_cast, normalize_axis, out_layout, split_src, src_layout
 from cyscatter._plan.values import (
     _PYTHON_KIND,
     _float_dtype,

@@ -1,4 +1,5 @@
-"""`dtype=` and `out=` of the allocating `scatter` and `gather` (NumPy's meaning).
+"""Values and dtypes of a call: `dtype=` and `out=` of the allocating `scatter` and `gather` (NumPy's meaning),
+fill values, Python scalars taken by value (NEP 50), and the checks of the reverse functions' array arguments.
 
 `dtype` chooses the dtype `src` is cast to before the call (as ``np.add.reduce(dtype=)``, but under NumPy's
 ``same_kind`` rule, where NumPy's reductions cast unsafely: ``np.add.reduce([1.5, 2.5], dtype=int)`` is 3);
@@ -55,12 +56,6 @@ def direct(be: Any, target: Any, compute_dtype: np.dtype, *inputs: Any) -> bool:
     return (type(target) is be.xp.ndarray and target.flags.c_contiguous and getattr(target.flags, "aligned", True)
             and target.dtype == compute_dtype and target.dtype.isnative
             and not any(be.xp.may_share_memory(target, a) for a in inputs))
-
-
-def write_out(be: Any, target: Any, result: Any, original: Any) -> Any:
-    """Copy `result` into `target` (the checked `out`) and return the object the caller passed."""
-    be.xp.copyto(target, result.reshape(target.shape))
-    return original
 
 
 _PYTHON_KIND = {int: "iu", float: "f", complex: "c"}

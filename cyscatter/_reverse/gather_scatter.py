@@ -26,11 +26,7 @@ from cyscatter._backends import host
 from cyscatter._backends.host import messages, rows_view, run_forward, weight_rows
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
-from cyscatter._plan.edges import (
-    cast_like,
-    rule_inputs,
-    weight_shaped,
-)
+from cyscatter._plan.edges import cast_like, rule_inputs, weight_shaped
 from cyscatter._plan.prepare import prepare
 from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
 from cyscatter._runtime.threads import check_threads, team
@@ -42,15 +38,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from cyscatter._plan.edges import GatherScatterPlan
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DeviceIndex,
-        DimSize,
-        IndexLike,
-        Mode,
-        OpLike,
-    )
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
 
 
 _FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
@@ -79,6 +67,9 @@ class _Call:
         self.src_rows = (self.outer, self.plan.src_size, self.inner)
         self.w2 = None if self.w is None else \
             weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
+        # the fused kernels' weight argument (an empty one without a weight) and their thread team
+        self.kernel_w2 = np.zeros((0, 1), self.dtype) if self.w2 is None else self.w2
+        self.parts = team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
         self.out_raw = None if out is None else host_asarray(out)
         self.out3 = None if out is None else self.table(out, "out")
         if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
@@ -133,16 +124,10 @@ class _Call:
             return g3
         indptr, ids, cols = self.plan.indptr, self.plan.edge_ids, self.plan.cols
         result = np.empty_like(g3)
-        fused_kernels.extreme_ties(self.op.name == "max", self.src3, indptr, cols, ids, self._w2(), self.w is not None,
-                                   self.out3, g3, self.src3, False, self._w2(), False, result, self._parts(),
+        fused_kernels.extreme_ties(self.op.name == "max", self.src3, indptr, cols, ids, self.kernel_w2, self.w is not None,
+                                   self.out3, g3, self.src3, False, self.kernel_w2, False, result, self.parts,
                                    select=self.select)
         return result
-
-    def _w2(self):
-        return np.zeros((0, 1), self.dtype) if self.w2 is None else self.w2
-
-    def _parts(self):
-        return team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
 
     def weight_shaped(self, rows2):
         return weight_shaped(rows2, self.plan.index_shape, self.feat, self.w, self.w_shape)
@@ -285,8 +270,8 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
                     call.threads, transpose=True)
     elif call.inner and call.outer:
         indptr, ids, cols = call.plan.transpose
-        fused_kernels.extreme_back(call.src3, indptr, cols, ids, call._w2(), call.w is not None, call.out3,
-                                   call.share(g3), result, call._parts(), select=call.select)
+        fused_kernels.extreme_back(call.src3, indptr, cols, ids, call.kernel_w2, call.w is not None, call.out3,
+                                   call.share(g3), result, call.parts, select=call.select)
     return cast_like(result.reshape(call.src.shape), call.src)
 
 
@@ -377,8 +362,8 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
         select = call.select
         cot = call.per_destination(g3) if select is None else call.share(g3)
         fused_kernels.dots(cot, call.src3, call.plan.gather, call.plan.scatter, result,
-                           cot if select is None else call.out3, 0 if select is None else select + 1, call._w2(),
-                           call.w is not None, call._parts())
+                           cot if select is None else call.out3, 0 if select is None else select + 1, call.kernel_w2,
+                           call.w is not None, call.parts)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else cast_like(shaped, call.w)
 
@@ -514,9 +499,9 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
         result = np.zeros(size3, call.dtype)
         if call.inner and call.outer:
             fused_kernels.extreme_ties(name == "max", call.src3, call.plan.indptr, call.plan.cols,
-                                       call.plan.edge_ids, call._w2(), call.w is not None, call.out3, call.out3,
+                                       call.plan.edge_ids, call.kernel_w2, call.w is not None, call.out3, call.out3,
                                        call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
                                        np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,
-                                       w_dot2 is not None, result, call._parts(), select=call.select,
+                                       w_dot2 is not None, result, call.parts, select=call.select,
                                        average=call.op.splits)
     return result.reshape(call.out_shape)

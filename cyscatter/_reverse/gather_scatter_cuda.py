@@ -22,13 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._api.gather_scatter_cuda import (
-    _LINEAR,
-    _edge_weight,
-    _forward,
-    _on_device,
-    _run_edges,
-)
+from cyscatter._api.gather_scatter_cuda import _LINEAR, _edge_weight, _forward, _on_device, _run_edges
 from cyscatter._api.scatter import scatter_into
 from cyscatter._arrays.dtypes import holds_numbers
 from cyscatter._arrays.integers import prod
@@ -41,11 +35,7 @@ from cyscatter._backends.cuda_kernels import (
     tangents_spec,
 )
 from cyscatter._backends.host import weight_rows
-from cyscatter._plan.edges import (
-    cast_like,
-    rule_inputs,
-    weight_shaped,
-)
+from cyscatter._plan.edges import cast_like, rule_inputs, weight_shaped
 from cyscatter._plan.prepare import prepare
 from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
 

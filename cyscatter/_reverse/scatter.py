@@ -17,19 +17,8 @@ from cyscatter._backends.host import precheck, rows_view
 from cyscatter._backends.reduce import _reduce_into
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
-from cyscatter._plan.index import (
-    check_sizes,
-    check_table_bytes,
-    index_shape,
-    parse_coords,
-    plan_index,
-    sized_by,
-)
-from cyscatter._plan.layout import (
-    normalize_axis,
-    split_src,
-    unbroadcast,
-)
+from cyscatter._plan.index import check_sizes, check_table_bytes, index_shape, parse_coords, plan_index, sized_by
+from cyscatter._plan.layout import normalize_axis, split_src, unbroadcast
 from cyscatter._plan.prepare import prepare
 from cyscatter._plan.values import _float_dtype, check_given, check_numeric
 from cyscatter._reverse import rules as _rules
@@ -39,14 +28,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DeviceIndex,
-        IndexLike,
-        Mode,
-        OpLike,
-    )
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, IndexLike, Mode, OpLike
 
 
 

@@ -3,14 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, overload
 
-from cyscatter._api.segment import (
-    batched_indptr,
-    check_indptr,
-    merge_batch,
-    segment,
-    segment_axis,
-    segment_ids,
-)
+from cyscatter._api.segment import batched_indptr, check_indptr, merge_batch, segment, segment_axis, segment_ids
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.layout import normalize_axis

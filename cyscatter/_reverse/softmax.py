@@ -17,14 +17,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DeviceIndex,
-        DimSize,
-        IndexLike,
-        Mode,
-    )
+    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode
 
 
 def _lse_weights(ctx, out3):

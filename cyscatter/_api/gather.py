@@ -1,7 +1,7 @@
 """gather and gather_into: the public gather functions (NNlib's `gather` and `gather!`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,12 +27,10 @@ from cyscatter._runtime.threads import check_threads
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import DTypeLike, NDArray
+    from numpy.typing import DTypeLike
 
     from cyscatter._typing import (
         ArrayInput,
-        DeviceArray,
-        DeviceIndex,
         FillValue,
         IndexLike,
         Mode,
@@ -46,24 +44,6 @@ def split_gather_src(src: np.ndarray, coords: tuple, axis, mode: str):
     axis = normalize_axis(axis, src.ndim, m)
     plan = plan_index(None, src.shape[axis:axis + m], mode, coords=coords, dims_arg="src.shape")
     return plan, src.shape[:axis], src.shape[axis + m:]
-
-
-@overload
-def gather(src: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
-           num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather(src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
-           num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
-           num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc

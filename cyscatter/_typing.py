@@ -9,13 +9,19 @@ whose index is a `DeviceArray` (a CuPy array, or any typed object exporting ``__
 on the GPU and gives a CuPy array) is typed as returning `Any`; CuPy ships no type information, so to a type
 checker a CuPy array is `Any` and takes that overload too. Every other call (NumPy arrays, Python scalars and
 sequences, objects NumPy converts) is typed as returning a NumPy array, ``NDArray``.
+
+The overloads are in a ``.pyi`` stub beside each module (``cyscatter/_api/scatter.pyi``, ``grad/_scatter.pyi``),
+so that the code starts with each function's own signature. A type checker reads the stub in place of the module:
+the stub also declares what other modules import from it, and mypy checks the stub, not the code, unless the
+module's file is named on its command line (`tests/toolchain/test_stubs.py` compares the two; .ci/run checks the
+code that way). `cyscatter._api.scan` keeps its overloads: a stub would have to repeat its `ScanView` class.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, SupportsIndex, TypeAlias, Union
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray   # cheap: NumPy has loaded its typing modules already
+from numpy.typing import ArrayLike, NDArray  # cheap: NumPy has loaded its typing modules already
 
 if TYPE_CHECKING:
     from cyscatter._registry.ops import Op

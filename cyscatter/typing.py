@@ -28,8 +28,20 @@ DimSize, FillValue
 from __future__ import annotations
 
 from cyscatter._registry.ops import Op
-from cyscatter._typing import (ArrayInput, DeviceArray, DeviceIndex, DimSize, DLPackArray, FillValue, IndexLike, Mode,
-                               OpLike, ScanOp, ScanOpLike, ScatterOp)
+from cyscatter._typing import (
+                               ArrayInput,
+                               DeviceArray,
+                               DeviceIndex,
+                               DimSize,
+                               DLPackArray,
+                               FillValue,
+                               IndexLike,
+                               Mode,
+                               OpLike,
+                               ScanOp,
+                               ScanOpLike,
+                               ScatterOp,
+)
 
 __all__ = ["ScatterOp", "ScanOp", "ScanOpLike", "Mode", "Op", "OpLike", "ArrayInput", "IndexLike", "DLPackArray", "DeviceArray", "DeviceIndex",
            "DimSize", "FillValue"]

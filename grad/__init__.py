@@ -19,8 +19,19 @@ except ImportError as error:   # pragma: no cover - depends on the environment
 from cyscatter._arrays.protocols import take_foreign_in
 from grad._gather import gather, gather_into
 from grad._gather_scatter import gather_scatter
-from grad._groups import (gather_segment, scatter_argmax, scatter_argmin, scatter_log_softmax, scatter_logsumexp,
-                          scatter_nanstd, scatter_nanvar, scatter_softmax, scatter_std, scatter_var, segment)
+from grad._groups import (
+    gather_segment,
+    scatter_argmax,
+    scatter_argmin,
+    scatter_log_softmax,
+    scatter_logsumexp,
+    scatter_nanstd,
+    scatter_nanvar,
+    scatter_softmax,
+    scatter_std,
+    scatter_var,
+    segment,
+)
 from grad._scan import scatter_scan
 from grad._scatter import scatter, scatter_into
 

@@ -8,8 +8,8 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval, isbox
 
 import cyscatter as cs
-from cyscatter._plan.layout import normalize_axis
 from cyscatter._arrays.dtypes import is_bfloat16
+from cyscatter._plan.layout import normalize_axis
 from grad._primitive import primitive
 
 

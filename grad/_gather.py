@@ -2,7 +2,7 @@
 ``getitem``/``untake`` pair). Both are linear, so they are their own JVPs and derivatives of any order follow."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 from autograd.extend import defjvp, defvjp
@@ -15,24 +15,9 @@ from grad._where import where
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import DTypeLike, NDArray
+    from numpy.typing import DTypeLike
 
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, FillValue, IndexLike, Mode
-
-
-@overload
-def gather(src: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...) -> Any: ...
-
-
-@overload
-def gather(src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...) -> Any: ...
-
-
-@overload
-def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...) -> NDArray[Any]: ...
+    from cyscatter._typing import ArrayInput, FillValue, IndexLike, Mode
 
 
 @primitive
@@ -77,21 +62,6 @@ def gather_vjp_src(grad_out, index, src_shape, *, axis=0, mode="raise"):
     dtype = np.result_type(grad_out)
     summed = cs.gather_vjp_src(grad_out, index, src_shape, axis=axis, mode=mode)
     return summed.astype(dtype, copy=False) if dtype.kind in "fc" else summed
-
-
-@overload
-def gather_into(dst: DeviceArray, src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ...,
-                mode: Mode = ...) -> Any: ...
-
-
-@overload
-def gather_into(dst: ArrayInput, src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ...,
-                mode: Mode = ...) -> Any: ...
-
-
-@overload
-def gather_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ...,
-                mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @primitive

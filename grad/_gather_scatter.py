@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import autograd.numpy as anp
 import numpy as np
@@ -34,9 +34,7 @@ from grad._where import where
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
+    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 @dataclass(frozen=True)
@@ -68,27 +66,6 @@ class _Edges:
 
     def ones_weight(self):
         return None if self.weight_shape is None else np.ones(self.weight_shape, self.weight_dtype)
-
-
-@overload
-def gather_scatter(src: DeviceArray, gather_index: IndexLike | None = ..., scatter_index: IndexLike | None = ...,
-                   op: OpLike = ..., *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode | None = ...,
-                   plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter(src: ArrayInput, gather_index: DeviceIndex, scatter_index: IndexLike | None = ..., op: OpLike = ...,
-                   *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   fill_value: FillValue | None = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                   num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = ..., scatter_index: IndexLike | None = ...,
-                   op: OpLike = ..., *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode | None = ...,
-                   plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatter_index: IndexLike | None = None,

@@ -16,7 +16,7 @@ over those; d is 0 at a NaN entry, whose tangent is dropped). `segment` and `gat
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import autograd.numpy as anp
 import numpy as np
@@ -24,9 +24,9 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval
 
 import cyscatter as cs
-from cyscatter._plan.layout import normalize_axis
-from cyscatter._plan.index import plan_index
 from cyscatter._api.segment import batched_indptr, check_indptr, merge_batch, segment_axis
+from cyscatter._plan.index import plan_index
+from cyscatter._plan.layout import normalize_axis
 from grad._args import layout, require_inexact, require_inexact_traced, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive
@@ -36,9 +36,7 @@ from grad._where import where
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
+    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 class Groups:
@@ -86,21 +84,6 @@ class Groups:
 
 # ---- logsumexp ---------------------------------------------------------------------------------------------------
 
-@overload
-def scatter_logsumexp(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                      mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_logsumexp(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                      mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                      mode: Mode = ...) -> NDArray[Any]: ...
-
-
 @primitive
 def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                       mode: Mode = "raise") -> Any:
@@ -142,21 +125,6 @@ def _lse_jvp(src_dot, ans, src, index, dim_size=None, axis=0, mode="raise"):
 
 # ---- softmax and log-softmax ---------------------------------------------------------------------------------------
 
-@overload
-def scatter_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                    mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                    mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                    mode: Mode = ...) -> NDArray[Any]: ...
-
-
 @primitive
 def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                     mode: Mode = "raise") -> Any:
@@ -177,21 +145,6 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
         The result of `cyscatter.scatter_softmax`.
     """
     return cs.scatter_softmax(src, index, dim_size=dim_size, axis=axis, mode=mode)
-
-
-@overload
-def scatter_log_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_log_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                        mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @primitive
@@ -241,21 +194,6 @@ def _log_softmax_jvp(src_dot, ans, src, index, dim_size=None, axis=0, mode="rais
 
 # ---- variance and standard deviation ---------------------------------------------------------------------------
 
-@overload
-def scatter_var(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_var(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 @primitive
 def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
                 axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
@@ -282,21 +220,6 @@ def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size:
         value is computed), besides the errors of `cyscatter.scatter_var`.
     """
     return cs.scatter_var(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
-
-
-@overload
-def scatter_std(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_std(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @primitive
@@ -364,21 +287,6 @@ def _moment_jvp(std):
     return tangent
 
 
-@overload
-def scatter_nanvar(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanvar(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 @primitive
 def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
@@ -409,21 +317,6 @@ def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_si
         value is computed), besides the errors of `cyscatter.scatter_nanvar`.
     """
     return cs.scatter_nanvar(src, index, ddof=ddof, dim_size=dim_size, axis=axis, mode=mode)
-
-
-@overload
-def scatter_nanstd(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanstd(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @primitive
@@ -498,16 +391,6 @@ def _rows_along(src, axis) -> int:
     return np.shape(src)[normalize_axis(axis, np.ndim(src), 1)]
 
 
-@overload
-def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
-            fill_value: FillValue | None = ...) -> Any: ...
-
-
-@overload
-def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
-            fill_value: FillValue | None = ...) -> NDArray[Any]: ...
-
-
 def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
             fill_value: FillValue | None = None) -> Any:
     """Differentiable `cyscatter.segment`: `grad.scatter` with the index ``segment_ids(indptr)``.
@@ -540,14 +423,6 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     axis = 0 if axis is None else axis
     ptr = check_indptr(indptr, _rows_along(src, axis))
     return scatter(src, cs.segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
-
-
-@overload
-def gather_segment(src: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:

@@ -20,7 +20,7 @@ and the mul scan ``y`` of ``x``: ``dy = L(before * dx, x)``, ``x-bar = before * 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import autograd.numpy as anp
 import numpy as np
@@ -28,8 +28,8 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import Box, getval
 
 import cyscatter as cs
-from cyscatter._plan.index import index_shape, parse_coords, plan_index
 from cyscatter._api.scan import ScanView, flag, scan_op
+from cyscatter._plan.index import index_shape, parse_coords, plan_index
 from cyscatter._plan.layout import split_src
 from grad._args import require_inexact
 from grad._primitive import primitive
@@ -38,9 +38,7 @@ from grad._where import where
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode
     from cyscatter._typing import ScanOpLike as OpLike
 
 
@@ -129,22 +127,6 @@ def _scan_extreme(op, src, index, dim_size, axis, mode, exclusive, reverse):
     flat = ((o * n + np.where(arg3 < 0, 0, arg3)) * inner + f).reshape(view.shape)
     picked = anp.reshape(src, (-1,))[flat] if flat.size else anp.reshape(src, view.shape)
     return where((arg3 >= 0).reshape(view.shape), picked, view.identity(view.result))
-
-
-@overload
-def scatter_scan(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-                 axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ..., reverse: bool = ...) -> Any: ...
-
-
-@overload
-def scatter_scan(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-                 axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ..., reverse: bool = ...) -> Any: ...
-
-
-@overload
-def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-                 axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ...,
-                 reverse: bool = ...) -> NDArray[Any]: ...
 
 
 def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,

@@ -14,7 +14,7 @@ scatter itself), so their own derivatives, the second derivatives of mul and div
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import autograd.numpy as anp
 import numpy as np
@@ -33,30 +33,9 @@ from grad._where import where
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import DTypeLike, NDArray
+    from numpy.typing import DTypeLike
 
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
-
-
-@overload
-def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
-            mode: Mode = ..., indices_are_sorted: bool = ...,
-            num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
-            mode: Mode = ..., indices_are_sorted: bool = ...,
-            num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
-            mode: Mode = ..., indices_are_sorted: bool = ...,
-            num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 @primitive
@@ -110,21 +89,6 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     """
     return cs.scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, dtype=dtype, mode=mode,
                       indices_are_sorted=indices_are_sorted, num_threads=num_threads)
-
-
-@overload
-def scatter_into(dst: DeviceArray, src: ArrayInput, index: IndexLike, op: OpLike = ..., *, axis: SupportsIndex = ...,
-                 mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_into(dst: ArrayInput, src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, axis: SupportsIndex = ...,
-                 mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike = ..., *, axis: SupportsIndex = ...,
-                 mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @primitive

@@ -1,7 +1,7 @@
 """scatter_argmax and scatter_argmin: the position of each group's max/min winner."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,9 +21,7 @@ from cyscatter._registry.ops import get_op
 if TYPE_CHECKING:
     from typing import Any, Callable, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, _FuncT
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, _FuncT
 
 
 def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -164,40 +162,10 @@ def arg_doc(which: str, zero: str, example: str, result: str, template: str = _D
     return decorate
 
 
-@overload
-def scatter_argmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_argmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> NDArray[np.int64]: ...
-
-
 @arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2")
 def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                    fill_value: SupportsIndex | float | None = None, mode: Mode = "raise") -> Any:
     return _scatter_arg("max", src, index, dim_size, axis, mode, fill_value)
-
-
-@overload
-def scatter_argmin(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_argmin(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   fill_value: SupportsIndex | float | None = ..., mode: Mode = ...) -> NDArray[np.int64]: ...
 
 
 @arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2")
@@ -248,47 +216,11 @@ _NAN_DOC = """Position of each group's {which} winner among its non-NaN members:
     """
 
 
-@overload
-def scatter_nanargmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
-                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
-                      mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanargmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
-                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
-                      mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanargmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
-                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
-                      mode: Mode = ...) -> NDArray[np.int64]: ...
-
-
 @arg_doc("argmax", "+0.0 beats -0.0", "3., np.nan, 1., 5., np.nan", "3, 5, 2", _NAN_DOC)
 def scatter_nanargmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                       axis: SupportsIndex = 0, fill_value: SupportsIndex | float | None = None,
                       mode: Mode = "raise") -> Any:
     return _scatter_arg("fmax", src, index, dim_size, axis, mode, fill_value)
-
-
-@overload
-def scatter_nanargmin(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
-                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
-                      mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanargmin(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
-                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
-                      mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanargmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
-                      axis: SupportsIndex = ..., fill_value: SupportsIndex | float | None = ...,
-                      mode: Mode = ...) -> NDArray[np.int64]: ...
 
 
 @arg_doc("argmin", "-0.0 beats +0.0", "3., np.nan, 1., 5., np.nan", "0, 5, 2", _NAN_DOC)

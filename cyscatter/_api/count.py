@@ -1,7 +1,7 @@
 """scatter_count: how many index entries reach each destination element (numpy_groupies' ``func="count"``)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,10 +14,8 @@ from cyscatter._plan.values import size_arg
 if TYPE_CHECKING:
     from typing import Any
 
-    from numpy.typing import NDArray
-
     from cyscatter._plan.index import IndexPlan
-    from cyscatter._typing import DeviceIndex, DimSize, IndexLike, Mode
+    from cyscatter._typing import DimSize, IndexLike, Mode
 
 
 _LEAN_MODES = {"raise": kernels.IndexMode.MODE_RAISE, "drop": kernels.IndexMode.MODE_DROP}
@@ -48,14 +46,6 @@ def plan_counts(be: Any, plan: IndexPlan) -> Any:
     if not flat.size:   # np.bincount of an empty int32 vector is fine, of an empty int64 one too; keep one dtype
         return xp.zeros(plan.size, np.int64)
     return xp.bincount(flat, minlength=plan.size).astype(np.int64, copy=False)
-
-
-@overload
-def scatter_count(index: DeviceIndex, dim_size: DimSize | None = ..., *, mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_count(index: IndexLike, dim_size: DimSize | None = ..., *, mode: Mode = ...) -> NDArray[np.int64]: ...
 
 
 @fill_doc

@@ -1,7 +1,7 @@
 """gather and gather_into: the public gather functions (NNlib's `gather` and `gather!`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -14,29 +14,11 @@ from cyscatter._runtime.threads import check_threads
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import DTypeLike, NDArray
+    from numpy.typing import DTypeLike
 
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, FillValue, IndexLike, Mode, _DstT
-
-
+    from cyscatter._typing import ArrayInput, FillValue, IndexLike, Mode, _DstT
 
 
-@overload
-def gather(src: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
-           num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather(src: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
-           num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...,
-           fill_value: FillValue | None = ..., dtype: DTypeLike | None = ..., out: Any = ...,
-           num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc

@@ -8,7 +8,7 @@ is reduced in one pass over its edges, reading the source rows it needs. A `Gath
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,30 +24,7 @@ from cyscatter._runtime.threads import check_threads
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
-
-
-@overload
-def gather_scatter(src: DeviceArray, gather_index: IndexLike | None = ..., scatter_index: IndexLike | None = ...,
-                   op: OpLike = ..., *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode | None = ...,
-                   plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter(src: ArrayInput, gather_index: DeviceIndex, scatter_index: IndexLike | None = ..., op: OpLike = ...,
-                   *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                   fill_value: FillValue | None = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                   num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = ..., scatter_index: IndexLike | None = ...,
-                   op: OpLike = ..., *, weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., fill_value: FillValue | None = ..., mode: Mode | None = ...,
-                   plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike
 
 
 @fill_doc

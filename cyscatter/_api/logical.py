@@ -2,7 +2,7 @@
 ``func="any"`` / ``"all"``), run on the max / min scatter kernels over 0/1 flags (no new kernel, no op code)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,9 +15,7 @@ from cyscatter._plan.values import fill_for
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DimSize, FillValue, IndexLike, Mode
+    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode
 
 
 def flags(be: Any, src: Any) -> Any:
@@ -98,34 +96,10 @@ _DOC = """Whether {what} of each group's entries {verb} nonzero: ``out[j] = {for
     """
 
 
-@overload
-def scatter_any(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                fill_value: FillValue | None = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
-                num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def scatter_any(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                fill_value: FillValue | None = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
-                num_threads: SupportsIndex | None = ...) -> NDArray[np.bool_]: ...
-
-
 def scatter_any(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                 fill_value: FillValue | None = None, mode: Mode = "raise", indices_are_sorted: bool = False,
                 num_threads: SupportsIndex | None = None) -> Any:
     return _logical("any", src, index, dim_size, axis, fill_value, mode, indices_are_sorted, num_threads)
-
-
-@overload
-def scatter_all(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                fill_value: FillValue | None = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
-                num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def scatter_all(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                fill_value: FillValue | None = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
-                num_threads: SupportsIndex | None = ...) -> NDArray[np.bool_]: ...
 
 
 def scatter_all(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,

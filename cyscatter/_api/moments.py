@@ -2,7 +2,7 @@
 then the sum of squared deviations), from the core add and gather kernels."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,9 +18,7 @@ from cyscatter._registry.ops import get_op
 if TYPE_CHECKING:
     from typing import Any, Callable, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, _FuncT
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, _FuncT
 
 
 def deviations3(ctx):
@@ -146,41 +144,11 @@ def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool, skip_nan: b
     return out.reshape(dst_shape(ctx, batch, feat))
 
 
-@overload
-def scatter_var(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_var(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 @_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
              "var", "2.33333333,        nan,        nan")
 def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
                 axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, std=False)
-
-
-@overload
-def scatter_std(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_std(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
@@ -235,41 +203,11 @@ def _nan_moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _F
     return decorate
 
 
-@overload
-def scatter_nanvar(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanvar(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 @_nan_moment_doc("Variance of each group's non-NaN members: `scatter_var` with NaN entries left out.",
                  "var", "2.33333333,        nan,        nan")
 def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     return _moment("scatter_nanvar", src, index, ddof, dim_size, axis, mode, std=False, skip_nan=True)
-
-
-@overload
-def scatter_nanstd(src: DeviceArray, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanstd(src: ArrayInput, index: DeviceIndex, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = ..., dim_size: DimSize | None = ...,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @_nan_moment_doc("Standard deviation of each group's non-NaN members: ``sqrt(scatter_nanvar(...))``.",

@@ -246,16 +246,14 @@ def _scan_doc(func: _FuncT) -> _FuncT:
     return fill_doc(func)
 
 
+# The overloads of this module stay here, not in a scan.pyi as elsewhere: other modules use its ScanView class,
+# which a stub would have to repeat member by member.
 @overload
 def scatter_scan(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
                  axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ..., reverse: bool = ...) -> Any: ...
-
-
 @overload
 def scatter_scan(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
                  axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ..., reverse: bool = ...) -> Any: ...
-
-
 @overload
 def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
                  axis: SupportsIndex = ..., mode: Mode = ..., exclusive: bool = ...,
@@ -345,8 +343,6 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
 def scatter_scan_vjp(op: OpLike, grad_out: DeviceArray, src: ArrayInput, index: IndexLike, *,
                      dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...,
                      exclusive: bool = ..., reverse: bool = ...) -> Any: ...
-
-
 @overload
 def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, *,
                      dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...,
@@ -414,8 +410,6 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
 def scatter_scan_jvp(op: OpLike, src: DeviceArray, index: IndexLike, src_dot: ArrayInput, *,
                      dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...,
                      exclusive: bool = ..., reverse: bool = ...) -> Any: ...
-
-
 @overload
 def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: ArrayInput, *,
                      dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...,

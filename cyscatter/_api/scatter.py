@@ -1,7 +1,7 @@
 """scatter and scatter_into: the public scatter-reduce functions (NNlib's `scatter` and `scatter!`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,40 +15,9 @@ from cyscatter._runtime.threads import check_threads
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import DTypeLike, NDArray
+    from numpy.typing import DTypeLike
 
-    from cyscatter._typing import (
-        ArrayInput,
-        DeviceArray,
-        DeviceIndex,
-        DimSize,
-        FillValue,
-        IndexLike,
-        Mode,
-        OpLike,
-        _DstT,
-    )
-
-
-@overload
-def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
-            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
-            num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
-            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
-            num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
-            axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
-            out: Any = ..., mode: Mode = ..., indices_are_sorted: bool = ...,
-            num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
+    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike, _DstT
 
 
 @fill_doc

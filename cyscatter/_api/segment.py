@@ -6,7 +6,7 @@ segment s holds rows ``indptr[s]:indptr[s + 1]``. `segment` equals `scatter` wit
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,9 +27,7 @@ from cyscatter._registry.ops import get_op
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, FillValue, OpLike
+    from cyscatter._typing import ArrayInput, FillValue, OpLike
 
 
 def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np, rows_of: str = "src"):
@@ -61,14 +59,6 @@ def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np, ro
     return xp.ascontiguousarray(ptr)
 
 
-@overload
-def segment_ids(indptr: DeviceArray) -> Any: ...
-
-
-@overload
-def segment_ids(indptr: ArrayInput) -> NDArray[np.int64]: ...
-
-
 def segment_ids(indptr: ArrayInput) -> Any:
     """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s.
 
@@ -89,16 +79,6 @@ def segment_ids(indptr: ArrayInput) -> Any:
     # searchsorted rather than repeat, whose CuPy version takes no array of counts
     with sized_by("indptr[-1]", int(ptr[-1])):
         return xp.searchsorted(ptr[1:], xp.arange(int(ptr[-1]), dtype=ptr.dtype), side="right").astype(np.int64)
-
-
-@overload
-def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
-            fill_value: FillValue | None = ...) -> Any: ...
-
-
-@overload
-def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
-            fill_value: FillValue | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
@@ -205,14 +185,6 @@ def _segment_by_scatter(be, src, indptr, op, axis, fill_value):
     axis = normalize_axis(axis, src.ndim, 1)
     ptr = check_indptr(indptr, src.shape[axis], xp=be.xp)
     return scatter(src, segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
-
-
-@overload
-def gather_segment(src: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc

@@ -2,7 +2,7 @@
 gather kernels (each group is shifted by its own maximum before `exp`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,9 +15,7 @@ from cyscatter._plan.values import size_arg
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, _FuncT
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, _FuncT
 
 
 def group_max(ctx):
@@ -70,21 +68,6 @@ def _softmax_doc(func: _FuncT) -> _FuncT:
     return fill_doc(func)
 
 
-@overload
-def scatter_logsumexp(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                      mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_logsumexp(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                      mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                      mode: Mode = ...) -> NDArray[Any]: ...
-
-
 @fill_doc
 def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                       mode: Mode = "raise") -> Any:
@@ -118,21 +101,6 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
     with sized_by(*size_arg(dim_size, ctx.plan)):
         out = logsumexp3(ctx).astype(result, copy=False)
     return out.reshape(dst_shape(ctx, batch, feat))
-
-
-@overload
-def scatter_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                    mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                    mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                    mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @_softmax_doc
@@ -172,21 +140,6 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
     with sized_by(*size_arg(dim_size, ctx.plan)):
         out = softmax3(ctx).astype(result, copy=False)
     return out.reshape(src_shape(ctx, batch, feat))
-
-
-@overload
-def scatter_log_softmax(src: DeviceArray, index: IndexLike, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_log_softmax(src: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                        mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @_softmax_doc

@@ -14,7 +14,7 @@ passing nothing to its src row or weight).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,10 +35,8 @@ from cyscatter.kernels import OpCode
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
     from cyscatter._plan.edges import GatherScatterPlan
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode, OpLike
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, OpLike
 
 
 _FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
@@ -175,30 +173,6 @@ def _on_gpu(fun: str, **arrays):
     return getattr(_gather_scatter_gpu, fun + "_gpu")
 
 
-@overload
-def gather_scatter_vjp_src(op: OpLike, grad_out: DeviceArray, src: ArrayInput, gather_index: IndexLike | None = ...,
-                           scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
-                           weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                           mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                           num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: DeviceIndex,
-                           scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
-                           weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                           mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                           num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = ...,
-                           scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
-                           weight: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                           mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                           num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
-
-
 @fill_doc
 def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = None,
                            scatter_index: IndexLike | None = None, out: ArrayInput | None = None, *,
@@ -275,30 +249,6 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     return cast_like(result.reshape(call.src.shape), call.src)
 
 
-@overload
-def gather_scatter_vjp_weight(op: OpLike, grad_out: DeviceArray, src: ArrayInput, gather_index: IndexLike | None = ...,
-                              scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
-                              weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
-                              axis: SupportsIndex = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                              num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: DeviceIndex,
-                              scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
-                              weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
-                              axis: SupportsIndex = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                              num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = ...,
-                              scatter_index: IndexLike | None = ..., out: ArrayInput | None = ..., *,
-                              weight: ArrayInput | None = ..., dim_size: DimSize | None = ...,
-                              axis: SupportsIndex = ..., mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                              num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
-
-
 @fill_doc
 def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = None,
                               scatter_index: IndexLike | None = None, out: ArrayInput | None = None, *,
@@ -366,32 +316,6 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
                            call.w is not None, call.parts)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else cast_like(shaped, call.w)
-
-
-@overload
-def gather_scatter_jvp(op: OpLike, src: DeviceArray, gather_index: IndexLike | None = ...,
-                       scatter_index: IndexLike | None = ..., out: ArrayInput | None = ...,
-                       src_dot: ArrayInput | None = ..., *, weight: ArrayInput | None = ...,
-                       weight_dot: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                       mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                       num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: DeviceIndex, scatter_index: IndexLike | None = ...,
-                       out: ArrayInput | None = ..., src_dot: ArrayInput | None = ..., *,
-                       weight: ArrayInput | None = ..., weight_dot: ArrayInput | None = ...,
-                       dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode | None = ...,
-                       plan: GatherScatterPlan | None = ..., num_threads: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | None = ...,
-                       scatter_index: IndexLike | None = ..., out: ArrayInput | None = ...,
-                       src_dot: ArrayInput | None = ..., *, weight: ArrayInput | None = ...,
-                       weight_dot: ArrayInput | None = ..., dim_size: DimSize | None = ..., axis: SupportsIndex = ...,
-                       mode: Mode | None = ..., plan: GatherScatterPlan | None = ...,
-                       num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 @fill_doc

@@ -1,7 +1,7 @@
 """VJPs and JVPs of scatter_var / scatter_std and their NaN-skipping twins, free of any autodiff framework."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,9 +13,7 @@ from cyscatter._reverse.groups import _dst_view
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, IndexLike, Mode
+    from cyscatter._typing import ArrayInput, IndexLike, Mode
 
 
 def _moment_factor(ctx, out3, ddof, std: bool, skip_nan: bool = False):
@@ -59,21 +57,6 @@ def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode, skip_nan=
     return (ctx.put(_absent_to_zero(ctx, skip_nan, dev * rows["src_dot"])) * factor).reshape(shape_of(out))
 
 
-@overload
-def scatter_var_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_var` w.r.t. `src`: ``grad_out[j] * 2 (src_k - mean_j) / (count_j - ddof)``.
@@ -104,21 +87,6 @@ def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     return _moment_vjp("scatter_var_vjp", False, grad_out, src, index, out, ddof, axis, mode)
 
 
-@overload
-def scatter_var_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_var_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``.
@@ -146,21 +114,6 @@ def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
         Tangent of the output, float dtype.
     """
     return _moment_jvp("scatter_var_jvp", False, src, index, out, src_dot, ddof, axis, mode)
-
-
-@overload
-def scatter_std_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
@@ -194,21 +147,6 @@ def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     return _moment_vjp("scatter_std_vjp", True, grad_out, src, index, out, ddof, axis, mode)
 
 
-@overload
-def scatter_std_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_std_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                    axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0).
@@ -239,21 +177,6 @@ def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
 
 
 # ---- variance and standard deviation over the non-NaN entries ----------------------------------------------
-
-@overload
-def scatter_nanvar_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
 
 def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
                        axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
@@ -300,21 +223,6 @@ def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
     return _moment_vjp("scatter_nanvar_vjp", False, grad_out, src, index, out, ddof, axis, mode, skip_nan=True)
 
 
-@overload
-def scatter_nanvar_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanvar_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                        axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Forward derivative of `scatter_nanvar`: `scatter_var_jvp` over each element's non-NaN members.
@@ -356,21 +264,6 @@ def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
         For an index out of range under ``mode="raise"``.
     """
     return _moment_jvp("scatter_nanvar_jvp", False, src, index, out, src_dot, ddof, axis, mode, skip_nan=True)
-
-
-@overload
-def scatter_nanstd_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
@@ -418,21 +311,6 @@ def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
         For an index out of range under ``mode="raise"``.
     """
     return _moment_vjp("scatter_nanstd_vjp", True, grad_out, src, index, out, ddof, axis, mode, skip_nan=True)
-
-
-@overload
-def scatter_nanstd_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanstd_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_nanstd_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = ...,
-                       axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 def scatter_nanstd_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,

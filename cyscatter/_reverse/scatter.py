@@ -5,7 +5,7 @@ PyTorch, Yota-style) can build its rules from these. The per-op rules live in `c
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,9 +26,7 @@ from cyscatter._reverse import rules as _rules
 if TYPE_CHECKING:
     from typing import Any, Sequence, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, IndexLike, Mode, OpLike
+    from cyscatter._typing import ArrayInput, IndexLike, Mode, OpLike
 
 
 
@@ -37,21 +35,6 @@ def _reverse_call(op, src, index, out, dst, axis, mode, *extra):
     call, planned once by `prepare`'s "reverse" kind."""
     call = prepare("reverse", src, index, op, dst=dst, out=out, axis=axis, mode=mode, extra=extra)
     return call.op, call.context, call.views, (call.src_shape, call.expected), call.shape
-
-
-@overload
-def scatter_vjp_src(op: OpLike, grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
-                    dst: ArrayInput | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *,
-                    dst: ArrayInput | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
-                    dst: ArrayInput | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
@@ -96,21 +79,6 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     op, ctx, views, src_shape, _ = _reverse_call(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
     shape, expected = src_shape
     return unbroadcast(op.rules["vjp_src"](ctx, views["grad_out"]).reshape(expected), shape, ctx.xp)
-
-
-@overload
-def scatter_vjp_dst(op: OpLike, grad_out: DeviceArray, dst: ArrayInput, src: ArrayInput, index: IndexLike,
-                    out: ArrayInput, *, axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: DeviceIndex,
-                    out: ArrayInput, *, axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: IndexLike,
-                    out: ArrayInput, *, axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
@@ -161,21 +129,6 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
         raise TypeError("dst is required, got None: it is the initial destination of scatter_into")
     op, ctx, views, _, out_shape = _reverse_call(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
     return op.rules["vjp_dst"](ctx, views["grad_out"]).reshape(out_shape)
-
-
-@overload
-def gather_vjp_src(grad_out: DeviceArray, index: IndexLike, src_shape: SupportsIndex | Sequence[SupportsIndex], *,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def gather_vjp_src(grad_out: ArrayInput, index: DeviceIndex, src_shape: SupportsIndex | Sequence[SupportsIndex], *,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIndex | Sequence[SupportsIndex], *,
-                   axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
@@ -230,24 +183,6 @@ def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIn
     with sized_by("src_shape", src_shape):
         grad_src = be.xp.zeros(src_shape, dtype)
     return scatter_into(grad_src, grad_out, index, "add", axis=axis, mode=mode)
-
-
-@overload
-def scatter_jvp(op: OpLike, src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
-                dst: ArrayInput | None = ..., dst_dot: ArrayInput | None = ..., axis: SupportsIndex = ...,
-                mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_jvp(op: OpLike, src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *,
-                dst: ArrayInput | None = ..., dst_dot: ArrayInput | None = ..., axis: SupportsIndex = ...,
-                mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
-                dst: ArrayInput | None = ..., dst_dot: ArrayInput | None = ..., axis: SupportsIndex = ...,
-                mode: Mode = ...) -> NDArray[Any]: ...
 
 
 @fill_doc
@@ -329,19 +264,6 @@ def _tangent_part(xp, op, coefficient, dot):
         return coefficient * dot
     with np.errstate(invalid="ignore"):
         return xp.where(coefficient != 0, coefficient * dot, 0)
-
-
-@overload
-def gather_jvp(src_dot: DeviceArray, index: IndexLike, *, axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def gather_jvp(src_dot: ArrayInput, index: DeviceIndex, *, axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = ...,
-               mode: Mode = ...) -> NDArray[Any]: ...
 
 
 def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:

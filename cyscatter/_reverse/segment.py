@@ -1,7 +1,7 @@
 """VJPs and JVPs of the sorted-segment (CSR) reductions and of gather_segment."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 from cyscatter._api.segment import batched_indptr, check_indptr, merge_batch, segment, segment_axis, segment_ids
 from cyscatter._arrays.protocols import shape_of
@@ -14,19 +14,7 @@ from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, OpLike
-
-
-@overload
-def segment_vjp_src(op: OpLike, grad_out: DeviceArray, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
-                    axis: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
-                    axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
+    from cyscatter._typing import ArrayInput, OpLike
 
 
 def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
@@ -65,16 +53,6 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
     return scatter_vjp_src(op, grad_out, src, ids, out, axis=_axis0(axis))
 
 
-@overload
-def segment_jvp(op: OpLike, src: DeviceArray, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
-                axis: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
-                axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
-
-
 def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
                 axis: SupportsIndex | None = None) -> Any:
     """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``.
@@ -106,14 +84,6 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
                            merge_batch(a["src_dot"], k)).reshape(shape_of(out))
     ids = _segment_index(src, indptr, axis)
     return scatter_jvp(op, src, ids, out, src_dot, axis=_axis0(axis))
-
-
-@overload
-def gather_segment_vjp_src(grad_out: DeviceArray, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> Any: ...
-
-
-@overload
-def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
 
 
 def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:

@@ -1,7 +1,7 @@
 """VJPs and JVPs of scatter_logsumexp, scatter_softmax and scatter_log_softmax, free of any autodiff framework."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,30 +15,13 @@ from cyscatter._reverse.groups import _dst_view, _src_view
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from numpy.typing import NDArray
-
-    from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, IndexLike, Mode
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode
 
 
 def _lse_weights(ctx, out3):
     """d out_j / d src_k = exp(src_k - out_j): the softmax of k's group; 0 for dropped entries."""
     with np.errstate(over="ignore", invalid="ignore"):
         return mask_dropped(ctx, ctx.xp.exp(ctx.src3 - ctx.take(out3)), 0)
-
-
-@overload
-def scatter_logsumexp_vjp(grad_out: DeviceArray, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
-                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: DeviceIndex, out: ArrayInput, *,
-                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
-                          axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
@@ -73,21 +56,6 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
     ctx, rows, expected = _dst_view("scatter_logsumexp_vjp", src, index, out, axis, mode, grad_out=grad_out)
     grad = (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(expected)
     return unbroadcast(grad, shape_of(src), ctx.xp)
-
-
-@overload
-def scatter_logsumexp_jvp(src: DeviceArray, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
-                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_logsumexp_jvp(src: ArrayInput, index: DeviceIndex, out: ArrayInput, src_dot: ArrayInput, *,
-                          axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
-                          axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
@@ -126,21 +94,6 @@ def _softmax_map(ctx, v3):
     return y3 * (v3 - ctx.take(ctx.put(y3 * v3)))
 
 
-@overload
-def scatter_softmax_vjp(grad_out: DeviceArray, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: DeviceIndex, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                         axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_softmax` with respect to `src`: ``y * (g - sum(g * y over the group))``, y = `out`.
@@ -169,21 +122,6 @@ def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike,
     with sized_by(*size_arg(dim_size, ctx.plan)):
         grad = _softmax_map(ctx, g3)
     return grad.reshape(shape_of(out))
-
-
-@overload
-def scatter_softmax_jvp(out: DeviceArray, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_softmax_jvp(out: ArrayInput, index: DeviceIndex, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
-                        axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
@@ -216,21 +154,6 @@ def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, 
     return tangent.reshape(shape_of(out))
 
 
-@overload
-def scatter_log_softmax_vjp(grad_out: DeviceArray, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
-                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: DeviceIndex, *,
-                            dim_size: DimSize | None = ..., axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = ...,
-                            axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
-
-
 def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                             axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
     """Gradient of `scatter_log_softmax` w.r.t. `src`: ``g - exp(out) * sum(g over the group)``.
@@ -259,21 +182,6 @@ def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexL
     with sized_by(*size_arg(dim_size, ctx.plan)):
         grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
     return mask_dropped(ctx, grad, 0).reshape(shape_of(out))
-
-
-@overload
-def scatter_log_softmax_jvp(out: DeviceArray, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
-                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_log_softmax_jvp(out: ArrayInput, index: DeviceIndex, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
-                            axis: SupportsIndex = ..., mode: Mode = ...) -> Any: ...
-
-
-@overload
-def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = ...,
-                            axis: SupportsIndex = ..., mode: Mode = ...) -> NDArray[Any]: ...
 
 
 def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,

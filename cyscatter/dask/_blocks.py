@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter._api.argext import winners
-from cyscatter._backends.host import precheck, rows_view, run_gather, run_scatter
 from cyscatter._arrays.integers import prod
+from cyscatter._backends.host import precheck, rows_view, run_gather, run_scatter
+from cyscatter._backends.reduce import finish_fresh, run_counted
 from cyscatter._plan.index import IndexPlan, parse_coords, plan_index, sized_by
 from cyscatter._registry.ops import get_op
-from cyscatter._backends.reduce import finish_fresh, run_counted
 
 
 def _sizes(shape, nb: int, span: int) -> tuple[int, int, int]:

@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from dask.base import tokenize
 
-from cyscatter._arrays.integers import prod
+from cyscatter._arrays.integers import as_int, prod
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import _dims_from, check_mode
-from cyscatter._arrays.integers import as_int
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, flat_rows, new_array, positions, tree_reduce
 

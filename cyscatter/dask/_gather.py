@@ -8,15 +8,14 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from cyscatter._plan.layout import normalize_axis
 from cyscatter._arrays.integers import prod
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import DROPPING, check_mode
-from cyscatter._plan.values import check_dtype_arg
-from cyscatter._plan.values import fill_for
+from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.values import check_dtype_arg, fill_for
 from cyscatter.dask import _blocks
-from cyscatter.dask._scatter import refuse_out
 from cyscatter.dask._graph import as_coords, block_shape, flat_rows, known_shape, new_array, partitions, positions
+from cyscatter.dask._scatter import refuse_out
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 import dask.array as da
 import numpy as np
 
-from cyscatter._backends.select import backend_of
 from cyscatter._api.logical import flags
+from cyscatter._backends.select import backend_of
 from cyscatter._plan.values import fill_for
 from cyscatter.dask._scatter import scatter
 

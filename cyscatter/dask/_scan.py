@@ -9,9 +9,9 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
+from cyscatter._api.scan import FLAGS_DOC, flag, scan_op
 from cyscatter._arrays.integers import prod
 from cyscatter._docs import fill_doc
-from cyscatter._api.scan import FLAGS_DOC, flag, scan_op
 from cyscatter._plan.layout import split_src
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, known_shape, new_array, positions, stand_in
@@ -22,9 +22,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import DTypeLike
 
-    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, _FuncT
     from cyscatter._typing import ScanOpLike as OpLike
-    from cyscatter._typing import _FuncT
 
 
 def _doc(func: _FuncT) -> _FuncT:

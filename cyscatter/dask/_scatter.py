@@ -9,17 +9,24 @@ import numpy as np
 from dask.array.core import normalize_chunks
 from dask.base import tokenize
 
-from cyscatter._arrays.integers import prod
+from cyscatter._arrays.integers import as_int, prod
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import _dims_from, check_mode, check_table_bytes, parse_coords
-from cyscatter._arrays.integers import as_int
-from cyscatter._registry.ops import get_op
-from cyscatter._plan.values import check_dtype_arg
-from cyscatter._plan.values import fill_for
 from cyscatter._plan.layout import refuse_expanded_index, src_layout
+from cyscatter._plan.values import check_dtype_arg, fill_for
+from cyscatter._registry.ops import get_op
 from cyscatter.dask import _blocks
-from cyscatter.dask._graph import (as_coords, block_shape, flat_rows, known_shape, new_array, partitions,
-                                   positions, stand_in, tree_reduce)
+from cyscatter.dask._graph import (
+    as_coords,
+    block_shape,
+    flat_rows,
+    known_shape,
+    new_array,
+    partitions,
+    positions,
+    stand_in,
+    tree_reduce,
+)
 
 if TYPE_CHECKING:
     from typing import Any, Sequence, SupportsIndex

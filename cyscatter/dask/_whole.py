@@ -14,8 +14,8 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.index import check_sizes
+from cyscatter._plan.layout import normalize_axis
 from cyscatter.dask._graph import known_shape
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -80,6 +81,20 @@ def test_installed_metadata_has_an_spdx_license_and_urls():
     assert meta["License-Expression"] == "MIT"
     assert not [c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]   # PEP 639
     assert {url.split(",")[0] for url in meta.get_all("Project-URL") or []} >= {"Homepage", "Source", "Issues"}
+
+
+def test_imported_copy_has_the_type_stubs():
+    """Every .pyi and py.typed of the source tree beside these tests is in the imported copy: the wheel, when
+    .ci/run runs these tests from the sdist against it (the public functions' overloads are in the stubs of
+    cyscatter._api, cyscatter._reverse and grad). In place, the two are the same folders."""
+    for package in ("cyscatter", "grad"):
+        source = ROOT / package
+        if not source.is_dir():
+            pytest.skip(f"no {package}/ source folder beside the tests")
+        installed = Path(importlib.util.find_spec(package).origin).resolve().parent   # grad: autograd not needed
+        wanted = [p.relative_to(source) for p in source.rglob("*.pyi")] + [Path("py.typed")]
+        missing = [str(p) for p in wanted if not (installed / p).is_file()]
+        assert not missing, f"{installed} lacks {missing}"
 
 
 # --- release build: no debug information -------------------------------------------------------------------------

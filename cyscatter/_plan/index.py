@@ -7,6 +7,7 @@ only ever see a flat int32/int64 vector.
 from __future__ import annotations
 
 import math
+from typing import Any
 from contextlib import contextmanager
 
 import numpy as np
@@ -266,7 +267,7 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
             if bool(bad.any()):
                 raise plan.error(int(bad.argmax()))
         return plan
-    valid = None
+    valid: Any = None
     for flat, size in zip(flats, dims):
         inside = (flat >= 0) & (flat < size)
         valid = inside if valid is None else xp.logical_and(valid, inside, out=valid)

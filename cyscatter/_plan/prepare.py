@@ -127,8 +127,9 @@ def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None
     if kind == "gather_into":
         return _gather_into(dst, src, index, axis, mode)
     if kind == "gather_scatter":
-        return _edges(_BY_NAME.get(op) or get_op(op), src, *index, weight, plan, dim_size, axis, mode, fill_value,
-                      out, cotangents, fun, be)
+        gather_index, scatter_index = index
+        return _edges(_BY_NAME.get(op) or get_op(op), src, gather_index, scatter_index, weight, plan, dim_size, axis,
+                      mode, fill_value, out, cotangents, fun, be)
     if kind == "reverse":
         return _reverse(_BY_NAME.get(op) or get_op(op), src, index, out, dst, axis, mode, extra)
     if kind == "group":

@@ -85,6 +85,11 @@ class Op:
     twin: str = ""
 
     @property
+    def twin_opcode(self) -> int:
+        """The op code integer inputs run: a NaN-skipping op's twin's (integers hold no NaN), else the op's own."""
+        return _BY_NAME[self.twin].opcode if self.twin else self.opcode
+
+    @property
     def selects(self) -> bool:
         """max/min and fmax/fmin: each output element is the value of one of its entries (or its start), so the
         entries that do not win take no part in its derivatives, not even through an inf or NaN tangent (JAX's
@@ -247,6 +252,9 @@ FAST = {name: (op.opcode, {dt: op.identity(dt) for dt in KERNEL_DTYPES if _kerne
         for name, op in _BY_NAME.items() if not op.winner}
 # op code -> the assignment op ("last" or "first" winner), for the backends' run_scatter
 WINNERS = {op.opcode: op.winner for op in OPS if op.winner}
+# op code of a NaN-skipping op -> its twin's (`Op.twin_opcode`), for the backends' fused forward, which takes op
+# codes: integers have no NaN, so they run the twin's kernel
+TWIN_OPCODES = {op.opcode: op.twin_opcode for op in OPS if op.skips_nan}
 
 
 def get_op(op: str | Op) -> Op:

@@ -1,5 +1,6 @@
 """The op registry (`cyscatter._registry.ops`) as the tables keyed by its fields read it: every op's reverse rule
-family is declared in `cyscatter._reverse.rules.RULES`, and no family there is left without an op."""
+family is declared in `cyscatter._reverse.rules.RULES`, no family there is left without an op, and the ops that
+share a kernel op code agree on everything looked up by that code."""
 from __future__ import annotations
 
 import pytest
@@ -19,3 +20,14 @@ def test_every_op_has_its_reverse_rules(op):
 
 def test_every_rule_family_serves_an_op():
     assert set(RULES) == {get_op(op).rule for op in OPS}
+
+
+def test_ops_sharing_an_op_code_agree_on_what_the_backends_look_up_by_it():
+    """The backends are called with op codes (run_scatter, run_forward) and look up by code what they need
+    (WINNERS, TWIN_OPCODES, the GPU backend's op of a code); add, mean and sqrt_n share one code, nansum and
+    nanmean another, so none of it may depend on which of them the code came from."""
+    by_code: dict = {}
+    for op in map(get_op, OPS):
+        kernel = (op.gpu_update, op.gpu_cas, op.winner, op.skips_nan, op.twin_opcode)
+        assert by_code.setdefault(op.opcode, kernel) == kernel, f"op {op.name!r} and another op share op code " \
+                                                                f"{op.opcode} but not its kernel"

@@ -65,6 +65,11 @@ class Op:
     rule : the family of reverse rules (vjp_src, vjp_dst) that differentiates the op: a key of
         `cyscatter._reverse.rules.RULES`, which holds one for every op's family (a test checks it). Ops that share
         a family share their rules (max and min: "extreme"; fmax and fmin: "nan_extreme").
+    partials : the family of value-dependent partial derivatives, "" where each entry's partial is locally constant
+        given the index (a sign, 1 / divisor, a tie share, a NaN mask, the winner of an assignment); "products"
+        (mul: the product of the group's other members and the initial value), "quotient" (div: -out / src),
+        "nan_products" (nanprod: mul's over the non-NaN entries). `grad` differentiates such partials again (its
+        second derivatives), and gather_scatter's reverse passes materialise the messages for them.
     """
 
     name: str
@@ -83,6 +88,7 @@ class Op:
     winner: str = ""
     skips_nan: bool = False
     twin: str = ""
+    partials: str = ""
 
     @property
     def twin_opcode(self) -> int:
@@ -199,9 +205,9 @@ OPS = (
     Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", rule="linear", linear=True, gpu_update="add"),
     Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", rule="negated", linear=True, gpu_update="sub"),
     Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul", rule="products", gpu_update="mul",
-       gpu_cas=True),
+       gpu_cas=True, partials="products"),
     Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", rule="quotient", true_division=True, gpu_update="div",
-       gpu_cas=True),
+       gpu_cas=True, partials="quotient"),
     Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", rule="extreme", ordered=True,
        gpu_update="max", gpu_cas=True),
     Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", rule="extreme", ordered=True,
@@ -224,7 +230,7 @@ OPS = (
     Op("nansum", ("nanadd",), kernels.OpCode.OP_NANADD, "zero", combine="add", rule="nansum", gpu_update="nanadd",
        skips_nan=True, twin="add"),
     Op("nanprod", ("nanmul",), kernels.OpCode.OP_NANMUL, "one", combine="mul", rule="nanprod", gpu_update="nanmul",
-       gpu_cas=True, skips_nan=True, twin="mul"),
+       gpu_cas=True, skips_nan=True, twin="mul", partials="nan_products"),
     Op("fmax", ("nanmax",), kernels.OpCode.OP_FMAX, "lowest", combine="fmax", rule="nan_extreme", ordered=True,
        gpu_update="fmax", gpu_cas=True, skips_nan=True, twin="max"),
     Op("fmin", ("nanmin",), kernels.OpCode.OP_FMIN, "highest", combine="fmin", rule="nan_extreme", ordered=True,

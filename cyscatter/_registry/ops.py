@@ -70,6 +70,7 @@ class Op:
         (mul: the product of the group's other members and the initial value), "quotient" (div: -out / src),
         "nan_products" (nanprod: mul's over the non-NaN entries). `grad` differentiates such partials again (its
         second derivatives), and gather_scatter's reverse passes materialise the messages for them.
+    negates : each entry enters the output negated (sub: dst - sum), so its derivative is -1.
     """
 
     name: str
@@ -89,6 +90,13 @@ class Op:
     skips_nan: bool = False
     twin: str = ""
     partials: str = ""
+    negates: bool = False
+
+    @property
+    def sums(self) -> bool:
+        """add, sub, mean, sqrt_n: each output element is a signed sum of its entries, divided by a function of
+        their count, so the reverse pass is the transposed sum (the assignments are linear too, but move one row)."""
+        return self.linear and not self.winner
 
     @property
     def twin_opcode(self) -> int:
@@ -203,7 +211,8 @@ class Op:
 
 OPS = (
     Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", rule="linear", linear=True, gpu_update="add"),
-    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", rule="negated", linear=True, gpu_update="sub"),
+    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", rule="negated", linear=True, gpu_update="sub",
+       negates=True),
     Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul", rule="products", gpu_update="mul",
        gpu_cas=True, partials="products"),
     Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", rule="quotient", true_division=True, gpu_update="div",

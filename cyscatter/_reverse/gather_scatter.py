@@ -58,9 +58,6 @@ if TYPE_CHECKING:
     )
 
 
-_FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
-
-
 class _Call:
     """One reverse call's inputs on the canonical views: src3 (outer, S, inner), the edges' plan and weight,
     and the dtype the derivatives are computed in."""
@@ -136,7 +133,7 @@ class _Call:
     def per_destination(self, g3):
         """The cotangent each edge of a destination row receives, for the linear ops: g, -g, g / count (mean) or
         g / sqrt(count) (sqrt_n)."""
-        if self.op.name == "sub":
+        if self.op.negates:
             return -g3
         if self.op.counts:
             return g3 / self.op.divisor(self.plan.counts, g3.dtype)

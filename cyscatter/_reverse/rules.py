@@ -117,7 +117,7 @@ def selected_tangents(ctx, dot3, op):
     (nansum), in one pass by destination (no n x F coefficients); the initial dst counts as a candidate of
     max/min and their twins (its own tangent is added by the caller)."""
     select = op.selection
-    if not select or not _fused(ctx, select) or (op.name == "nanmean" and ctx.dst3 is not None):
+    if not select or not _fused(ctx, select) or (op.counts and ctx.dst3 is not None):
         return None
     src3, indptr, cols, dst3 = _selection_inputs(ctx, select)
     dot3 = np.ascontiguousarray(dot3, dtype=src3.dtype)

@@ -71,6 +71,8 @@ class Op:
         "nan_products" (nanprod: mul's over the non-NaN entries). `grad` differentiates such partials again (its
         second derivatives), and gather_scatter's reverse passes materialise the messages for them.
     negates : each entry enters the output negated (sub: dst - sum), so its derivative is -1.
+    scans : `scatter_scan` takes the op: it has a running form per group (add, mul, max, min; sub and div are not
+        associative, mean's running form is a running sum over a running count).
     """
 
     name: str
@@ -91,12 +93,18 @@ class Op:
     twin: str = ""
     partials: str = ""
     negates: bool = False
+    scans: bool = False
 
     @property
     def sums(self) -> bool:
         """add, sub, mean, sqrt_n: each output element is a signed sum of its entries, divided by a function of
         their count, so the reverse pass is the transposed sum (the assignments are linear too, but move one row)."""
         return self.linear and not self.winner
+
+    @property
+    def larger_wins(self) -> bool:
+        """max and fmax keep the larger of two values, min and fmin the smaller (the others order nothing)."""
+        return self.identity_kind == "lowest"
 
     @property
     def twin_opcode(self) -> int:
@@ -210,17 +218,18 @@ class Op:
 
 
 OPS = (
-    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", rule="linear", linear=True, gpu_update="add"),
+    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", rule="linear", linear=True, gpu_update="add",
+       scans=True),
     Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", rule="negated", linear=True, gpu_update="sub",
        negates=True),
     Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul", rule="products", gpu_update="mul",
-       gpu_cas=True, partials="products"),
+       gpu_cas=True, partials="products", scans=True),
     Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", rule="quotient", true_division=True, gpu_update="div",
        gpu_cas=True, partials="quotient"),
     Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", rule="extreme", ordered=True,
-       gpu_update="max", gpu_cas=True),
+       gpu_update="max", gpu_cas=True, scans=True),
     Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", rule="extreme", ordered=True,
-       gpu_update="min", gpu_cas=True),
+       gpu_update="min", gpu_cas=True, scans=True),
     Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", rule="mean", true_division=True, linear=True,
        counts=True, gpu_update="add"),
     # TensorFlow's unsorted_segment_sqrt_n: sum / sqrt(count), 0 for an empty group; mean's path and conventions

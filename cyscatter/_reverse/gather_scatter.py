@@ -146,7 +146,7 @@ class _Call:
             return g3
         indptr, ids, cols = self.plan.indptr, self.plan.edge_ids, self.plan.cols
         result = np.empty_like(g3)
-        fused_kernels.extreme_ties(self.op.name == "max", self.src3, indptr, cols, ids, self._w2(), self.w is not None,
+        fused_kernels.extreme_ties(self.op.larger_wins, self.src3, indptr, cols, ids, self._w2(), self.w is not None,
                                    self.out3, g3, self.src3, False, self._w2(), False, result, self._parts(),
                                    select=self.select)
         return result
@@ -526,7 +526,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     else:
         result = np.zeros(size3, call.dtype)
         if call.inner and call.outer:
-            fused_kernels.extreme_ties(name == "max", call.src3, call.plan.indptr, call.plan.cols,
+            fused_kernels.extreme_ties(call.op.larger_wins, call.src3, call.plan.indptr, call.plan.cols,
                                        call.plan.edge_ids, call._w2(), call.w is not None, call.out3, call.out3,
                                        call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
                                        np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,

@@ -153,12 +153,12 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     out : ndarray, shape of `src`
         The result of `cyscatter.scatter_scan`.
     """
-    name = scan_op(op).name
+    entry = scan_op(op)
     if isinstance(src, Box):   # being differentiated
         require_inexact(src, "src", "scatter_scan")
     args = (index, dim_size, axis, mode, flag("exclusive", exclusive), flag("reverse", reverse))
-    if name == "add":
+    if entry.linear:
         return _scan_add(src, *args)
-    if name == "mul":
-        return _scan_mul(src, *args)
-    return _scan_extreme(name, src, *args)
+    if entry.selects:
+        return _scan_extreme(entry.name, src, *args)
+    return _scan_mul(src, *args)

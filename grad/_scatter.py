@@ -238,13 +238,15 @@ def _nanprod_partials(op, ans, dst, src, lin, wrt_src, wrt_dst):
     return None if d_src is None else where(nan, 0, d_src), d_dst
 
 
-_VALUE_DEPENDENT = {"mul": _mul_partials, "div": _div_partials, "nanprod": _nanprod_partials}
+# `Op.partials` -> how its value-dependent partials are built from differentiable primitives
+_VALUE_DEPENDENT = {"products": _mul_partials, "quotient": _div_partials, "nan_products": _nanprod_partials}
 
 
 def _partials_rule(op):
-    if op.name in _VALUE_DEPENDENT:
-        return _VALUE_DEPENDENT[op.name]
-    if op.linear or op.ordered or op.skips_nan:   # nansum, nanmean: locally constant partials (the NaN mask)
+    if op.partials in _VALUE_DEPENDENT:
+        return _VALUE_DEPENDENT[op.partials]
+    # (nansum, nanmean: locally constant partials, the NaN mask)
+    if not op.partials and (op.linear or op.ordered or op.skips_nan):
         return _constant_partials
     raise NotImplementedError(f"grad has no derivative rule for op {op.name!r}")
 

@@ -10,7 +10,6 @@ from cyscatter._backends.host import weight_rows
 from cyscatter._backends.reduce import finish_fresh
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS: wider CAS updates (complex128 mul/div) take the CSR kernel
-_LINEAR = ("add", "sub", "mean", "sqrt_n")
 
 
 # ---- the plan on the device -------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._plan.layout import split_src
 from cyscatter._plan.values import size_arg
-from cyscatter._registry.ops import get_op
+from cyscatter._registry.ops import OPS, get_op
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -32,15 +32,14 @@ if TYPE_CHECKING:
     from cyscatter._typing import ScanOpLike as OpLike
 
 
-# the ops a scan takes (the registry's names): the others have no running form worth the name (sub and div are
-# not associative, mean's running form is a running sum over a running count)
-SCAN_OPS = ("add", "mul", "max", "min")
+# the ops a scan takes (`Op.scans`), for the message that names them
+SCAN_OPS = tuple(op.name for op in OPS if op.scans)
 
 
 def scan_op(op):
     """The registry entry of a scan op; ValueError naming the op for the others."""
     entry = get_op(op)
-    if entry.name not in SCAN_OPS:
+    if not entry.scans:
         raise ValueError(f"scatter_scan takes the ops {', '.join(SCAN_OPS)} (and their aliases), got {op!r}")
     return entry
 
@@ -96,7 +95,7 @@ class ScanView:
         exclusive = self.exclusive if exclusive is None else exclusive
         ident = np.asarray(op.identity(self.result)).astype(src3.dtype)
         if self.xp is not np:   # (a NumPy scalar, not a 0-d host array, as the fill of device arrays)
-            return _scan_sorted(self.xp, op.name, src3, self.plan, ident[()], reverse, exclusive, track)
+            return _scan_sorted(self.xp, op, src3, self.plan, ident[()], reverse, exclusive, track)
         out3 = np.empty(src3.shape, src3.dtype)
         arg3 = targ = None
         with sized_by(*self.sized):   # the running table has a row per group: a MemoryError names what sized it
@@ -181,12 +180,12 @@ def _segmented(xp, parts, gid, combine):
     return parts
 
 
-def _beats(xp, name, cur, new):
+def _beats(xp, op, cur, new):
     """Whether `new` replaces `cur` under max/min: NaN wins, then larger (smaller), then +0.0 over -0.0."""
-    better = new > cur if name == "max" else new < cur
+    better = new > cur if op.larger_wins else new < cur
     if cur.dtype.kind == "f":
         zeros = (new == 0) & (cur == 0)
-        signed = xp.signbit(cur) & ~xp.signbit(new) if name == "max" else xp.signbit(new) & ~xp.signbit(cur)
+        signed = xp.signbit(cur) & ~xp.signbit(new) if op.larger_wins else xp.signbit(new) & ~xp.signbit(cur)
         better = better | (zeros & signed) | (xp.isnan(new) & ~xp.isnan(cur))
     return better
 
@@ -201,19 +200,19 @@ def _unsort(xp, sorted3, order, head, exclusive, fill, shape, dtype):
     return out3
 
 
-def _scan_sorted(xp, name, src3, plan, ident, reverse, exclusive, track):
+def _scan_sorted(xp, op, src3, plan, ident, reverse, exclusive, track):
     order, gid, head = _sorted_groups(xp, plan, reverse)
     vals = src3[:, order, :]
-    if name in ("max", "min"):
+    if op.selects:
         pos = xp.broadcast_to(order[None, :, None], vals.shape).astype(np.int64)
 
         def pick(a, b):
-            take = _beats(xp, name, a[0], b[0])
+            take = _beats(xp, op, a[0], b[0])
             return xp.where(take, b[0], a[0]), xp.where(take, b[1], a[1])
         vals, pos = _segmented(xp, (vals, pos), gid, pick)
     else:
         def step(a, b):
-            return ((a[0] + b[0]) if name == "add" else (a[0] * b[0]),)
+            return ((a[0] + b[0]) if op.linear else (a[0] * b[0]),)
         vals, = _segmented(xp, (vals,), gid, step)
         pos = None
     out3 = _unsort(xp, vals, order, head, exclusive, ident, src3.shape, src3.dtype)
@@ -390,10 +389,9 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
     """
     view, dtype, x3, g3 = _reverse_view("scatter_scan_vjp", op, src, index, grad_out, "grad_out", dim_size, axis,
                                         mode, reverse, exclusive)
-    name = view.op.name
-    if name == "add":
+    if view.op.linear:
         grad3, _ = view.scan(g3, reverse=not view.reverse)
-    elif name in ("max", "min"):
+    elif view.op.selects:
         _, arg3 = view.scan(x3, track=True)
         grad3 = view.route(g3, arg3)
     else:
@@ -455,10 +453,9 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
     """
     view, dtype, x3, t3 = _reverse_view("scatter_scan_jvp", op, src, index, src_dot, "src_dot", dim_size, axis,
                                         mode, reverse, exclusive)
-    name = view.op.name
-    if name == "add":
+    if view.op.linear:
         out3, _ = view.scan(t3)
-    elif name in ("max", "min"):
+    elif view.op.selects:
         _, arg3 = view.scan(x3, track=True)
         out3 = view.pick(t3, arg3)
     else:

@@ -14,7 +14,7 @@ from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._backends import assign as _assign
 
 pass
-from cyscatter._registry.ops import OPS, WINNERS, get_op
+from cyscatter._registry.ops import TWIN_OPCODES, WINNERS
 from cyscatter._runtime.threads import team
 
 # The backend interface (see `cyscatter._arrays.protocols`): `cyscatter._backends.cuda` provides the same names for CuPy arrays.
@@ -167,8 +167,6 @@ def messages(src3, plan, w, heads: int, feat: tuple, dtype):
     return taken * np.repeat(rows, src3.shape[2] // max(heads, 1), axis=1)[None], keep
 
 
-# op code of a NaN-skipping op -> its twin's: integers have no NaN, so they run the twin's kernel
-_TWIN_OPCODES = {op.opcode: get_op(op.twin).opcode for op in OPS if op.skips_nan}
 _NO_COUNTS = np.zeros((0, 0, 0), np.int32)
 
 
@@ -181,11 +179,11 @@ def run_forward(opcode, src3, plan, w, heads, feat, out3, threads, transpose: bo
     indptr, edge_ids, cols = plan.transpose if transpose else (plan.indptr, plan.edge_ids, plan.cols)
     w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
     parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2])
-    if opcode in _TWIN_OPCODES and out3.dtype.kind in "fc":
+    if opcode in TWIN_OPCODES and out3.dtype.kind in "fc":
         status = fused_kernels.forward_nan(opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
                                            _NO_COUNTS if counts is None else counts, counts is not None, parts)
     else:
-        status = fused_kernels.forward(_TWIN_OPCODES.get(opcode, opcode), src3, indptr, cols, edge_ids, w2,
+        status = fused_kernels.forward(TWIN_OPCODES.get(opcode, opcode), src3, indptr, cols, edge_ids, w2,
                                        w is not None, out3, parts)
     if status != -1:   # a plan validates everything the kernel checks; only a corrupted one gets here
         raise ValueError(f"the plan's edges do not fit src and out (kernel status {status})")

@@ -225,7 +225,7 @@ def derivative_policy(op, vdtype, arrays: dict) -> tuple:
     if is_bfloat16(dtype):   # as float16: derivatives in float32
         dtype = np.dtype(np.float32)
     dtype = np.dtype(np.float64) if dtype.kind in "iu" else np.dtype(np.float32) if dtype == np.float16 else dtype
-    return dtype, op.name in ("mul", "div") or (op.ordered and vdtype.kind in "iu") or op.skips_nan
+    return dtype, bool(op.partials) or (op.ordered and vdtype.kind in "iu") or op.skips_nan
 
 
 def dims_like(shaped, src, gather_index, scatter_index, axis):

@@ -7,8 +7,8 @@ only ever see a flat int32/int64 vector.
 from __future__ import annotations
 
 import math
-from typing import Any
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 

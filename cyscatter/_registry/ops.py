@@ -1,13 +1,13 @@
 """The op registry: the single source of truth for every scatter reduction.
 
 Each `Op` says how the kernels compute it (op code, counts), what a fresh output starts from (identity), which
-dtypes it accepts and how integers are promoted, and which reverse rules differentiate it. The public API,
-the `grad` package, the GPU backend and the tests all read this table.
+dtypes it accepts and how integers are promoted, and which family of reverse rules differentiates it (`rule`, a
+key of `cyscatter._reverse.rules.RULES`). The public API, the `grad` package, the GPU backend and the tests all
+read this table.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,6 +62,17 @@ class Op:
         division, a fill_value), are per element: the non-NaN entries of each output element, so an element whose
         entries are all NaN is an empty group (numpy_groupies' rule). Integers have no NaN: the twin's results.
     twin : the NaN-propagating op this one skips NaN for (its identity, dtypes and tie rules are the twin's).
+    rule : the family of reverse rules (vjp_src, vjp_dst) that differentiates the op: a key of
+        `cyscatter._reverse.rules.RULES`, which holds one for every op's family (a test checks it). Ops that share
+        a family share their rules (max and min: "extreme"; fmax and fmin: "nan_extreme").
+    partials : the family of value-dependent partial derivatives, "" where each entry's partial is locally constant
+        given the index (a sign, 1 / divisor, a tie share, a NaN mask, the winner of an assignment); "products"
+        (mul: the product of the group's other members and the initial value), "quotient" (div: -out / src),
+        "nan_products" (nanprod: mul's over the non-NaN entries). `grad` differentiates such partials again (its
+        second derivatives), and gather_scatter's reverse passes materialise the messages for them.
+    negates : each entry enters the output negated (sub: dst - sum), so its derivative is -1.
+    scans : `scatter_scan` takes the op: it has a running form per group (add, mul, max, min; sub and div are not
+        associative, mean's running form is a running sum over a running count).
     """
 
     name: str
@@ -69,6 +80,7 @@ class Op:
     opcode: int
     identity_kind: str
     combine: str
+    rule: str
     true_division: bool = False
     ordered: bool = False
     linear: bool = False
@@ -79,7 +91,25 @@ class Op:
     winner: str = ""
     skips_nan: bool = False
     twin: str = ""
-    rules: dict = field(default_factory=dict, compare=False, repr=False)
+    partials: str = ""
+    negates: bool = False
+    scans: bool = False
+
+    @property
+    def sums(self) -> bool:
+        """add, sub, mean, sqrt_n: each output element is a signed sum of its entries, divided by a function of
+        their count, so the reverse pass is the transposed sum (the assignments are linear too, but move one row)."""
+        return self.linear and not self.winner
+
+    @property
+    def larger_wins(self) -> bool:
+        """max and fmax keep the larger of two values, min and fmin the smaller (the others order nothing)."""
+        return self.identity_kind == "lowest"
+
+    @property
+    def twin_opcode(self) -> int:
+        """The op code integer inputs run: a NaN-skipping op's twin's (integers hold no NaN), else the op's own."""
+        return _BY_NAME[self.twin].opcode if self.twin else self.opcode
 
     @property
     def selects(self) -> bool:
@@ -188,39 +218,43 @@ class Op:
 
 
 OPS = (
-    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", linear=True, gpu_update="add"),
-    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", linear=True, gpu_update="sub"),
-    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul", gpu_update="mul", gpu_cas=True),
-    Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", true_division=True, gpu_update="div", gpu_cas=True),
-    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", ordered=True, gpu_update="max",
-       gpu_cas=True),
-    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", ordered=True, gpu_update="min",
-       gpu_cas=True),
-    Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
-       gpu_update="add"),
+    Op("add", ("sum",), kernels.OpCode.OP_ADD, "zero", combine="add", rule="linear", linear=True, gpu_update="add",
+       scans=True),
+    Op("sub", (), kernels.OpCode.OP_SUB, "zero", combine="add", rule="negated", linear=True, gpu_update="sub",
+       negates=True),
+    Op("mul", ("prod",), kernels.OpCode.OP_MUL, "one", combine="mul", rule="products", gpu_update="mul",
+       gpu_cas=True, partials="products", scans=True),
+    Op("div", (), kernels.OpCode.OP_DIV, "one", combine="mul", rule="quotient", true_division=True, gpu_update="div",
+       gpu_cas=True, partials="quotient"),
+    Op("max", ("amax",), kernels.OpCode.OP_MAX, "lowest", combine="max", rule="extreme", ordered=True,
+       gpu_update="max", gpu_cas=True, scans=True),
+    Op("min", ("amin",), kernels.OpCode.OP_MIN, "highest", combine="min", rule="extreme", ordered=True,
+       gpu_update="min", gpu_cas=True, scans=True),
+    Op("mean", (), kernels.OpCode.OP_ADD, "zero", combine="add", rule="mean", true_division=True, linear=True,
+       counts=True, gpu_update="add"),
     # TensorFlow's unsorted_segment_sqrt_n: sum / sqrt(count), 0 for an empty group; mean's path and conventions
-    Op("sqrt_n", (), kernels.OpCode.OP_ADD, "zero", combine="add", true_division=True, linear=True, counts=True,
-       sqrt_counts=True, gpu_update="add"),
+    Op("sqrt_n", (), kernels.OpCode.OP_ADD, "zero", combine="add", rule="sqrt_n", true_division=True, linear=True,
+       counts=True, sqrt_counts=True, gpu_update="add"),
     # assignments: the last entry in index order wins (JAX .at[].set, NumPy a[idx] = v,
     # numpy_groupies "last"), or the first (numpy_groupies "first"); a fresh output starts from 0, as
     # numpy_groupies' fill_value and PyG's scatter(reduce="any") into zeros. Op codes 6 and 7 are this registry's
     # own: the reduction kernels never see them (see `cyscatter._backends.assign`).
-    Op("set", ("last",), OP_SET, "zero", combine="set", linear=True, winner="last"),
-    Op("first", (), OP_FIRST, "zero", combine="first", linear=True, winner="first"),
+    Op("set", ("last",), OP_SET, "zero", combine="set", rule="assign_last", linear=True, winner="last"),
+    Op("first", (), OP_FIRST, "zero", combine="first", rule="assign_first", linear=True, winner="first"),
     # NaN-skipping twins. fmax/fmin are NumPy's np.fmax/np.fmin (a NaN on either side loses,
     # also a NaN already in scatter_into's dst); nanmax/nanmin are their aliases: with NaN entries left out a
     # group's nanmax is the fmax of its members, and numpy_groupies' nanmax of an all-NaN group (an empty group
     # here) is the fill, as fmax.at from the identity gives.
-    Op("nansum", ("nanadd",), kernels.OpCode.OP_NANADD, "zero", combine="add", gpu_update="nanadd",
+    Op("nansum", ("nanadd",), kernels.OpCode.OP_NANADD, "zero", combine="add", rule="nansum", gpu_update="nanadd",
        skips_nan=True, twin="add"),
-    Op("nanprod", ("nanmul",), kernels.OpCode.OP_NANMUL, "one", combine="mul", gpu_update="nanmul", gpu_cas=True,
-       skips_nan=True, twin="mul"),
-    Op("fmax", ("nanmax",), kernels.OpCode.OP_FMAX, "lowest", combine="fmax", ordered=True, gpu_update="fmax",
-       gpu_cas=True, skips_nan=True, twin="max"),
-    Op("fmin", ("nanmin",), kernels.OpCode.OP_FMIN, "highest", combine="fmin", ordered=True, gpu_update="fmin",
-       gpu_cas=True, skips_nan=True, twin="min"),
-    Op("nanmean", (), kernels.OpCode.OP_NANADD, "zero", combine="add", true_division=True, counts=True,
-       gpu_update="nanadd", skips_nan=True, twin="mean"),
+    Op("nanprod", ("nanmul",), kernels.OpCode.OP_NANMUL, "one", combine="mul", rule="nanprod", gpu_update="nanmul",
+       gpu_cas=True, skips_nan=True, twin="mul", partials="nan_products"),
+    Op("fmax", ("nanmax",), kernels.OpCode.OP_FMAX, "lowest", combine="fmax", rule="nan_extreme", ordered=True,
+       gpu_update="fmax", gpu_cas=True, skips_nan=True, twin="max"),
+    Op("fmin", ("nanmin",), kernels.OpCode.OP_FMIN, "highest", combine="fmin", rule="nan_extreme", ordered=True,
+       gpu_update="fmin", gpu_cas=True, skips_nan=True, twin="min"),
+    Op("nanmean", (), kernels.OpCode.OP_NANADD, "zero", combine="add", rule="nanmean", true_division=True,
+       counts=True, gpu_update="nanadd", skips_nan=True, twin="mean"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
@@ -242,6 +276,9 @@ FAST = {name: (op.opcode, {dt: op.identity(dt) for dt in KERNEL_DTYPES if _kerne
         for name, op in _BY_NAME.items() if not op.winner}
 # op code -> the assignment op ("last" or "first" winner), for the backends' run_scatter
 WINNERS = {op.opcode: op.winner for op in OPS if op.winner}
+# op code of a NaN-skipping op -> its twin's (`Op.twin_opcode`), for the backends' fused forward, which takes op
+# codes: integers have no NaN, so they run the twin's kernel
+TWIN_OPCODES = {op.opcode: op.twin_opcode for op in OPS if op.skips_nan}
 
 
 def get_op(op: str | Op) -> Op:
@@ -282,8 +319,3 @@ def refuse_assignment(op: Op, fun: str, why: str = "it reduces groups with arith
     if op.winner:
         raise ValueError(f"op {op.name!r} is an assignment (the {op.winner} entry of each group wins), not a "
                          f"reduction: {fun} does not support it ({why}); use scatter / scatter_into")
-
-
-def register_rules(name: str, **rules: Callable) -> None:
-    """Attach reverse-mode rules (vjp_src, vjp_dst) to an op; called once by `cyscatter._reverse.rules`."""
-    _BY_NAME[name].rules.update(rules)

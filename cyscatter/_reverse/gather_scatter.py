@@ -39,9 +39,6 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, OpLike
 
 
-_FUSED = ("add", "sub", "mean", "sqrt_n", "max", "min")
-
-
 class _Call:
     """One reverse call's inputs on the canonical views: src3 (outer, S, inner), the edges' plan and weight,
     and the dtype the derivatives are computed in."""
@@ -109,7 +106,7 @@ class _Call:
     def per_destination(self, g3):
         """The cotangent each edge of a destination row receives, for the linear ops: g, -g, g / count (mean) or
         g / sqrt(count) (sqrt_n)."""
-        if self.op.name == "sub":
+        if self.op.negates:
             return -g3
         if self.op.counts:
             return g3 / self.op.divisor(self.plan.counts, g3.dtype)
@@ -122,7 +119,7 @@ class _Call:
             return g3
         indptr, ids, cols = self.plan.indptr, self.plan.edge_ids, self.plan.cols
         result = np.empty_like(g3)
-        fused_kernels.extreme_ties(self.op.name == "max", self.src3, indptr, cols, ids, self.kernel_w2, self.w is not None,
+        fused_kernels.extreme_ties(self.op.larger_wins, self.src3, indptr, cols, ids, self.kernel_w2, self.w is not None,
                                    self.out3, g3, self.src3, False, self.kernel_w2, False, result, self.parts,
                                    select=self.select)
         return result
@@ -422,7 +419,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     else:
         result = np.zeros(size3, call.dtype)
         if call.inner and call.outer:
-            fused_kernels.extreme_ties(name == "max", call.src3, call.plan.indptr, call.plan.cols,
+            fused_kernels.extreme_ties(call.op.larger_wins, call.src3, call.plan.indptr, call.plan.cols,
                                        call.plan.edge_ids, call.kernel_w2, call.w is not None, call.out3, call.out3,
                                        call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
                                        np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._api.gather_scatter_cuda import _LINEAR, _edge_weight, _forward, _on_device, _run_edges
+from cyscatter._api.gather_scatter_cuda import _edge_weight, _forward, _on_device, _run_edges
 from cyscatter._api.scatter import scatter_into
 from cyscatter._arrays.dtypes import holds_numbers
 from cyscatter._arrays.integers import prod
@@ -62,7 +62,7 @@ class _Call:
             weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype, xp=xp)
         self.out_raw = None if out is None else self.be.asarray(out)
         self.out3 = None if out is None else self.table(out, "out")
-        if self.out3 is None and self.op.name not in _LINEAR:
+        if self.out3 is None and not self.op.sums:
             raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
         if self.op.ordered and vdtype == np.float16:
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
@@ -100,7 +100,7 @@ class _Call:
 
     def per_destination(self, g3):
         """The cotangent each edge of a destination row receives, for the linear ops: g, -g or g / count."""
-        if self.op.name == "sub":
+        if self.op.negates:
             return -g3
         if self.op.counts:   # mean: g / count; sqrt_n: g / sqrt(count)
             return g3 / self.op.divisor(self.device("counts"), g3.dtype, self.xp)
@@ -207,8 +207,7 @@ def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, o
                  plan, {"grad_out": grad_out})
     g3 = call.table(grad_out, "grad_out")
     result = call.zeros(call.src3.shape)
-    name = call.op.name
-    if name in _LINEAR:   # the transposed product: the forward kernel from the output rows back to the source rows
+    if call.op.sums:   # the transposed product: the forward kernel from the output rows back to the source rows
         _run_edges("add", call.per_destination(g3), call.device("scatter"), call.device("gather"), call.w2, result,
                    call.xp)
     elif call.select:
@@ -230,8 +229,7 @@ def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index
     call = _Call("gather_scatter_vjp_weight", op, src, gather_index, scatter_index, out, weight, dim_size, axis,
                  mode, plan, {"grad_out": grad_out})
     g3 = call.table(grad_out, "grad_out")
-    name = call.op.name
-    if name in _LINEAR:
+    if call.op.sums:
         result = call.dots(call.per_destination(g3), selected=False)
     elif call.select:
         result = call.dots(call.share(g3), selected=True)
@@ -259,7 +257,7 @@ def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *
         w_dot2 = weight_rows(wd.reshape(call.w.shape), call.plan.index_shape, call.feat, call.heads, call.dtype, xp=call.xp)
     name = call.op.name
     size3 = (call.outer, call.plan.size, call.inner)
-    if name in _LINEAR:   # bilinear: both tangent products accumulate into one table
+    if call.op.sums:   # bilinear: both tangent products accumulate into one table
         result = call.zeros(size3)
         gather, scatter = call.device("gather"), call.device("scatter")
         if s_dot3 is not None:

@@ -1,4 +1,5 @@
-"""Reverse-mode rules of every op, on the canonical (outer, rows, inner) view; registered into the op registry.
+"""Reverse-mode rules of every op, on the canonical (outer, rows, inner) view: `RULES`, one `Rules` per family that
+an op's `Op.rule` names.
 
 Each rule gets a `Reverse` context and the cotangent of the output, and returns the cotangent of src
 (``vjp_src``: shape (outer, n, inner)) or of the initial destination (``vjp_dst``: (outer, size, inner)).
@@ -17,13 +18,16 @@ The conventions, decided here once:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Callable
+
 import numpy as np
 
 from cyscatter import fused_kernels, kernels
 from cyscatter._backends import assign as _assign
 from cyscatter._backends import host as _canonical
 from cyscatter._backends.context import Reverse
-from cyscatter._registry.ops import get_op, register_rules
+from cyscatter._registry.ops import get_op
 
 
 def _winners(xp, a: np.ndarray, best: np.ndarray, skip_nan: bool = False) -> np.ndarray:
@@ -113,7 +117,7 @@ def selected_tangents(ctx, dot3, op):
     (nansum), in one pass by destination (no n x F coefficients); the initial dst counts as a candidate of
     max/min and their twins (its own tangent is added by the caller)."""
     select = op.selection
-    if not select or not _fused(ctx, select) or (op.name == "nanmean" and ctx.dst3 is not None):
+    if not select or not _fused(ctx, select) or (op.counts and ctx.dst3 is not None):
         return None
     src3, indptr, cols, dst3 = _selection_inputs(ctx, select)
     dot3 = np.ascontiguousarray(dot3, dtype=src3.dtype)
@@ -212,19 +216,6 @@ def _assign_dst(ctx, g3):
     return ctx.xp.where((ctx.counts() == 0)[None, :, None], g3, 0).astype(g3.dtype, copy=False)
 
 
-register_rules("add", vjp_src=lambda ctx, g3: ctx.take(g3), vjp_dst=_identity_dst)
-register_rules("sub", vjp_src=lambda ctx, g3: -ctx.take(g3), vjp_dst=_identity_dst)
-register_rules("mean", vjp_src=_mean_src, vjp_dst=_identity_dst)
-register_rules("sqrt_n", vjp_src=lambda ctx, g3: _mean_src(ctx, g3, "sqrt_n"), vjp_dst=_identity_dst)
-register_rules("mul", vjp_src=_mul_src, vjp_dst=_mul_dst)
-register_rules("div", vjp_src=_div_src, vjp_dst=_div_dst)
-# (max and min find their winners alike: the entries equal to the kept value)
-register_rules("max", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
-register_rules("min", vjp_src=_extreme_src, vjp_dst=_extreme_dst)
-register_rules("set", vjp_src=_assign_src(True), vjp_dst=_assign_dst)
-register_rules("first", vjp_src=_assign_src(False), vjp_dst=_assign_dst)
-
-
 # ---- the NaN-skipping twins ------------------------------------------------------------------------------------
 
 def _not_nan(ctx) -> np.ndarray:
@@ -256,10 +247,30 @@ def _nanprod_src(ctx, g3):
     return ctx.xp.where(_not_nan(ctx), _mul_src(_without_nan(ctx), g3), 0).astype(ctx.dtype, copy=False)
 
 
-register_rules("nansum", vjp_src=_nansum_src, vjp_dst=_identity_dst)
-register_rules("nanmean", vjp_src=_nanmean_src, vjp_dst=_identity_dst)
-register_rules("nanprod", vjp_src=_nanprod_src, vjp_dst=lambda ctx, g3: _mul_dst(_without_nan(ctx), g3))
-register_rules("fmax", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
-               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))
-register_rules("fmin", vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
-               vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True))
+@dataclass(frozen=True)
+class Rules:
+    """An op family's reverse rules: each takes a `Reverse` context and the output's cotangent (outer, size, inner)
+    and returns the cotangent of src (outer, n, inner) or of the initial dst (outer, size, inner)."""
+
+    vjp_src: Callable[[Reverse, Any], Any]
+    vjp_dst: Callable[[Reverse, Any], Any]
+
+
+# `Op.rule` -> its family's rules. max and min (and fmax and fmin) share theirs: the winners are the entries equal
+# to the kept value, whichever way the op orders them.
+RULES: dict[str, Rules] = {
+    "linear": Rules(vjp_src=lambda ctx, g3: ctx.take(g3), vjp_dst=_identity_dst),
+    "negated": Rules(vjp_src=lambda ctx, g3: -ctx.take(g3), vjp_dst=_identity_dst),
+    "mean": Rules(vjp_src=_mean_src, vjp_dst=_identity_dst),
+    "sqrt_n": Rules(vjp_src=lambda ctx, g3: _mean_src(ctx, g3, "sqrt_n"), vjp_dst=_identity_dst),
+    "products": Rules(vjp_src=_mul_src, vjp_dst=_mul_dst),
+    "quotient": Rules(vjp_src=_div_src, vjp_dst=_div_dst),
+    "extreme": Rules(vjp_src=_extreme_src, vjp_dst=_extreme_dst),
+    "assign_last": Rules(vjp_src=_assign_src(True), vjp_dst=_assign_dst),
+    "assign_first": Rules(vjp_src=_assign_src(False), vjp_dst=_assign_dst),
+    "nansum": Rules(vjp_src=_nansum_src, vjp_dst=_identity_dst),
+    "nanmean": Rules(vjp_src=_nanmean_src, vjp_dst=_identity_dst),
+    "nanprod": Rules(vjp_src=_nanprod_src, vjp_dst=lambda ctx, g3: _mul_dst(_without_nan(ctx), g3)),
+    "nan_extreme": Rules(vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
+                         vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True)),
+}

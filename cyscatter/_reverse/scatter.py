@@ -78,7 +78,7 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     """
     op, ctx, views, src_shape, _ = _reverse_call(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
     shape, expected = src_shape
-    return unbroadcast(op.rules["vjp_src"](ctx, views["grad_out"]).reshape(expected), shape, ctx.xp)
+    return unbroadcast(_rules.RULES[op.rule].vjp_src(ctx, views["grad_out"]).reshape(expected), shape, ctx.xp)
 
 
 @fill_doc
@@ -128,7 +128,7 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     if dst is None:
         raise TypeError("dst is required, got None: it is the initial destination of scatter_into")
     op, ctx, views, _, out_shape = _reverse_call(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
-    return op.rules["vjp_dst"](ctx, views["grad_out"]).reshape(out_shape)
+    return _rules.RULES[op.rule].vjp_dst(ctx, views["grad_out"]).reshape(out_shape)
 
 
 @fill_doc
@@ -251,9 +251,9 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     if out_dot is None:
         if op.skips_nan:   # a NaN entry is absent: its tangent (NaN, inf or a number) does not reach the output
             dot3 = ctx.xp.where(ctx.src3 == ctx.src3, dot3, 0)
-        out_dot = ctx.put(_tangent_part(ctx.xp, op, op.rules["vjp_src"](ctx, ones), dot3))
+        out_dot = ctx.put(_tangent_part(ctx.xp, op, _rules.RULES[op.rule].vjp_src(ctx, ones), dot3))
     if dst is not None and dst_dot3 is not None:
-        out_dot += _tangent_part(ctx.xp, op, op.rules["vjp_dst"](ctx, ones), dst_dot3)
+        out_dot += _tangent_part(ctx.xp, op, _rules.RULES[op.rule].vjp_dst(ctx, ones), dst_dot3)
     return out_dot.reshape(out_shape)
 
 

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cyscatter import group_kernels, kernels
+from cyscatter import group_kernels
 from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.integers import prod
@@ -44,7 +44,7 @@ def _nan_winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.
     the identity), its members equal to it (a zero of the same sign), and a scatter "min" of their positions."""
     outer, n, inner = src3.shape
     best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
-    run_scatter(op.opcode, np.ascontiguousarray(src3), plan, best)
+    run_scatter(op, np.ascontiguousarray(src3), plan, best)
     mine = np.zeros((outer, n, inner), src3.dtype)
     run_gather(best, plan, mine)   # dropped entries keep 0: the position scatter below skips them anyway
     wins = mine == src3
@@ -52,7 +52,7 @@ def _nan_winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.
         wins &= np.signbit(mine) == np.signbit(src3)
     positions = np.where(wins, np.arange(n, dtype=np.int64)[None, :, None], np.int64(n))
     arg = np.full((outer, size, inner), n, np.int64)
-    run_scatter(kernels.OpCode.OP_MIN, positions, plan, arg)
+    run_scatter(get_op("min"), positions, plan, arg)
     return best, arg
 
 

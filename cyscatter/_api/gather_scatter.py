@@ -137,9 +137,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         # non-NaN messages per output element, counted by the kernel as it reduces (int32 below 2**31 edges, as
         # scatter's element counts): an element whose messages are all NaN is an empty group
         counts = np.zeros(out3.shape, np.int32 if plan.n_edges < 2**31 - 1 else np.int64)
-        run_forward(op.opcode, src3, plan, w, heads, feat, out3, threads, counts=counts)
+        run_forward(op, src3, plan, w, heads, feat, out3, threads, counts=counts)
     else:
-        run_forward(op.opcode, src3, plan, w, heads, feat, out3, threads)
+        run_forward(op, src3, plan, w, heads, feat, out3, threads)
     if counts is None:   # nothing to divide or fill: the table is the result
         return out3.astype(result_dtype, copy=False).reshape(call.out_shape)
     return finish_fresh(op, out3, counts, fill, result_dtype, threads=threads).reshape(call.out_shape)

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cyscatter import kernels
 from cyscatter._arrays.dtypes import is_bfloat16, parts
 from cyscatter._backends.reduce import counts3, new_counts, run_counted
 from cyscatter._docs import fill_doc
@@ -67,7 +66,7 @@ def var3(ctx, ddof, skip_nan: bool = False):
     else:
         squares = ctx.xp.multiply(dev, dev, out=dev)   # dev is this call's own buffer
     # the NaN entries' deviations are NaN: nansum leaves them out
-    summed = ctx.put(squares, kernels.OpCode.OP_NANADD if skip_nan else kernels.OpCode.OP_ADD)
+    summed = ctx.put(squares, get_op("nansum" if skip_nan else "add"))
     with np.errstate(divide="ignore", invalid="ignore"):   # in place: no output-sized temporaries but dof's
         ctx.xp.divide(summed, dof, out=summed)
     ctx.xp.copyto(summed, np.nan, where=~(dof > 0))

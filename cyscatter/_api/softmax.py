@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cyscatter import kernels
 from cyscatter._docs import fill_doc
 from cyscatter._plan.groups import dst_shape, group_view, src_shape
 from cyscatter._plan.index import sized_by
 from cyscatter._plan.values import size_arg
+from cyscatter._registry.ops import get_op
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def group_max(ctx):
-    return ctx.put(ctx.src3, kernels.OpCode.OP_MAX, start=-np.inf)
+    return ctx.put(ctx.src3, get_op("max"), start=-np.inf)
 
 
 def logsumexp3(ctx):

@@ -29,7 +29,7 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
                                  new_counts(op, shape3, be.xp, call.fill, plan.n), threads, split=True)
             result = finish_fresh(op, work3, counts, call.fill, call.result_dtype, be.xp, threads)
         else:   # no counts to make or finish with: the table is the result, cast once
-            run(op.opcode, call.src3(work3.dtype), plan, work3, None, threads)
+            run(op, call.src3(work3.dtype), plan, work3, None, threads)
             result = work3 if work3.dtype == call.result_dtype else work3.astype(call.result_dtype)
     except MemoryError as err:   # NumPy's own message names only a shape
         arg, given = call.size_arg

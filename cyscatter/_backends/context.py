@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cyscatter import kernels
+from cyscatter._registry.ops import Op, get_op
+
+ADD = get_op("add")
 
 
 @dataclass
@@ -37,10 +39,11 @@ class Reverse:
         self.be.run_gather(self.xp.ascontiguousarray(a3), self.plan, taken)
         return taken
 
-    def put(self, v3: np.ndarray, opcode: int = kernels.OpCode.OP_ADD, start=0) -> np.ndarray:
-        """Scatter v3 (outer, n, inner) into a fresh (outer, size, inner) array starting at `start`."""
+    def put(self, v3: np.ndarray, op: Op = ADD, start=0) -> np.ndarray:
+        """Scatter v3 (outer, n, inner) with `op` (a registry `Op`, default add) into a fresh (outer, size, inner)
+        array starting at `start`."""
         out = self.xp.full((v3.shape[0], self.plan.size, v3.shape[2]), start, v3.dtype)
-        self.be.run_scatter(opcode, self.xp.ascontiguousarray(v3), self.plan, out)
+        self.be.run_scatter(op, self.xp.ascontiguousarray(v3), self.plan, out)
         return out
 
     def counts(self) -> np.ndarray:

@@ -27,7 +27,7 @@ from cyscatter._backends.cuda_kernels import (
     scatter_spec,
     winner_spec,
 )
-from cyscatter._registry.ops import OPS
+from cyscatter._registry.ops import Op
 
 xp = cupy
 
@@ -42,7 +42,6 @@ def asarray(a, dtype=None):
 check_writable = functools.partial(_canonical.check_writable, array_type=cupy.ndarray)
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS
-_BY_OPCODE = {op.opcode: op for op in OPS}   # add and mean share an op code and a GPU update
 
 
 def rows_view(arr, dtype, outer: int, rows: int, inner: int):
@@ -68,13 +67,12 @@ def precheck(plan) -> None:
     """Nothing left to check: `plan_index` checks device indexes under mode='raise' when it makes the plan."""
 
 
-def run_scatter(opcode: int, src3, plan, out3, counts=None, threads: int = 0) -> None:
+def run_scatter(op: Op, src3, plan, out3, counts=None, threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given.
 
     Entries outside [0, plan.size) are skipped (a mode='raise' plan has none). `threads` is the CPU kernels'
     thread count, meaningless here.
     """
-    op = _BY_OPCODE[opcode]
     if counts is not None and plan.n:
         build(COUNT_ROWS)(plan.flat, plan.size, counts)
     if op.winner:   # an assignment: the winner of each row, then a gather of the winners' rows

@@ -14,7 +14,7 @@ from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._backends import assign as _assign
 
 pass
-from cyscatter._registry.ops import TWIN_OPCODES, WINNERS
+from cyscatter._registry.ops import Op
 from cyscatter._runtime.threads import team
 
 # The backend interface (see `cyscatter._arrays.protocols`): `cyscatter._backends.cuda` provides the same names for CuPy arrays.
@@ -110,13 +110,15 @@ def _self_overlapping(a: np.ndarray) -> bool:
     return False
 
 
-def run_scatter(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
+def run_scatter(op: Op, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
                 threads: int = 0) -> None:
+    """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
+    (`op` a registry `Op`; the kernel takes its op code)."""
     if not src3.flags.aligned:   # e.g. a partial unpickled from another process (cyscatter.dask)
         src3 = src3.copy()
-    if opcode in WINNERS:   # an assignment: winner pass, then a gather (see cyscatter._backends.assign)
-        return _assign.run_host(WINNERS[opcode] == "last", src3, plan, out3, counts, threads)
-    status = kernels.scatter_reduce(opcode, src3, plan.flat, out3, counts, plan.kernel_mode, threads)
+    if op.winner:   # an assignment: winner pass, then a gather (see cyscatter._backends.assign)
+        return _assign.run_host(op.winner == "last", src3, plan, out3, counts, threads)
+    status = kernels.scatter_reduce(op.opcode, src3, plan.flat, out3, counts, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)
 
@@ -143,15 +145,15 @@ exclusive_products = kernels.exclusive_products
 fresh_table = kernels.fresh_table
 
 
-def run_scatter_runs(opcode: int, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
+def run_scatter_runs(op: Op, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
                      threads: int = 0):
     """`_canonical.run_scatter` for an index whose equal entries are adjacent (sorted): same result, faster.
 
     Only one-element rows gain from a register; wider rows go to the core kernel, which can use `threads`
     (the run kernel is not parallel)."""
-    if src3.shape[2] != 1 or opcode in WINNERS:   # assignments: no reduction to keep in a register
-        return run_scatter(opcode, src3, plan, out3, counts, threads)
-    status = group_kernels.scatter_runs(opcode, src3, plan.flat, out3, counts, plan.kernel_mode)
+    if src3.shape[2] != 1 or op.winner:   # assignments: no reduction to keep in a register
+        return run_scatter(op, src3, plan, out3, counts, threads)
+    status = group_kernels.scatter_runs(op.opcode, src3, plan.flat, out3, counts, plan.kernel_mode)
     if status >= 0:
         raise plan.error(status)
 
@@ -170,7 +172,7 @@ def messages(src3, plan, w, heads: int, feat: tuple, dtype):
 _NO_COUNTS = np.zeros((0, 0, 0), np.int32)
 
 
-def run_forward(opcode, src3, plan, w, heads, feat, out3, threads, transpose: bool = False, counts=None) -> None:
+def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bool = False, counts=None) -> None:
     """The fused kernel from `src3` into `out3` (started at the identity) along the plan's CSR by destination,
     or, `transpose`, along its CSR by source (src3 then holds destination rows, out3 source rows). A NaN-skipping
     op on floats adds the non-NaN messages of each output element to `counts` (out3's shape) when given."""
@@ -179,12 +181,12 @@ def run_forward(opcode, src3, plan, w, heads, feat, out3, threads, transpose: bo
     indptr, edge_ids, cols = plan.transpose if transpose else (plan.indptr, plan.edge_ids, plan.cols)
     w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
     parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2])
-    if opcode in TWIN_OPCODES and out3.dtype.kind in "fc":
-        status = fused_kernels.forward_nan(opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
+    if op.skips_nan and out3.dtype.kind in "fc":
+        status = fused_kernels.forward_nan(op.opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
                                            _NO_COUNTS if counts is None else counts, counts is not None, parts)
-    else:
-        status = fused_kernels.forward(TWIN_OPCODES.get(opcode, opcode), src3, indptr, cols, edge_ids, w2,
-                                       w is not None, out3, parts)
+    else:   # integers hold no NaN: a NaN-skipping op runs its twin's kernel
+        status = fused_kernels.forward(op.twin_opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
+                                       parts)
     if status != -1:   # a plan validates everything the kernel checks; only a corrupted one gets here
         raise ValueError(f"the plan's edges do not fit src and out (kernel status {status})")
 

@@ -8,6 +8,7 @@ import numpy as np
 from cyscatter import kernels, nan_kernels
 from cyscatter._backends.host import run_scatter as run_scatter_host
 from cyscatter._backends.host import run_scatter_runs
+from cyscatter._registry.ops import get_op
 from cyscatter._runtime import machine as _machine
 
 HOST_RUNNERS = (run_scatter_host, run_scatter_runs)   # the scatter runners of host (NumPy) arrays
@@ -71,7 +72,7 @@ def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> 
         # the entries are planned already: skipping any still out of range is the plan's own rule
         sub = type(plan)(flat, flat.shape, (plan.size,), "drop" if plan.drops else "raise", (flat,))
         mask = (part == part).astype(element_counts.dtype)
-        run_scatter(kernels.OpCode.OP_ADD, mask, sub, element_counts, None, threads)
+        run_scatter(get_op("add"), mask, sub, element_counts, None, threads)
 
 
 NAN_COUNT_DTYPES = (np.uint8, np.uint16, np.int32, np.int64)
@@ -116,14 +117,14 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
             raise plan.error(status)
     # integers and bools have no NaN; any other dtype reaching here is one the kernel takes (or refuses loudly)
     if src3.dtype.kind in "biu" or not plan.n:
-        run_scatter(op.opcode, src3, plan, work3, None, threads)
+        run_scatter(op, src3, plan, work3, None, threads)
         return rows
     most = int(rows.max()) if rows.size else 0
     narrow = next(t for t in NAN_COUNT_DTYPES if most <= np.iinfo(t).max)
     fused = work3.size * (work3.itemsize + np.dtype(narrow).itemsize) <= _machine.ACTIVE.fused_count_bytes
     nansum = op.opcode == kernels.OpCode.OP_NANADD
     if not nansum:
-        run_scatter(op.opcode, src3, plan, work3, None, threads)
+        run_scatter(op, src3, plan, work3, None, threads)
         if not nan_kernels.any_nan(src3):   # no NaN count table for a src without one (a read, as a count pass)
             return rows
     elif not fused and not nan_kernels.nansum(src3, plan.flat, work3, threads):
@@ -152,10 +153,10 @@ def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0, sp
         if run_scatter in HOST_RUNNERS and lazy.xp is np and lazy.contiguous:
             return _run_counted_host(run_scatter, op, src3, plan, work3, lazy, threads, split)
         counts = lazy.array()
-        run_scatter(op.opcode, src3, plan, work3, None, threads)
+        run_scatter(op, src3, plan, work3, None, threads)
         count_not_nan(run_scatter, src3, plan, counts, threads)
     else:
-        run_scatter(op.opcode, src3, plan, work3, counts, threads)
+        run_scatter(op, src3, plan, work3, counts, threads)
     return counts
 
 
@@ -185,7 +186,7 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
             xp.add(work3, sums, out=sums)   # in the buffer of sums: no second dst-sized temporary
             xp.copyto(work3, sums, where=reached)
     else:
-        run_scatter(op.opcode, src3, plan, work3, threads=threads)
+        run_scatter(op, src3, plan, work3, threads=threads)
 
 
 def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0):

@@ -23,6 +23,7 @@ from cyscatter._arrays.dtypes import holds_numbers, is_bfloat16
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray
 from cyscatter._backends import host
+from cyscatter._backends.context import ADD
 from cyscatter._backends.host import messages, rows_view, run_forward, weight_rows
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
@@ -30,7 +31,6 @@ from cyscatter._plan.edges import cast_like, rule_inputs, weight_shaped
 from cyscatter._plan.prepare import prepare
 from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
 from cyscatter._runtime.threads import check_threads, team
-from cyscatter.kernels import OpCode
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -70,7 +70,7 @@ class _Call:
         if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
             out32 = self.op.fresh(self.out3.shape, vdtype)
-            run_forward(self.op.opcode, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.w,
+            run_forward(self.op, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.w,
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)
 
@@ -237,7 +237,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
             d = d * call.absent(call.scale(call.w2, keep), msgs)
         np.add.at(result, (slice(None), call.plan.gather[keep]), d)
     elif call.op.linear:
-        run_forward(OpCode.OP_ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
+        run_forward(ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
                     call.threads, transpose=True)
     elif call.inner and call.outer:
         indptr, ids, cols = call.plan.transpose
@@ -410,10 +410,10 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     elif call.op.linear:
         result = np.zeros(size3, call.dtype)
         if s_dot3 is not None:
-            run_forward(OpCode.OP_ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)
+            run_forward(ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)
         if w_dot2 is not None:
             part = np.zeros(size3, call.dtype)
-            run_forward(OpCode.OP_ADD, call.src3, call.plan, wd, call.heads, call.feat, part, call.threads)
+            run_forward(ADD, call.src3, call.plan, wd, call.heads, call.feat, part, call.threads)
             result += part
         result = call.per_destination(result)
     else:

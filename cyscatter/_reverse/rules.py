@@ -184,7 +184,7 @@ def _mul_src(ctx, g3):
 
 
 def _mul_dst(ctx, g3):
-    return g3 * ctx.put(ctx.src3, kernels.OpCode.OP_MUL, start=1)
+    return g3 * ctx.put(ctx.src3, get_op("mul"), start=1)
 
 
 def _div_src(ctx, g3):
@@ -196,7 +196,7 @@ def _div_src(ctx, g3):
 
 def _div_dst(ctx, g3):
     with np.errstate(divide="ignore", invalid="ignore"):
-        return g3 * ctx.put(ctx.src3, kernels.OpCode.OP_DIV, start=1)
+        return g3 * ctx.put(ctx.src3, get_op("div"), start=1)
 
 
 def _identity_dst(ctx, g3):

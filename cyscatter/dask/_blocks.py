@@ -73,7 +73,7 @@ def combine_partials(parts, *, op):
             take = other_counts > 0 if merge.winner == "last" else (other_counts > 0) & (counts == 0)
             work3[:, take] = other3[:, take]
         else:
-            run_scatter(merge.opcode, other3, every_row, work3)
+            run_scatter(merge, other3, every_row, work3)
         if counts is not None:
             counts += other_counts
     return work3, counts

@@ -8,6 +8,7 @@ read this table.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -95,30 +96,33 @@ class Op:
     negates: bool = False
     scans: bool = False
 
-    @property
+    # The derived facts below are read on every call: each is worked out once per op (functools.cached_property
+    # stores it in the instance's dict, which the frozen dataclass does not guard).
+
+    @cached_property
     def sums(self) -> bool:
         """add, sub, mean, sqrt_n: each output element is a signed sum of its entries, divided by a function of
         their count, so the reverse pass is the transposed sum (the assignments are linear too, but move one row)."""
         return self.linear and not self.winner
 
-    @property
+    @cached_property
     def larger_wins(self) -> bool:
         """max and fmax keep the larger of two values, min and fmin the smaller (the others order nothing)."""
         return self.identity_kind == "lowest"
 
-    @property
+    @cached_property
     def twin_opcode(self) -> int:
         """The op code integer inputs run: a NaN-skipping op's twin's (integers hold no NaN), else the op's own."""
         return _BY_NAME[self.twin].opcode if self.twin else self.opcode
 
-    @property
+    @cached_property
     def selects(self) -> bool:
         """max/min and fmax/fmin: each output element is the value of one of its entries (or its start), so the
         entries that do not win take no part in its derivatives, not even through an inf or NaN tangent (JAX's
         select rule)."""
         return self.identity_kind in ("lowest", "highest")
 
-    @property
+    @cached_property
     def selection(self) -> str:
         """The entries each output element's cotangent reaches, for the ops whose reverse kernels pick them
         (the fused gather-scatter's, `fused_kernels` and `_cuda_kernels.SELECTS`): "tied" (max/min: the entries
@@ -128,7 +132,7 @@ class Op:
             return "won" if self.skips_nan else "tied"
         return "present" if self.skips_nan and self.combine == "add" else ""
 
-    @property
+    @cached_property
     def splits(self) -> bool:
         """For the ops with a `selection`: an output element's cotangent (or its tangent sum) is divided among its
         selected entries (max/min, fmax/fmin: the tied winners; nanmean: the non-NaN entries, its counts), where

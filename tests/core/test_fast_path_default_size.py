@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-import cyscatter._scatter as scatter_module
+import cyscatter._api.scatter as scatter_module
 from compare import assert_same, tolerance
 from cyscatter import kernels
-from cyscatter._ops import FAST
+from cyscatter._registry.ops import FAST
 from inputs import rng_for, values, with_nans
 from reference import ref_scatter
 from testing import get_op
@@ -168,14 +168,15 @@ def test_many_dims():
 
 @pytest.fixture
 def general_path_refused(monkeypatch):
-    """`get_op` is reached only on the general path: while this fixture holds, reaching it raises."""
+    """`prepare` (the planner) is reached only on the general path: while this fixture holds, reaching it
+    raises."""
     class GeneralPathTaken(Exception):
         pass
 
-    def refuse(op):
-        raise GeneralPathTaken(op)
+    def refuse(kind, *args, **kwargs):
+        raise GeneralPathTaken(kind)
 
-    monkeypatch.setattr(scatter_module, "get_op", refuse)
+    monkeypatch.setattr(scatter_module, "prepare", refuse)
     return GeneralPathTaken
 
 
@@ -187,6 +188,26 @@ def test_default_call_takes_the_fast_path(general_path_refused, op, dtype, index
     idx = draw_index(index_dtype, 17, 5, rng)
     assert cs.scatter(src, idx, op).shape == (5, 2)
     assert cs.scatter(src[:0], idx[:0], op).shape == (0, 2)   # the empty index too
+
+
+@pytest.mark.parametrize("index_dtype", ("int32", "int64"))
+@pytest.mark.parametrize("op", ("add", "max"))
+def test_a_long_index_infers_its_size_as_a_short_one(op, index_dtype):
+    """Past 64k entries the size comes from NumPy's maximum instead of the kernel's scan: the same result, and
+    a negative entry still leaves the fast path for the general path's error."""
+    rng = np.random.default_rng(11)
+    n = 70_000
+    idx = rng.integers(0, 3000, n).astype(index_dtype)
+    idx[n // 2] = 4321   # the largest entry, away from either end
+    src = rng.standard_normal((n, 2))
+    check_default_size(src, idx, op)
+    opcode, identities = FAST[op]
+    fast = kernels.scatter_simple(src, idx, opcode, identities[src.dtype], None, 0)
+    assert fast is not None and fast.shape == (4322, 2)
+    idx[n - 3] = -1
+    assert kernels.scatter_simple(src, idx, opcode, identities[src.dtype], None, 0) is None
+    with pytest.raises(IndexError, match=re.escape(f"index[{n - 3}] = -1 is out of bounds")):
+        cs.scatter(src, idx, op)
 
 
 def test_a_negative_entry_leaves_the_fast_path(general_path_refused):

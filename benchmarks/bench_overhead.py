@@ -28,7 +28,8 @@ ROOT = os.path.dirname(HERE)
 
 def _python_calls(fn) -> tuple[int, int, int]:
     """(Python functions entered, those of cyscatter and grad, distinct cyscatter/grad modules among them) during
-    one call of `fn`."""
+    one call of `fn`, after a first one."""
+    fn()   # once first: one-time work (imports, per-op and per-dtype caches) is not what a call costs
     calls, ours, modules = [0], [0], set()
 
     def profile(frame, event, arg):

@@ -3,9 +3,7 @@
 Semantics follow NNlib.jl (`scatter`, `scatter!`, `gather`, `gather!`, `∇scatter_src`, `∇scatter_dst`,
 `∇gather_src`) in NumPy conventions: index dims first, feature dims last.
 """
-from __future__ import annotations
-
-import os
+import os as _os
 
 from cyscatter._runtime.wait_policy import load_kernels as _load_kernels
 
@@ -83,4 +81,4 @@ def get_include() -> str:
     str
         The folder *above* the package, so ``from cyscatter.kernels cimport ...`` resolves.
     """
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))

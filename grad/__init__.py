@@ -11,12 +11,12 @@ from the core's split reverse functions (`cyscatter.scatter_vjp_src`, ...). Need
 ``pip install cyscatter[grad]``.
 """
 try:
-    import autograd  # noqa: F401
+    import autograd as _autograd  # noqa: F401  (only whether it imports)
 except ImportError as error:   # pragma: no cover - depends on the environment
     raise ImportError("the grad package needs autograd: pip install 'cyscatter[grad]' (or pip install autograd)"
                       ) from error
 
-from cyscatter._arrays.protocols import take_foreign_in
+from cyscatter._arrays.protocols import take_foreign_in as _take_foreign_in
 from grad._gather import gather, gather_into
 from grad._gather_scatter import gather_scatter
 from grad._groups import (
@@ -45,4 +45,4 @@ for _public in (scatter, scatter_into, gather, gather_into, scatter_logsumexp, s
                 scatter_nanstd):
     _public.__module__ = __name__   # autograd's wrapper keeps name and doc, not the module (help(), doctest)
 del _public
-take_foreign_in(globals(), __all__)
+_take_foreign_in(globals(), __all__)

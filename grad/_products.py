@@ -31,7 +31,8 @@ def _in_dtype_of(src, products):
 
 
 def _third_derivative(*args, **kwargs):
-    raise NotImplementedError("third derivatives of scatter 'mul' with respect to src are not implemented")
+    raise NotImplementedError("third derivatives of scatter 'mul' and 'nanprod' (the products of a group's other "
+                              "members) with respect to src are not implemented")
 
 
 defvjp(others_product, lambda ans, src, *meta: lambda u: others_product_hvp(src, u, *meta))

@@ -16,25 +16,24 @@ runs as the 0-d index 0 into a size-1 axis that the result then drops (``cyscatt
 
 Needs the optional extra ``dask`` (``pip install "cyscatter[dask]"``); ``import cyscatter`` does not import Dask.
 """
-from __future__ import annotations
 
 try:
-    import dask.array  # noqa: F401
+    import dask.array as _dask_array  # noqa: F401  (only whether it imports)
 except ImportError as err:   # pragma: no cover - depends on the environment
     raise ImportError('cyscatter.dask needs Dask: pip install "cyscatter[dask]"') from err
 
-from cyscatter._arrays.protocols import take_foreign_in
+from cyscatter._arrays.protocols import take_foreign_in as _take_foreign_in
 from cyscatter.dask._argext import scatter_argmax, scatter_argmin, scatter_nanargmax, scatter_nanargmin
 from cyscatter.dask._count import scatter_count
 from cyscatter.dask._gather import gather
 from cyscatter.dask._logical import scatter_all, scatter_any
 from cyscatter.dask._scan import scatter_scan
 from cyscatter.dask._scatter import scatter
-from cyscatter.dask._whole import accept_empty_tuple
+from cyscatter.dask._whole import accept_empty_tuple as _accept_empty_tuple
 
 __all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count", "scatter_any", "scatter_all",
            "scatter_nanargmax", "scatter_nanargmin", "scatter_scan"]
 for _name in __all__:
-    globals()[_name] = accept_empty_tuple(globals()[_name])
+    globals()[_name] = _accept_empty_tuple(globals()[_name])
 del _name
-take_foreign_in(globals(), __all__)
+_take_foreign_in(globals(), __all__)

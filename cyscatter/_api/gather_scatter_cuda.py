@@ -95,7 +95,7 @@ def gather_scatter_gpu(call):
         out = scatter(msgs, _on_device(plan, xp, "scatter_kept"), op, dim_size=plan.size, axis=1,
                       fill_value=None if fill is None else fill.item())
         return out.astype(result_dtype, copy=False).reshape(batch + plan.dims + feat)
-    out3 = op.fresh((outer, plan.size, inner), result_dtype, xp)
+    out3 = be.fresh_table((outer, plan.size, inner), call.compute, call.identity)
     src3 = be.rows_view(src, out3.dtype, outer, plan.src_size, inner)
     w2 = None if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype, xp=xp)
     counts = None
@@ -108,4 +108,4 @@ def gather_scatter_gpu(call):
         _forward(op, src3, plan, w2, out3, xp)
         if op.counts or fill is not None:
             counts = _on_device(plan, xp, "counts")
-    return finish_fresh(op, out3, counts, fill, result_dtype, xp).reshape(batch + plan.dims + feat)
+    return finish_fresh(op, out3, counts, fill, result_dtype, be).reshape(batch + plan.dims + feat)

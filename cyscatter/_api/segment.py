@@ -15,7 +15,7 @@ from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, shape_of
-from cyscatter._backends.host import rows_view
+from cyscatter._backends.host import fresh_table, rows_view
 from cyscatter._backends.reduce import finish_fresh
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
@@ -161,7 +161,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     batch, feat = src.shape[:axis], src.shape[axis + 1:]
     nseg = ptr.size - 1
     outer, inner = prod(batch), prod(feat)
-    work3 = op.fresh((outer, nseg, inner), result_dtype)
+    work3 = fresh_table((outer, nseg, inner), op.compute_dtype(result_dtype), op.identity(result_dtype))
     src3 = rows_view(src, work3.dtype, outer, rows, inner)
     if op.skips_nan and work3.dtype.kind in "fc":
         # where nanmean or a fill_value needs them, the non-NaN entries per output element, counted by the kernel

@@ -69,7 +69,7 @@ class _Call:
         self.out3 = None if out is None else self.table(out, "out")
         if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
-            out32 = self.op.fresh(self.out3.shape, vdtype)
+            out32 = host.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
             run_forward(self.op, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.w,
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)

@@ -66,7 +66,7 @@ class _Call:
             raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
         if self.op.ordered and vdtype == np.float16:
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
-            out32 = self.op.fresh(self.out3.shape, vdtype, xp)
+            out32 = self.be.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
             _forward(self.op, self.be.rows_view(self.src, out32.dtype, *self.src3.shape), self.plan,
                      None if self.w is None else weight_rows(self.w, self.plan.index_shape, self.feat, self.heads,
                                                              out32.dtype, xp=xp), out32, xp)

@@ -11,7 +11,7 @@ import numpy as np
 
 from cyscatter._api.argext import winners
 from cyscatter._arrays.integers import prod
-from cyscatter._backends.host import precheck, rows_view, run_gather, run_scatter
+from cyscatter._backends.host import fresh_table, precheck, rows_view, run_gather, run_scatter
 from cyscatter._backends.reduce import finish_fresh, run_counted
 from cyscatter._plan.index import IndexPlan, parse_coords, plan_index, sized_by
 from cyscatter._registry.ops import get_op
@@ -49,7 +49,7 @@ def scatter_partial(src, flat, *, op, result_dtype, nb, rows, count):
     op = get_op(op)
     lo, hi = rows
     outer, n, inner = _sizes(src.shape, nb, flat.ndim)
-    work3 = op.fresh((outer, hi - lo, inner), result_dtype)
+    work3 = fresh_table((outer, hi - lo, inner), op.compute_dtype(result_dtype), op.identity(result_dtype))
     src3 = rows_view(src, work3.dtype, outer, n, inner)
     counts = np.zeros(work3.shape if op.skips_nan else hi - lo, np.int64) if count else None
     # Shifted by lo, the rows of other partitions and dropped entries (all outside [0, size) and size >= hi)

@@ -68,7 +68,7 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
     fill = fill_for(fill_value, np.int64, be.xp)
     if be.xp is not np:
         arg = _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
-        return with_fill(arg, prod(index_shape(parse_coords(index, xp=be.xp))), fill)
+        return with_fill(arg, prod(index_shape(parse_coords(index, be=be))), fill)
     op = get_op(name)
     src = host_asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))
@@ -92,7 +92,7 @@ def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):
     member never wins and an all-NaN group has no winner: it is an empty group."""
     xp = be.xp
     src = be.asarray(src)
-    coords = parse_coords(index, xp=xp)
+    coords = parse_coords(index, be=be)
     axis, batch, feat, expected = src_layout(src.shape, coords, axis)
     src = expand_src(src, expected, len(feat), xp)
     extreme = scatter(src, index, name, dim_size=dim_size, axis=axis, mode=mode)

@@ -104,7 +104,7 @@ def scatter_count(index: IndexLike, dim_size: DimSize | None = None, *, mode: Mo
                                   np.empty((1, dim_size, 0), np.int64), counts, _LEAN_MODES[mode]) < 0:
             return counts
     be = backend_of(index=index)
-    coords = parse_coords(index, xp=be.xp)
+    coords = parse_coords(index, be=be)
     plan = plan_index(None, dim_size, mode, coords=coords)
     sized = size_arg(dim_size, plan)
     check_table_bytes((plan.size,), np.int64, *sized)

@@ -64,7 +64,7 @@ class ScanView:
         self.shape = src.shape
         self.result = self.op.result_dtype(src.dtype)
         self.compute = self.op.compute_dtype(self.result)
-        coords = parse_coords(index, xp=self.be.xp)
+        coords = parse_coords(index, be=self.be)
         axis, batch, feat = split_src(src, coords, axis, src_arg)
         self.plan = plan_index(None, dim_size, mode, coords=coords)
         self.sized = size_arg(dim_size, self.plan)

@@ -80,8 +80,9 @@ def _forward(op, src3, plan, w2, out3, xp, counts=None) -> None:
         _run_edges(op.gpu_update, src3, gather, scatter, w2, out3, xp, counts)
 
 
-def gather_scatter_gpu(call):
-    """`cyscatter.gather_scatter` on CuPy arrays, of a prepared call (an `EdgeCall`); see there."""
+def forward(call, threads: int = 0, num_threads=None):
+    """`cyscatter.gather_scatter` on CuPy arrays, of a prepared call (an `EdgeCall`); see there. The thread counts
+    are the CPU kernels', meaningless here."""
     be, xp, op, src, plan, w, heads = call.be, call.be.xp, call.op, call.src, call.plan, call.w, call.heads
     batch, feat, vdtype, result_dtype, fill = call.batch, call.feat, call.vdtype, call.result_dtype, call.fill
     outer, inner = call.outer, call.inner

@@ -5,12 +5,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cyscatter import group_kernels
 from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import host_asarray
-from cyscatter._backends.host import rows_view, run_gather, run_scatter
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, index_shape, parse_coords, plan_index, sized_by
@@ -24,38 +21,6 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, _FuncT
 
 
-def winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(best, arg), both (outer, size, inner): each destination row's winning value under max/min (`op`) and its
-    position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype.
-    fmax/fmin (nanargmax/nanargmin): NaN members never win, an all-NaN group has no winner (``plan.n``)."""
-    if op.skips_nan:
-        return _nan_winners(op, src3, plan, size)
-    outer, _, inner = src3.shape
-    best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
-    arg = np.full((outer, size, inner), plan.n, np.int64)
-    status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
-    if status >= 0:
-        raise plan.error(status)
-    return best, arg
-
-
-def _nan_winners(op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """`winners` for fmax/fmin from the core kernels: each group's fmax/fmin (never NaN: an all-NaN group keeps
-    the identity), its members equal to it (a zero of the same sign), and a scatter "min" of their positions."""
-    outer, n, inner = src3.shape
-    best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
-    run_scatter(op, np.ascontiguousarray(src3), plan, best)
-    mine = np.zeros((outer, n, inner), src3.dtype)
-    run_gather(best, plan, mine)   # dropped entries keep 0: the position scatter below skips them anyway
-    wins = mine == src3
-    if src3.dtype.kind == "f":
-        wins &= np.signbit(mine) == np.signbit(src3)
-    positions = np.where(wins, np.arange(n, dtype=np.int64)[None, :, None], np.int64(n))
-    arg = np.full((outer, size, inner), n, np.int64)
-    run_scatter(get_op("min"), positions, plan, arg)
-    return best, arg
-
-
 def with_fill(arg, n: int, fill):
     """`arg` with the empty-group sentinel `n` replaced by `fill` (from `fill_for`; None: kept), in place."""
     if fill is not None and int(fill) != n:
@@ -66,33 +31,34 @@ def with_fill(arg, n: int, fill):
 def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
     be = backend_of(src=src, index=index)
     fill = fill_for(fill_value, np.int64, be.xp)
-    if be.xp is not np:
+    if be.arg_winners is None:   # a backend without a winners kernel (the GPU): composed from scatter and gather
         arg = _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode)
-        return with_fill(arg, prod(index_shape(parse_coords(index, xp=be.xp))), fill)
+        return with_fill(arg, prod(index_shape(parse_coords(index, be=be))), fill)
     op = get_op(name)
-    src = host_asarray(src)
+    src = be.asarray(src)
     compute = op.compute_dtype(op.result_dtype(src.dtype))
-    coords = parse_coords(index)
+    coords = parse_coords(index, be=be)
     axis, batch, feat, expected = src_layout(src.shape, coords, axis)
-    src = expand_cast(src, expected, len(feat), compute)
+    src = expand_cast(src, expected, len(feat), compute, be.xp)
     plan = plan_index(index, dim_size, mode, coords=coords)
     outer, inner = prod(batch), prod(feat)
     sized = size_arg(dim_size, plan)
     check_table_bytes((outer, plan.size, inner), np.int64, *sized)
     with sized_by(*sized):
-        _, arg = winners(op, rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
+        _, arg = be.arg_winners(op, be.rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
     return with_fill(arg, plan.n, fill).reshape(batch + plan.dims + feat)
 
 
 def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):
-    """`_scatter_arg` from the core ops (the GPU's way): each group's extreme by scatter, its winners are the
-    members equal to it (NaN equal to NaN, and the sign of a zero must match, as -0.0 == +0.0 numerically), and
-    a scatter "min" of the winners' positions picks the smallest one whatever order the atomics run in.
+    """`_scatter_arg` from the public scatter and gather, for a backend without a winners kernel (the GPU): each
+    group's extreme by scatter, its winners are the members equal to it (NaN equal to NaN, and the sign of a zero
+    must match, as -0.0 == +0.0 numerically), and a scatter "min" of the winners' positions picks the smallest
+    one whatever order the atomics run in.
     For fmax/fmin (nanargmax/nanargmin) the extreme is never NaN (an all-NaN group keeps the identity), so a NaN
     member never wins and an all-NaN group has no winner: it is an empty group."""
     xp = be.xp
     src = be.asarray(src)
-    coords = parse_coords(index, xp=xp)
+    coords = parse_coords(index, be=be)
     axis, batch, feat, expected = src_layout(src.shape, coords, axis)
     src = expand_src(src, expected, len(feat), xp)
     extreme = scatter(src, index, name, dim_size=dim_size, axis=axis, mode=mode)

@@ -14,38 +14,11 @@ from cyscatter._plan.values import size_arg
 if TYPE_CHECKING:
     from typing import Any
 
-    from cyscatter._plan.index import IndexPlan
     from cyscatter._typing import DimSize, IndexLike, Mode
 
 
 _LEAN_MODES = {"raise": kernels.IndexMode.MODE_RAISE, "drop": kernels.IndexMode.MODE_DROP}
 _KERNEL_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
-
-
-def plan_counts(be: Any, plan: IndexPlan) -> Any:
-    """int64 (plan.size,): the number of entries of `plan` per destination row, on backend `be`; under
-    mode='raise' the first out-of-range entry raises IndexError.
-
-    On the CPU: the scatter kernel's own counting pass (the counts mean divides by), run on rows of no
-    elements (inner = 0), so that no value is read or written: one pass over the index, which checks it too.
-    On the GPU: ``cupy.bincount`` of the valid rows (the index was checked when it was planned)."""
-    xp = be.xp
-    if xp is np:
-        counts = np.zeros(plan.size, np.int64)
-        status = kernels.scatter_reduce(kernels.OpCode.OP_ADD, np.empty((1, plan.n, 0), np.int64), plan.flat,
-                                        np.empty((1, plan.size, 0), np.int64), counts, plan.kernel_mode)
-        if status >= 0:
-            raise plan.error(status)
-        return counts
-    be.precheck(plan)
-    flat = plan.flat
-    if plan.drops and flat.size:
-        valid = plan.valid()
-        if not bool(valid.all()):
-            flat = flat[valid]
-    if not flat.size:   # np.bincount of an empty int32 vector is fine, of an empty int64 one too; keep one dtype
-        return xp.zeros(plan.size, np.int64)
-    return xp.bincount(flat, minlength=plan.size).astype(np.int64, copy=False)
 
 
 @fill_doc
@@ -104,10 +77,11 @@ def scatter_count(index: IndexLike, dim_size: DimSize | None = None, *, mode: Mo
                                   np.empty((1, dim_size, 0), np.int64), counts, _LEAN_MODES[mode]) < 0:
             return counts
     be = backend_of(index=index)
-    coords = parse_coords(index, xp=be.xp)
+    coords = parse_coords(index, be=be)
     plan = plan_index(None, dim_size, mode, coords=coords)
     sized = size_arg(dim_size, plan)
     check_table_bytes((plan.size,), np.int64, *sized)
     with sized_by(*sized):
-        counts = plan_counts(be, plan)
+        # on the CPU the scatter kernel's counting pass, which checks the index too; on the GPU cupy.bincount
+        counts = be.count_rows(plan)
     return counts.reshape(plan.dims)

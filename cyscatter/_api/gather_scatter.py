@@ -8,14 +8,9 @@ is reduced in one pass over its edges, reading the source rows it needs. A `Gath
 """
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from cyscatter._api.scatter import scatter
-from cyscatter._backends import host
-from cyscatter._backends.host import messages, rows_view, run_forward
-from cyscatter._backends.reduce import finish_fresh
 from cyscatter._docs import fill_doc
 from cyscatter._plan.edges import GatherScatterPlan
 from cyscatter._plan.prepare import prepare
@@ -118,28 +113,16 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     threads = check_threads(num_threads)
     call = prepare("gather_scatter", src, (gather_index, scatter_index), op, weight=weight, plan=plan,
                    dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value)
-    if call.be.xp is not np:
-        from cyscatter._api.gather_scatter_cuda import gather_scatter_gpu
-        return gather_scatter_gpu(call)
-    op, src, plan, w, heads, feat, batch = call.op, call.src, call.plan, call.w, call.heads, call.feat, call.batch
-    vdtype, result_dtype, fill, outer, inner = call.vdtype, call.result_dtype, call.fill, call.outer, call.inner
-    if w is not None and vdtype.kind in "iu" and call.compute != vdtype:
-        # integer messages the kernel would compute wider (small integers in int64, div and mean in float64)
-        # than w * src wraps or rounds in its own dtype: the messages are formed as NumPy forms them
-        msgs3, keep = messages(rows_view(src, vdtype, outer, plan.src_size, inner), plan, w, heads, feat, vdtype)
-        out = scatter(msgs3, plan.scatter[keep], op, dim_size=plan.size, axis=1, fill_value=fill_value,
-                      num_threads=num_threads)
-        return out.reshape(batch + plan.dims + feat)
-    out3 = host.fresh_table((outer, plan.size, inner), call.compute, call.identity)
-    src3 = host.rows_view(src, out3.dtype, outer, plan.src_size, inner)
-    counts = plan.counts if op.counts or fill is not None else None
-    if counts is not None and op.skips_nan and out3.dtype.kind in "fc":
-        # non-NaN messages per output element, counted by the kernel as it reduces (int32 below 2**31 edges, as
-        # scatter's element counts): an element whose messages are all NaN is an empty group
-        counts = np.zeros(out3.shape, np.int32 if plan.n_edges < 2**31 - 1 else np.int64)
-        run_forward(op, src3, plan, w, heads, feat, out3, threads, counts=counts)
-    else:
-        run_forward(op, src3, plan, w, heads, feat, out3, threads)
-    if counts is None:   # nothing to divide or fill: the table is the result
-        return out3.astype(result_dtype, copy=False).reshape(call.out_shape)
-    return finish_fresh(op, out3, counts, fill, result_dtype, threads=threads).reshape(call.out_shape)
+    return (_BY_BACKEND.get(call.be.name) or _implementation(call.be)).forward(call, threads, num_threads)
+
+
+# backend name -> the module that runs gather_scatter on that backend (at its first call: see `_implementation`)
+_BY_BACKEND: dict = {}
+
+
+def _implementation(be):
+    """The module gather_scatter_<be.name> beside this one, which runs gather_scatter on backend `be` (its
+    `forward`): imported at the first call on that backend (the CUDA one imports the kernel builder and is never
+    imported for host arrays)."""
+    module = _BY_BACKEND[be.name] = importlib.import_module(f"{__name__}_{be.name}")
+    return module

@@ -80,8 +80,9 @@ def _forward(op, src3, plan, w2, out3, xp, counts=None) -> None:
         _run_edges(op.gpu_update, src3, gather, scatter, w2, out3, xp, counts)
 
 
-def gather_scatter_gpu(call):
-    """`cyscatter.gather_scatter` on CuPy arrays, of a prepared call (an `EdgeCall`); see there."""
+def forward(call, threads: int = 0, num_threads=None):
+    """`cyscatter.gather_scatter` on CuPy arrays, of a prepared call (an `EdgeCall`); see there. The thread counts
+    are the CPU kernels', meaningless here."""
     be, xp, op, src, plan, w, heads = call.be, call.be.xp, call.op, call.src, call.plan, call.w, call.heads
     batch, feat, vdtype, result_dtype, fill = call.batch, call.feat, call.vdtype, call.result_dtype, call.fill
     outer, inner = call.outer, call.inner
@@ -95,7 +96,7 @@ def gather_scatter_gpu(call):
         out = scatter(msgs, _on_device(plan, xp, "scatter_kept"), op, dim_size=plan.size, axis=1,
                       fill_value=None if fill is None else fill.item())
         return out.astype(result_dtype, copy=False).reshape(batch + plan.dims + feat)
-    out3 = op.fresh((outer, plan.size, inner), result_dtype, xp)
+    out3 = be.fresh_table((outer, plan.size, inner), call.compute, call.identity)
     src3 = be.rows_view(src, out3.dtype, outer, plan.src_size, inner)
     w2 = None if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype, xp=xp)
     counts = None
@@ -108,4 +109,4 @@ def gather_scatter_gpu(call):
         _forward(op, src3, plan, w2, out3, xp)
         if op.counts or fill is not None:
             counts = _on_device(plan, xp, "counts")
-    return finish_fresh(op, out3, counts, fill, result_dtype, xp).reshape(batch + plan.dims + feat)
+    return finish_fresh(op, out3, counts, fill, result_dtype, be).reshape(batch + plan.dims + feat)

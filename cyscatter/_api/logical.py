@@ -19,16 +19,12 @@ if TYPE_CHECKING:
 
 
 def flags(be: Any, src: Any) -> Any:
-    """int32 0/1 of ``src != 0`` (NaN counts as nonzero, as in ``np.any``), in one pass on the CPU: the comparison
-    writes int32 directly (a kernel dtype of max/min: no widening copy)."""
+    """int32 0/1 of ``src != 0`` (NaN counts as nonzero, as in ``np.any``) on backend `be` (in one pass on the CPU:
+    int32 is a kernel dtype of max/min, so no widening copy follows)."""
     if src.dtype.kind != "b" and not holds_numbers(src.dtype):
         raise TypeError(f"scatter_any/scatter_all need numbers or bools; src dtype {src.dtype} has no truth value "
                         "per element here")
-    if be.xp is np:
-        out = np.empty(src.shape, np.int32)
-        np.not_equal(src, 0, out=out, casting="unsafe")
-        return out
-    return (src != 0).astype(np.int32)
+    return be.nonzero_flags(src)
 
 
 def _logical(kind, src, index, dim_size, axis, fill_value, mode, indices_are_sorted, num_threads):

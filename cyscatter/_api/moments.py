@@ -43,11 +43,11 @@ def nan_deviations3(ctx):
     nanmean's (its counting kernels on the host: no mask of src is made, and no counts-sized float array)."""
     xp, op = ctx.xp, get_op("nanmean")
     shape3 = (ctx.src3.shape[0], ctx.plan.size, ctx.src3.shape[2])
-    sums = op.fresh(shape3, ctx.src3.dtype, xp)
+    sums = ctx.be.fresh_table(shape3, op.compute_dtype(ctx.src3.dtype), op.identity(ctx.src3.dtype))
     counts = counts3(run_counted(ctx.be.run_scatter, op, ctx.src3, ctx.plan, sums,
                                  new_counts(op, shape3, xp, n=ctx.plan.n)))
     divisor = xp.maximum(counts, 1)
-    for part in parts(sums):   # each part by the real count: correctly rounded, as Op.divide
+    for part in parts(sums):   # each part by the real count: correctly rounded, as reduce.divide
         xp.divide(part, divisor, out=part, dtype=part.dtype, casting="unsafe")
     return _minus_taken(ctx, sums), counts, sums
 

@@ -4,9 +4,10 @@
 (also "cumprod", "cummax", "cummin") and pandas' ``groupby().cumsum()``, on cyscatter's NNlib layout (index dims
 first, feature dims last, batch dims before `axis`). The CPU runs one pass over the index with a running value
 per destination row (`cyscatter.scan_kernels`); CuPy arrays take a deterministic sort-then-segmented-scan path
-built from CuPy's own functions (`_scan_sorted`). The reverse functions (`scatter_scan_vjp`, `scatter_scan_jvp`)
-are scans too: add's is the scan run the other way, max/min route each cotangent to the member holding the
-running extremum, mul's are linear recurrences along the group (exact with zeros, no division).
+built from CuPy's own functions (`cyscatter._backends.sorted_scan`); each backend runs them as its `group_scan`,
+`linear_scan` and `route`. The reverse functions (`scatter_scan_vjp`, `scatter_scan_jvp`) are scans too: add's is
+the scan run the other way, max/min route each cotangent to the member holding the running extremum, mul's are
+linear recurrences along the group (exact with zeros, no division).
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
-from cyscatter import scan_kernels
 from cyscatter._arrays.integers import prod
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
@@ -64,7 +64,7 @@ class ScanView:
         self.shape = src.shape
         self.result = self.op.result_dtype(src.dtype)
         self.compute = self.op.compute_dtype(self.result)
-        coords = parse_coords(index, xp=self.be.xp)
+        coords = parse_coords(index, be=self.be)
         axis, batch, feat = split_src(src, coords, axis, src_arg)
         self.plan = plan_index(None, dim_size, mode, coords=coords)
         self.sized = size_arg(dim_size, self.plan)
@@ -94,33 +94,12 @@ class ScanView:
         reverse = self.reverse if reverse is None else reverse
         exclusive = self.exclusive if exclusive is None else exclusive
         ident = np.asarray(op.identity(self.result)).astype(src3.dtype)
-        if self.xp is not np:   # (a NumPy scalar, not a 0-d host array, as the fill of device arrays)
-            return _scan_sorted(self.xp, op, src3, self.plan, ident[()], reverse, exclusive, track)
-        out3 = np.empty(src3.shape, src3.dtype)
-        arg3 = targ = None
-        with sized_by(*self.sized):   # the running table has a row per group: a MemoryError names what sized it
-            table = np.empty((self.plan.size, self.inner), src3.dtype)
-            if track:
-                arg3 = np.empty(src3.shape, np.int64)
-                targ = np.empty((self.plan.size, self.inner), np.int64)
-            status = scan_kernels.scan(op.opcode, src3, self.plan.flat, out3, table, ident.reshape(1), reverse,
-                                       exclusive, self.plan.kernel_mode, arg3, targ)
-        if status >= 0:
-            raise self.plan.error(status)
-        return out3, arg3
+        # the CPU keeps a running table with a row per group: a MemoryError names what sized it
+        return self.be.group_scan(op, src3, self.plan, ident, reverse, exclusive, track, sized_by(*self.sized))
 
     def linear(self, b3, a3, *, reverse, exclusive):
         """The recurrence ``new = b + a * prev`` along each group (0 for dropped entries)."""
-        if self.xp is not np:
-            return _linear_sorted(self.xp, b3, a3, self.plan, reverse, exclusive)
-        out3 = np.empty(b3.shape, b3.dtype)
-        with sized_by(*self.sized):
-            table = np.empty((self.plan.size, self.inner), b3.dtype)
-        status = scan_kernels.linear_scan(b3, np.ascontiguousarray(a3, b3.dtype), self.plan.flat, out3, table,
-                                          reverse, exclusive, self.plan.kernel_mode)
-        if status >= 0:
-            raise self.plan.error(status)
-        return out3
+        return self.be.linear_scan(b3, a3, self.plan, reverse, exclusive, sized_by(*self.sized))
 
     def valid3(self):
         return self.plan.valid()[None, :, None]
@@ -134,100 +113,7 @@ class ScanView:
 
     def route(self, g3, arg3):
         """The adjoint of `pick`: g3[o, k, f] added at position arg3[o, k, f] (nothing where arg3 < 0)."""
-        xp = self.xp
-        if xp is np:
-            out3 = np.zeros(g3.shape, g3.dtype)
-            scan_kernels.route(np.ascontiguousarray(g3), arg3, out3)
-            return out3
-        outer, n, inner = g3.shape
-        keep = arg3 >= 0
-        o = xp.arange(outer).reshape(outer, 1, 1)
-        f = xp.arange(inner).reshape(1, 1, inner)
-        flat = ((o * n + xp.where(keep, arg3, 0)) * inner + f)[keep]
-        return xp.bincount(flat, weights=g3[keep], minlength=outer * n * inner).astype(g3.dtype).reshape(g3.shape)
-
-
-# ---- the GPU path: stable sort by group, then a segmented scan in log2(n) vectorised steps ----------------------
-
-def _sorted_groups(xp, plan, reverse):
-    """(order, group id of each sorted position, valid count): the valid entries sorted by group, stably, in scan
-    order (positions decreasing within a group when `reverse`)."""
-    n = plan.n
-    key = xp.where(plan.valid(), plan.flat, plan.size)
-    if reverse:
-        order = (n - 1) - xp.argsort(key[::-1], kind="stable")
-    else:
-        order = xp.argsort(key, kind="stable")
-    nvalid = int(plan.valid().sum())
-    order = order[:nvalid]
-    keys = key[order]
-    head = xp.ones(nvalid, bool)
-    if nvalid > 1:
-        head[1:] = keys[1:] != keys[:-1]
-    return order, xp.cumsum(head) - 1, head
-
-
-def _segmented(xp, parts, gid, combine):
-    """Hillis-Steele inclusive scan of the tuple of (outer, m, inner) arrays `parts` within runs of equal `gid`:
-    ``combine(earlier, later)`` on tuples, log2(m) whole-array steps, the same order on every run (deterministic)."""
-    m = gid.shape[0]
-    d = 1
-    while d < m:
-        same = (gid[d:] == gid[:-d])[None, :, None]
-        merged = combine(tuple(p[:, :-d] for p in parts), tuple(p[:, d:] for p in parts))
-        parts = tuple(xp.concatenate([p[:, :d], xp.where(same, c, p[:, d:])], axis=1) for p, c in zip(parts, merged))
-        d *= 2
-    return parts
-
-
-def _beats(xp, op, cur, new):
-    """Whether `new` replaces `cur` under max/min: NaN wins, then larger (smaller), then +0.0 over -0.0."""
-    better = new > cur if op.larger_wins else new < cur
-    if cur.dtype.kind == "f":
-        zeros = (new == 0) & (cur == 0)
-        signed = xp.signbit(cur) & ~xp.signbit(new) if op.larger_wins else xp.signbit(new) & ~xp.signbit(cur)
-        better = better | (zeros & signed) | (xp.isnan(new) & ~xp.isnan(cur))
-    return better
-
-
-def _unsort(xp, sorted3, order, head, exclusive, fill, shape, dtype):
-    """Scatter the sorted scan back to index positions; shifted within each run for an exclusive scan."""
-    if exclusive:
-        shifted = xp.concatenate([xp.full(sorted3[:, :1].shape, fill, dtype), sorted3[:, :-1]], axis=1)
-        sorted3 = xp.where(head[None, :, None], xp.asarray(fill, dtype), shifted)
-    out3 = xp.full(shape, fill, dtype)
-    out3[:, order, :] = sorted3
-    return out3
-
-
-def _scan_sorted(xp, op, src3, plan, ident, reverse, exclusive, track):
-    order, gid, head = _sorted_groups(xp, plan, reverse)
-    vals = src3[:, order, :]
-    if op.selects:
-        pos = xp.broadcast_to(order[None, :, None], vals.shape).astype(np.int64)
-
-        def pick(a, b):
-            take = _beats(xp, op, a[0], b[0])
-            return xp.where(take, b[0], a[0]), xp.where(take, b[1], a[1])
-        vals, pos = _segmented(xp, (vals, pos), gid, pick)
-    else:
-        def step(a, b):
-            return ((a[0] + b[0]) if op.linear else (a[0] * b[0]),)
-        vals, = _segmented(xp, (vals,), gid, step)
-        pos = None
-    out3 = _unsort(xp, vals, order, head, exclusive, ident, src3.shape, src3.dtype)
-    arg3 = _unsort(xp, pos, order, head, exclusive, -1, src3.shape, np.int64) if track else None
-    return out3, arg3
-
-
-def _linear_sorted(xp, b3, a3, plan, reverse, exclusive):
-    """``new = b + a * prev`` within groups: a scan of the affine maps x -> b + a x (composed in order)."""
-    order, gid, head = _sorted_groups(xp, plan, reverse)
-
-    def compose(first, then):   # x -> then.b + then.a * (first.b + first.a * x)
-        return then[0] * first[0], then[1] + then[0] * first[1]
-    _, b = _segmented(xp, (a3[:, order, :], b3[:, order, :]), gid, compose)
-    return _unsort(xp, b, order, head, exclusive, 0, b3.shape, b3.dtype)
+        return self.be.route(g3, arg3)
 
 
 # ---- public functions --------------------------------------------------------------------------------------------

@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cyscatter import group_kernels
 from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import host_asarray, shape_of
-from cyscatter._backends.host import rows_view
+from cyscatter._arrays.protocols import shape_of
+from cyscatter._backends import host
 from cyscatter._backends.reduce import finish_fresh
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
@@ -30,15 +29,16 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, FillValue, OpLike
 
 
-def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", xp=np, rows_of: str = "src"):
-    """`indptr` as a contiguous int32/int64 vector of the array module `xp`, validated; `rows` (if given) is
-    what it must end at.
+def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", be=host, rows_of: str = "src"):
+    """`indptr` as a contiguous int32/int64 vector of backend `be`, validated; `rows` (if given) is what it must
+    end at.
 
     Raises TypeError for a non-integer pointer and ValueError for a wrong shape, a first entry other than 0,
     a last entry other than `rows`, or a decreasing step (naming the segment and its bounds). On the GPU the
     checks read a few scalars back to the host (a synchronisation) so that a bad pointer raises here.
     """
-    ptr = host_asarray(indptr) if xp is np else xp.asarray(indptr)
+    xp = be.xp
+    ptr = be.asarray(indptr)
     if ptr.dtype == np.bool_ or ptr.dtype.kind not in "iu":
         raise TypeError(f"{arg} must hold integers, got dtype {ptr.dtype}")
     if ptr.ndim != 1 or ptr.size == 0:
@@ -72,8 +72,9 @@ def segment_ids(indptr: ArrayInput) -> Any:
     ids : ndarray of int64, shape (indptr[-1],)
         A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
     """
-    xp = backend_of(indptr=indptr).xp
-    ptr = check_indptr(indptr, xp=xp)
+    be = backend_of(indptr=indptr)
+    xp = be.xp
+    ptr = check_indptr(indptr, be=be)
     check_table_bytes((int(ptr[-1]),), np.int64, "indptr[-1]", int(ptr[-1]))
     # row k lies in the segment whose end is the first end after k (equal ends: empty segments, skipped);
     # searchsorted rather than repeat, whose CuPy version takes no array of counts
@@ -146,44 +147,37 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     if len(shape_of(indptr)) > 1:
         src = be.asarray(src)
         axis = segment_axis(indptr, axis, src.ndim)
-        flat, batch, nseg, _ = batched_indptr(indptr, src.shape, be.xp, rows=src.shape[axis])
+        flat, batch, nseg, _ = batched_indptr(indptr, src.shape, be, rows=src.shape[axis])
         out = segment(merge_batch(src, axis), flat, op, axis=0, fill_value=fill_value)
         return out.reshape(batch + (nseg,) + src.shape[axis + 1:])
     axis = 0 if axis is None else axis
-    if be.xp is not np or op.winner:   # assignments (set, first): the scatter's winner pass and gather
+    # a backend without segment kernels (the GPU), and the assignments (set, first: the scatter's winner pass and
+    # gather), run the equivalent scatter
+    if be.segment_reduce is None or op.winner:
         return _segment_by_scatter(be, src, indptr, op, axis, fill_value)
-    src = host_asarray(src)
+    src = be.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
     axis = normalize_axis(axis, src.ndim, 1)
     rows = src.shape[axis]
-    ptr = check_indptr(indptr, rows)
-    fill = fill_for(fill_value, result_dtype)
+    ptr = check_indptr(indptr, rows, be=be)
+    fill = fill_for(fill_value, result_dtype, be.xp)
     batch, feat = src.shape[:axis], src.shape[axis + 1:]
     nseg = ptr.size - 1
     outer, inner = prod(batch), prod(feat)
-    work3 = op.fresh((outer, nseg, inner), result_dtype)
-    src3 = rows_view(src, work3.dtype, outer, rows, inner)
-    if op.skips_nan and work3.dtype.kind in "fc":
-        # where nanmean or a fill_value needs them, the non-NaN entries per output element, counted by the kernel
-        # as it reduces (an all-NaN element is empty); int32 below 2**31 rows, as scatter's element counts
-        counting = op.counts or fill is not None
-        counts = np.zeros(work3.shape if counting else (0, 0, 0), np.int32 if rows < 2**31 - 1 else np.int64)
-        status = group_kernels.segment_reduce_counted(op.opcode, src3, ptr, work3, counts, counting)
-        if not counting:
-            counts = np.diff(ptr).astype(np.int64, copy=False)
-    else:   # integers have no NaN: a NaN-skipping op counts its segment lengths, as its twin
-        status = group_kernels.segment_reduce(op.opcode, src3, ptr, work3)
-        counts = np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds
-    if status >= 0:   # check_indptr lets nothing through that the kernel refuses
-        raise AssertionError(f"segment kernel refused segment {status} of a validated indptr")
-    return finish_fresh(op, work3, counts, fill, result_dtype).reshape(batch + (nseg,) + feat)
+    work3 = be.fresh_table((outer, nseg, inner), op.compute_dtype(result_dtype), op.identity(result_dtype))
+    src3 = be.rows_view(src, work3.dtype, outer, rows, inner)
+    # the counts to finish with: the segment lengths, or where nanmean or a fill_value needs them the non-NaN
+    # entries per output element (an all-NaN element is empty), counted by the kernel as it reduces
+    counts = be.segment_reduce(op, src3, ptr, work3, op.counts or fill is not None)
+    return finish_fresh(op, work3, counts, fill, result_dtype, be).reshape(batch + (nseg,) + feat)
 
 
 def _segment_by_scatter(be, src, indptr, op, axis, fill_value):
-    """`segment` on the GPU: the equivalent scatter (the sorted order of the ids is not exploited there)."""
+    """`segment` as the equivalent scatter, on a backend without segment kernels (the GPU: the sorted order of the
+    ids is not exploited there)."""
     src = be.asarray(src)
     axis = normalize_axis(axis, src.ndim, 1)
-    ptr = check_indptr(indptr, src.shape[axis], xp=be.xp)
+    ptr = check_indptr(indptr, src.shape[axis], be=be)
     return scatter(src, segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
 
 
@@ -227,20 +221,20 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex |
     if not src.dtype.isnative:   # native results, as gather's
         src = src.astype(src.dtype.newbyteorder("="))
     axis = segment_axis(indptr, axis, src.ndim)
-    batched = batched_indptr(indptr, src.shape, be.xp, segments=src.shape[axis])
+    batched = batched_indptr(indptr, src.shape, be, segments=src.shape[axis])
     if batched is not None:
         flat, batch, _, rows = batched
         return gather_segment(merge_batch(src, axis), flat, axis=0).reshape(batch + (rows,) + src.shape[axis + 1:])
-    ptr = check_indptr(indptr, xp=be.xp)
+    ptr = check_indptr(indptr, be=be)
     if ptr.size - 1 != src.shape[axis]:
         raise ValueError(f"indptr has {ptr.size} entries, so it describes {ptr.size - 1} segments, but src has "
                          f"{src.shape[axis]} rows along axis {axis}")
-    if be.xp is np:
-        check_table_bytes(src.shape[:axis] + (int(ptr[-1]),) + src.shape[axis + 1:], src.dtype, "indptr[-1]",
-                          int(ptr[-1]))
-        with sized_by("indptr[-1]", int(ptr[-1])):
-            return np.repeat(src, np.diff(ptr), axis=axis)
-    return gather(src, segment_ids(ptr), axis=axis)
+    if be.repeat_segments is None:   # an array library without a repeat by an array of counts (CuPy's)
+        return gather(src, segment_ids(ptr), axis=axis)
+    check_table_bytes(src.shape[:axis] + (int(ptr[-1]),) + src.shape[axis + 1:], src.dtype, "indptr[-1]",
+                      int(ptr[-1]))
+    with sized_by("indptr[-1]", int(ptr[-1])):
+        return be.repeat_segments(src, ptr, axis)
 
 
 # ---- batched pointers (pytorch_scatter's indptr of shape B + (S + 1,)) -------------------------------------------
@@ -261,7 +255,7 @@ def segment_axis(indptr, axis, ndim: int, array: str = "src") -> int:
     return axis
 
 
-def batched_indptr(indptr, shape: tuple, xp=np, *, rows: int | None = None, rows_of: str = "src",
+def batched_indptr(indptr, shape: tuple, be=host, *, rows: int | None = None, rows_of: str = "src",
                    segments: int | None = None):
     """A batched `indptr` of shape B' + (S + 1,) translated into one 1-D pointer, or None for a 1-D `indptr`.
 
@@ -271,9 +265,10 @@ def batched_indptr(indptr, shape: tuple, xp=np, *, rows: int | None = None, rows
     the 1-D path along axis 0 serves every batch row: one vectorised translation, no loop over the batch.
 
     Returns (flat pointer (int64, length prod(B) * S + 1), B, S, n). Raises as `check_indptr` does, naming the
-    batch position of the first bad row; `segments` (a gather's rows) must equal S.
+    batch position of the first bad row; `segments` (a gather's rows) must equal S. The arrays are of backend `be`.
     """
-    ptr = host_asarray(indptr) if xp is np else xp.asarray(indptr)
+    xp = be.xp
+    ptr = be.asarray(indptr)
     if ptr.ndim <= 1:
         return None
     if ptr.dtype == np.bool_ or ptr.dtype.kind not in "iu":

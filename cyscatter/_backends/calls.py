@@ -20,14 +20,14 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
         work3 = call.target.reshape(shape3)
         work3[...] = op.identity(call.result_dtype)
         counts = run_counted(run, op, call.src3(), plan, work3, counts, threads, split=True)
-        finish_fresh(op, work3, counts, call.fill, call.result_dtype, be.xp, threads)
+        finish_fresh(op, work3, counts, call.fill, call.result_dtype, be, threads)
         return call.given
     try:
         work3 = be.fresh_table(shape3, call.compute, call.identity)
         if op.counts or call.fill is not None:
             counts = run_counted(run, op, call.src3(work3.dtype), plan, work3,
                                  new_counts(op, shape3, be.xp, call.fill, plan.n), threads, split=True)
-            result = finish_fresh(op, work3, counts, call.fill, call.result_dtype, be.xp, threads)
+            result = finish_fresh(op, work3, counts, call.fill, call.result_dtype, be, threads)
         else:   # no counts to make or finish with: the table is the result, cast once
             run(op, call.src3(work3.dtype), plan, work3, None, threads)
             result = work3 if work3.dtype == call.result_dtype else work3.astype(call.result_dtype)

@@ -16,8 +16,9 @@ import functools
 import cupy
 import numpy as np
 
-from cyscatter._arrays.protocols import where_is
+from cyscatter._arrays.protocols import host_index, refuse_bfloat16_on_gpu, where_is
 from cyscatter._backends import host as _canonical
+from cyscatter._backends import sorted_scan as _sorted_scan
 from cyscatter._backends.cuda_kernels import (
     COUNT_ROWS,
     EXCLUSIVE_PRODUCTS,
@@ -30,6 +31,16 @@ from cyscatter._backends.cuda_kernels import (
 from cyscatter._registry.ops import Op
 
 xp = cupy
+name = "cuda"
+raises_in_kernels = False   # the kernels skip an out-of-range entry: plan_index checks them under mode='raise'
+fused_reverse = False   # the reverse rules compose the core kernels (`cyscatter.fused_kernels` are CPU code)
+refuse_dtype = refuse_bfloat16_on_gpu
+on_host = host_index   # the edge plan is validated and grouped on the host, then uploaded once (gather_scatter)
+# no kernels of their own here: segment runs as the equivalent scatter, gather_segment as the gather (CuPy's repeat
+# takes no array of counts), scatter_argmax composes scatter and gather, all above the backends
+segment_reduce = None
+repeat_segments = None
+arg_winners = None
 
 
 def asarray(a, dtype=None):
@@ -40,6 +51,37 @@ def asarray(a, dtype=None):
     return cupy.asarray(a, dtype)
 
 check_writable = functools.partial(_canonical.check_writable, array_type=cupy.ndarray)
+
+
+def shape_of(a) -> tuple:
+    """The shape of an array argument (CuPy's arrays refuse NumPy's implicit conversion: asked of the array)."""
+    return tuple(asarray(a).shape)
+
+
+def reduce_max(a):
+    """The largest element of a non-empty array."""
+    return a.max()
+
+
+def reduce_all(a):
+    """Whether every element of a non-empty array is true."""
+    return a.all()
+
+
+def reduce_any(a):
+    """Whether some element of a non-empty array is true."""
+    return a.any()
+
+
+def divide_by_counts(work3, counts, threads: int = 0) -> bool:
+    """No dividing kernel here: the caller divides by the counts with CuPy's ufuncs."""
+    return False
+
+
+def divide_by_element_counts(work3, counts) -> bool:
+    """No dividing kernel here: the caller divides by the counts with CuPy's ufuncs."""
+    return False
+
 
 _ATOMIC_WORD = 8   # bytes of the widest atomicCAS
 
@@ -131,3 +173,39 @@ def exclusive_products(src3, order, indptr, partials) -> None:
     if outer * groups * inner:
         build(EXCLUSIVE_PRODUCTS)(src3.reshape(-1), order, indptr, n, inner, groups, partials.reshape(-1),
                                   size=outer * groups * inner)
+
+
+def count_rows(plan):
+    """int64 (plan.size,): the entries per destination row, ``cupy.bincount`` of the valid rows (the index was
+    checked when it was planned)."""
+    flat = plan.flat
+    if plan.drops and flat.size:
+        valid = plan.valid()
+        if not bool(valid.all()):
+            flat = flat[valid]
+    if not flat.size:   # np.bincount of an empty int32 vector is fine, of an empty int64 one too; keep one dtype
+        return cupy.zeros(plan.size, np.int64)
+    return cupy.bincount(flat, minlength=plan.size).astype(np.int64, copy=False)
+
+
+def nonzero_flags(src):
+    """int32 0/1 of ``src != 0`` (NaN is nonzero)."""
+    return (src != 0).astype(np.int32)
+
+
+def group_scan(op: Op, src3, plan, ident, reverse: bool, exclusive: bool, track: bool, sized) -> tuple:
+    """(out3, arg3 or None): a stable sort by group, then a segmented scan (`sorted_scan.scan`); `sized` (the
+    host's MemoryError naming) is not used."""
+    # the identity as a NumPy scalar, not a 0-d host array, as the fill of device arrays
+    return _sorted_scan.scan(cupy, op, src3, plan, ident[()], reverse, exclusive, track)
+
+
+def linear_scan(b3, a3, plan, reverse: bool, exclusive: bool, sized):
+    """``new = b + a * prev`` along each group: a segmented scan of the affine maps (`sorted_scan.linear`)."""
+    return _sorted_scan.linear(cupy, b3, a3, plan, reverse, exclusive)
+
+
+def route(g3, arg3):
+    """g3[o, k, f] added at position arg3[o, k, f] (nothing where arg3 < 0), by one bincount."""
+    return _sorted_scan.route(cupy, g3, arg3)
+

@@ -6,20 +6,49 @@ are copied once, here and nowhere else.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from cyscatter import fused_kernels, group_kernels, kernels
+from cyscatter import fused_kernels, group_kernels, kernels, nan_kernels, scan_kernels
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, where_is
+from cyscatter._arrays.protocols import shape_of as _shape_of
 from cyscatter._backends import assign as _assign
 
 pass
-from cyscatter._registry.ops import Op
+from cyscatter._registry.ops import Op, get_op
 from cyscatter._runtime.threads import team
 
-# The backend interface (see `cyscatter._arrays.protocols`): `cyscatter._backends.cuda` provides the same names for CuPy arrays.
+# The backend interface (see `cyscatter._backends.interface`): `cyscatter._backends.cuda` provides the same names for
+# CuPy arrays.
 xp = np
 asarray = host_asarray
+name = "host"
+raises_in_kernels = True   # the kernels report the first out-of-range entry under mode='raise'
+fused_reverse = True
+# ufunc reductions called through C-level partials: ndarray.max/.all/.any go through NumPy's Python-level _methods
+reduce_max = functools.partial(np.maximum.reduce, axis=None)
+reduce_all = functools.partial(np.logical_and.reduce, axis=None)
+reduce_any = functools.partial(np.logical_or.reduce, axis=None)
+# the pair of indices as it is (`tuple` of a tuple returns it, a C call): host indices are planned where they are
+on_host = tuple
+divide_by_counts = kernels.divide_by_counts   # False where the kernel does not take the dtypes
+shape_of = _shape_of   # any array argument's (a DLPack-only producer's through numpy.from_dlpack)
+
+
+def refuse_dtype(name: str, dtype) -> None:
+    """Nothing to refuse: NumPy holds every dtype the planner lets through (bfloat16 too, from ml_dtypes)."""
+
+
+def divide_by_element_counts(work3: np.ndarray, counts: np.ndarray) -> bool:
+    """work3 /= counts (element counts of a NaN-skipping op, work3's shape) in one kernel pass for C-contiguous
+    float32/float64 sums and int32/int64 counts; False for the others."""
+    if work3.dtype in (np.float32, np.float64) and counts.dtype in (np.int32, np.int64) \
+            and work3.flags.c_contiguous and counts.flags.c_contiguous:
+        nan_kernels.divide(work3, counts)
+        return True
+    return False
 
 
 def cast(arr: np.ndarray, dtype) -> np.ndarray:
@@ -189,6 +218,124 @@ def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bo
                                        parts)
     if status != -1:   # a plan validates everything the kernel checks; only a corrupted one gets here
         raise ValueError(f"the plan's edges do not fit src and out (kernel status {status})")
+
+
+def count_rows(plan) -> np.ndarray:
+    """int64 (plan.size,): the entries of `plan` per destination row, by the scatter kernel's own counting pass
+    (the counts mean divides by), run on rows of no elements (inner = 0), so that no value is read or written:
+    one pass over the index, which checks it too (IndexError under mode='raise')."""
+    counts = np.zeros(plan.size, np.int64)
+    status = kernels.scatter_reduce(kernels.OpCode.OP_ADD, np.empty((1, plan.n, 0), np.int64), plan.flat,
+                                    np.empty((1, plan.size, 0), np.int64), counts, plan.kernel_mode)
+    if status >= 0:
+        raise plan.error(status)
+    return counts
+
+
+def nonzero_flags(src: np.ndarray) -> np.ndarray:
+    """int32 0/1 of ``src != 0`` in one pass: the comparison writes int32 directly (a kernel dtype of max/min: no
+    widening copy)."""
+    out = np.empty(src.shape, np.int32)
+    np.not_equal(src, 0, out=out, casting="unsafe")
+    return out
+
+
+# ---- grouped scans (`cyscatter._api.scan`): one pass over the index with a running value per destination row ----
+
+def group_scan(op: Op, src3: np.ndarray, plan, ident: np.ndarray, reverse: bool, exclusive: bool, track: bool,
+               sized) -> tuple:
+    """(out3, arg3 or None): the scan kernel; `ident` the op's identity (0-d, src3's dtype), `sized` the context
+    that names the argument sizing the running table in a MemoryError."""
+    out3 = np.empty(src3.shape, src3.dtype)
+    arg3 = targ = None
+    with sized:   # the running table has a row per group
+        table = np.empty((plan.size, src3.shape[2]), src3.dtype)
+        if track:
+            arg3 = np.empty(src3.shape, np.int64)
+            targ = np.empty((plan.size, src3.shape[2]), np.int64)
+        status = scan_kernels.scan(op.opcode, src3, plan.flat, out3, table, ident.reshape(1), reverse, exclusive,
+                                   plan.kernel_mode, arg3, targ)
+    if status >= 0:
+        raise plan.error(status)
+    return out3, arg3
+
+
+def linear_scan(b3: np.ndarray, a3: np.ndarray, plan, reverse: bool, exclusive: bool, sized) -> np.ndarray:
+    """The recurrence ``new = b + a * prev`` along each group (0 for dropped entries), by the scan kernels."""
+    out3 = np.empty(b3.shape, b3.dtype)
+    with sized:
+        table = np.empty((plan.size, b3.shape[2]), b3.dtype)
+    status = scan_kernels.linear_scan(b3, np.ascontiguousarray(a3, b3.dtype), plan.flat, out3, table, reverse,
+                                      exclusive, plan.kernel_mode)
+    if status >= 0:
+        raise plan.error(status)
+    return out3
+
+
+def route(g3: np.ndarray, arg3: np.ndarray) -> np.ndarray:
+    """g3[o, k, f] added at position arg3[o, k, f] (nothing where arg3 < 0): the adjoint of picking by arg3."""
+    out3 = np.zeros(g3.shape, g3.dtype)
+    scan_kernels.route(np.ascontiguousarray(g3), arg3, out3)
+    return out3
+
+
+# ---- sorted segments (CSR) and the winners of max/min: kernels the GPU backend has no counterpart of ----------
+
+def segment_reduce(op: Op, src3: np.ndarray, ptr: np.ndarray, work3: np.ndarray, counting: bool):
+    """Reduce the segments of `src3` (outer, rows, inner) cut by the validated pointer `ptr` into `work3` (outer,
+    S, inner, at the identity) with the group kernels; returns the counts to finish with (`reduce.finish_fresh`):
+    the segment lengths (int64), or with `counting` for a NaN-skipping op on floats the non-NaN entries per output
+    element, counted by the kernel as it reduces (an all-NaN element is empty; int32 below 2**31 rows, as
+    scatter's element counts)."""
+    rows = src3.shape[1]
+    if op.skips_nan and work3.dtype.kind in "fc":
+        counts = np.zeros(work3.shape if counting else (0, 0, 0), np.int32 if rows < 2**31 - 1 else np.int64)
+        status = group_kernels.segment_reduce_counted(op.opcode, src3, ptr, work3, counts, counting)
+        if not counting:
+            counts = np.diff(ptr).astype(np.int64, copy=False)
+    else:   # integers have no NaN: a NaN-skipping op counts its segment lengths, as its twin
+        status = group_kernels.segment_reduce(op.opcode, src3, ptr, work3)
+        counts = np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds
+    if status >= 0:   # check_indptr lets nothing through that the kernel refuses
+        raise AssertionError(f"segment kernel refused segment {status} of a validated indptr")
+    return counts
+
+
+def repeat_segments(src: np.ndarray, ptr: np.ndarray, axis: int) -> np.ndarray:
+    """Row s of `src` along `axis` repeated for each member of segment s of the validated pointer `ptr`."""
+    return np.repeat(src, np.diff(ptr), axis=axis)
+
+
+def arg_winners(op: Op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(best, arg), both (outer, size, inner): each destination row's winning value under max/min (`op`) and its
+    position k in `plan` (ties: the smallest; no member: ``plan.n``). `src3` is in the op's compute dtype.
+    fmax/fmin (nanargmax/nanargmin): NaN members never win, an all-NaN group has no winner (``plan.n``)."""
+    if op.skips_nan:
+        return _nan_winners(op, src3, plan, size)
+    outer, _, inner = src3.shape
+    best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
+    arg = np.full((outer, size, inner), plan.n, np.int64)
+    status = group_kernels.scatter_arg(op.opcode, src3, plan.flat, best, arg, plan.kernel_mode)
+    if status >= 0:
+        raise plan.error(status)
+    return best, arg
+
+
+def _nan_winners(op: Op, src3: np.ndarray, plan, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`arg_winners` for fmax/fmin from the core kernels: each group's fmax/fmin (never NaN: an all-NaN group keeps
+    the identity), its members equal to it (a zero of the same sign), and a scatter "min" of their positions."""
+    outer, n, inner = src3.shape
+    best = np.full((outer, size, inner), op.identity(src3.dtype), src3.dtype)
+    run_scatter(op, np.ascontiguousarray(src3), plan, best)
+    mine = np.zeros((outer, n, inner), src3.dtype)
+    run_gather(best, plan, mine)   # dropped entries keep 0: the position scatter below skips them anyway
+    wins = mine == src3
+    if src3.dtype.kind == "f":
+        wins &= np.signbit(mine) == np.signbit(src3)
+    positions = np.where(wins, np.arange(n, dtype=np.int64)[None, :, None], np.int64(n))
+    arg = np.full((outer, size, inner), n, np.int64)
+    run_scatter(get_op("min"), positions, plan, arg)
+    return best, arg
 
 
 def weight_rows(w, index_shape: tuple, feat: tuple, heads: int, dtype, xp=np):

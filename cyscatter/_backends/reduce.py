@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from cyscatter import kernels, nan_kernels
+from cyscatter._arrays.dtypes import parts
+from cyscatter._backends import host
 from cyscatter._backends.host import run_scatter as run_scatter_host
 from cyscatter._backends.host import run_scatter_runs
 from cyscatter._registry.ops import get_op
@@ -95,11 +97,11 @@ class NanCounts:
         return counts
 
     def divide(self, op, work3, threads: int = 0) -> None:
-        """`op.divide` of `work3` by these counts: one pass for float32/float64 C-contiguous sums."""
+        """`divide` of `work3` by these counts: one pass for float32/float64 C-contiguous sums."""
         if work3.dtype in (np.float32, np.float64) and work3.flags.c_contiguous:
             nan_kernels.mean(work3, self.rows, self.nan)
         else:
-            op.divide(work3, self.elements(), np, threads)
+            divide(op, work3, self.elements(), host, threads)
 
 
 def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, threads: int = 0, split: bool = False):
@@ -176,10 +178,10 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
     run_scatter = _runner(be, indices_are_sorted)
     if op.counts:
         counts = new_counts(op, work3.shape, xp, n=plan.n)
-        sums = op.fresh(work3.shape, work3.dtype, xp)
+        sums = be.fresh_table(work3.shape, op.compute_dtype(work3.dtype), op.identity(work3.dtype))
         counts = run_counted(run_scatter, op, src3, plan, sums, counts, threads)
         reached = xp.broadcast_to(counts3(counts) > 0, work3.shape)
-        op.divide(sums, counts, xp, threads)
+        divide(op, sums, counts, be, threads)
         if xp is np:   # one masked pass (CuPy's ufuncs take no `where`)
             np.add(work3, sums, out=work3, where=reached)
         else:
@@ -189,8 +191,31 @@ def _reduce_into(be, op, src3, plan, work3, indices_are_sorted: bool = False, th
         run_scatter(op, src3, plan, work3, threads=threads)
 
 
-def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0):
-    """The result from an accumulator `work3` that started at the identity (mutated; may be returned).
+def divide(op, work3, counts, be=host, threads: int = 0) -> None:
+    """Divide the sums `work3` (outer, size, inner) of the counting op `op` by its divisor (`Op.divisor`), in place,
+    on backend `be`: one kernel pass where the backend has one (`divide_by_counts`, `divide_by_element_counts`).
+    Element counts (outer, size, inner) of a NaN-skipping op are otherwise clamped to 1 in place, so no
+    counts-sized temporary is made. Complex sums divide their real and imaginary parts by the real divisor,
+    deliberately unlike np.mean's division by c + 0j: each part is correctly rounded (that complex division rounds
+    complex64 quotients through a reciprocal, 1 ulp off in 40% of means) and an infinite part does not make the
+    other NaN (inf+3j over 3: inf+1j, np.mean's inf+nanj)."""
+    xp = be.xp
+    if counts.ndim == 3:
+        if be.divide_by_element_counts(work3, counts):
+            return
+        xp.maximum(counts, 1, out=counts)
+        for part in parts(work3):
+            xp.divide(part, counts, out=part, dtype=part.dtype, casting="unsafe")
+        return
+    if op.sqrt_counts or not be.divide_by_counts(work3, counts, threads):
+        divisor = op.divisor(counts, work3.dtype, xp)
+        for part in parts(work3):
+            part /= divisor
+
+
+def finish_fresh(op, work3, counts, fill, result_dtype, be=host, threads: int = 0):
+    """The result from an accumulator `work3` that started at the identity (mutated; may be returned), on backend
+    `be`.
 
     Mean divides by the group counts; `fill` (from `fill_for`) replaces rows whose count is 0 (elements, for
     the NaN-skipping ops' element counts); then the compute dtype is cast to `result_dtype`. `counts` (from
@@ -202,12 +227,12 @@ def finish_fresh(op, work3, counts, fill, result_dtype, xp=np, threads: int = 0)
         if op.counts and split:
             counts.divide(op, work3, threads)
         elif op.counts:
-            op.divide(work3, counts, xp, threads)
+            divide(op, work3, counts, be, threads)
         if empty is not None:
             work3[empty] = fill[()]
         return work3.astype(result_dtype, copy=False)
     if op.counts:
-        op.divide(work3, counts, xp, threads)
+        divide(op, work3, counts, be, threads)
     if fill is not None:
         work3[:, counts == 0] = fill[()]
     return work3.astype(result_dtype, copy=False)

@@ -9,7 +9,8 @@ import numpy as np
 from cyscatter import fused_kernels
 from cyscatter._arrays.dtypes import float_kind, holds_numbers, is_bfloat16, native
 from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import host_asarray, shape_of
+from cyscatter._arrays.protocols import shape_of
+from cyscatter._backends import host
 from cyscatter._plan.index import (
     DROPPING,
     check_mode,
@@ -163,13 +164,13 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
     return plan, axis, src.shape[:axis], src.shape[axis + m:]
 
 
-def check_weight(weight, index_shape: tuple, feat: tuple, op=None, arg: str = "weight", xp=np):
+def check_weight(weight, index_shape: tuple, feat: tuple, op=None, arg: str = "weight", be=host):
     """`weight` as an array of shape I + W, W broadcasting against the leading feature dims F[:len(W)], with W's
     trailing 1s dropped (a weight of shape (E, 1) scales whole rows: one weight per edge, not one per feature);
-    None stays None. Returns (weight array, heads), heads = prod(F[:len(W)])."""
+    None stays None; the array is one of backend `be`. Returns (weight array, heads), heads = prod(F[:len(W)])."""
     if weight is None:
         return None, 1
-    w = host_asarray(weight) if xp is np else xp.asarray(weight)
+    w = be.asarray(weight)
     if not holds_numbers(w.dtype):
         raise TypeError(f"{arg} must hold numbers, got dtype {w.dtype}")
     if op is not None and op.ordered and w.dtype.kind == "c":

@@ -14,7 +14,8 @@ import numpy as np
 
 from cyscatter import kernels
 from cyscatter._arrays.integers import as_int
-from cyscatter._arrays.protocols import array_module, host_asarray
+from cyscatter._arrays.protocols import array_module
+from cyscatter._backends import host
 
 MODES = ("raise", "drop", "wrap", "clip", "normalize_drop")
 # the modes under which entries still out of range after planning are skipped (the kernels' MODE_DROP)
@@ -87,18 +88,19 @@ def check_mode(mode) -> str:
 
 
 class Coords(tuple):
-    """The coordinate arrays of an index (one per indexed axis, m in all) with the index shape I they share.
+    """The coordinate arrays of an index (one per indexed axis, m in all) with the index shape I they share and
+    the backend module `be` whose arrays they are.
 
-    A tuple, so code that reads the m arrays reads them as before; `shape` and `xp` still answer for m = 0,
+    A tuple, so code that reads the m arrays reads them as before; `shape` and `be` still answer for m = 0,
     the empty tuple index (NumPy's ``a[()]``): I = () there (NumPy broadcasts no arrays to ()), one entry that
     addresses the whole destination, whose indexed axes D are none."""
 
     shape: tuple
-    xp: object
+    be: Any
 
-    def __new__(cls, arrays, shape: tuple, xp):
+    def __new__(cls, arrays, shape: tuple, be):
         self = super().__new__(cls, arrays)
-        self.shape, self.xp = tuple(shape), xp
+        self.shape, self.be = tuple(shape), be
         return self
 
 
@@ -107,8 +109,8 @@ def index_shape(coords: tuple) -> tuple:
     return coords.shape if type(coords) is Coords else coords[0].shape
 
 
-def parse_coords(index, arg: str = "index", xp=np) -> Coords:
-    """Coordinate arrays (of array module `xp`) of an integer index or of a tuple of integer arrays, one shape.
+def parse_coords(index, arg: str = "index", be: Any = host) -> Coords:
+    """Coordinate arrays (of backend `be`) of an integer index or of a tuple of integer arrays, one shape.
 
     The empty tuple is the index of no axes (m = 0): one entry, index shape (), addressing the destination as a
     whole as NumPy's ``a[()]`` and ``np.add.at(a, (), v)`` / JAX's ``x.at[()].add(v)`` do."""
@@ -116,10 +118,9 @@ def parse_coords(index, arg: str = "index", xp=np) -> Coords:
     coords = []
     for i, part in enumerate(parts):
         name = arg if len(parts) == 1 else f"{arg}[{i}]"
-        if type(part) is np.ndarray and xp is np:
-            arr = part
-        else:
-            arr = host_asarray(part) if xp is np else xp.asarray(part)
+        # a NumPy array is taken as it is: `backend_of`, which every call's index goes through, refuses one in a
+        # call on the GPU backend
+        arr = part if type(part) is np.ndarray else be.asarray(part)
         if arr.size == 0 and arr.dtype == np.float64 and not hasattr(part, "dtype"):
             arr = arr.astype(np.intp)   # an empty Python list, as NumPy's own a[[]]
         if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
@@ -131,16 +132,16 @@ def parse_coords(index, arg: str = "index", xp=np) -> Coords:
         if arr.shape != shape:
             raise ValueError(f"{arg}[{i}] has shape {arr.shape} but {arg}[0] has shape {shape}: "
                              "the arrays of a tuple index must all have one shape")
-    return Coords(coords, shape, xp)
+    return Coords(coords, shape, be)
 
 
-def _dims_from(dim_size, coords, arg: str) -> tuple:
+def _dims_from(dim_size, coords, arg: str, be: Any = host) -> tuple:
+    """The destination shape D: `dim_size` checked against the m coordinates, or inferred from them (on backend
+    `be`, or the backend of `coords` when it is a `Coords`)."""
     m = len(coords)
     if dim_size is None:
-        # ufunc reductions: no Python-level frames (ndarray.max goes through numpy's Python _methods)
-        xp = coords.xp if type(coords) is Coords else array_module(coords[0])
-        dims = tuple([max(int(np.maximum.reduce(c, axis=None) if xp is np else c.max()) + 1, 0) if c.size else 0
-                      for c in coords])
+        be = coords.be if type(coords) is Coords else be
+        dims = tuple([max(int(be.reduce_max(c)) + 1, 0) if c.size else 0 for c in coords])
         if dims and max(dims) > _INT64_MAX:
             raise ValueError(f"index holds {max(dims) - 1}: the inferred dim_size {max(dims)} is larger than an "
                              "array axis can be; pass dim_size (with mode='drop', 'wrap', 'clip' or 'normalize_drop')")
@@ -200,11 +201,12 @@ def sized_by(arg: str, given):
 
 
 def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg: str = "index",
-                xp=None) -> np.ndarray:
-    """One coordinate as a flat int32/int64 vector with wrap/clip applied and uint64 made safe."""
-    xp = xp or array_module(coord)
+                be: Any = host) -> np.ndarray:
+    """One coordinate (an array of backend `be`) as a flat int32/int64 vector with wrap/clip applied and uint64
+    made safe."""
+    xp = be.xp
     flat = coord.reshape(-1)
-    if flat.dtype == np.uint64 and flat.size and (np.maximum.reduce(flat) if xp is np else flat.max()) > _INT64_MAX:
+    if flat.dtype == np.uint64 and flat.size and be.reduce_max(flat) > _INT64_MAX:
         big = flat > _INT64_MAX
         if mode == "raise" or (mode in ("wrap", "clip") and size == 0):
             return None          # reported by the caller with the position
@@ -235,33 +237,36 @@ def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg:
 
 
 def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
-               dims_arg: str = "dim_size", coords: tuple | None = None) -> IndexPlan:
-    """Validate `index` against destination sizes `dim_size` (None: inferred) and flatten it.
+               dims_arg: str = "dim_size", coords: tuple | None = None, be: Any = host) -> IndexPlan:
+    """Validate `index` against destination sizes `dim_size` (None: inferred) and flatten it, on backend `be` (or
+    that of `coords`, a `Coords`).
 
     Raises TypeError (non-integer index), ValueError (shapes, sizes, mode) and IndexError (an out-of-range
     entry under mode='raise' when it can be seen here; the kernels report the rest through `IndexPlan.error`).
     """
     if mode not in MODES:
         check_mode(mode)
-    coords = parse_coords(index, arg) if coords is None else coords
-    dims = _dims_from(dim_size, coords, dims_arg)
+    coords = parse_coords(index, arg, be) if coords is None else coords
+    if type(coords) is Coords:
+        be = coords.be
+    xp = be.xp
+    dims = _dims_from(dim_size, coords, dims_arg, be)
     m = len(coords)
     if m == 0:
         # the one entry of the empty tuple index: row 0 of the single row that no indexed axes make
-        return IndexPlan(coords.xp.zeros(1, np.int64), (), (), mode, coords, arg)
+        return IndexPlan(xp.zeros(1, np.int64), (), (), mode, coords, arg)
     flats = []
-    xp = array_module(coords[0])
     for axis, (coord, size) in enumerate(zip(coords, dims)):
-        flat = _coordinate(coord, size, mode, axis, m, arg, xp)
+        flat = _coordinate(coord, size, mode, axis, m, arg, be)
         if flat is None:
-            bad = int(array_module(coord).argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
+            bad = int(xp.argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
             plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
             raise plan.error(bad)
         flats.append(flat)
     if m == 1:
         plan = IndexPlan(flats[0], coords.shape if type(coords) is Coords else index_shape(coords), dims, mode,
                          coords, arg)
-        if mode == "raise" and xp is not np:
+        if mode == "raise" and not be.raises_in_kernels:
             # GPU kernels cannot raise: under mode='raise' every entry is checked here, before any write
             bad = ~plan.valid()
             if bool(bad.any()):
@@ -271,14 +276,14 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     for flat, size in zip(flats, dims):
         inside = (flat >= 0) & (flat < size)
         valid = inside if valid is None else xp.logical_and(valid, inside, out=valid)
-    # a ufunc reduce on the host: ndarray.all goes through numpy's Python-level _methods
-    every = bool(np.logical_and.reduce(valid) if xp is np else valid.all()) if valid.size else True
+    # (on the host a ufunc reduce: ndarray.all goes through numpy's Python-level _methods)
+    every = bool(be.reduce_all(valid)) if valid.size else True
     if mode == "raise" and not every:
         plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
         raise plan.error(int(valid.argmin()))
     if every:
         flat = xp.ravel_multi_index(flats, dims) if valid.size else flats[0]
-    elif not bool(np.logical_or.reduce(valid) if xp is np else valid.any()):
+    elif not bool(be.reduce_any(valid)):
         flat = xp.full(valid.shape, -1, np.int64)
     else:
         flat = xp.ravel_multi_index(tuple(xp.where(valid, f, 0) for f in flats), dims)

@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from cyscatter._arrays.dtypes import float_kind, holds_numbers, native
-from cyscatter._arrays.protocols import host_index, refuse_bfloat16_on_gpu, shape_of
 from cyscatter._backends.context import Reverse
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.edges import check_weight, derivative_policy, dims_like, resolve, value_dtype
@@ -155,14 +154,13 @@ def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -
         src = be.asarray(src)
     cast = None if dtype is None else check_dtype_arg(dtype, src.dtype)
     if cast is not None:
-        if xp is not np:
-            refuse_bfloat16_on_gpu("dtype", cast)
+        be.refuse_dtype("dtype", cast)
         try:
             op.check_dtype(cast)
         except TypeError as err:
             raise TypeError(f"dtype={cast}: {err}") from None
     result_dtype, compute, identity = dtype_rules(op, src.dtype if cast is None else cast)
-    coords = parse_coords(index, xp=xp)
+    coords = parse_coords(index, be=be)
     if out is None:
         axis, batch, feat, expected = src_layout(src.shape, coords, axis)
     else:
@@ -198,13 +196,13 @@ def _scatter_into(op: Op, dst, src, index, axis, mode) -> Call:
         raise TypeError(f"op {op.name!r} gives non-integer results; dst dtype {dst.dtype} cannot hold them")
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
-    coords = parse_coords(index, xp=xp)
+    coords = parse_coords(index, be=be)
     axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=dst.shape)
     m = len(coords)
     if xp.may_share_memory(src, dst):   # as if src had been copied first
         src = src.copy()
     if any(xp.may_share_memory(c, dst) for c in coords):
-        coords = type(coords)(tuple(c.copy() for c in coords), coords.shape, coords.xp)
+        coords = type(coords)(tuple(c.copy() for c in coords), coords.shape, coords.be)
     plan = plan_index(None, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
     be.precheck(plan)   # under mode="raise", before dst is touched
     compute = op.compute_dtype(dst.dtype)
@@ -227,9 +225,9 @@ def _gather(src, index, axis, mode, fill_value, dtype, out) -> Call:
     if not src.dtype.isnative:   # results are native (the kernels move native items); a copy for this rare input
         src = src.astype(native(src.dtype))
     cast = check_dtype_arg(dtype, src.dtype, numbers=False)
-    if xp is not np:
-        refuse_bfloat16_on_gpu("dtype", cast)
-    coords = parse_coords(index, xp=xp)
+    if cast is not None:
+        be.refuse_dtype("dtype", cast)
+    coords = parse_coords(index, be=be)
     m = len(coords)
     axis = normalize_axis(axis, src.ndim, m)
     plan = plan_index(None, src.shape[axis:axis + m], mode, coords=coords, dims_arg="src.shape")
@@ -255,7 +253,7 @@ def _gather_into(dst, src, index, axis, mode) -> Call:
             raise TypeError(f"gather_into does not support {arg} dtype {arr.dtype}")
     if not np.can_cast(src.dtype, dst.dtype, "same_kind"):
         raise TypeError(f"cannot cast src dtype {src.dtype} to dst dtype {dst.dtype} (same_kind rule)")
-    coords = parse_coords(index, xp=xp)
+    coords = parse_coords(index, be=be)
     m = len(coords)
     axis = normalize_axis(axis, src.ndim, m)
     plan = plan_index(None, src.shape[axis:axis + m], mode, coords=coords, dims_arg="src.shape")
@@ -267,7 +265,7 @@ def _gather_into(dst, src, index, axis, mode) -> Call:
     if xp.may_share_memory(src, dst):   # plan.flat is already a private copy unless it is an int32/int64 index
         src = src.copy()
     if xp.may_share_memory(plan.flat, dst):
-        plan = plan_index(None, plan.dims, plan.mode, coords=(plan.flat.copy().reshape(plan.shape),))
+        plan = plan_index(None, plan.dims, plan.mode, coords=(plan.flat.copy().reshape(plan.shape),), be=be)
     return Call(be, None, plan, batch, feat, math.prod(batch), math.prod(feat), src, dst.shape, dst.dtype,
                 dst.dtype, None, dst, given, gathers=True)
 
@@ -291,7 +289,7 @@ def _group(name, src, index, dim_size, axis, mode, compute, complex_ok, src_arg,
     be = backend_of(src=src, index=index)
     src = be.asarray(src)
     result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok, arg=src_arg)
-    coords = parse_coords(index, xp=be.xp)
+    coords = parse_coords(index, be=be)
     compute = compute or rule_compute
     if broadcast:
         axis, batch, feat, expected = src_layout(src.shape, coords, axis, src_arg)
@@ -327,7 +325,7 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
     op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
     if "dst" in others:
         op.check_dtype(others["dst"][0].dtype, "dst")
-    coords = parse_coords(index, xp=be.xp)
+    coords = parse_coords(index, be=be)
     # src (and its tangent) may broadcast to B + I + F, as in the forward call; src's own shape stays the one of
     # its cotangent (summed over the broadcast dims by `unbroadcast`)
     axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=out.shape, table_arg="out")
@@ -405,8 +403,7 @@ def _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, m
                         "src must be an array of numbers, got None")
     if type(src) is not np.ndarray:
         src = be.asarray(src)
-    if xp is not np:
-        gather_index, scatter_index = host_index(gather_index), host_index(scatter_index)
+    gather_index, scatter_index = be.on_host((gather_index, scatter_index))   # the edges are planned there
     arrays = None
     if reverse:
         arrays = {}
@@ -422,7 +419,7 @@ def _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, m
             dim_size = dims_like(out if out is not None else arrays.get("grad_out"), src, gather_index,
                                  scatter_index, axis)
     plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode)
-    w, heads = check_weight(weight, plan.index_shape, feat, op, xp=xp)
+    w, heads = check_weight(weight, plan.index_shape, feat, op, be=be)
     w_shape = None if weight is None else shape_of_any(be, weight)   # before trailing 1s are dropped
     vdtype = value_dtype(src.dtype, w)
     call = EdgeCall(be, op, plan, axis, batch, feat, math.prod(batch), math.prod(feat), src, w, heads, w_shape,
@@ -439,4 +436,4 @@ def shape_of_any(be: ModuleType, a) -> tuple:
     """The shape of an array argument on either backend (CuPy arrays refuse NumPy's implicit conversion)."""
     if type(a) is np.ndarray:
         return a.shape
-    return shape_of(a) if be.xp is np else tuple(be.asarray(a).shape)
+    return be.shape_of(a)

@@ -12,8 +12,8 @@ from functools import cached_property
 
 import numpy as np
 
-from cyscatter import kernels, nan_kernels
-from cyscatter._arrays.dtypes import float_kind, is_bfloat16, native, parts
+from cyscatter import kernels
+from cyscatter._arrays.dtypes import float_kind, is_bfloat16, native
 
 # Op codes of the assignment ops, after the reduction codes of `kernels.OpCode` (0-5).
 OP_SET, OP_FIRST = 6, 7
@@ -149,13 +149,6 @@ class Op:
         info = np.iinfo(dtype)
         return dtype.type(info.min if self.identity_kind == "lowest" else info.max)
 
-    def fresh(self, shape, result_dtype, xp=np):
-        """A fresh accumulator of `shape` for an output of `result_dtype`: the identity, in the compute dtype."""
-        dtype = self.compute_dtype(result_dtype)
-        if xp is np:   # cache-line aligned rows; zero identities from zeroed pages, with no write pass
-            return kernels.fresh_table(shape, dtype, self.identity(result_dtype))
-        return xp.full(shape, self.identity(result_dtype), dtype)
-
     def divisor(self, counts, dtype, xp=np):
         """The per-group divisor of a counting op as a (1, size, 1) array of the real dtype of `dtype`: the counts
         (mean) or their square roots (sqrt_n), 1 for an empty group."""
@@ -165,27 +158,6 @@ class Op:
         if self.sqrt_counts:
             xp.sqrt(per_group, out=per_group)
         return per_group[None, :, None]
-
-    def divide(self, work3, counts, xp=np, threads: int = 0) -> None:
-        """Divide the sums `work3` (outer, size, inner) of a counting op by its divisor, in place. Element counts
-        (outer, size, inner) of a NaN-skipping op: one kernel pass for float32/float64 host arrays, else the
-        counts are clamped to 1 in place, so no counts-sized temporary is made. Complex sums divide their real
-        and imaginary parts by the real divisor, deliberately unlike np.mean's division by c + 0j: each part is
-        correctly rounded (that complex division rounds complex64 quotients through a reciprocal, 1 ulp off in 40%
-        of means) and an infinite part does not make the other NaN (inf+3j over 3: inf+1j, np.mean's inf+nanj)."""
-        if counts.ndim == 3:
-            if xp is np and work3.dtype in (np.float32, np.float64) and counts.dtype in (np.int32, np.int64) \
-                    and work3.flags.c_contiguous and counts.flags.c_contiguous:
-                nan_kernels.divide(work3, counts)
-                return
-            xp.maximum(counts, 1, out=counts)
-            for part in parts(work3):
-                xp.divide(part, counts, out=part, dtype=part.dtype, casting="unsafe")
-            return
-        if self.sqrt_counts or not (xp is np and kernels.divide_by_counts(work3, counts, threads)):
-            divisor = self.divisor(counts, work3.dtype, xp)
-            for part in parts(work3):
-                part /= divisor
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)

@@ -10,27 +10,17 @@ members of a group, go through the materialised messages and the core `scatter` 
 integer messages (whose ties are those of the integers, compared, as `scatter_vjp_src` compares them, in float64:
 exact up to 2**53), nanprod, and complex nansum/nanmean (`scatter_vjp_src`'s rules on the messages, a NaN message
 passing nothing to its src row or weight).
+
+The host implementation is `gather_scatter_host`, the CuPy one `gather_scatter_cuda`: each public function finds
+its arrays' backend and calls the module named after it (`_implementation`).
 """
 from __future__ import annotations
 
-from functools import cached_property
+import importlib
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from cyscatter import fused_kernels
-from cyscatter._arrays.dtypes import holds_numbers, is_bfloat16
-from cyscatter._arrays.integers import prod
-from cyscatter._arrays.protocols import host_asarray
-from cyscatter._backends import host
-from cyscatter._backends.context import ADD
-from cyscatter._backends.host import messages, rows_view, run_forward, weight_rows
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
-from cyscatter._plan.edges import cast_like, rule_inputs, weight_shaped
-from cyscatter._plan.prepare import prepare
-from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
-from cyscatter._runtime.threads import check_threads, team
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -39,135 +29,16 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, OpLike
 
 
-class _Call:
-    """One reverse call's inputs on the canonical views: src3 (outer, S, inner), the edges' plan and weight,
-    and the dtype the derivatives are computed in."""
-
-    def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
-                 num_threads, cotangents: dict):
-        call = prepare("gather_scatter", src, (gather_index, scatter_index), op, weight=weight, plan=plan,
-                       dim_size=dim_size, axis=axis, mode=mode, out=out, cotangents=cotangents, fun=fun, be=host)
-        self.threads = check_threads(num_threads)
-        self.op, self.src, self.plan, self.axis, self.batch = call.op, call.src, call.plan, call.axis, call.batch
-        self.feat, self.w, self.heads, self.w_shape = call.feat, call.w, call.heads, call.w_shape
-        vdtype, self.dtype, self.materialise = call.vdtype, call.dtype, call.materialise
-        self.vdtype = vdtype
-        # the selecting ops on real derivatives run the fused kernels, except max/min/fmax/fmin on integer
-        # messages (whose ties are the integers'); complex nansum/nanmean materialise the messages
-        self.select = fused_kernels.SELECT_CODES.get(self.op.selection) if self.dtype in (np.float32, np.float64) and not (
-            self.op.ordered and vdtype.kind in "iu") else None
-        self.materialise = self.materialise and self.select is None
-        self.outer, self.inner = prod(self.batch), prod(self.feat)
-        self.out_shape = self.batch + self.plan.dims + self.feat
-        self.src_rows = (self.outer, self.plan.src_size, self.inner)
-        self.w2 = None if self.w is None else \
-            weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
-        # the fused kernels' weight argument (an empty one without a weight) and their thread team
-        self.kernel_w2 = np.zeros((0, 1), self.dtype) if self.w2 is None else self.w2
-        self.parts = team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
-        self.out_raw = None if out is None else host_asarray(out)
-        self.out3 = None if out is None else self.table(out, "out")
-        if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
-            # the forward compared float32 messages and rounded only the winner: find the winners as it did
-            out32 = self.op.fresh(self.out3.shape, vdtype)
-            run_forward(self.op, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.w,
-                        self.heads, self.feat, out32, self.threads)
-            self.out3 = out32.astype(self.dtype, copy=False)
-
-    @cached_property
-    def src3(self):
-        """src as a C-contiguous (outer, S, inner) array (the reverse kernels walk it and their results with one
-        set of strides); made only when read: the add/sub/mean src gradient needs src's shape alone."""
-        return np.ascontiguousarray(rows_view(self.src, self.dtype, *self.src_rows))
-
-    def table(self, a, arg: str):
-        """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
-        if type(a) is not np.ndarray:
-            a = host_asarray(a)
-        if not holds_numbers(a.dtype):
-            raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
-        if a.shape != self.out_shape:
-            raise ValueError(f"{arg} shape {a.shape} differs from the output shape {self.out_shape}")
-        return np.ascontiguousarray(a.reshape(self.outer, self.plan.size, self.inner), dtype=self.dtype)
-
-    def entries(self, a, arg: str):
-        """`a` (shape of src) as a C-contiguous (outer, S, inner) array of the derivative dtype."""
-        a = host_asarray(a)
-        if not holds_numbers(a.dtype):
-            raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
-        if a.shape != self.src.shape:
-            raise ValueError(f"{arg} shape {a.shape} differs from the src shape {self.src.shape}")
-        return np.ascontiguousarray(a.reshape(self.src_rows), dtype=self.dtype)
-
-    def need_out(self, fun: str):
-        if self.out3 is None and not self.op.linear:
-            raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
-
-    def per_destination(self, g3):
-        """The cotangent each edge of a destination row receives, for the linear ops: g, -g, g / count (mean) or
-        g / sqrt(count) (sqrt_n)."""
-        if self.op.negates:
-            return -g3
-        if self.op.counts:
-            return g3 / self.op.divisor(self.plan.counts, g3.dtype)
-        return g3
-
-    def share(self, g3):
-        """The selecting ops: each output element's cotangent divided among its selected edges (max/min, fmax/fmin:
-        the tied winners; nanmean: the non-NaN messages; 0 where none), or as it is (nansum)."""
-        if not self.op.splits:
-            return g3
-        indptr, ids, cols = self.plan.indptr, self.plan.edge_ids, self.plan.cols
-        result = np.empty_like(g3)
-        fused_kernels.extreme_ties(self.op.larger_wins, self.src3, indptr, cols, ids, self.kernel_w2, self.w is not None,
-                                   self.out3, g3, self.src3, False, self.kernel_w2, False, result, self.parts,
-                                   select=self.select)
-        return result
-
-    def weight_shaped(self, rows2):
-        return weight_shaped(rows2, self.plan.index_shape, self.feat, self.w, self.w_shape)
-
-    # ---- materialised messages (mul, div, integer max/min) ---------------------------------------------------
-
-    def forward_messages(self):
-        """(kept edge positions, the forward's messages, the gathered src rows), in the derivative dtype; integer
-        messages formed in their own dtype first (with its wrap-around), as the forward formed them."""
-        if self.vdtype.kind in "iu":
-            msgs, keep = messages(rows_view(self.src, self.vdtype, *self.src_rows), self.plan, self.w, self.heads,
-                                  self.feat, self.vdtype)
-            self._exact = msgs   # (for the winners of integer max/min: see `for_rules`)
-            msgs = msgs.astype(self.dtype, copy=False)
-        else:
-            msgs, keep = messages(self.src3, self.plan, self.w, self.heads, self.feat, self.dtype)
-        self._kept_out = None if self.out3 is None else self.out3[:, self.plan.scatter[keep], :]
-        return keep, msgs, self.src3[:, self.plan.gather[keep], :]
-
-    def for_rules(self, msgs):
-        return rule_inputs(self, msgs)
-
-    def absent(self, a, msgs):
-        """`a` (per kept edge, broadcasting against `msgs`) with 0 where a NaN-skipping op left the message out
-        (NaN), and for fmax/fmin also where the message lost (differs from its output element): the factors of
-        the chain rule's products there, whose derivatives are 0 (not 0 * inf or 0 * NaN). A losing message of
-        -inf (an inf weight) thus passes 0, as the max/min kernels pass only their tied winners' products."""
-        if not self.op.skips_nan:
-            return a
-        present = msgs == self._kept_out if self.op.ordered else msgs == msgs
-        return np.where(present, a, 0).astype(a.dtype, copy=False)
-
-    def scale(self, rows2, keep):
-        """Per-edge (n, heads) values of the kept edges, repeated over each head's features: (1, kept, inner)."""
-        return np.repeat(rows2[keep], self.inner // max(self.heads, 1), axis=1)[None]   # (heads 0: no features)
+# backend name -> the module that runs these functions on that backend (at its first call: see `_implementation`)
+_BY_BACKEND: dict = {}
 
 
-
-
-def _on_gpu(fun: str, **arrays):
-    """The CuPy implementation of `fun` when the arrays live on the GPU (TypeError when mixed), else None."""
-    if backend_of(**arrays).xp is np:
-        return None
-    from cyscatter._reverse import gather_scatter_cuda as _gather_scatter_gpu
-    return getattr(_gather_scatter_gpu, fun + "_gpu")
+def _implementation(be):
+    """The module gather_scatter_<be.name> beside this one, which runs the reverse functions on backend `be`
+    (`vjp_src`, `vjp_weight`, `jvp`): imported at the first call on that backend (the CUDA one imports the kernel
+    builder and is never imported for host arrays)."""
+    module = _BY_BACKEND[be.name] = importlib.import_module(f"{__name__}_{be.name}")
+    return module
 
 
 @fill_doc
@@ -218,32 +89,11 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     """
     if grad_out is None:
         raise TypeError("gather_scatter_vjp_src needs grad_out (the output's cotangent), got None")
-    gpu = _on_gpu("gather_scatter_vjp_src", grad_out=grad_out, src=src, gather_index=gather_index,
-                  scatter_index=scatter_index, out=out, weight=weight)
-    if gpu:
-        return gpu(op, grad_out, src, gather_index, scatter_index, out, weight=weight, dim_size=dim_size, axis=axis,
-                   mode=mode, plan=plan)
-    call = _Call("gather_scatter_vjp_src", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
-                 plan, num_threads, {"grad_out": grad_out})
-    call.need_out("gather_scatter_vjp_src")
-    g3 = call.table(grad_out, "grad_out")
-    result = np.zeros(call.src_rows, call.dtype)
-    name = call.op.name
-    if call.materialise:
-        keep, msgs, _ = call.forward_messages()
-        rule_msgs, rule_out = call.for_rules(msgs)
-        d = scatter_vjp_src(name, g3, rule_msgs, call.plan.scatter[keep], rule_out, axis=1)
-        if call.w2 is not None:
-            d = d * call.absent(call.scale(call.w2, keep), msgs)
-        np.add.at(result, (slice(None), call.plan.gather[keep]), d)
-    elif call.op.linear:
-        run_forward(ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
-                    call.threads, transpose=True)
-    elif call.inner and call.outer:
-        indptr, ids, cols = call.plan.transpose
-        fused_kernels.extreme_back(call.src3, indptr, cols, ids, call.kernel_w2, call.w is not None, call.out3,
-                                   call.share(g3), result, call.parts, select=call.select)
-    return cast_like(result.reshape(call.src.shape), call.src)
+    be = backend_of(grad_out=grad_out, src=src, gather_index=gather_index, scatter_index=scatter_index, out=out,
+                    weight=weight)
+    return (_BY_BACKEND.get(be.name) or _implementation(be)).vjp_src(
+        op, grad_out, src, gather_index, scatter_index, out, weight=weight, dim_size=dim_size, axis=axis,
+        mode=mode, plan=plan, num_threads=num_threads)
 
 
 @fill_doc
@@ -287,32 +137,11 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     """
     if grad_out is None:
         raise TypeError("gather_scatter_vjp_weight needs grad_out (the output's cotangent), got None")
-    gpu = _on_gpu("gather_scatter_vjp_weight", grad_out=grad_out, src=src, gather_index=gather_index,
-                  scatter_index=scatter_index, out=out, weight=weight)
-    if gpu:
-        return gpu(op, grad_out, src, gather_index, scatter_index, out, weight=weight, dim_size=dim_size, axis=axis,
-                   mode=mode, plan=plan)
-    call = _Call("gather_scatter_vjp_weight", op, src, gather_index, scatter_index, out, weight, dim_size, axis,
-                 mode, plan, num_threads, {"grad_out": grad_out})
-    call.need_out("gather_scatter_vjp_weight")
-    g3 = call.table(grad_out, "grad_out")
-    n, name = call.plan.n_edges, call.op.name
-    result = np.zeros((n, call.heads), call.dtype)
-    if call.materialise:
-        keep, msgs, taken = call.forward_messages()
-        rule_msgs, rule_out = call.for_rules(msgs)
-        d = scatter_vjp_src(name, g3, rule_msgs, call.plan.scatter[keep], rule_out, axis=1)
-        per_feature = (d * call.absent(taken, msgs)).sum(axis=0)               # (kept, inner)
-        # (the features per head spelt out: with no kept edge, -1 could not be inferred from 0 elements)
-        result[keep] = per_feature.reshape(len(keep), call.heads, call.inner // max(call.heads, 1)).sum(axis=2)
-    elif call.inner and call.outer:
-        select = call.select
-        cot = call.per_destination(g3) if select is None else call.share(g3)
-        fused_kernels.dots(cot, call.src3, call.plan.gather, call.plan.scatter, result,
-                           cot if select is None else call.out3, 0 if select is None else select + 1, call.kernel_w2,
-                           call.w is not None, call.parts)
-    shaped = call.weight_shaped(result)
-    return shaped if call.w is None else cast_like(shaped, call.w)
+    be = backend_of(grad_out=grad_out, src=src, gather_index=gather_index, scatter_index=scatter_index, out=out,
+                    weight=weight)
+    return (_BY_BACKEND.get(be.name) or _implementation(be)).vjp_weight(
+        op, grad_out, src, gather_index, scatter_index, out, weight=weight, dim_size=dim_size, axis=axis,
+        mode=mode, plan=plan, num_threads=num_threads)
 
 
 @fill_doc
@@ -377,52 +206,8 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
         raise TypeError("gather_scatter_jvp needs src_dot or weight_dot (the tangents), got neither")
     if weight_dot is not None and weight is None:
         raise ValueError("weight_dot was given without weight")
-    gpu = _on_gpu("gather_scatter_jvp", src=src, gather_index=gather_index, scatter_index=scatter_index, out=out,
-                  src_dot=src_dot, weight=weight, weight_dot=weight_dot)
-    if gpu:
-        return gpu(op, src, gather_index, scatter_index, out, src_dot, weight=weight, weight_dot=weight_dot,
-                   dim_size=dim_size, axis=axis, mode=mode, plan=plan)
-    call = _Call("gather_scatter_jvp", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
-                 plan, num_threads, {"src_dot": src_dot, "weight_dot": weight_dot})
-    call.need_out("gather_scatter_jvp")
-    s_dot3 = None if src_dot is None else call.entries(src_dot, "src_dot")
-    w_dot2 = None
-    if weight_dot is not None:
-        wd = host_asarray(weight_dot)
-        if not holds_numbers(wd.dtype):
-            raise TypeError(f"weight_dot must hold numbers, got dtype {wd.dtype}")
-        if wd.shape != call.w_shape:
-            raise ValueError(f"weight_dot shape {wd.shape} differs from the weight shape {call.w_shape}")
-        wd = wd.reshape(call.w.shape)
-        w_dot2 = weight_rows(wd, call.plan.index_shape, call.feat, call.heads, call.dtype)
-    name = call.op.name
-    size3 = (call.outer, call.plan.size, call.inner)
-    if call.materialise:
-        keep, msgs, taken = call.forward_messages()
-        t_msgs = np.zeros_like(msgs)
-        if s_dot3 is not None:
-            t = s_dot3[:, call.plan.gather[keep], :]
-            t_msgs += t if call.w2 is None else t * call.scale(call.w2, keep)
-        if w_dot2 is not None:
-            t_msgs += call.absent(taken, msgs) * call.scale(w_dot2, keep)
-        rule_msgs, rule_out = call.for_rules(msgs)
-        result = scatter_jvp(name, rule_msgs, call.plan.scatter[keep], rule_out, call.absent(t_msgs, msgs), axis=1)
-    elif call.op.linear:
-        result = np.zeros(size3, call.dtype)
-        if s_dot3 is not None:
-            run_forward(ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)
-        if w_dot2 is not None:
-            part = np.zeros(size3, call.dtype)
-            run_forward(ADD, call.src3, call.plan, wd, call.heads, call.feat, part, call.threads)
-            result += part
-        result = call.per_destination(result)
-    else:
-        result = np.zeros(size3, call.dtype)
-        if call.inner and call.outer:
-            fused_kernels.extreme_ties(call.op.larger_wins, call.src3, call.plan.indptr, call.plan.cols,
-                                       call.plan.edge_ids, call.kernel_w2, call.w is not None, call.out3, call.out3,
-                                       call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
-                                       np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,
-                                       w_dot2 is not None, result, call.parts, select=call.select,
-                                       average=call.op.splits)
-    return result.reshape(call.out_shape)
+    be = backend_of(src=src, gather_index=gather_index, scatter_index=scatter_index, out=out, src_dot=src_dot,
+                    weight=weight, weight_dot=weight_dot)
+    return (_BY_BACKEND.get(be.name) or _implementation(be)).jvp(
+        op, src, gather_index, scatter_index, out, src_dot, weight=weight, weight_dot=weight_dot,
+        dim_size=dim_size, axis=axis, mode=mode, plan=plan, num_threads=num_threads)

@@ -1,9 +1,9 @@
 """gather_scatter and its reverse functions on CuPy arrays: the fused kernels of `cyscatter._backends.cuda_kernels`.
 
-`cyscatter._api.gather_scatter` and `cyscatter._reverse.gather_scatter` call these when an array argument is a CUDA
-array; the validation, the dtype rules and the plan are theirs. The plan (NumPy arrays, grouped on the host) is
-uploaded once per device and cached on the plan object, so a plan reused across calls costs no transfer; without
-one, each call copies the indices to the host to validate and group them.
+`cyscatter._api.gather_scatter` and `cyscatter._reverse.gather_scatter` call these (through the GPU backend's name)
+when an array argument is a CUDA array; the validation, the dtype rules and the plan are theirs. The plan (NumPy
+arrays, grouped on the host) is uploaded once per device and cached on the plan object, so a plan reused across calls
+costs no transfer; without one, each call copies the indices to the host to validate and group them.
 
 What runs in one pass (no E x F array): the forward pass of every op (one thread per (batch, edge, feature) with
 the op's atomic update, complex128 mul/div/nanprod one thread per destination element along the plan's CSR rows;
@@ -41,7 +41,7 @@ from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
 
 
 class _Call:
-    """One reverse call on the device, as `cyscatter._reverse.gather_scatter._Call` on the host: canonical views
+    """One reverse call on the device, as `cyscatter._reverse.gather_scatter_host._Call` on the host: canonical views
     src3 (outer, S, inner), the plan, the weight rows, and the dtype the derivatives are computed in."""
 
     def __init__(self, fun, op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
@@ -66,7 +66,7 @@ class _Call:
             raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
         if self.op.ordered and vdtype == np.float16:
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
-            out32 = self.op.fresh(self.out3.shape, vdtype, xp)
+            out32 = self.be.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
             _forward(self.op, self.be.rows_view(self.src, out32.dtype, *self.src3.shape), self.plan,
                      None if self.w is None else weight_rows(self.w, self.plan.index_shape, self.feat, self.heads,
                                                              out32.dtype, xp=xp), out32, xp)
@@ -200,9 +200,9 @@ class _Call:
         return self.xp.where(present, a, 0).astype(a.dtype, copy=False)
 
 
-def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis, mode,
-                               plan):
-    """`cyscatter.gather_scatter_vjp_src` on CuPy arrays; see there."""
+def vjp_src(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis, mode, plan,
+            num_threads=None):
+    """`cyscatter.gather_scatter_vjp_src` on CuPy arrays; see there (`num_threads` is the CPU kernels')."""
     call = _Call("gather_scatter_vjp_src", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode,
                  plan, {"grad_out": grad_out})
     g3 = call.table(grad_out, "grad_out")
@@ -223,9 +223,9 @@ def gather_scatter_vjp_src_gpu(op, grad_out, src, gather_index, scatter_index, o
     return cast_like(result.reshape(call.src.shape), call.src)
 
 
-def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis,
-                                  mode, plan):
-    """`cyscatter.gather_scatter_vjp_weight` on CuPy arrays; see there."""
+def vjp_weight(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis, mode, plan,
+               num_threads=None):
+    """`cyscatter.gather_scatter_vjp_weight` on CuPy arrays; see there (`num_threads` is the CPU kernels')."""
     call = _Call("gather_scatter_vjp_weight", op, src, gather_index, scatter_index, out, weight, dim_size, axis,
                  mode, plan, {"grad_out": grad_out})
     g3 = call.table(grad_out, "grad_out")
@@ -243,9 +243,9 @@ def gather_scatter_vjp_weight_gpu(op, grad_out, src, gather_index, scatter_index
     return shaped if call.w is None else cast_like(shaped, call.w)
 
 
-def gather_scatter_jvp_gpu(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_dot, dim_size, axis,
-                           mode, plan):
-    """`cyscatter.gather_scatter_jvp` on CuPy arrays; see there."""
+def jvp(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_dot, dim_size, axis, mode, plan,
+        num_threads=None):
+    """`cyscatter.gather_scatter_jvp` on CuPy arrays; see there (`num_threads` is the CPU kernels')."""
     call = _Call("gather_scatter_jvp", op, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
                  {"src_dot": src_dot, "weight_dot": weight_dot})
     s_dot3 = None if src_dot is None else call.entries(src_dot, "src_dot")

@@ -41,7 +41,7 @@ def _dst_view(name, src, index, out, axis, mode, **given):
     grad_out, src_dot = given.get("grad_out"), given.get("src_dot")
     be = backend_of(src=src, index=index, out=out, grad_out=grad_out, src_dot=src_dot)
     src, out = check_numeric(be.asarray(src), "src"), check_numeric(be.asarray(out), "out")
-    coords = parse_coords(index, xp=be.xp)
+    coords = parse_coords(index, be=be)
     axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=out.shape, table_arg="out")
     m = len(coords)
     dims = out.shape[axis:axis + m]

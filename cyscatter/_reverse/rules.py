@@ -93,7 +93,8 @@ def _fused_shares(ctx, g3, select: str, average: bool = True):
 
 
 def _fused(ctx, select: str = "tied") -> bool:
-    return ctx.xp is np and ctx.dtype in (np.float32, np.float64) and ctx.exact is None and (
+    """Whether the one-pass CPU kernels (`fused_kernels`) serve this selection of the backend's arrays."""
+    return ctx.be.fused_reverse and ctx.dtype in (np.float32, np.float64) and ctx.exact is None and (
         ctx.out3 is not None or select == "present")
 
 

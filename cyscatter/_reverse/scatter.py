@@ -169,7 +169,7 @@ def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIn
     be = backend_of(grad_out=grad_out, index=index)
     grad_out = check_numeric(be.asarray(grad_out), "grad_out")
     src_shape = check_sizes(src_shape, "src_shape")
-    coords = parse_coords(index, xp=be.xp)
+    coords = parse_coords(index, be=be)
     m = len(coords)
     if len(src_shape) < m:
         raise ValueError(f"src_shape={src_shape} has {len(src_shape)} dims but the index addresses {m}")

@@ -110,7 +110,7 @@ def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: Su
     grad_out = check_numeric(be.asarray(grad_out), "grad_out")
     rows = grad_out.shape[segment_axis(indptr, axis, grad_out.ndim, array="grad_out")]
     if len(shape_of(indptr)) <= 1:
-        check_indptr(indptr, rows, xp=be.xp, rows_of="grad_out")
+        check_indptr(indptr, rows, be=be, rows_of="grad_out")
     return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
 
 
@@ -131,7 +131,7 @@ def _batched(name, src, indptr, axis, **given):
     arrays = {key: be.asarray(value) for key, value in {"src": src, **given}.items()}
     src_shape = arrays["src"].shape
     k = segment_axis(indptr, axis, len(src_shape))
-    flat, batch, nseg, _ = batched_indptr(indptr, src_shape, be.xp, rows=src_shape[k])
+    flat, batch, nseg, _ = batched_indptr(indptr, src_shape, be, rows=src_shape[k])
     out_shape = batch + (nseg,) + src_shape[k + 1:]
     for key, value in arrays.items():
         if key in ("src_dot", "out", "grad_out"):
@@ -145,4 +145,4 @@ def _segment_index(src, indptr, axis):
     check_given("src", src)
     be = backend_of(src=src, indptr=indptr)
     src_shape = shape_of(src)
-    return segment_ids(check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)], xp=be.xp))
+    return segment_ids(check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)], be=be))

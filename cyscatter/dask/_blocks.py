@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter._api.argext import winners
 from cyscatter._arrays.integers import prod
-from cyscatter._backends.host import precheck, rows_view, run_gather, run_scatter
+from cyscatter._backends.host import arg_winners, fresh_table, precheck, rows_view, run_gather, run_scatter
 from cyscatter._backends.reduce import finish_fresh, run_counted
 from cyscatter._plan.index import IndexPlan, parse_coords, plan_index, sized_by
 from cyscatter._registry.ops import get_op
@@ -49,7 +48,7 @@ def scatter_partial(src, flat, *, op, result_dtype, nb, rows, count):
     op = get_op(op)
     lo, hi = rows
     outer, n, inner = _sizes(src.shape, nb, flat.ndim)
-    work3 = op.fresh((outer, hi - lo, inner), result_dtype)
+    work3 = fresh_table((outer, hi - lo, inner), op.compute_dtype(result_dtype), op.identity(result_dtype))
     src3 = rows_view(src, work3.dtype, outer, n, inner)
     counts = np.zeros(work3.shape if op.skips_nan else hi - lo, np.int64) if count else None
     # Shifted by lo, the rows of other partitions and dropped entries (all outside [0, size) and size >= hi)
@@ -99,7 +98,7 @@ def arg_partial(src, flat, *, op, nb, rows, starts, ishape):
     outer, n, inner = _sizes(src.shape, nb, flat.ndim)
     src3 = rows_view(src, op.compute_dtype(op.result_dtype(src.dtype)), outer, n, inner)
     local = flat.reshape(-1) - np.int64(lo) if lo else flat.reshape(-1)   # other partitions: skipped (see above)
-    best, arg = winners(op, src3, _rows_plan(local, hi - lo), hi - lo)
+    best, arg = arg_winners(op, src3, _rows_plan(local, hi - lo), hi - lo)
     found = arg < n
     if flat.ndim:   # a 0-d index has one entry, at position 0 in the block and in the whole index alike
         where = np.unravel_index(arg[found], flat.shape)
@@ -122,7 +121,7 @@ def combine_arg_partials(parts, *, op):
         values = np.concatenate([np.where(mine_first, best, other_best), np.where(mine_first, other_best, best)], 1)
         args = np.concatenate([np.where(mine_first, arg, other_arg), np.where(mine_first, other_arg, arg)], 1)
         rows = np.tile(np.arange(size), 2)
-        best, pick = winners(op, values, _rows_plan(rows, size), size)
+        best, pick = arg_winners(op, values, _rows_plan(rows, size), size)
         arg = np.take_along_axis(args, pick, axis=1)
     return best, arg
 

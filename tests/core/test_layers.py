@@ -154,3 +154,40 @@ def test_each_backend_provides_the_interface(backend):
     from cyscatter._backends.interface import MEMBERS
     missing = set(MEMBERS) - _top_level_names(ROOT / "cyscatter" / "_backends" / f"{backend}.py")
     assert not missing, f"cyscatter._backends.{backend} lacks {sorted(missing)}"
+
+
+# ---- array-library branches stay in the backends ------------------------------------------------------------------
+
+_COMPARISONS = (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)
+
+
+def numpy_module_tests(source: str) -> list[int]:
+    """Lines of `source` that compare something with the numpy module itself (``xp is np``, ``be.xp is not np``,
+    ``xp == numpy``): a branch on the array library. ``type(a) is np.ndarray`` compares a class, not the module,
+    and is not one."""
+    tree = ast.parse(source)
+    names = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for a in node.names if a.name == "numpy"}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(isinstance(op, _COMPARISONS) for op in node.ops):
+            if any(isinstance(side, ast.Name) and side.id in names for side in (node.left, *node.comparators)):
+                found.append(node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith("cyscatter._backends.")))
+def test_no_array_library_branch_above_the_backends(module):
+    """Above `cyscatter._backends` no code asks whether its arrays are NumPy's (``xp is np``): it asks its backend
+    module (`select.backend_of`) to do the backend-specific thing, through a member of the `Backend` protocol."""
+    lines = numpy_module_tests(MODULES[module].read_text())
+    assert not lines, (f"{module} branches on the array library at line(s) {lines}: ask the backend through a "
+                       "member of cyscatter._backends.interface.Backend instead")
+
+
+def test_the_array_library_check_can_fail():
+    """The checker itself finds each spelling of the branch, and leaves class tests alone."""
+    source = ("import numpy as np\nimport numpy\n"
+              "a = xp is np\nb = be.xp is not np\nc = np is xp\nd = xp == numpy\n"
+              "e = type(x) is np.ndarray\nf = xp is cupy\n")
+    assert numpy_module_tests(source) == [3, 4, 5, 6]

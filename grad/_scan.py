@@ -28,7 +28,8 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import Box, getval
 
 import cyscatter as cs
-from cyscatter._api.scan import ScanView, flag, scan_op
+from cyscatter._api.scan import ScanView, scan_op
+from cyscatter._plan.values import flag
 from cyscatter._plan.index import index_shape, parse_coords, plan_index
 from cyscatter._plan.layout import split_src
 from grad._args import require_inexact

@@ -964,3 +964,42 @@ def test_allocating_scatter_memory_as_documented(op, per_row):
     finally:
         tracemalloc.stop()
     assert peak - out.nbytes <= per_row * rows + 64 * 1024, f"{(peak - out.nbytes) / rows:.1f} B a row"
+
+
+# ---- an outside tester's finds after the layers and the planner -----------------------------------------------------
+
+def test_a_size_no_array_can_hold_names_the_inferred_size():
+    """Zero-width rows take no memory, but NumPy still refuses 2**62 of them: the error names what sized them."""
+    with pytest.raises(ValueError, match=r"^the dim_size inferred from index=\(4611686018427387905,\) asks for an "
+                                         r"output of shape \(4611686018427387905, 0\), more elements than an array"):
+        cs.scatter(np.ones((2, 0)), np.array([0, 2**62]))
+    with pytest.raises(ValueError, match=r"^dim_size=4611686018427387905 asks for an output"):
+        cs.scatter(np.ones((2, 0)), np.array([0, 1]), dim_size=2**62 + 1)
+
+
+@pytest.mark.parametrize("fun", ["scatter", "scatter_into"])
+@pytest.mark.parametrize("value", ["no", None, 2, 0.0])
+def test_indices_are_sorted_takes_only_bools(fun, value):
+    """A truthy string was taken for True: indices_are_sorted follows the rule of scatter_scan's flags."""
+    src, index = np.ones(3), np.array([2, 0, 1])
+    args = (src, index) if fun == "scatter" else (np.zeros(3), src, index)
+    with pytest.raises(TypeError, match=f"^indices_are_sorted must be a bool, got {type(value).__name__} "):
+        getattr(cs, fun)(*args, indices_are_sorted=value)
+
+
+@pytest.mark.parametrize("value", [True, np.True_, 1, False, np.False_, 0])
+def test_indices_are_sorted_accepts_bools_and_0_1(value):
+    index = np.array([0, 0, 1, 2])
+    np.testing.assert_array_equal(cs.scatter(np.arange(4.0), index, indices_are_sorted=value), [1.0, 2.0, 3.0])
+
+
+def test_public_namespaces_hold_only_their_api():
+    """No module, `from __future__` feature or internal helper leaks into the public namespaces (tab completion,
+    ``from cyscatter import *``); the compiled kernel modules and the public submodules are there by design."""
+    import cyscatter.dask
+    import grad
+    submodules = {"typing", "calibrate", "dask", "examples", "kernels", "nan_kernels", "group_kernels",
+                  "fused_kernels", "scan_kernels", "assign_kernels"}
+    for module in (cs, cyscatter.dask, grad):
+        extra = {name for name in dir(module) if not name.startswith("_")} - set(module.__all__) - submodules
+        assert not extra, f"{module.__name__}: {sorted(extra)}"

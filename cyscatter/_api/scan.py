@@ -20,7 +20,7 @@ from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, parse_coords, plan_index, sized_by
 from cyscatter._plan.layout import split_src
-from cyscatter._plan.values import size_arg
+from cyscatter._plan.values import flag, size_arg
 from cyscatter._registry.ops import OPS, get_op
 
 if TYPE_CHECKING:
@@ -44,14 +44,6 @@ def scan_op(op):
     return entry
 
 
-def flag(name: str, value) -> bool:
-    """A bool argument: True/False (NumPy's too) or the integers 0/1; anything else (a string, None, 2) raises
-    TypeError rather than being taken for its truth value."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)) and value in (0, 1):
-        return bool(value)
-    raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
 
 
 class ScanView:

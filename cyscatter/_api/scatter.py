@@ -9,6 +9,7 @@ from cyscatter import kernels
 from cyscatter._backends import calls
 from cyscatter._docs import fill_doc
 from cyscatter._plan.prepare import prepare
+from cyscatter._plan.values import flag
 from cyscatter._registry.ops import FAST
 from cyscatter._runtime.threads import check_threads
 
@@ -108,13 +109,14 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
-            and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \
+            and fill_value is None and type(src) is np.ndarray and indices_are_sorted is False \
             and dtype is None and out is None \
             and (dim_size is None or type(dim_size) is int and 0 <= dim_size < 2 ** 62):
         opcode, identities = FAST[op]
         simple = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
         if simple is not None:
             return simple
+    indices_are_sorted = flag("indices_are_sorted", indices_are_sorted)
     call = prepare("scatter", src, index, op, dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value,
                    dtype=dtype, out=out)
     return calls.scatter_fresh(call, indices_are_sorted, threads)
@@ -182,9 +184,10 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     """
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
-            and type(dst) is np.ndarray and not indices_are_sorted:
+            and type(dst) is np.ndarray and indices_are_sorted is False:
         opcode, identities = FAST[op]
         if kernels.scatter_into_simple(dst, src, index, opcode, dst.dtype in identities, threads):
             return dst
+    indices_are_sorted = flag("indices_are_sorted", indices_are_sorted)
     call = prepare("scatter_into", src, index, op, dst=dst, axis=axis, mode=mode)
     return calls.scatter_into(call, indices_are_sorted, threads)

@@ -152,3 +152,14 @@ def check_given(arg: str, value, what: str = ""):
 def _float_dtype(*arrays) -> np.dtype:
     dtype = np.result_type(*[a.dtype for a in arrays if a is not None])
     return dtype if dtype.kind in "fc" and dtype != np.float16 else np.dtype(np.float64)
+
+
+def flag(name: str, value) -> bool:
+    """A bool argument: True/False (NumPy's too) or the integers 0/1; anything else (a string, None, 2) raises
+    TypeError rather than being taken for its truth value."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+

@@ -9,7 +9,8 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from cyscatter._api.scan import FLAGS_DOC, flag, scan_op
+from cyscatter._api.scan import FLAGS_DOC, scan_op
+from cyscatter._plan.values import flag
 from cyscatter._arrays.integers import prod
 from cyscatter._docs import fill_doc
 from cyscatter._plan.layout import split_src

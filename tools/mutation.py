@@ -110,14 +110,14 @@ MUTANTS = (
     # (a mutant letting scatter's fast path take any mode is equivalent, not a bug: the C fast path refuses a call
     # with an out-of-range entry, where the modes differ, and the general path then runs)
     Mutant("scatter-fast-path-dtype", "cyscatter/_api/scatter.py",
-           "and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \\\n            and dtype is "
+           "and fill_value is None and type(src) is np.ndarray and indices_are_sorted is False \\\n            and dtype is "
            "None and out is None",
-           "and fill_value is None and type(src) is np.ndarray and not indices_are_sorted \\\n            and out is "
+           "and fill_value is None and type(src) is np.ndarray and indices_are_sorted is False \\\n            and out is "
            "None", "scatter's fast path ignores dtype="),
     Mutant("scatter-fast-path-fill", "cyscatter/_api/scatter.py",
            'mode == "raise" \\\n            and fill_value is None and type(src) is np.ndarray '
-           'and not indices_are_sorted',
-           'mode == "raise" \\\n            and type(src) is np.ndarray and not indices_are_sorted',
+           'and indices_are_sorted is False',
+           'mode == "raise" \\\n            and type(src) is np.ndarray and indices_are_sorted is False',
            "scatter's fast path ignores fill_value"),
     Mutant("moments-ddof", "cyscatter/_api/moments.py",
            "dof = ctx.xp.subtract(counts, ddof, dtype=dev.real.dtype)",

@@ -23,12 +23,12 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
         finish_fresh(op, work3, counts, call.fill, call.result_dtype, be, threads)
         return call.given
     try:
-        work3 = be.fresh_table(shape3, call.compute, call.identity)
-    except ValueError as err:   # NumPy refuses a shape whose element count it cannot address, even of 0 bytes
-        arg, given = call.size_arg
-        raise ValueError(f"{arg}={given!r} asks for an output of shape {call.shape}, more elements than an array "
-                         f"can hold ({err})") from None
-    try:
+        try:
+            work3 = be.fresh_table(shape3, call.compute, call.identity)
+        except ValueError as err:   # NumPy refuses a shape whose element count it cannot address, even of 0 bytes
+            arg, given = call.size_arg
+            raise ValueError(f"{arg}={given!r} asks for an output of shape {call.shape}, more elements than an "
+                             f"array can hold ({err})") from None
         if op.counts or call.fill is not None:
             counts = run_counted(run, op, call.src3(work3.dtype), plan, work3,
                                  new_counts(op, shape3, be.xp, call.fill, plan.n), threads, split=True)

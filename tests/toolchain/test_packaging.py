@@ -103,6 +103,17 @@ def _sections(path: str) -> str:
     return subprocess.run(["readelf", "-S", "-W", path], capture_output=True, text=True, check=True).stdout
 
 
+def test_imported_copy_has_the_headers_its_pxd_files_include():
+    """Every header a shipped .pxd or .pyx names (``cdef extern from "include/..."``), and the CUDA header the GPU
+    kernels read, is in the imported copy: code that cimports the .pxd compiles against them."""
+    import re
+    named = {m for f in [*PACKAGE.glob("*.pxd"), *PACKAGE.glob("*.pyx")]
+             for m in re.findall(r'cdef extern from "(include/[^"]+)"', f.read_text())}
+    assert named, "no header named by the .pxd/.pyx files"
+    missing = sorted(h for h in named | {"include/cuda_atomics.cuh"} if not (PACKAGE / h).is_file())
+    assert not missing, f"{PACKAGE} lacks {missing}"
+
+
 @pytest.mark.parametrize("module", [kernels, group_kernels, fused_kernels], ids=lambda m: m.__name__)
 def test_release_build_has_no_debug_info(module):
     if not sys.platform.startswith("linux"):

@@ -116,7 +116,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         simple = kernels.scatter_simple(src, index, opcode, identities.get(src.dtype), dim_size, threads)
         if simple is not None:
             return simple
-    indices_are_sorted = flag("indices_are_sorted", indices_are_sorted)
+    # None (no hint) reads as False; anything else must be a bool (a string is not taken for its truth value)
+    indices_are_sorted = indices_are_sorted is not None and flag("indices_are_sorted", indices_are_sorted)
     call = prepare("scatter", src, index, op, dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value,
                    dtype=dtype, out=out)
     return calls.scatter_fresh(call, indices_are_sorted, threads)
@@ -188,6 +189,7 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
         opcode, identities = FAST[op]
         if kernels.scatter_into_simple(dst, src, index, opcode, dst.dtype in identities, threads):
             return dst
-    indices_are_sorted = flag("indices_are_sorted", indices_are_sorted)
+    # None (no hint) reads as False; anything else must be a bool (a string is not taken for its truth value)
+    indices_are_sorted = indices_are_sorted is not None and flag("indices_are_sorted", indices_are_sorted)
     call = prepare("scatter_into", src, index, op, dst=dst, axis=axis, mode=mode)
     return calls.scatter_into(call, indices_are_sorted, threads)

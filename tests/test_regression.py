@@ -1004,3 +1004,21 @@ def test_public_namespaces_hold_only_their_api():
     for module in (cs, cyscatter.dask, grad):
         extra = {name for name in dir(module) if not name.startswith("_")} - set(module.__all__) - submodules
         assert not extra, f"{module.__name__}: {sorted(extra)}"
+
+
+@pytest.mark.parametrize("fun", ["segment_jvp", "segment_vjp_src"])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_segment_reverse_functions_check_out_against_indptr(fun, rows):
+    """An `out` (or `grad_out`) with another number of segments than `indptr` gave a wrong-shaped result or an
+    IndexError about an index the caller never passed: it is now a ValueError naming the array."""
+    src, ptr = np.array([1.0, 5.0, 3.0]), np.array([0, 1, 3])
+    wrong, right = np.zeros(rows), cs.segment(src, ptr, "add")
+    if fun == "segment_jvp":
+        call, name = lambda: cs.segment_jvp("add", src, ptr, wrong, np.ones(3)), "out"
+    else:
+        call, name = lambda: cs.segment_vjp_src("add", np.ones(2), src, ptr, wrong), "out"
+    with pytest.raises(ValueError, match=rf"^{fun}: {name} shape \({rows},\) != segment's output shape \(2,\)$"):
+        call()
+    if fun == "segment_vjp_src":
+        with pytest.raises(ValueError, match=r"grad_out shape \(3,\) != segment's output shape \(2,\)"):
+            cs.segment_vjp_src("add", np.ones(3), src, ptr, right)

@@ -44,10 +44,13 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     gather_index, scatter_index : int array of shape I, or tuple of int arrays all of shape I
         Source and destination row of each edge (an integer array addresses one axis, a tuple of m arrays m
         axes). Omit both when `plan` is given.
-    {op}
-        Message-passing layers use add ("sum"), mean, max and min (PyG's and DGL's aggregations). The
-        assignments "set" / "last" and "first" are refused (ValueError): the fused kernels reduce messages;
-        assign them with ``scatter(gather(src, gather_index), scatter_index, "set")``. The NaN-skipping ops
+    op : {{"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "nanprod", "fmax", "fmin", \
+"nanmean"}}, default "add"
+        The reduction of each destination row's messages, as `scatter`'s op (aliases "sum", "prod", "amax",
+        "amin", "nanadd", "nanmul", "nanmax", "nanmin"). Message-passing layers use add, mean, max and min
+        (PyG's and DGL's aggregations). The assignments "set" / "last" and "first" are refused (ValueError):
+        the fused kernels reduce messages; assign them with ``scatter(gather(src, gather_index), scatter_index,
+        "set")``. The NaN-skipping ops
         (nansum, nanprod, nanmean, fmax/nanmax, fmin/nanmin) test NaN on the message ``weight[e] * src[...]``,
         the value that is scattered: a NaN in `src` or in `weight`, or ``inf * 0``, makes a NaN message, which is
         left out; an output element whose messages are all NaN is an empty group (the identity, or

@@ -49,7 +49,7 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
         flat, k, a = batched
         return scatter_vjp_src(op, merge_batch(a["grad_out"], k), merge_batch(a["src"], k), segment_ids(flat),
                                merge_batch(a["out"], k)).reshape(shape_of(src))
-    ids = _segment_index(src, indptr, axis)
+    ids = _segment_index("segment_vjp_src", src, indptr, axis, grad_out=grad_out, out=out)
     return scatter_vjp_src(op, grad_out, src, ids, out, axis=_axis0(axis))
 
 
@@ -82,7 +82,7 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
         flat, k, a = batched
         return scatter_jvp(op, merge_batch(a["src"], k), segment_ids(flat), merge_batch(a["out"], k),
                            merge_batch(a["src_dot"], k)).reshape(shape_of(out))
-    ids = _segment_index(src, indptr, axis)
+    ids = _segment_index("segment_jvp", src, indptr, axis, out=out)
     return scatter_jvp(op, src, ids, out, src_dot, axis=_axis0(axis))
 
 
@@ -140,9 +140,17 @@ def _batched(name, src, indptr, axis, **given):
     return flat, k, arrays
 
 
-def _segment_index(src, indptr, axis):
+def _segment_index(name, src, indptr, axis, **shaped_like_out):
+    """``segment_ids`` of a 1-D `indptr` checked against `src`; the arrays of `shaped_like_out` (out, grad_out),
+    when given, must have segment's output shape B + (S,) + F (the scatter rules would read another S off them)."""
     axis = _axis0(axis)
     check_given("src", src)
     be = backend_of(src=src, indptr=indptr)
     src_shape = shape_of(src)
-    return segment_ids(check_indptr(indptr, src_shape[normalize_axis(axis, len(src_shape), 1)], be=be))
+    k = normalize_axis(axis, len(src_shape), 1)
+    ptr = check_indptr(indptr, src_shape[k], be=be)
+    out_shape = src_shape[:k] + (ptr.shape[0] - 1,) + src_shape[k + 1:]
+    for key, value in shaped_like_out.items():
+        if value is not None:
+            _check_shape(f"{name}: {key}", be.asarray(value), "segment's output", out_shape)
+    return segment_ids(ptr)

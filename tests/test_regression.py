@@ -1022,3 +1022,22 @@ def test_segment_reverse_functions_check_out_against_indptr(fun, rows):
     if fun == "segment_vjp_src":
         with pytest.raises(ValueError, match=r"grad_out shape \(3,\) != segment's output shape \(2,\)"):
             cs.segment_vjp_src("add", np.ones(3), src, ptr, right)
+
+
+@pytest.mark.parametrize("fun, op", [("scatter_argmax", "max"), ("scatter_nanargmin", "fmin")])
+def test_argext_dtype_errors_name_the_function(fun, op):
+    """scatter_argmax of a bool src said "op 'max' does not support ... complex64/128": the caller passed no op,
+    and complex is refused too (the ordered ops list only what they take)."""
+    with pytest.raises(TypeError, match=rf"^{fun} does not support src dtype bool \(supported: integers, "
+                                        r"float16/32/64, bfloat16\)$"):
+        getattr(cs, fun)(np.array([True, False]), np.array([0, 0]))
+    with pytest.raises(TypeError, match=rf"^{fun} needs ordered values; src dtype complex128 is complex$"):
+        getattr(cs, fun)(np.array([1j, 2j]), np.array([0, 0]))
+    with pytest.raises(TypeError, match=rf"^op '{op}' does not support src dtype bool \(supported: integers, "
+                                        r"float16/32/64, bfloat16\)$"):
+        cs.scatter(np.array([True, False]), np.array([0, 0]), op)
+
+
+def test_batched_gather_segment_vjp_names_grad_out():
+    with pytest.raises(ValueError, match=r"rows of grad_out along axis 1, 3$"):
+        cs.gather_segment_vjp_src(np.ones((2, 3)), np.array([[0, 1, 3], [0, 2, 2]]))

@@ -36,7 +36,11 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
         return with_fill(arg, prod(index_shape(parse_coords(index, be=be))), fill)
     op = get_op(name)
     src = be.asarray(src)
-    compute = op.compute_dtype(op.result_dtype(src.dtype))
+    try:
+        compute = op.compute_dtype(op.result_dtype(src.dtype))
+    except TypeError as err:   # the registry names the op; the caller called a function of its own
+        fun = f"scatter_{'nan' if op.skips_nan else ''}arg{'max' if op.larger_wins else 'min'}"
+        raise TypeError(str(err).replace(f"op {op.name!r}", fun)) from None
     coords = parse_coords(index, be=be)
     axis, batch, feat, expected = src_layout(src.shape, coords, axis)
     src = expand_cast(src, expected, len(feat), compute, be.xp)

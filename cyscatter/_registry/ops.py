@@ -164,8 +164,8 @@ class Op:
         if self.winner and dtype.kind == "b":   # an assignment moves bytes: bool is as good as any
             return
         if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES and not is_bfloat16(dtype):
-            raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} "
-                            "(supported: integers, float16/32/64, bfloat16, complex64/128)")
+            supported = "integers, float16/32/64, bfloat16" + ("" if self.ordered else ", complex64/128")
+            raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} (supported: {supported})")
         if self.ordered and dtype.kind == "c":
             raise TypeError(f"op {self.name!r} needs ordered values; {arg} dtype {dtype} is complex")
 

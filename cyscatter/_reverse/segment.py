@@ -111,6 +111,8 @@ def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: Su
     rows = grad_out.shape[segment_axis(indptr, axis, grad_out.ndim, array="grad_out")]
     if len(shape_of(indptr)) <= 1:
         check_indptr(indptr, rows, be=be, rows_of="grad_out")
+    else:   # checked here, naming grad_out: segment below would name its own src
+        batched_indptr(indptr, grad_out.shape, be, rows=rows, rows_of="grad_out")
     return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
 
 

@@ -47,6 +47,7 @@ from cyscatter._plan.values import (
     direct,
     fill_for,
     python_scalar_as,
+    size_arg,
 )
 from cyscatter._registry.ops import _BY_NAME, Op, get_op, refuse_assignment
 
@@ -112,25 +113,30 @@ def dtype_rules(op: Op, dtype) -> tuple:
     return rules
 
 
+_WITH_OP = frozenset({"scatter", "scatter_into", "gather_scatter", "reverse"})   # the kinds that take an op
+
+
 def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None, axis=0, mode: str = "raise",
             fill_value=None, dtype=None, name: str = "", complex_ok: bool = False, src_arg: str = "src",
             broadcast: bool = True, extra: tuple = (), weight=None, plan=None, cotangents: dict | None = None,
             fun: str = "gather_scatter", be: ModuleType | None = None) -> Any:
     """Validate a call of form `kind` (see the module docstring) once and return its `Call`."""
+    if kind in _WITH_OP:   # a name's entry read directly; anything else gets get_op's checks and messages
+        op = (_BY_NAME.get(op) if type(op) is str else None) or get_op(op)
     if kind == "scatter":
-        return _scatter(_BY_NAME.get(op) or get_op(op), src, index, dim_size, axis, mode, fill_value, dtype, out)
+        return _scatter(op, src, index, dim_size, axis, mode, fill_value, dtype, out)
     if kind == "scatter_into":
-        return _scatter_into(_BY_NAME.get(op) or get_op(op), dst, src, index, axis, mode)
+        return _scatter_into(op, dst, src, index, axis, mode)
     if kind == "gather":
         return _gather(src, index, axis, mode, fill_value, dtype, out)
     if kind == "gather_into":
         return _gather_into(dst, src, index, axis, mode)
     if kind == "gather_scatter":
         gather_index, scatter_index = index
-        return _edges(_BY_NAME.get(op) or get_op(op), src, gather_index, scatter_index, weight, plan, dim_size, axis,
-                      mode, fill_value, out, cotangents, fun, be)
+        return _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, mode, fill_value, out,
+                      cotangents, fun, be)
     if kind == "reverse":
-        return _reverse(_BY_NAME.get(op) or get_op(op), src, index, out, dst, axis, mode, extra)
+        return _reverse(op, src, index, out, dst, axis, mode, extra)
     if kind == "group":
         return _group(name, src, index, dim_size, axis, mode, dtype, complex_ok, src_arg, broadcast)
     raise ValueError(f"unknown call kind {kind!r}")
@@ -138,10 +144,6 @@ def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None
 
 # tables up to this size cannot pass what an array can address: no need to ask `check_table_bytes`
 _CHECKED_BYTES = 1 << 62
-
-
-def _sized(dim_size, plan: IndexPlan) -> tuple:
-    return ("dim_size", dim_size) if dim_size is not None else ("the dim_size inferred from index", plan.dims)
 
 
 def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -> Call:
@@ -175,7 +177,7 @@ def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -
     into = target is not None and direct(be, target, compute, src, *coords)
     if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
         src = src.astype(cast, copy=False)
-    sized = ("dim_size", dim_size) if dim_size is not None else ("the dim_size inferred from index", plan.dims)
+    sized = size_arg(dim_size, plan)
     outer, inner = math.prod(batch), math.prod(feat)
     if not into and outer * plan.size * inner * compute.itemsize > _CHECKED_BYTES:
         check_table_bytes((outer, plan.size, inner), compute, *sized)
@@ -298,7 +300,7 @@ def _group(name, src, index, dim_size, axis, mode, compute, complex_ok, src_arg,
         axis, batch, feat = split_src(src, coords, axis, src_arg)
     plan = plan_index(None, dim_size, mode, coords=coords)
     outer, inner = math.prod(batch), math.prod(feat)
-    sized = _sized(dim_size, plan)
+    sized = size_arg(dim_size, plan)
     check_table_bytes((outer, plan.size, inner), compute, *sized)
     return Call(be, None, plan, batch, feat, outer, inner, src, batch + plan.dims + feat, result, compute,
                 size_arg=sized)

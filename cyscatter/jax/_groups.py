@@ -1,0 +1,159 @@
+"""The group statistics as JAX primitives: softmax, log_softmax, logsumexp, var and std (and the NaN-skipping
+var/std), each differentiated by its split reverse functions (first order; their partial derivatives depend on the
+values, so a second derivative raises NotImplementedError)."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+import cyscatter as cs
+from cyscatter.jax import _primitives as P
+from cyscatter.jax._scatter import as_index, as_values, check_leading, check_mode, static_size
+
+# ---- softmax and log_softmax: shaped like src, their rules read the output ------------------------------------------
+
+softmax_p = P.host_primitive(
+    "softmax",
+    lambda src, index, *, fun, dim_size, mode: getattr(cs, fun)(src, index, dim_size=dim_size, mode=mode),
+    lambda src, index, *, fun, dim_size, mode: (src.shape, P.canonical(np.result_type(src.dtype, np.float32))))
+
+softmax_lin_p = P.host_primitive(
+    "softmax_jvp",
+    lambda t, out, index, *, fun, dim_size, mode: getattr(cs, fun + "_jvp")(out, index, t, dim_size=dim_size,
+                                                                             mode=mode),
+    lambda t, out, index, *, fun, dim_size, mode: (out.shape, np.dtype(out.dtype)), values=(0, 1))
+
+softmax_lin_t_p = P.host_primitive(
+    "softmax_vjp",
+    lambda ct, out, index, *, fun, dim_size, mode: getattr(cs, fun + "_vjp")(ct, out, index, dim_size=dim_size,
+                                                                              mode=mode),
+    lambda ct, out, index, *, fun, dim_size, mode: (out.shape, np.dtype(out.dtype)), values=(0, 1))
+
+
+def _values_dependent(params, slots) -> bool:
+    return False
+
+
+P.def_nonlinear(softmax_p, lambda tangents, primals, out, **params: softmax_lin_p.bind(
+    P.instantiate(tangents[0], out), out, primals[1], **params))
+P.def_linear(softmax_lin_p, lambda ct, out, index, *, aval0, **params: softmax_lin_t_p.bind(ct, out, index, **params),
+             residuals_frozen=_values_dependent, what="scatter_softmax")
+P.def_linear(softmax_lin_t_p, lambda ct, out, index, *, aval0, **params: softmax_lin_p.bind(ct, out, index, **params),
+             residuals_frozen=_values_dependent, what="scatter_softmax")
+
+# ---- logsumexp, var, std: one row per group, their rules read src and the output ------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _group_dtype(fun, dtype):
+    return P.canonical(getattr(cs, fun)(np.zeros((1, 1), dtype), np.zeros(1, np.intp), dim_size=1).dtype)
+
+
+def _extra(fun, ddof):
+    return {} if ddof is None else {"ddof": ddof}
+
+
+group_p = P.host_primitive(
+    "group_statistic",
+    lambda src, index, *, fun, ddof, dim_size, mode: getattr(cs, fun)(src, index, dim_size=dim_size, mode=mode,
+                                                                      **_extra(fun, ddof)),
+    lambda src, index, *, fun, ddof, dim_size, mode: ((dim_size, *src.shape[index.ndim:]),
+                                                      _group_dtype(fun, np.dtype(src.dtype))))
+
+group_lin_p = P.host_primitive(
+    "group_statistic_jvp",
+    lambda t, src, index, out, *, fun, ddof, mode: getattr(cs, fun + "_jvp")(src, index, out, t, mode=mode,
+                                                                             **_extra(fun, ddof)),
+    lambda t, src, index, out, *, fun, ddof, mode: (out.shape, np.dtype(out.dtype)), values=(0, 1, 3))
+
+group_lin_t_p = P.host_primitive(
+    "group_statistic_vjp",
+    lambda ct, src, index, out, *, fun, ddof, mode: getattr(cs, fun + "_vjp")(ct, src, index, out, mode=mode,
+                                                                              **_extra(fun, ddof)),
+    lambda ct, src, index, out, *, fun, ddof, mode: (src.shape, np.dtype(out.dtype)), values=(0, 1, 3))
+
+
+def _group_tangent(tangents, primals, out, *, fun, ddof, dim_size, mode):
+    src, index = primals
+    return group_lin_p.bind(P.instantiate(tangents[0], src).astype(out.dtype), src, index, out, fun=fun, ddof=ddof,
+                            mode=mode)
+
+
+P.def_nonlinear(group_p, _group_tangent)
+P.def_linear(group_lin_p, lambda ct, src, index, out, *, aval0, **params: group_lin_t_p.bind(
+    ct, src, index, out, **params), residuals_frozen=_values_dependent, what="the group statistic")
+P.def_linear(group_lin_t_p, lambda ct, src, index, out, *, aval0, **params: group_lin_p.bind(
+    ct, src, index, out, **params), residuals_frozen=_values_dependent, what="the group statistic")
+
+
+def _args(src, index, dim_size, mode, fun):
+    import jax.numpy as jnp
+    src, index = as_values(src), as_index(index)
+    if not jnp.issubdtype(src.dtype, jnp.inexact):
+        src = src.astype(jnp.result_type(float))
+    check_leading(src, index)
+    mode = check_mode(mode)
+    return src, index, static_size(dim_size, index, "dim_size", mode, fun), mode
+
+
+_DOC = """`cyscatter.{fun}` as a JAX function, differentiable (first order) under jit, grad, jvp and vmap.
+
+    Parameters
+    ----------
+    src : jax.Array, shape index.shape + F
+        Integer values are cast to JAX's default float first.
+    index : jax.Array of int, shape I
+    {ddof}dim_size : int, optional
+        Rows of the output (the number of groups); required when `index` is traced.
+    mode : {{"raise", "drop", "wrap", "clip", "normalize_drop"}}
+
+    Returns
+    -------
+    jax.Array, shape {shape}
+        A float dtype.
+
+    Raises
+    ------
+    ValueError
+        `dim_size` missing for a traced index, an unknown `mode`.
+    NotImplementedError
+        A second derivative.
+
+    Notes
+    -----
+    The derivatives are `cyscatter.{fun}_vjp` / `cyscatter.{fun}_jvp`.
+    """
+_DDOF = "ddof : float\n        Delta degrees of freedom (NumPy's).\n    "
+
+
+def _softmax(fun):
+    def softmax(src, index, *, dim_size=None, mode="raise"):
+        src, index, size, mode = _args(src, index, dim_size, mode, fun)
+        return softmax_p.bind(src, index, fun=fun, dim_size=size, mode=mode)
+    softmax.__name__ = softmax.__qualname__ = fun
+    softmax.__doc__ = _DOC.format(fun=fun, ddof="", shape="src.shape")
+    return softmax
+
+
+def _statistic(fun, takes_ddof):
+    if takes_ddof:
+        def statistic(src, index, *, ddof=0, dim_size=None, mode="raise"):
+            src, index, size, mode = _args(src, index, dim_size, mode, fun)
+            return group_p.bind(src, index, fun=fun, ddof=float(ddof), dim_size=size, mode=mode)
+    else:
+        def statistic(src, index, *, dim_size=None, mode="raise"):
+            src, index, size, mode = _args(src, index, dim_size, mode, fun)
+            return group_p.bind(src, index, fun=fun, ddof=None, dim_size=size, mode=mode)
+    statistic.__name__ = statistic.__qualname__ = fun
+    statistic.__doc__ = _DOC.format(fun=fun, ddof=_DDOF if takes_ddof else "", shape="(dim_size,) + F")
+    return statistic
+
+
+scatter_softmax = _softmax("scatter_softmax")
+scatter_log_softmax = _softmax("scatter_log_softmax")
+scatter_logsumexp = _statistic("scatter_logsumexp", False)
+scatter_var = _statistic("scatter_var", True)
+scatter_std = _statistic("scatter_std", True)
+scatter_nanvar = _statistic("scatter_nanvar", True)
+scatter_nanstd = _statistic("scatter_nanstd", True)

@@ -1,0 +1,455 @@
+"""scatter, gather, segment, gather_segment and the integer-valued reductions as JAX primitives.
+
+Each section declares its primitives, their output shapes, JVPs and transposes (see `_primitives`). The public
+functions validate their arguments at trace time and bind the primitive once.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+import cyscatter as cs
+from cyscatter.jax import _primitives as P
+
+# ---- arguments ------------------------------------------------------------------------------------------------------
+
+
+def as_values(x, arg: str = "src"):
+    import jax.numpy as jnp
+    try:
+        return jnp.asarray(x)
+    except TypeError as err:
+        raise TypeError(f"{arg} must be an array, got {type(x).__name__}") from err
+
+
+def as_index(index, arg: str = "index"):
+    import jax.numpy as jnp
+    index = as_values(index, arg)
+    if not jnp.issubdtype(index.dtype, jnp.integer):
+        raise TypeError(f"{arg} must hold integers, got dtype {index.dtype}")
+    return index
+
+
+def is_traced(x) -> bool:
+    import jax
+    return isinstance(x, jax.core.Tracer)
+
+
+def static_size(size, index, arg: str, mode: str, fun: str):
+    """The output's leading size: `size` as an int, or read from a concrete `index` as cyscatter reads it; a traced
+    index (under jax.jit or jax.vmap) needs it given, since JAX's shapes are static."""
+    if size is not None:
+        try:
+            size = int(size)
+        except TypeError as err:
+            raise TypeError(f"{arg} must be an int, got {size!r}") from err
+        if size < 0:
+            raise ValueError(f"{arg} must be >= 0, got {size}")
+        return size
+    if is_traced(index):
+        raise ValueError(f"cyscatter.jax.{fun}: pass {arg}= (an int) when the index is traced (under jax.jit, "
+                         f"jax.vmap or a traced loop): JAX needs the output's shape before the index's values")
+    return int(cs.scatter_count(np.asarray(index), mode=mode).shape[0])
+
+
+def check_mode(mode: str) -> str:
+    if mode not in cs.MODES:
+        raise ValueError(f"mode must be one of {cs.MODES}, got {mode!r}")
+    return mode
+
+
+def check_leading(src, index, src_arg: str = "src", index_arg: str = "index"):
+    if tuple(src.shape[:index.ndim]) != tuple(index.shape):
+        raise ValueError(f"{src_arg} shape {tuple(src.shape)} does not start with the {index_arg} shape "
+                         f"{tuple(index.shape)}")
+
+
+def _fill(fill_value):
+    return None if fill_value is None else float(fill_value) if np.ndim(fill_value) == 0 else None
+
+
+# ---- scatter --------------------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _scatter_dtype(op, dtype, fill_value):
+    return P.canonical(cs.scatter(np.zeros((1, 1), dtype), np.zeros(1, np.intp), op, dim_size=1,
+                                  fill_value=fill_value).dtype)
+
+
+def _scatter_result(src, index, *, op, dim_size, fill_value, mode, sorted_):
+    return (dim_size, *src.shape[index.ndim:]), _scatter_dtype(op, np.dtype(src.dtype), fill_value)
+
+
+scatter_p = P.host_primitive(
+    "scatter",
+    lambda src, index, *, op, dim_size, fill_value, mode, sorted_: cs.scatter(
+        src, index, op, dim_size=dim_size, fill_value=fill_value, mode=mode, indices_are_sorted=sorted_),
+    _scatter_result)
+
+# vjp_src of a linear op (add, sub, mean, sqrt_n, the assignments) reads src and out for their shapes only
+scatter_t_p = P.host_primitive(
+    "scatter_transpose",
+    lambda ct, index, *, op, dim_size, mode: cs.scatter_vjp_src(
+        op, ct, P.zeros_like_shape(index.shape + ct.shape[1:], ct.dtype), index, ct, mode=mode),
+    lambda ct, index, *, op, dim_size, mode: ((*index.shape, *ct.shape[1:]), np.dtype(ct.dtype)))
+
+scatter_lin_p = P.host_primitive(
+    "scatter_jvp",
+    lambda t, src, index, out, *, op, mode: cs.scatter_jvp(op, src, index, out, t, mode=mode),
+    lambda t, src, index, out, *, op, mode: (out.shape, np.dtype(out.dtype)), values=(0, 1, 3))
+
+scatter_lin_t_p = P.host_primitive(
+    "scatter_vjp",
+    lambda ct, src, index, out, *, op, mode: cs.scatter_vjp_src(op, ct, src, index, out, mode=mode),
+    lambda ct, src, index, out, *, op, mode: (src.shape, np.dtype(src.dtype)), values=(0, 1, 3))
+
+
+def locally_constant(params, slots) -> bool:
+    """An op whose partial derivatives are locally constant (`Op.partials` empty): its rules' residuals have
+    derivative zero."""
+    return cs.get_op(params["op"]).partials == ""
+
+
+def no_fill(params):
+    return {**params, "fill_value": None}
+
+
+def _scatter_tangent(tangents, primals, out, **params):
+    src, index = primals
+    t = P.instantiate(tangents[0], src)
+    if cs.get_op(params["op"]).linear:   # the forward is its own tangent map, transposed by scatter_t_p
+        return scatter_p.bind(t, index, **no_fill(params))
+    return scatter_lin_p.bind(t, src, index, out, op=params["op"], mode=params["mode"])
+
+
+P.def_nonlinear(scatter_p, _scatter_tangent)
+P.def_transpose(scatter_p, lambda ct, index, *, aval0, op, dim_size, fill_value, mode, sorted_: scatter_t_p.bind(
+    ct, index, op=op, dim_size=dim_size, mode=mode))
+P.def_linear(scatter_t_p, lambda ct, index, *, aval0, op, dim_size, mode: scatter_p.bind(
+    ct, index, op=op, dim_size=dim_size, fill_value=None, mode=mode, sorted_=False))
+P.def_linear(scatter_lin_p, lambda ct, src, index, out, *, aval0, op, mode: scatter_lin_t_p.bind(
+    ct, src, index, out, op=op, mode=mode), residuals_frozen=locally_constant, what="scatter")
+P.def_linear(scatter_lin_t_p, lambda ct, src, index, out, *, aval0, op, mode: scatter_lin_p.bind(
+    ct, src, index, out, op=op, mode=mode), residuals_frozen=locally_constant, what="scatter")
+
+
+def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise", indices_are_sorted=False):
+    """`cyscatter.scatter` as a JAX function: ``out[index[i]] op= src[i]`` along axis 0.
+
+    Works under ``jax.jit``, ``jax.grad``/``jax.vjp``, ``jax.jvp`` and ``jax.vmap``; the kernels run on the host
+    (CPU) through ``jax.pure_callback`` under jit.
+
+    Parameters
+    ----------
+    src : jax.Array, shape index.shape + F
+        The values; any dtype the op takes (`cyscatter.scatter`).
+    index : jax.Array of int, shape I
+        The destination row of each entry.
+    op : str
+        Any name of `cyscatter.OPS` (add, sub, mul, div, max, min, mean, sqrt_n, set, first, nansum, nanprod,
+        fmax, fmin, nanmean and their aliases).
+    dim_size : int, optional
+        Rows of the output; required when `index` is traced (under ``jax.jit`` or ``jax.vmap``); otherwise
+        ``max(index) + 1`` as `cyscatter.scatter` reads it.
+    fill_value : scalar, optional
+        The value of an empty group (default: the op's, `cyscatter.scatter`'s: -inf for max, 0 for mean).
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
+        Out-of-range indices, as `cyscatter.scatter`; under jit "raise" reports an error at run time.
+    indices_are_sorted : bool
+        A promise that `index` is sorted (the kernels then skip a pass).
+
+    Returns
+    -------
+    jax.Array, shape (dim_size,) + F
+        `cyscatter.scatter`'s dtype (canonicalised by JAX: float32 without x64).
+
+    Raises
+    ------
+    ValueError
+        `dim_size` missing for a traced index; an unknown `mode`; `src` not starting with the index's shape.
+    TypeError
+        A non-integer `index`.
+    NotImplementedError
+        A second derivative of an op whose partial derivatives are not locally constant (mul, div, nanprod).
+
+    Notes
+    -----
+    Gradients are the split reverse functions' (`cyscatter.scatter_vjp_src`): ties in max/min split evenly, mul
+    exact with zeros; JAX's own ``.at[].max`` / ``segment_max`` split ties the same way (tested).
+    """
+    src, index = as_values(src), as_index(index)
+    check_leading(src, index)
+    op = cs.get_op(op).name
+    mode = check_mode(mode)
+    dim_size = static_size(dim_size, index, "dim_size", mode, "scatter")
+    return scatter_p.bind(src, index, op=op, dim_size=dim_size, fill_value=_fill(fill_value), mode=mode,
+                          sorted_=bool(indices_are_sorted))
+
+
+# ---- gather ---------------------------------------------------------------------------------------------------------
+
+gather_p = P.host_primitive(
+    "gather",
+    lambda src, index, *, mode, fill_value: cs.gather(src, index, mode=mode, fill_value=fill_value),
+    lambda src, index, *, mode, fill_value: ((*index.shape, *src.shape[1:]), np.dtype(src.dtype)))
+
+gather_t_p = P.host_primitive(
+    "gather_transpose",
+    lambda ct, index, *, rows, mode: cs.gather_vjp_src(ct, index, (rows, *ct.shape[index.ndim:]), mode=mode),
+    lambda ct, index, *, rows, mode: ((rows, *ct.shape[index.ndim:]), np.dtype(ct.dtype)))
+
+P.def_linear(gather_p, lambda ct, index, *, aval0, mode, fill_value: gather_t_p.bind(
+    ct, index, rows=aval0.shape[0], mode=mode), tangent_params=no_fill)
+P.def_linear(gather_t_p, lambda ct, index, *, aval0, rows, mode: gather_p.bind(
+    ct, index, mode=mode, fill_value=None))
+
+
+def gather(src, index, *, mode="raise", fill_value=None):
+    """`cyscatter.gather` as a JAX function: ``out[i] = src[index[i]]`` along axis 0 (``jnp.take(src, index,
+    axis=0)``).
+
+    Parameters
+    ----------
+    src : jax.Array, shape (n,) + F
+    index : jax.Array of int, shape I
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
+        Out-of-range indices, as `cyscatter.gather` ("drop": the row is `fill_value`, 0 by default).
+    fill_value : scalar, optional
+
+    Returns
+    -------
+    jax.Array, shape I + F, src's dtype
+
+    Raises
+    ------
+    ValueError
+        An unknown `mode`.
+    TypeError
+        A non-integer `index`.
+
+    Notes
+    -----
+    Linear in `src`: its transpose is `cyscatter.gather_vjp_src` (a scatter-add), whose own transpose is this
+    gather, so derivatives of every order exist in both modes.
+    """
+    src, index = as_values(src), as_index(index)
+    if src.ndim < 1:
+        raise ValueError(f"src must have at least one dimension, got shape {tuple(src.shape)}")
+    return gather_p.bind(src, index, mode=check_mode(mode), fill_value=_fill(fill_value))
+
+
+# ---- segment (CSR offsets) ------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _segment_dtype(op, dtype, fill_value):
+    return P.canonical(cs.segment(np.zeros((1, 1), dtype), np.array([0, 1]), op, fill_value=fill_value).dtype)
+
+
+segment_p = P.host_primitive(
+    "segment",
+    lambda src, indptr, *, op, fill_value: cs.segment(src, indptr, op, fill_value=fill_value),
+    lambda src, indptr, *, op, fill_value: ((indptr.shape[0] - 1, *src.shape[1:]),
+                                            _segment_dtype(op, np.dtype(src.dtype), fill_value)))
+
+segment_t_p = P.host_primitive(
+    "segment_transpose",
+    lambda ct, indptr, *, op, rows: cs.segment_vjp_src(
+        op, ct, P.zeros_like_shape((rows, *ct.shape[1:]), ct.dtype), indptr, ct),
+    lambda ct, indptr, *, op, rows: ((rows, *ct.shape[1:]), np.dtype(ct.dtype)))
+
+segment_lin_p = P.host_primitive(
+    "segment_jvp",
+    lambda t, src, indptr, out, *, op: cs.segment_jvp(op, src, indptr, out, t),
+    lambda t, src, indptr, out, *, op: (out.shape, np.dtype(out.dtype)), values=(0, 1, 3))
+
+segment_lin_t_p = P.host_primitive(
+    "segment_vjp",
+    lambda ct, src, indptr, out, *, op: cs.segment_vjp_src(op, ct, src, indptr, out),
+    lambda ct, src, indptr, out, *, op: (src.shape, np.dtype(src.dtype)), values=(0, 1, 3))
+
+
+def _segment_tangent(tangents, primals, out, *, op, fill_value):
+    src, indptr = primals
+    t = P.instantiate(tangents[0], src)
+    if cs.get_op(op).linear:
+        return segment_p.bind(t, indptr, op=op, fill_value=None)
+    return segment_lin_p.bind(t, src, indptr, out, op=op)
+
+
+P.def_nonlinear(segment_p, _segment_tangent)
+P.def_transpose(segment_p, lambda ct, indptr, *, aval0, op, fill_value: segment_t_p.bind(
+    ct, indptr, op=op, rows=aval0.shape[0]))
+P.def_linear(segment_t_p, lambda ct, indptr, *, aval0, op, rows: segment_p.bind(ct, indptr, op=op, fill_value=None))
+P.def_linear(segment_lin_p, lambda ct, src, indptr, out, *, aval0, op: segment_lin_t_p.bind(
+    ct, src, indptr, out, op=op), residuals_frozen=locally_constant, what="segment")
+P.def_linear(segment_lin_t_p, lambda ct, src, indptr, out, *, aval0, op: segment_lin_p.bind(
+    ct, src, indptr, out, op=op), residuals_frozen=locally_constant, what="segment")
+
+
+def segment(src, indptr, op="add", *, fill_value=None):
+    """`cyscatter.segment` as a JAX function: reduce the rows ``src[indptr[k]:indptr[k + 1]]`` of each segment.
+
+    Parameters
+    ----------
+    src : jax.Array, shape (n,) + F
+    indptr : jax.Array of int, shape (k + 1,)
+        Non-decreasing offsets (CSR), ``indptr[-1] <= n``.
+    op : str
+        Any name of `cyscatter.OPS` but the assignments.
+    fill_value : scalar, optional
+        The value of an empty segment (default: the op's).
+
+    Returns
+    -------
+    jax.Array, shape (k,) + F
+
+    Raises
+    ------
+    TypeError
+        A non-integer `indptr`.
+    ValueError
+        `indptr` not one-dimensional (bad offsets raise from `cyscatter.segment`, at run time under jit).
+    """
+    src, indptr = as_values(src), as_index(indptr, "indptr")
+    if indptr.ndim != 1 or indptr.shape[0] < 1:
+        raise ValueError(f"indptr must be one-dimensional and non-empty, got shape {tuple(indptr.shape)}")
+    return segment_p.bind(src, indptr, op=cs.get_op(op).name, fill_value=_fill(fill_value))
+
+
+gather_segment_p = P.host_primitive(
+    "gather_segment",
+    lambda src, indptr, *, total: cs.gather_segment(src, indptr),
+    lambda src, indptr, *, total: ((total, *src.shape[1:]), np.dtype(src.dtype)))
+
+gather_segment_t_p = P.host_primitive(
+    "gather_segment_transpose",
+    lambda ct, indptr: cs.gather_segment_vjp_src(ct, indptr),
+    lambda ct, indptr: ((indptr.shape[0] - 1, *ct.shape[1:]), np.dtype(ct.dtype)))
+
+P.def_linear(gather_segment_p, lambda ct, indptr, *, aval0, total: gather_segment_t_p.bind(ct, indptr))
+P.def_linear(gather_segment_t_p, lambda ct, indptr, *, aval0: gather_segment_p.bind(
+    ct, indptr, total=ct.shape[0]))
+
+
+def gather_segment(src, indptr, *, total_size=None):
+    """`cyscatter.gather_segment` as a JAX function: row k of `src` repeated over its segment (the adjoint of
+    ``segment(..., "add")``).
+
+    Parameters
+    ----------
+    src : jax.Array, shape (k,) + F
+    indptr : jax.Array of int, shape (k + 1,)
+    total_size : int, optional
+        ``indptr[-1] - indptr[0]``, the output's rows; required when `indptr` is traced.
+
+    Returns
+    -------
+    jax.Array, shape (total_size,) + F
+
+    Raises
+    ------
+    ValueError
+        `total_size` missing for a traced `indptr`.
+    """
+    src, indptr = as_values(src), as_index(indptr, "indptr")
+    if total_size is None:
+        if is_traced(indptr):
+            raise ValueError("cyscatter.jax.gather_segment: pass total_size= (an int) when indptr is traced")
+        ip = np.asarray(indptr)
+        total_size = int(ip[-1] - ip[0]) if ip.size else 0
+    return gather_segment_p.bind(src, indptr, total=int(total_size))
+
+
+# ---- integer and boolean reductions (no derivative) -----------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _reduce_dtype(fun, dtype):
+    return P.canonical(getattr(cs, fun)(np.zeros((1, 1), dtype), np.zeros(1, np.intp), dim_size=1).dtype)
+
+
+reduce_p = P.host_primitive(
+    "reduce",
+    lambda src, index, *, fun, dim_size, fill_value, mode: getattr(cs, fun)(
+        src, index, dim_size=dim_size, mode=mode, **({} if fill_value is None else {"fill_value": fill_value})),
+    lambda src, index, *, fun, dim_size, fill_value, mode: (
+        (dim_size, *src.shape[index.ndim:]), _reduce_dtype(fun, np.dtype(src.dtype))))
+P.def_constant(reduce_p)
+
+count_p = P.host_primitive(
+    "count",
+    lambda index, *, dim_size, mode: cs.scatter_count(index, dim_size, mode=mode),
+    lambda index, *, dim_size, mode: ((dim_size,), P.canonical(np.int64)), values=())
+P.def_constant(count_p)
+
+
+def _reduction(fun: str, doc: str):
+    def reduce(src, index, *, dim_size=None, fill_value=None, mode="raise"):
+        import jax
+        src, index = jax.lax.stop_gradient(as_values(src)), as_index(index)
+        check_leading(src, index)
+        mode = check_mode(mode)
+        size = static_size(dim_size, index, "dim_size", mode, fun)
+        fill = None if fill_value is None else np.asarray(fill_value).item()
+        return reduce_p.bind(src, index, fun=fun, dim_size=size, fill_value=fill, mode=mode)
+    reduce.__name__ = reduce.__qualname__ = fun
+    reduce.__doc__ = doc
+    return reduce
+
+
+_REDUCTION_DOC = """`cyscatter.{fun}` as a JAX function (no derivative: its result is {what}).
+
+    Parameters
+    ----------
+    src : jax.Array, shape index.shape + F
+    index : jax.Array of int, shape I
+    dim_size : int, optional
+        Rows of the output; required when `index` is traced.
+    fill_value : scalar, optional
+        The value of an empty group (default: `cyscatter.{fun}`'s{empty}).
+    mode : {{"raise", "drop", "wrap", "clip", "normalize_drop"}}
+
+    Returns
+    -------
+    jax.Array, shape (dim_size,) + F
+
+    Raises
+    ------
+    ValueError
+        `dim_size` missing for a traced index, an unknown `mode`.
+    """
+scatter_argmax = _reduction("scatter_argmax", _REDUCTION_DOC.format(
+    fun="scatter_argmax", what="a position in the flattened index", empty=": index.size"))
+scatter_argmin = _reduction("scatter_argmin", _REDUCTION_DOC.format(
+    fun="scatter_argmin", what="a position in the flattened index", empty=": index.size"))
+scatter_nanargmax = _reduction("scatter_nanargmax", _REDUCTION_DOC.format(
+    fun="scatter_nanargmax", what="a position in the flattened index", empty=": index.size"))
+scatter_nanargmin = _reduction("scatter_nanargmin", _REDUCTION_DOC.format(
+    fun="scatter_nanargmin", what="a position in the flattened index", empty=": index.size"))
+scatter_any = _reduction("scatter_any", _REDUCTION_DOC.format(fun="scatter_any", what="boolean", empty=""))
+scatter_all = _reduction("scatter_all", _REDUCTION_DOC.format(fun="scatter_all", what="boolean", empty=""))
+
+
+def scatter_count(index, dim_size=None, *, mode="raise"):
+    """`cyscatter.scatter_count` as a JAX function: the number of entries of each group.
+
+    Parameters
+    ----------
+    index : jax.Array of int, shape I
+    dim_size : int, optional
+        Rows of the output; required when `index` is traced.
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
+
+    Returns
+    -------
+    jax.Array of int, shape (dim_size,)
+        int64 with x64, int32 without (JAX's canonical integer).
+
+    Raises
+    ------
+    ValueError
+        `dim_size` missing for a traced index, an unknown `mode`.
+    """
+    index = as_index(index)
+    mode = check_mode(mode)
+    return count_p.bind(index, dim_size=static_size(dim_size, index, "dim_size", mode, "scatter_count"), mode=mode)

@@ -1,9 +1,49 @@
-"""cyscatter from JAX: the operations as JAX functions under jit, grad, jvp and vmap."""
+"""cyscatter from JAX: every operation as a JAX function that works under ``jax.jit``, ``jax.grad``/``jax.vjp``,
+``jax.jvp`` and ``jax.vmap``, run by cyscatter's CPU kernels.
+
+Each function is a JAX primitive (`cyscatter.jax._primitives`): eagerly it calls cyscatter on the arrays; under
+``jax.jit`` it lowers to a ``jax.pure_callback`` of the same call; its derivatives are linear primitives built from
+cyscatter's split reverse functions (``scatter_vjp_src``, ``scatter_jvp``, ``gather_scatter_vjp_src``, ...), each
+the other's transpose, so reverse and forward mode compose to any order where the op's partials are locally
+constant (add, sub, mean, sqrt_n, max, min, gather, gather_scatter in src). Output shapes are static: under jit pass
+``dim_size`` (``num_segments``), or a `cyscatter.GatherScatterPlan` made outside. ``segment_sum``, ``segment_max``,
+``segment_min`` and ``segment_prod`` take ``jax.ops``'s signatures and follow its conventions (docs/jax.rst).
+
+CPU only; needs the optional extra ``jax`` (``pip install "cyscatter[jax]"``); ``import cyscatter`` does not
+import JAX.
+"""
 try:
-    import jax as _jax  # noqa: F401
+    import jax as _jax  # noqa: F401  (only whether it imports)
 except ImportError as err:   # pragma: no cover - depends on the environment
     raise ImportError('cyscatter.jax needs JAX: pip install "cyscatter[jax]"') from err
 
-from cyscatter.jax._scatter import scatter
+from cyscatter.jax._gather_scatter import gather_scatter
+from cyscatter.jax._groups import (
+    scatter_log_softmax,
+    scatter_logsumexp,
+    scatter_nanstd,
+    scatter_nanvar,
+    scatter_softmax,
+    scatter_std,
+    scatter_var,
+)
+from cyscatter.jax._scatter import (
+    gather,
+    gather_segment,
+    scatter,
+    scatter_all,
+    scatter_any,
+    scatter_argmax,
+    scatter_argmin,
+    scatter_count,
+    scatter_nanargmax,
+    scatter_nanargmin,
+    segment,
+)
+from cyscatter.jax._segment_ops import segment_max, segment_min, segment_prod, segment_sum
 
-__all__ = ["scatter"]
+__all__ = ["scatter", "gather", "gather_scatter", "segment", "gather_segment",
+           "scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_var", "scatter_std",
+           "scatter_nanvar", "scatter_nanstd", "scatter_argmax", "scatter_argmin", "scatter_nanargmax",
+           "scatter_nanargmin", "scatter_count", "scatter_any", "scatter_all",
+           "segment_sum", "segment_max", "segment_min", "segment_prod"]

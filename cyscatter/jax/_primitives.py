@@ -70,7 +70,7 @@ def host_primitive(name: str, host, result, *, values=(0,)) -> Primitive:
 
     result(*operands, **params) -> (shape, dtype) from anything with ``.shape``/``.dtype``. `values` are the
     operands whose trailing axes are feature axes (the batching rule may append one): src, out, tangents; never
-    an index or a per-edge weight."""
+    an index or a per-edge weight; or a function (operands, params) -> those positions."""
     prim = Primitive(f"cyscatter_{name}")
 
     def run(*arrays, **params):
@@ -95,12 +95,13 @@ def host_primitive(name: str, host, result, *, values=(0,)) -> Primitive:
     prim.def_impl(impl)
     prim.def_abstract_eval(abstract)
     mlir.register_lowering(prim, mlir.lower_fun(lower, multiple_results=False))
-    batching.primitive_batchers[prim] = functools.partial(_batch, prim, frozenset(values))
+    batching.primitive_batchers[prim] = functools.partial(_batch, prim, values)
     return prim
 
 
 def _batch(prim, values, args, dims, **params):
     size = next(a.shape[d] for a, d in zip(args, dims) if d is not _NOT_MAPPED)
+    values = frozenset(values(args, params) if callable(values) else values)
     if all(d is _NOT_MAPPED or i in values for i, d in enumerate(dims)):
         # the batch axis becomes the last feature axis of every value operand: one kernel call for the batch
         moved = []

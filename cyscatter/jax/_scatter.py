@@ -329,7 +329,7 @@ gather_segment_t_p = P.host_primitive(
 
 P.def_linear(gather_segment_p, lambda ct, indptr, *, aval0, total: gather_segment_t_p.bind(ct, indptr))
 P.def_linear(gather_segment_t_p, lambda ct, indptr, *, aval0: gather_segment_p.bind(
-    ct, indptr, total=ct.shape[0]))
+    ct, indptr, total=aval0.shape[0]))
 
 
 def gather_segment(src, indptr, *, total_size=None):

@@ -136,9 +136,9 @@ def callback_overhead(n: int, features: int = 64, repeats: int = 50) -> float:
 
 def worker(args):
     import numpy as np
+    from gcn_peers import make_graph
 
     import cyscatter as cs
-    from gcn_peers import make_graph
     cs.set_num_threads(args.threads)
     records = []
     for name in args.graphs.split(","):
@@ -192,8 +192,8 @@ def main(argv=None):
                "--threads", str(threads)]
         cmd += ["--rounds", str(args.rounds)] if args.rounds else []
         cmd += ["--epochs", str(args.epochs)] if args.epochs else []
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                             preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+        out = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True,
+                             preexec_fn=lambda cpus=cpus: os.sched_setaffinity(0, cpus))
         if out.returncode:
             sys.stderr.write(out.stderr)
             raise SystemExit(out.returncode)

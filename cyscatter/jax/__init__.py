@@ -42,8 +42,28 @@ from cyscatter.jax._scatter import (
 )
 from cyscatter.jax._segment_ops import segment_max, segment_min, segment_prod, segment_sum
 
-__all__ = ["scatter", "gather", "gather_scatter", "segment", "gather_segment",
-           "scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_var", "scatter_std",
-           "scatter_nanvar", "scatter_nanstd", "scatter_argmax", "scatter_argmin", "scatter_nanargmax",
-           "scatter_nanargmin", "scatter_count", "scatter_any", "scatter_all",
-           "segment_sum", "segment_max", "segment_min", "segment_prod"]
+__all__ = [
+    "gather",
+    "gather_scatter",
+    "gather_segment",
+    "scatter",
+    "scatter_all",
+    "scatter_any",
+    "scatter_argmax",
+    "scatter_argmin",
+    "scatter_count",
+    "scatter_log_softmax",
+    "scatter_logsumexp",
+    "scatter_nanargmax",
+    "scatter_nanargmin",
+    "scatter_nanstd",
+    "scatter_nanvar",
+    "scatter_softmax",
+    "scatter_std",
+    "scatter_var",
+    "segment",
+    "segment_max",
+    "segment_min",
+    "segment_prod",
+    "segment_sum",
+]

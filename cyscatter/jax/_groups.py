@@ -45,9 +45,14 @@ P.def_linear(softmax_lin_t_p, lambda ct, out, index, *, aval0, **params: softmax
 # ---- logsumexp, var, std: one row per group, their rules read src and the output ------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
-def _group_dtype(fun, dtype):
-    return P.canonical(getattr(cs, fun)(np.zeros((1, 1), dtype), np.zeros(1, np.intp), dim_size=1).dtype)
+@functools.cache
+def _group_dtype_raw(fun, dtype):
+    return getattr(cs, fun)(np.zeros((1, 1), dtype), np.zeros(1, np.intp), dim_size=1).dtype
+
+
+def _group_dtype(*args):
+    """The cached probe's dtype as JAX gives it now (x64 may be switched between calls)."""
+    return P.canonical(_group_dtype_raw(*args))
 
 
 def _extra(fun, ddof):

@@ -54,12 +54,6 @@ def canonical(dtype) -> np.dtype:
     return np.dtype(jax.dtypes.canonicalize_dtype(np.dtype(dtype)))
 
 
-@functools.lru_cache(maxsize=None)
-def probe_dtype(fun, *args) -> np.dtype:
-    """Result dtype of the cyscatter call ``fun(*args)`` on tiny arrays (cached): the one rule for every op."""
-    return canonical(fun(*args).dtype)
-
-
 def zeros_like_shape(shape, dtype):
     """A zero array of `shape` that allocates one element: a residual a rule reads only for its shape."""
     return np.broadcast_to(np.zeros((), dtype), tuple(shape))

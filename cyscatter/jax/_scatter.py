@@ -71,10 +71,15 @@ def _fill(fill_value):
 
 # ---- scatter --------------------------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
-def _scatter_dtype(op, dtype, fill_value):
-    return P.canonical(cs.scatter(np.zeros((1, 1), dtype), np.zeros(1, np.intp), op, dim_size=1,
-                                  fill_value=fill_value).dtype)
+@functools.cache
+def _scatter_dtype_raw(op, dtype, fill_value):
+    return cs.scatter(np.zeros((1, 1), dtype), np.zeros(1, np.intp), op, dim_size=1,
+                      fill_value=fill_value).dtype
+
+
+def _scatter_dtype(*args):
+    """The cached probe's dtype as JAX gives it now (x64 may be switched between calls)."""
+    return P.canonical(_scatter_dtype_raw(*args))
 
 
 def _scatter_result(src, index, *, op, dim_size, fill_value, mode, sorted_):
@@ -241,9 +246,14 @@ def gather(src, index, *, mode="raise", fill_value=None):
 
 # ---- segment (CSR offsets) ------------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
-def _segment_dtype(op, dtype, fill_value):
-    return P.canonical(cs.segment(np.zeros((1, 1), dtype), np.array([0, 1]), op, fill_value=fill_value).dtype)
+@functools.cache
+def _segment_dtype_raw(op, dtype, fill_value):
+    return cs.segment(np.zeros((1, 1), dtype), np.array([0, 1]), op, fill_value=fill_value).dtype
+
+
+def _segment_dtype(*args):
+    """The cached probe's dtype as JAX gives it now (x64 may be switched between calls)."""
+    return P.canonical(_segment_dtype_raw(*args))
 
 
 segment_p = P.host_primitive(
@@ -363,9 +373,14 @@ def gather_segment(src, indptr, *, total_size=None):
 
 # ---- integer and boolean reductions (no derivative) -----------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
-def _reduce_dtype(fun, dtype):
-    return P.canonical(getattr(cs, fun)(np.zeros((1, 1), dtype), np.zeros(1, np.intp), dim_size=1).dtype)
+@functools.cache
+def _reduce_dtype_raw(fun, dtype):
+    return getattr(cs, fun)(np.zeros((1, 1), dtype), np.zeros(1, np.intp), dim_size=1).dtype
+
+
+def _reduce_dtype(*args):
+    """The cached probe's dtype as JAX gives it now (x64 may be switched between calls)."""
+    return P.canonical(_reduce_dtype_raw(*args))
 
 
 reduce_p = P.host_primitive(

@@ -32,8 +32,6 @@ def _identity(op: str, dtype):
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         return int(info.min if op == "max" else info.max)
-    if dtype.kind == "b":
-        return op == "min"
     return -np.inf if op == "max" else np.inf
 
 
@@ -49,6 +47,10 @@ def _segment(op: str, data, segment_ids, num_segments, indices_are_sorted, uniqu
                              "(under jax.jit or jax.vmap), as jax.ops.segment_* needs it there")
         ids = np.asarray(segment_ids)
         num_segments = int(ids.max()) + 1 if ids.size else 0
+    if data.dtype == bool and op in ("max", "min"):   # JAX's bool max/min are any/all
+        from cyscatter.jax._scatter import scatter_all, scatter_any
+        return (scatter_any if op == "max" else scatter_all)(data, segment_ids, dim_size=int(num_segments),
+                                                              mode=_mode(mode))
     return scatter(data, segment_ids, op, dim_size=int(num_segments), fill_value=_identity(op, data.dtype),
                    mode=_mode(mode), indices_are_sorted=indices_are_sorted)
 

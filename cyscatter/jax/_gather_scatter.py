@@ -164,6 +164,7 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     Parameters
     ----------
     src : jax.Array, shape (n,) + F
+        The node rows.
     gather_index, scatter_index : jax.Array of int, shape (E,), optional
         The edges; leave both out and pass `plan` instead (faster: the edges stay on the host).
     op : str
@@ -173,6 +174,7 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     dim_size : int, optional
         Rows of the output; required when `scatter_index` is traced and there is no plan.
     fill_value : scalar, optional
+        The value of a row no edge reaches (default: the op's).
     mode : str, optional
         As `cyscatter.gather_scatter`.
     plan : cyscatter.GatherScatterPlan, optional
@@ -182,6 +184,7 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     Returns
     -------
     jax.Array, shape (dim_size,) + F
+        The aggregated rows.
 
     Raises
     ------

@@ -109,9 +109,11 @@ _DOC = """`cyscatter.{fun}` as a JAX function, differentiable (first order) unde
     src : jax.Array, shape index.shape + F
         Integer values are cast to JAX's default float first.
     index : jax.Array of int, shape I
+        The group of each entry.
     {ddof}dim_size : int, optional
         Rows of the output (the number of groups); required when `index` is traced.
     mode : {{"raise", "drop", "wrap", "clip", "normalize_drop"}}
+        Out-of-range indices, as `cyscatter.{fun}`.
 
     Returns
     -------

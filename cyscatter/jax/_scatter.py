@@ -217,14 +217,18 @@ def gather(src, index, *, mode="raise", fill_value=None):
     Parameters
     ----------
     src : jax.Array, shape (n,) + F
+        The rows to read.
     index : jax.Array of int, shape I
+        The row of `src` each output row reads.
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
         Out-of-range indices, as `cyscatter.gather` ("drop": the row is `fill_value`, 0 by default).
     fill_value : scalar, optional
+        The value of a dropped row.
 
     Returns
     -------
-    jax.Array, shape I + F, src's dtype
+    jax.Array, shape I + F
+        The gathered rows, in src's dtype.
 
     Raises
     ------
@@ -303,6 +307,7 @@ def segment(src, indptr, op="add", *, fill_value=None):
     Parameters
     ----------
     src : jax.Array, shape (n,) + F
+        The values, segment after segment.
     indptr : jax.Array of int, shape (k + 1,)
         Non-decreasing offsets (CSR), ``indptr[-1] <= n``.
     op : str
@@ -313,6 +318,7 @@ def segment(src, indptr, op="add", *, fill_value=None):
     Returns
     -------
     jax.Array, shape (k,) + F
+        One row per segment.
 
     Raises
     ------
@@ -349,13 +355,16 @@ def gather_segment(src, indptr, *, total_size=None):
     Parameters
     ----------
     src : jax.Array, shape (k,) + F
+        One row per segment.
     indptr : jax.Array of int, shape (k + 1,)
+        Non-decreasing offsets (CSR).
     total_size : int, optional
         ``indptr[-1] - indptr[0]``, the output's rows; required when `indptr` is traced.
 
     Returns
     -------
     jax.Array, shape (total_size,) + F
+        Row k of `src` once for each member of segment k.
 
     Raises
     ------
@@ -417,16 +426,20 @@ _REDUCTION_DOC = """`cyscatter.{fun}` as a JAX function (no derivative: its resu
     Parameters
     ----------
     src : jax.Array, shape index.shape + F
+        The values (not differentiated).
     index : jax.Array of int, shape I
+        The group of each entry.
     dim_size : int, optional
         Rows of the output; required when `index` is traced.
     fill_value : scalar, optional
         The value of an empty group (default: `cyscatter.{fun}`'s{empty}).
     mode : {{"raise", "drop", "wrap", "clip", "normalize_drop"}}
+        Out-of-range indices, as `cyscatter.{fun}`.
 
     Returns
     -------
     jax.Array, shape (dim_size,) + F
+        One row per group: {what}.
 
     Raises
     ------
@@ -451,14 +464,16 @@ def scatter_count(index, dim_size=None, *, mode="raise"):
     Parameters
     ----------
     index : jax.Array of int, shape I
+        The group of each entry.
     dim_size : int, optional
         Rows of the output; required when `index` is traced.
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
+        Out-of-range indices, as `cyscatter.scatter_count`.
 
     Returns
     -------
     jax.Array of int, shape (dim_size,)
-        int64 with x64, int32 without (JAX's canonical integer).
+        The counts: int64 with x64, int32 without (JAX's canonical integer).
 
     Raises
     ------

@@ -60,7 +60,9 @@ _DOC = """``jax.ops.segment_{name}`` run by cyscatter: the {what} of the rows of
     Parameters
     ----------
     data : jax.Array, shape (n,) + F
+        The values.
     segment_ids : jax.Array of int, shape (n,)
+        The segment of each row of `data`.
     num_segments : int, optional
         Required under ``jax.jit``/``jax.vmap``; else ``max(segment_ids) + 1``.
     indices_are_sorted : bool
@@ -75,7 +77,7 @@ _DOC = """``jax.ops.segment_{name}`` run by cyscatter: the {what} of the rows of
     Returns
     -------
     jax.Array, shape (num_segments,) + F
-        data's dtype; an empty segment holds {identity}.
+        In data's dtype; an empty segment holds {identity}.
 
     Raises
     ------

@@ -1,6 +1,7 @@
 """The documentation: numpydoc validation of every public docstring, the docs pages' examples (doctests, each
 checked against the peer library it compares with, skipped when that library is missing), and the PyTorch and
-JAX gradient recipes of docs/recipes, checked against finite differences and the peers' own gradients."""
+JAX gradient recipes of docs/recipes (the JAX one now forwards to cyscatter.jax), checked against finite differences
+and the peers' own gradients."""
 from __future__ import annotations
 
 import doctest
@@ -18,7 +19,7 @@ import pytest
 pytestmark = pytest.mark.full   # full tier: the docs pages and numpydoc validation
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
-PACKAGES = {"cyscatter": None, "cyscatter.dask": "dask", "grad": "autograd"}
+PACKAGES = {"cyscatter": None, "cyscatter.dask": "dask", "cyscatter.jax": "jax", "grad": "autograd"}
 
 
 # ---- numpydoc validation -----------------------------------------------------------------------------------------
@@ -193,15 +194,19 @@ def test_torch_recipe_matches_scatter_reduce(op, torch_op, recipes_on_path):
 
 
 @pytest.mark.parametrize("op", ["add", "mean", "mul", "max", "min"])
-def test_jax_recipe_grads(op, recipes_on_path):
+def test_jax_frontend_grads(op, recipes_on_path):
+    """The shipped frontend that replaced the JAX recipe (docs/jax.rst; the recipe file forwards to it)."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
+    import jax_vjp
     from jax.test_util import check_grads
-    import jax_vjp as cjax
+
+    import cyscatter.jax as cjax
 
     x = jnp.asarray(_src(), dtype=jnp.float32)   # JAX's default precision; x64 is not switched on here
     ids = jnp.asarray(INDEX)
-    f = lambda s: cjax.scatter(s, ids, op, 5)   # noqa: E731
+    f = lambda s: cjax.scatter(s, ids, op, dim_size=5)   # noqa: E731
+    np.testing.assert_array_equal(jax_vjp.scatter(x, ids, op, 5), f(x))
     check_grads(f, (x,), order=1, modes=["rev"], eps=1e-2, atol=2e-2, rtol=2e-2)
     loss = lambda fun: lambda s: jnp.sum(jnp.sin(fun(s)))   # noqa: E731
     ours = jax.grad(loss(f))(x)

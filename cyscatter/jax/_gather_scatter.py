@@ -12,7 +12,15 @@ import numpy as np
 
 import cyscatter as cs
 from cyscatter.jax import _primitives as P
-from cyscatter.jax._scatter import _scatter_dtype, as_index, as_values, check_mode, is_traced, locally_constant
+from cyscatter.jax._scatter import (
+    _scatter_dtype,
+    as_index,
+    as_values,
+    check_mode,
+    is_traced,
+    locally_constant,
+    static_scalar,
+)
 
 
 def _unpack(rest, has_weight, has_index):
@@ -225,6 +233,6 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
                          "traced (under jax.jit or jax.vmap): JAX needs the output's shape first")
     else:
         size = int(cs.scatter_count(np.asarray(operands[-1]), mode=mode or "raise").shape[0])
-    fill = None if fill_value is None else np.asarray(fill_value).item()
+    fill = static_scalar(fill_value)
     return gs_p.bind(*operands, op=op, plan=None if plan is None else P.Static(plan), dim_size=size, fill_value=fill,
                      mode=mode, has_weight=weight is not None, has_index=has_index)

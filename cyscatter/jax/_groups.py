@@ -144,14 +144,14 @@ def _softmax(fun):
 
 
 def _statistic(fun, takes_ddof):
-    if takes_ddof:
-        def statistic(src, index, *, ddof=0, dim_size=None, mode="raise"):
-            src, index, size, mode = _args(src, index, dim_size, mode, fun)
-            return group_p.bind(src, index, fun=fun, ddof=float(ddof), dim_size=size, mode=mode)
-    else:
-        def statistic(src, index, *, dim_size=None, mode="raise"):
-            src, index, size, mode = _args(src, index, dim_size, mode, fun)
-            return group_p.bind(src, index, fun=fun, ddof=None, dim_size=size, mode=mode)
+    def with_ddof(src, index, *, ddof=0, dim_size=None, mode="raise"):
+        src, index, size, mode = _args(src, index, dim_size, mode, fun)
+        return group_p.bind(src, index, fun=fun, ddof=float(ddof), dim_size=size, mode=mode)
+
+    def without(src, index, *, dim_size=None, mode="raise"):
+        src, index, size, mode = _args(src, index, dim_size, mode, fun)
+        return group_p.bind(src, index, fun=fun, ddof=None, dim_size=size, mode=mode)
+    statistic = with_ddof if takes_ddof else without
     statistic.__name__ = statistic.__qualname__ = fun
     statistic.__doc__ = _DOC.format(fun=fun, ddof=_DDOF if takes_ddof else "", shape="(dim_size,) + F")
     return statistic

@@ -65,8 +65,15 @@ def check_leading(src, index, src_arg: str = "src", index_arg: str = "index"):
                          f"{tuple(index.shape)}")
 
 
-def _fill(fill_value):
-    return None if fill_value is None else float(fill_value) if np.ndim(fill_value) == 0 else None
+def static_scalar(value, arg: str = "fill_value"):
+    """`value` as a Python scalar (a primitive's parameter: it must be known when tracing), None kept."""
+    if value is None:
+        return None
+    if is_traced(value):
+        raise TypeError(f"{arg} must be a concrete scalar, not a traced value (it is part of the traced function)")
+    if np.ndim(value) != 0:
+        raise ValueError(f"{arg} must be a scalar, got shape {np.shape(value)}")
+    return np.asarray(value).item()
 
 
 # ---- scatter --------------------------------------------------------------------------------------------------------
@@ -188,7 +195,7 @@ def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise
     op = cs.get_op(op).name
     mode = check_mode(mode)
     dim_size = static_size(dim_size, index, "dim_size", mode, "scatter")
-    return scatter_p.bind(src, index, op=op, dim_size=dim_size, fill_value=_fill(fill_value), mode=mode,
+    return scatter_p.bind(src, index, op=op, dim_size=dim_size, fill_value=static_scalar(fill_value), mode=mode,
                           sorted_=bool(indices_are_sorted))
 
 
@@ -245,7 +252,7 @@ def gather(src, index, *, mode="raise", fill_value=None):
     src, index = as_values(src), as_index(index)
     if src.ndim < 1:
         raise ValueError(f"src must have at least one dimension, got shape {tuple(src.shape)}")
-    return gather_p.bind(src, index, mode=check_mode(mode), fill_value=_fill(fill_value))
+    return gather_p.bind(src, index, mode=check_mode(mode), fill_value=static_scalar(fill_value))
 
 
 # ---- segment (CSR offsets) ------------------------------------------------------------------------------------------
@@ -330,7 +337,7 @@ def segment(src, indptr, op="add", *, fill_value=None):
     src, indptr = as_values(src), as_index(indptr, "indptr")
     if indptr.ndim != 1 or indptr.shape[0] < 1:
         raise ValueError(f"indptr must be one-dimensional and non-empty, got shape {tuple(indptr.shape)}")
-    return segment_p.bind(src, indptr, op=cs.get_op(op).name, fill_value=_fill(fill_value))
+    return segment_p.bind(src, indptr, op=cs.get_op(op).name, fill_value=static_scalar(fill_value))
 
 
 gather_segment_p = P.host_primitive(
@@ -414,7 +421,7 @@ def _reduction(fun: str, doc: str):
         check_leading(src, index)
         mode = check_mode(mode)
         size = static_size(dim_size, index, "dim_size", mode, fun)
-        fill = None if fill_value is None else np.asarray(fill_value).item()
+        fill = static_scalar(fill_value)
         return reduce_p.bind(src, index, fun=fun, dim_size=size, fill_value=fill, mode=mode)
     reduce.__name__ = reduce.__qualname__ = fun
     reduce.__doc__ = doc

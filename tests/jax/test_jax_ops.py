@@ -260,6 +260,11 @@ def test_errors_name_the_argument():
         cj.scatter(x, ids, "nope")
     with pytest.raises(ValueError, match="shape"):
         cj.scatter(x, jnp.asarray([0, 1]), "add")
+    with pytest.raises(ValueError, match="fill_value"):
+        cj.scatter(x, ids, "max", fill_value=jnp.ones(2))
+    with pytest.raises(TypeError, match="fill_value"):
+        jax.jit(lambda s, f: cj.scatter(s, ids, "max", dim_size=2, fill_value=f))(x, 1.0)
+    assert cj.scatter(x, ids, "max", dim_size=3, fill_value=-5.0)[2, 0] == -5.0
     with jax.enable_x64(True):
         f = lambda s: jnp.sum(cj.scatter(s, ids, "mul", dim_size=2) ** 2)
         with pytest.raises(NotImplementedError, match="second derivatives"):

@@ -69,6 +69,7 @@ def test_scatter_matches_jax_and_the_core(op, dtype):
         np.testing.assert_array_equal(ours, cs.scatter(np.asarray(x), INDEX, op, dim_size=N_OUT))
 
 
+@pytest.mark.full   # JAX compiles each case: seconds a case
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", ["add", "max", "min", "mean", "mul"])
 def test_scatter_vmap(op, dtype):
@@ -85,10 +86,24 @@ def test_scatter_vmap(op, dtype):
         np.testing.assert_array_equal(jnp.moveaxis(both, 2, 0), expect)
 
 
+def test_transformations_in_the_default_tier():
+    """One case of every transformation (the full tier runs the grids below): max with a tie, against JAX's."""
+    raw = values("float32")
+    raw[6] = raw[0]
+    x, ids = jnp.asarray(raw), jnp.asarray(INDEX)
+    ours = lambda s: cj.scatter(s, ids, "max", dim_size=5)
+    theirs = lambda s: jax.ops.segment_max(s, ids, 5)
+    np.testing.assert_allclose(jax.jit(jax.grad(lambda s: jnp.sum(jnp.sin(ours(s)))))(x),
+                               jax.grad(lambda s: jnp.sum(jnp.sin(theirs(s))))(x), rtol=1e-6)
+    np.testing.assert_allclose(jax.jvp(ours, (x,), (x,))[1], jax.jvp(theirs, (x,), (x,))[1], rtol=1e-6)
+    np.testing.assert_allclose(jax.vmap(ours)(jnp.stack([x, -x])), jax.vmap(theirs)(jnp.stack([x, -x])), rtol=1e-6)
+
+
 def loss(f):
     return lambda s: jnp.sum(jnp.sin(f(s)) * jnp.arange(1.0, 1.0 + f(s).size).reshape(f(s).shape))
 
 
+@pytest.mark.full   # JAX compiles each case: seconds a case
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", ["add", "max", "min", "mean", "sub", "mul"])
 def test_scatter_grad_and_jvp_match_jax(op, dtype):
@@ -129,6 +144,7 @@ def test_gather_against_take():
     np.testing.assert_array_equal(jax.vmap(lambda s: cj.gather(s, ids))(xs), jnp.take(xs, ids, axis=1))
 
 
+@pytest.mark.full   # JAX compiles each case: seconds a case
 @pytest.mark.parametrize("op", ["add", "mean", "max", "min", "mul"])
 @pytest.mark.parametrize("how", ["plan", "indices", "weighted plan"])
 def test_gather_scatter_against_take_and_segment_sum(op, how):
@@ -164,6 +180,7 @@ def test_gather_scatter_against_take_and_segment_sum(op, how):
     np.testing.assert_allclose(jax.vmap(ours)(xs)[1], ours(xs[1]), rtol=1e-6)
 
 
+@pytest.mark.full   # JAX compiles each case: seconds a case
 def test_gather_scatter_weight_gradient_against_jax():
     rng = np.random.default_rng(4)
     gi, si = rng.integers(0, 5, 20), rng.integers(0, 5, 20)
@@ -207,6 +224,7 @@ def _group_reference(name, x, ids, n):
     return var if name == "scatter_var" else jnp.sqrt(var)
 
 
+@pytest.mark.full   # JAX compiles each case: seconds a case
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_var",
                                   "scatter_std"])

@@ -13,6 +13,8 @@ from jax.test_util import check_grads
 import cyscatter as cs
 import cyscatter.jax as cj
 
+pytestmark = pytest.mark.full   # finite differences through jitted callbacks: seconds a case
+
 INDEX = np.array([0, 1, 2, 3, 4, 0, 2, 2, 4, 1, 3, 0])   # every group of 5 reached: max/min finite
 
 

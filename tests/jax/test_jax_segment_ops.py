@@ -51,6 +51,7 @@ def test_sorted_and_hint_arguments_are_accepted():
         np.testing.assert_allclose(ours, getattr(jax.ops, f"segment_{name}")(x, ids, 6, True), rtol=1e-6)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("name", ["sum", "max", "min"])
 def test_gradients_and_vmap_as_jax(name):
     x, ids = jnp.asarray(data("float32")), jnp.asarray(IDS)

@@ -9,7 +9,7 @@ import numpy as np
 
 import cyscatter as cs
 from cyscatter.jax import _primitives as P
-from cyscatter.jax._scatter import as_index, as_values, check_leading, check_mode, static_size
+from cyscatter.jax._scatter import as_index, as_values, check_leading, check_mode, locally_constant, static_size
 
 # ---- softmax and log_softmax: shaped like src, their rules read the output ------------------------------------------
 
@@ -164,3 +164,81 @@ scatter_var = _statistic("scatter_var", True)
 scatter_std = _statistic("scatter_std", True)
 scatter_nanvar = _statistic("scatter_nanvar", True)
 scatter_nanstd = _statistic("scatter_nanstd", True)
+
+
+# ---- grouped scans: shaped like src; the running max/min select a winner, so their second derivative is zero -----
+
+def _scan_kw(dim_size, mode, exclusive, reverse):
+    return {"dim_size": dim_size, "mode": mode, "exclusive": exclusive, "reverse": reverse}
+
+
+scan_p = P.host_primitive(
+    "scan",
+    lambda src, index, *, op, dim_size, mode, exclusive, reverse: cs.scatter_scan(
+        src, index, op, **_scan_kw(dim_size, mode, exclusive, reverse)),
+    lambda src, index, **params: (src.shape, _group_dtype("scatter_scan", np.dtype(src.dtype))))
+
+scan_lin_p = P.host_primitive(
+    "scan_jvp",
+    lambda t, src, index, *, op, dim_size, mode, exclusive, reverse: cs.scatter_scan_jvp(
+        op, src, index, t, **_scan_kw(dim_size, mode, exclusive, reverse)),
+    lambda t, src, index, **params: (src.shape, np.dtype(src.dtype)), values=(0, 1))
+
+scan_lin_t_p = P.host_primitive(
+    "scan_vjp",
+    lambda ct, src, index, *, op, dim_size, mode, exclusive, reverse: cs.scatter_scan_vjp(
+        op, ct, src, index, **_scan_kw(dim_size, mode, exclusive, reverse)),
+    lambda ct, src, index, **params: (src.shape, np.dtype(src.dtype)), values=(0, 1))
+
+P.def_nonlinear(scan_p, lambda tangents, primals, out, **params: scan_lin_p.bind(
+    P.instantiate(tangents[0], primals[0]), *primals, **params))
+P.def_linear(scan_lin_p, lambda ct, src, index, *, aval0, **params: scan_lin_t_p.bind(ct, src, index, **params),
+             residuals_frozen=locally_constant, what="scatter_scan")
+P.def_linear(scan_lin_t_p, lambda ct, src, index, *, aval0, **params: scan_lin_p.bind(ct, src, index, **params),
+             residuals_frozen=locally_constant, what="scatter_scan")
+
+
+def scatter_scan(src, index, op="add", *, dim_size=None, mode="raise", exclusive=False, reverse=False):
+    """`cyscatter.scatter_scan` as a JAX function: the running reduction of each group, in index order.
+
+    Parameters
+    ----------
+    src : jax.Array, shape index.shape + F
+        The values.
+    index : jax.Array of int, shape I
+        The group of each entry.
+    op : {"add", "mul", "max", "min"}
+        The running reduction.
+    dim_size : int, optional
+        The number of groups (as `cyscatter.scatter_scan`; never needed for the output's shape).
+    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
+        Out-of-range indices, as `cyscatter.scatter_scan`.
+    exclusive : bool
+        Each entry's result leaves the entry itself out (starts from the op's identity).
+    reverse : bool
+        Run from the last entry to the first.
+
+    Returns
+    -------
+    jax.Array, shape src.shape
+        The running values, in src's dtype.
+
+    Raises
+    ------
+    ValueError
+        An op without a running form, an unknown `mode`.
+    NotImplementedError
+        A second derivative of mul (first order only; add, max and min have every order).
+
+    Notes
+    -----
+    The derivatives are `cyscatter.scatter_scan_vjp` / `cyscatter.scatter_scan_jvp` (mul exact with zeros, ties
+    of max/min split as the core splits them).
+    """
+    src, index = as_values(src), as_index(index)
+    check_leading(src, index)
+    op = cs.get_op(op)
+    if not op.scans:
+        raise ValueError(f"op {op.name!r} has no running form; scatter_scan takes add, mul, max or min")
+    return scan_p.bind(src, index, op=op.name, dim_size=None if dim_size is None else int(dim_size),
+                       mode=check_mode(mode), exclusive=bool(exclusive), reverse=bool(reverse))

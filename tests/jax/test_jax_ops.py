@@ -292,3 +292,24 @@ def test_errors_name_the_argument():
 def test_import_cyscatter_does_not_import_jax():
     code = "import sys, cyscatter; assert 'jax' not in sys.modules, 'jax imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _scan_reference(op, x, ids, n):
+    """The grouped running reduction from ``jax.lax.cum*`` over each group's entries (others masked out)."""
+    fun, base = {"add": (jax.lax.cumsum, 0.0), "mul": (jax.lax.cumprod, 1.0), "max": (jax.lax.cummax, -jnp.inf),
+                 "min": (jax.lax.cummin, jnp.inf)}[op]
+    out = jnp.zeros_like(x)
+    for g in range(n):
+        mask = (ids == g)[:, None]
+        out = jnp.where(mask, fun(jnp.where(mask, x, base), axis=0), out)
+    return out
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "max", "min"])
+def test_scan_against_jax_cumulative_ops(op):
+    x, ids = jnp.asarray(values("float32")), jnp.asarray(INDEX)
+    ours = lambda s: cj.scatter_scan(s, ids, op)
+    theirs = lambda s: _scan_reference(op, s, ids, N_OUT)
+    np.testing.assert_allclose(jax.jit(ours)(x), theirs(x), rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(loss(ours))(x), jax.grad(loss(theirs))(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(jax.jvp(ours, (x,), (x,))[1], jax.jvp(theirs, (x,), (x,))[1], rtol=1e-5)

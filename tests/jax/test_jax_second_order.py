@@ -89,3 +89,8 @@ def test_weight_first_order():
     for op in ("add", "mean", "max"):
         f = curved(lambda w, op=op: cj.gather_scatter(src((6, 3)), op=op, weight=w, plan=plan))
         check_grads(f, (jnp.asarray(rng.uniform(0.5, 2.0, 16)),), order=1, modes=["rev", "fwd"])
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min"])
+def test_scan(op):
+    check_grads(curved(lambda s: cj.scatter_scan(s, jnp.asarray(INDEX), op)), (src(),), order=2, modes=["rev", "fwd"])

@@ -28,6 +28,7 @@ from cyscatter.jax._groups import (
     scatter_std,
     scatter_var,
 )
+from cyscatter.jax._into import scatter_into
 from cyscatter.jax._scatter import (
     gather,
     gather_segment,
@@ -53,6 +54,7 @@ __all__ = [
     "scatter_argmax",
     "scatter_argmin",
     "scatter_count",
+    "scatter_into",
     "scatter_log_softmax",
     "scatter_logsumexp",
     "scatter_nanargmax",

@@ -31,7 +31,7 @@ def src(shape=(12, 3)):
 
 def curved(f):
     """A nonlinear function of f's output, so second derivatives are not all zero."""
-    return lambda s: jnp.sin(f(s)) * f(s)
+    return lambda *args: jnp.sin(f(*args)) * f(*args)
 
 
 @pytest.mark.parametrize("op", ["add", "mean", "max", "min", "sub", "sqrt_n"])
@@ -94,3 +94,10 @@ def test_weight_first_order():
 @pytest.mark.parametrize("op", ["add", "max", "min"])
 def test_scan(op):
     check_grads(curved(lambda s: cj.scatter_scan(s, jnp.asarray(INDEX), op)), (src(),), order=2, modes=["rev", "fwd"])
+
+
+@pytest.mark.parametrize("op", ["add", "mean", "max", "min"])
+def test_scatter_into(op):
+    dst = jnp.asarray(0.3 + np.random.default_rng(3).permutation(15).reshape(5, 3) / 15)
+    f = curved(lambda d, s: cj.scatter_into(d, s, jnp.asarray(INDEX), op))
+    check_grads(lambda d, s: f(d, s), (dst, src()), order=2, modes=["rev", "fwd"])

@@ -19,6 +19,7 @@ from cyscatter._api.gather import gather, gather_into
 from cyscatter._api.gather_scatter import gather_scatter
 from cyscatter._api.logical import scatter_all, scatter_any
 from cyscatter._api.moments import scatter_nanstd, scatter_nanvar, scatter_std, scatter_var
+from cyscatter._api.quantile import scatter_nanquantile, scatter_quantile
 from cyscatter._api.scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
 from cyscatter._api.scatter import scatter, scatter_into
 from cyscatter._api.segment import gather_segment, segment, segment_ids
@@ -68,6 +69,8 @@ __all__ = [
     # NaN-skipping reductions (the ops nansum, nanprod, fmax, fmin, nanmean are in OPS)
     "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd",
     "scatter_nanvar_vjp", "scatter_nanvar_jvp", "scatter_nanstd_vjp", "scatter_nanstd_jvp",
+    # per-group order statistics (scatter, segment and gather_scatter also take the ops "median", "nanmedian")
+    "scatter_quantile", "scatter_nanquantile", "scatter_quantile_vjp", "scatter_quantile_jvp",
 ]
 
 

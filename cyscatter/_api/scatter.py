@@ -10,7 +10,8 @@ from cyscatter._backends import calls
 from cyscatter._docs import fill_doc
 from cyscatter._plan.prepare import prepare
 from cyscatter._plan.values import flag
-from cyscatter._registry.ops import FAST
+from cyscatter._api.quantile import median
+from cyscatter._registry.ops import FAST, ORDER_STATS
 from cyscatter._runtime.threads import check_threads
 
 if TYPE_CHECKING:
@@ -118,6 +119,9 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
             return simple
     # None (no hint) reads as False; anything else must be a bool (a string is not taken for its truth value)
     indices_are_sorted = indices_are_sorted is not None and flag("indices_are_sorted", indices_are_sorted)
+    if type(op) is str and op in ORDER_STATS:
+        return median(src, index, ORDER_STATS[op], dim_size=dim_size, axis=axis, fill_value=fill_value, mode=mode,
+                      dtype=dtype, out=out)
     call = prepare("scatter", src, index, op, dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value,
                    dtype=dtype, out=out)
     return calls.scatter_fresh(call, indices_are_sorted, threads)

@@ -38,6 +38,12 @@ from cyscatter._reverse.moments import (
     scatter_var_jvp,
     scatter_var_vjp,
 )
+from cyscatter._reverse.quantile import (
+    scatter_nanquantile_jvp,
+    scatter_nanquantile_vjp,
+    scatter_quantile_jvp,
+    scatter_quantile_vjp,
+)
 from cyscatter._reverse.scatter import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
 from cyscatter._reverse.segment import gather_segment_vjp_src, segment_jvp, segment_vjp_src
 from cyscatter._reverse.softmax import (
@@ -71,6 +77,7 @@ __all__ = [
     "scatter_nanvar_vjp", "scatter_nanvar_jvp", "scatter_nanstd_vjp", "scatter_nanstd_jvp",
     # per-group order statistics (scatter, segment and gather_scatter also take the ops "median", "nanmedian")
     "scatter_quantile", "scatter_nanquantile", "scatter_quantile_vjp", "scatter_quantile_jvp",
+    "scatter_nanquantile_vjp", "scatter_nanquantile_jvp",
 ]
 
 

@@ -34,18 +34,18 @@ def _call(backend, stat, src, index, q=0.5, method="linear", **kw):
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("stat", STATS)
-@pytest.mark.parametrize("q", (0.0, 0.3, 0.5, 0.75, 1.0))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("index_kind", INDEX_KINDS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("mode", cs.MODES)
-def test_quantile_matches_numpy_per_group(backend, method, stat, q, dtype, index_kind, layout, mode):
+def test_quantile_matches_numpy_per_group(backend, method, stat, dtype, index_kind, layout, mode):
     src, index, dim_size, axis = make_case(31, index_kind, layout, mode, dtype)
     src = _with_nans(src, np.random.default_rng(1))
-    got = _call(backend, stat, src, index, q, method, dim_size=dim_size, axis=axis, mode=mode)
-    want = ref_order_stat(src, index, stat, q, method, dim_size=dim_size, axis=axis, mode=mode)
-    assert got.dtype == want.dtype == np.asarray(numpy_stat(src.reshape(-1)[:3], stat, q, method)).dtype
-    np.testing.assert_array_equal(got, want)
+    for q in (0.0, 0.3, 0.5, 0.75, 1.0):
+        got = _call(backend, stat, src, index, q, method, dim_size=dim_size, axis=axis, mode=mode)
+        want = ref_order_stat(src, index, stat, q, method, dim_size=dim_size, axis=axis, mode=mode)
+        assert got.dtype == want.dtype == np.asarray(numpy_stat(src.reshape(-1)[:3], stat, q, method)).dtype
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("stat", ("median", "nanmedian"))

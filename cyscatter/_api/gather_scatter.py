@@ -12,8 +12,10 @@ import importlib
 from typing import TYPE_CHECKING
 
 from cyscatter._docs import fill_doc
+from cyscatter._api.quantile_edges import gather_scatter_order_stat
 from cyscatter._plan.edges import GatherScatterPlan
 from cyscatter._plan.prepare import prepare
+from cyscatter._registry.ops import ORDER_STATS
 from cyscatter._runtime.threads import check_threads
 
 if TYPE_CHECKING:
@@ -114,6 +116,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
            [ 6., 60.]])
     """
     threads = check_threads(num_threads)
+    if type(op) is str and op in ORDER_STATS:
+        return gather_scatter_order_stat(src, gather_index, scatter_index, op, weight, dim_size, axis, fill_value,
+                                         mode, plan)
     call = prepare("gather_scatter", src, (gather_index, scatter_index), op, weight=weight, plan=plan,
                    dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value)
     return (_BY_BACKEND.get(call.be.name) or _implementation(call.be)).forward(call, threads, num_threads)

@@ -21,7 +21,7 @@ from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, sized_by
 from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.values import fill_for
-from cyscatter._registry.ops import get_op
+from cyscatter._registry.ops import ORDER_STATS, get_op
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -142,7 +142,8 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     array([[ 1,  5],
            [15,  0]])
     """
-    op = get_op(op)
+    stat = type(op) is str and op in ORDER_STATS   # median / nanmedian: a sort, as the equivalent scatter
+    op = op if stat else get_op(op)
     be = backend_of(src=src, indptr=indptr)
     if len(shape_of(indptr)) > 1:
         src = be.asarray(src)
@@ -153,7 +154,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     axis = 0 if axis is None else axis
     # a backend without segment kernels (the GPU), and the assignments (set, first: the scatter's winner pass and
     # gather), run the equivalent scatter
-    if be.segment_reduce is None or op.winner:
+    if stat or be.segment_reduce is None or op.winner:
         return _segment_by_scatter(be, src, indptr, op, axis, fill_value)
     src = be.asarray(src)
     result_dtype = op.result_dtype(src.dtype)

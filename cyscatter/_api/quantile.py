@@ -99,7 +99,9 @@ class Sorted:
         array: an empty group reads a neighbour's value, which the caller replaces)."""
         pos = self.starts[None, :, None] + rel
         n = self.values.shape[1]
-        return self.xp.take_along_axis(self.values, self.xp.clip(pos, 0, max(n - 1, 0)), axis=1)
+        if n == 0:   # no entries: every group is empty
+            return self.xp.zeros(pos.shape, self.values.dtype)
+        return self.xp.take_along_axis(self.values, self.xp.clip(pos, 0, n - 1), axis=1)
 
 
 def positions(xp, n, q: float, method: str):

@@ -27,6 +27,7 @@ from cyscatter.dask._argext import scatter_argmax, scatter_argmin, scatter_nanar
 from cyscatter.dask._count import scatter_count
 from cyscatter.dask._gather import gather
 from cyscatter.dask._logical import scatter_all, scatter_any
+from cyscatter.dask._quantile import scatter_nanquantile, scatter_quantile
 from cyscatter.dask._scan import scatter_scan
 from cyscatter.dask._scatter import scatter
 from cyscatter.dask._whole import accept_empty_tuple as _accept_empty_tuple
@@ -36,4 +37,5 @@ __all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_cou
 for _name in __all__:
     globals()[_name] = _accept_empty_tuple(globals()[_name])
 del _name
+__all__ += ["scatter_quantile", "scatter_nanquantile"]   # index=() handled by themselves (a q axis may lead)
 _take_foreign_in(globals(), __all__)

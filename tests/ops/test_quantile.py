@@ -218,3 +218,18 @@ def test_other_functions_name_the_order_statistic(func):
             cs.scatter_vjp_src("nanmedian", np.ones(1), np.ones(3), np.zeros(3, int), np.ones(1))
         else:
             cs.get_op("median")
+
+
+@pytest.mark.parametrize("shape", ((0,), (0, 3), (4, 0)))
+def test_no_entries_or_no_features(backend, shape):
+    src = np.ones(shape)
+    index = np.zeros(shape[0], int)
+    got = backend.to_numpy(cs.scatter(backend.asarray(src), backend.asarray(index), "median", dim_size=2))
+    assert got.shape == (2,) + shape[1:]
+    assert np.isnan(got).all()
+    got = backend.to_numpy(cs.scatter_quantile(backend.asarray(src), backend.asarray(index), [0.2, 0.7],
+                                               dim_size=2))
+    assert got.shape == (2, 2) + shape[1:]
+    assert np.isnan(got).all()
+    g = backend.asarray(np.ones((2,) + shape[1:]))
+    assert backend.to_numpy(cs.scatter_quantile_vjp(g, backend.asarray(src), backend.asarray(index))).shape == shape

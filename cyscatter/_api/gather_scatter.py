@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from cyscatter._docs import fill_doc
 from cyscatter._api.quantile_edges import gather_scatter_order_stat
+from cyscatter._docs import fill_doc
 from cyscatter._plan.edges import GatherScatterPlan
 from cyscatter._plan.prepare import prepare
 from cyscatter._registry.ops import ORDER_STATS

@@ -283,7 +283,7 @@ def _quantile_doc(title, numpy, nan_text, member, nan_rule, example_value, examp
 
 @_quantile_doc("Quantile of each group: ``out[b, j, f] = np.quantile(src[b, index == j, f], q, method=method)``.",
                "quantile", "", "", " A group holding a NaN gives NaN (NumPy's rule).", "4.",
-               " 3., nan, 4.5", "[ 1., nan,  4.],\n           [ 7., nan,  5.]")
+               "3. , nan, 4.5", "[ 1., nan,  4.],\n           [ 7., nan,  5.]")
 def scatter_quantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, method: str = "linear",
                      dim_size: DimSize | None = None, axis: SupportsIndex = 0, fill_value: FillValue | None = None,
                      mode: Mode = "raise", out: Any = None) -> Any:
@@ -295,7 +295,7 @@ def scatter_quantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, method:
 @_quantile_doc("Quantile of each group's non-NaN members: `scatter_quantile` with NaN entries left out.",
                "nanquantile", " over the non-NaN members (``np.nanquantile``)", " non-NaN",
                " An element whose members are all NaN is an empty group (`fill_value`), as numpy_groupies; "
-               "``np.nanquantile`` gives NaN with a warning.", "np.nan", " 3., nan, 5.",
+               "``np.nanquantile`` gives NaN with a warning.", "np.nan", " 3., nan,  5.",
                "[ 1., nan,  5.],\n           [ 7., nan,  5.]")
 def scatter_nanquantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, method: str = "linear",
                         dim_size: DimSize | None = None, axis: SupportsIndex = 0,

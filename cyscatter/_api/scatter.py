@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._api.quantile import median
 from cyscatter._backends import calls
 from cyscatter._docs import fill_doc
 from cyscatter._plan.prepare import prepare
 from cyscatter._plan.values import flag
-from cyscatter._api.quantile import median
 from cyscatter._registry.ops import FAST, ORDER_STATS
 from cyscatter._runtime.threads import check_threads
 

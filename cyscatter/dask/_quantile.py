@@ -9,6 +9,7 @@ block along D), so give `dim_chunks` (and chunk src along B and F) when that is 
 """
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -91,11 +92,18 @@ def order_stat(name, src, index, qs, scalar, method, skip_nan, dim_size, axis, f
     return per_q[0] if scalar else da.stack(per_q)
 
 
-def median(src, index, op, *, dim_size, axis, fill_value, dtype, out, mode, dim_chunks, split_every):
-    """`cyscatter.dask.scatter`'s ops median / nanmedian."""
-    refuse_out(out, "scatter")
-    return order_stat("scatter", src, index, np.array([0.5]), True, MEDIAN, ORDER_STATS[op], dim_size, axis,
-                      fill_value, mode, dim_chunks, split_every, dtype)
+def with_order_stats(scatter):
+    """`scatter` (`cyscatter.dask.scatter`) that also takes the ops median / nanmedian (`order_stat`)."""
+    @functools.wraps(scatter)
+    def scatter_or_order_stat(src, index, op="add", *, dim_size, axis=0, fill_value=None, dtype=None, out=None,
+                              mode="raise", dim_chunks=None, split_every=4):
+        if type(op) is str and op in ORDER_STATS:
+            refuse_out(out, "scatter")
+            return order_stat("scatter", src, index, np.array([0.5]), True, MEDIAN, ORDER_STATS[op], dim_size,
+                              axis, fill_value, mode, dim_chunks, split_every, dtype)
+        return scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, dtype=dtype, out=out,
+                       mode=mode, dim_chunks=dim_chunks, split_every=split_every)
+    return scatter_or_order_stat
 
 
 _DOC = """Lazy `cyscatter.{name}` of Dask arrays, by whole groups.

@@ -14,7 +14,7 @@ from cyscatter._docs import fill_doc
 from cyscatter._plan.index import _dims_from, check_mode, check_table_bytes, parse_coords
 from cyscatter._plan.layout import refuse_expanded_index, src_layout
 from cyscatter._plan.values import check_dtype_arg, fill_for
-from cyscatter._registry.ops import ORDER_STATS, get_op
+from cyscatter._registry.ops import get_op
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import (
     as_coords,
@@ -125,10 +125,6 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     >>> csd.scatter(src, index, "add", dim_size=4).compute()
     array([2., 9., 4., 0.])
     """
-    if type(op) is str and op in ORDER_STATS:   # median / nanmedian: whole groups (cyscatter.dask._quantile)
-        from cyscatter.dask._quantile import median
-        return median(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, dtype=dtype, out=out,
-                      mode=mode, dim_chunks=dim_chunks, split_every=split_every)
     op = get_op(op)
     refuse_out(out, "scatter")
     setup = prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype)

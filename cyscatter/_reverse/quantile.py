@@ -19,9 +19,9 @@ from cyscatter._api.quantile import Sorted, check_method, check_q, positions, re
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.groups import group_view
-from cyscatter._plan.index import parse_coords
+from cyscatter._plan.index import parse_coords, sized_by
 from cyscatter._plan.layout import expand_cast, src_layout, unbroadcast
-from cyscatter._plan.values import _float_dtype, check_given, check_numeric
+from cyscatter._plan.values import _float_dtype, check_given, check_numeric, size_arg
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -36,7 +36,7 @@ def _runs(srt, keys, xp):
     same = (vals[:, 1:] == vals[:, :-1]) | ((vals[:, 1:] != vals[:, 1:]) & (vals[:, :-1] != vals[:, :-1]))
     sorted_keys = keys[srt.perm]
     same &= sorted_keys[:, 1:] == sorted_keys[:, :-1]
-    starts = xp.concatenate([xp.ones_like(same[:, :1]), ~same], axis=1)
+    starts = xp.concatenate([xp.ones((vals.shape[0], 1, vals.shape[2]), bool), ~same], axis=1)
     by_column = xp.moveaxis(starts, 1, 2)   # (outer, inner, N): each column's positions consecutive
     ids = xp.moveaxis(xp.cumsum(by_column.reshape(-1)).reshape(by_column.shape) - 1, 2, 1)
     return ids, xp.bincount(ids.reshape(-1))
@@ -83,7 +83,8 @@ def _view(name, src, index, axis, mode, *, dims=None, grad_out=None, src_dot=Non
     src = check_numeric(be.asarray(src), "src")
     result_dtype(src.dtype, "linear", name)   # complex and bool raise TypeError, as the forward functions
     coords = parse_coords(index, be=be)
-    given = [a for a in (grad_out, src_dot) if a is not None]
+    given = [check_numeric(be.asarray(a), arg) for a, arg in ((grad_out, "grad_out"), (src_dot, "src_dot"))
+             if a is not None]
     dtype = _float_dtype(src, *given)
     if dtype.kind == "c":
         raise TypeError(f"{name} differentiates real inputs only, got dtype {dtype}")
@@ -125,8 +126,9 @@ def _quantile_jvp(name, src, index, src_dot, q, method, skip_nan, dim_size, axis
     dot = expand_cast(dot, expected, len(feat), dtype, ctx.xp)
     outer, n, inner = ctx.src3.shape
     dot3 = be.rows_view(dot, dtype, outer, n, inner)
-    coef = selection_weights(ctx, qs, method, skip_nan)
-    out = ctx.xp.stack([ctx.put(coef[i] * dot3) for i in range(qs.size)])
+    with sized_by(*size_arg(dim_size, ctx.plan)):
+        coef = selection_weights(ctx, qs, method, skip_nan)
+        out = ctx.xp.stack([ctx.put(coef[i] * dot3) for i in range(qs.size)])
     shape = batch + ctx.plan.dims + feat
     return out.reshape(shape if scalar else (qs.size,) + shape)
 

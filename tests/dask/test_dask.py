@@ -291,7 +291,7 @@ def test_out_of_range_raises_when_computed():
 @pytest.mark.parametrize("call, error, match", [
     (lambda s, i: csd.scatter(s, i, "add"), TypeError, "dim_size"),
     (lambda s, i: csd.scatter(s, i, "add", dim_size=None), TypeError, "dim_size is required"),
-    (lambda s, i: csd.scatter(s, i, "median", dim_size=3), ValueError, "unknown op"),
+    (lambda s, i: csd.scatter(s, i, "medoid", dim_size=3), ValueError, "unknown op"),
     (lambda s, i: csd.scatter(s, i.astype(float), dim_size=3), TypeError, "must hold integers"),
     (lambda s, i: csd.scatter(s[:5], i, dim_size=3), ValueError, "does not hold the index shape"),
     (lambda s, i: csd.scatter(s, i, dim_size=3, mode="nearest"), ValueError, "mode="),

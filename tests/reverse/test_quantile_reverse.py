@@ -119,3 +119,11 @@ def test_errors():
         cs.scatter_quantile_vjp(np.ones(1), np.ones(3, complex), np.zeros(3, int))
     with pytest.raises(ValueError, match="method must be one of"):
         cs.scatter_nanquantile_jvp(np.ones(3), np.zeros(3, int), np.ones(3), method="weibull")
+
+
+def test_one_entry():
+    """One entry (a 0-d index): its group's quantile is the entry itself, whatever q."""
+    src = np.array([1.0, 4.0, 2.0])
+    np.testing.assert_array_equal(cs.scatter_quantile_jvp(src, np.array(1), np.array([1.0, 2.0, 3.0]), 0.3,
+                                                          dim_size=2), [[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(cs.scatter_quantile_vjp(np.ones((2, 3)), src, np.array(1), 0.3), [1.0, 1.0, 1.0])

@@ -73,7 +73,8 @@ def order_stat(name, src, index, qs, scalar, method, skip_nan, dim_size, axis, f
         out = order_stat(name, da.expand_dims(src, axis), np.zeros(1, np.intp), qs, scalar, method, skip_nan, 1,
                          axis, fill_value, mode, None, split_every, dtype)
         return out.squeeze(axis + (0 if scalar else 1))
-    given = np.dtype(dtype) if dtype is not None else getattr(src, "dtype", None) or np.asarray(src).dtype
+    given = np.dtype(dtype) if dtype is not None else src.dtype if isinstance(src, da.Array) else \
+        np.asarray(src).dtype
     result_dtype(given, method, name)   # this function's TypeError for complex or bool, before max's checks
     setup = prepare(src, index, _ORDERED, dim_size, axis, mode, dim_chunks, split_every, dtype)
     result = result_dtype(setup.src.dtype, method, name)

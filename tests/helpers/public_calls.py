@@ -130,9 +130,8 @@ def _baselines() -> dict[str, Callable[[], dict]]:
         **{f"cyscatter.scatter_{nan}quantile": (lambda: dict(src=src(), index=idx(), q=[0.25, 0.5], method="lower",
                                                              fill_value=-1.0, out=None, **group))
            for nan in ("", "nan")},
-        **{f"cyscatter.scatter_{nan}quantile_vjp": (lambda: dict(grad_out=np.ones((2, 3)), src=src(), index=idx(),
-                                                                 q=[0.25, 0.5], method="linear", axis=0,
-                                                                 mode="raise"))
+        **{f"cyscatter.scatter_{nan}quantile_vjp": (lambda: dict(grad_out=np.ones(3), src=src(), index=idx(),
+                                                                 q=0.25, method="linear", axis=0, mode="raise"))
            for nan in ("", "nan")},
         **{f"cyscatter.scatter_{nan}quantile_jvp": (lambda: dict(src=src(), index=idx(), src_dot=np.ones(4),
                                                                  q=[0.25, 0.5], method="linear", **group))

@@ -255,11 +255,13 @@ ROLES = {
     "plan": {"object()": (lambda v: object(), RAISE), "a string": (lambda v: "plan", RAISE),
              "None": (lambda v: None, SAME)},
     # the quantiles of scatter_quantile & co.: a real scalar or 1-d sequence in [0, 1] (the baseline's [0.25, 0.5])
+    # (a scalar, or a list of them, exact in float32)
     "q": {"nan": (lambda v: [np.nan, 0.5], RAISE), "above 1": (lambda v: 1.5, RAISE),
           "negative": (lambda v: [-0.25, 0.5], RAISE), "string": (lambda v: "0.5", RAISE),
           "bool": (lambda v: True, RAISE), "complex": (lambda v: 0.5 + 0j, RAISE), "None": (lambda v: None, RAISE),
-          "2-d": (lambda v: [v], RAISE), "tuple": (lambda v: tuple(v), SAME), "array": (lambda v: np.array(v), SAME),
-          "float32 array": (lambda v: np.array(v, np.float32), SAME), "scalar": (lambda v: v[0], OK)},
+          "2-d": (lambda v: [[0.5]], RAISE), "tuple": (lambda v: tuple(v) if np.ndim(v) else v, SAME),
+          "array": (lambda v: np.array(v), SAME), "float32 array": (lambda v: np.array(v, np.float32), SAME),
+          "np.float64": (lambda v: np.float64(np.ravel(v)[0]), OK)},
     "method": {k: (m, RAISE) for k, m in HOSTILE_STRINGS.items()} | {"np.str_": (HOSTILE_STRINGS["np.str_"], SAME),
                                                                    "median": (lambda v: "median", RAISE),
                                                                    "hazen": (lambda v: "hazen", RAISE)},
@@ -397,11 +399,10 @@ def _exceptions() -> dict:
         exc[(fn, "src", "bool")] = SAME
         for k in ("np.float32", "np.int64", "1e400 (inf)"):
             exc[(fn, "fill_value", k)] = RAISE
-    # the quantiles' VJPs: grad_out holds one row per quantile, so a scalar q (or an index of another shape)
-    # is a mismatch that the message reports through grad_out
+    # the quantiles' VJPs: an index of another shape is a mismatch that the message reports through grad_out
     for fn in ("cyscatter.scatter_quantile_vjp", "cyscatter.scatter_nanquantile_vjp"):
-        exc[(fn, "q", "scalar")] = "raise:grad_out"
         exc[(fn, "index", "0-d")] = "raise:grad_out"
+        exc[(fn, "grad_out", "other shape")] = OK   # D is read off grad_out: two groups hold the entries 0 and 1
     # scatter_count: any index shape counts (the output has the shape dim_size gives)
     for fn in ("cyscatter.scatter_count", "cyscatter.dask.scatter_count"):
         exc[(fn, "index", "other shape")] = OK

@@ -69,20 +69,29 @@ def result_dtype(dtype, method: str, name: str) -> np.dtype:
 # ---- the sort and the positions ----------------------------------------------------------------------------------
 
 class Sorted:
-    """src (outer, n, inner) sorted by (group, value) per column: `values`, `perm` (the entry at each sorted
-    position), `starts` (size,) of each group's run and `counts` (size,) of its kept entries, and the members each
-    output element takes (`members`, (outer, size, inner): the counts, less the NaN entries when skipping NaN)
-    with `has_nan` (the element holds a NaN and skips none: NumPy's NaN result), None for integer src."""
+    """src (outer, n, inner) sorted by (group, value) per column, each column contiguous: `values` and `perm`
+    (the entry at each sorted position) of shape (outer, inner, n), `keys` (n,) the group of each entry (size for a
+    dropped one, which sorts last), `starts` (size,) of each group's run and `counts` (size,) of its kept entries,
+    and the members each output element takes (`members`, (outer, size, inner): the counts, less the NaN entries
+    when skipping NaN) with `has_nan` (the element holds a NaN and skips none: NumPy's NaN result), None for
+    integer src."""
 
     def __init__(self, ctx, skip_nan: bool):
         xp, plan, src3 = ctx.xp, ctx.plan, ctx.src3
         self.xp = xp
         valid = plan.valid()
-        keys = xp.where(valid, plan.flat, plan.size).astype(np.int64)   # dropped entries sort after every group
-        by_value = xp.argsort(src3, axis=1)
-        by_group = xp.argsort(keys[by_value], axis=1, kind="stable")
-        self.perm = xp.take_along_axis(by_value, by_group, axis=1)
-        self.values = xp.take_along_axis(src3, self.perm, axis=1)
+        self.keys = keys = xp.where(valid, plan.flat, plan.size).astype(np.int64)
+        columns = xp.ascontiguousarray(xp.moveaxis(src3, 1, 2))   # a sort along contiguous rows: 2x faster
+        perm = xp.argsort(columns, axis=2)   # NaN last, as np.sort
+        # then stably by group: least significant 16-bit digit first, each pass a radix sort (NumPy's stable sort
+        # of 16-bit keys; its stable sort of wider ones is a timsort, 15x slower)
+        shift = 0
+        while shift == 0 or plan.size >> shift:
+            digit = ((keys >> shift) & 0xFFFF).astype(np.uint16)[perm]
+            perm = xp.take_along_axis(perm, xp.argsort(digit, axis=2, kind="stable"), axis=2)
+            shift += 16
+        self.perm = perm
+        self.values = xp.take_along_axis(columns, perm, axis=2)
         self.counts = xp.bincount(keys[valid], minlength=plan.size)[:plan.size]
         self.starts = xp.cumsum(self.counts) - self.counts
         counts3 = self.counts[None, :, None]
@@ -94,14 +103,21 @@ class Sorted:
             else:
                 self.has_nan = nans > 0
 
-    def at(self, rel):
-        """The sorted values at positions `rel` (outer, size, inner) of each group's run (clamped into the
-        array: an empty group reads a neighbour's value, which the caller replaces)."""
+    def take(self, sorted_array, rel):
+        """`sorted_array` (outer, inner, n: values, perm, or anything laid out as they are) at positions `rel`
+        (outer, size, inner) of each group's run, as (outer, size, inner); clamped into the array (an empty group
+        reads a neighbour's, which the caller replaces)."""
+        xp = self.xp
+        n = sorted_array.shape[2]
         pos = self.starts[None, :, None] + rel
-        n = self.values.shape[1]
         if n == 0:   # no entries: every group is empty
-            return self.xp.zeros(pos.shape, self.values.dtype)
-        return self.xp.take_along_axis(self.values, self.xp.clip(pos, 0, n - 1), axis=1)
+            return xp.zeros(pos.shape, sorted_array.dtype)
+        pos = xp.moveaxis(xp.clip(pos, 0, n - 1), 1, 2)
+        return xp.moveaxis(xp.take_along_axis(sorted_array, pos, axis=2), 2, 1)
+
+    def at(self, rel):
+        """The sorted values at positions `rel` of each group's run (see `take`)."""
+        return self.take(self.values, rel)
 
 
 def positions(xp, n, q: float, method: str):

@@ -29,16 +29,15 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode
 
 
-def _runs(srt, keys, xp):
-    """(run id of each sorted position (outer, N, inner), length of each run): a run is a stretch of equal values
+def _runs(srt, xp):
+    """(run id of each sorted position (outer, inner, N), length of each run): a run is a stretch of equal values
     (NaN equal to NaN) of one group in one column; ids are unique over all columns."""
     vals = srt.values
-    same = (vals[:, 1:] == vals[:, :-1]) | ((vals[:, 1:] != vals[:, 1:]) & (vals[:, :-1] != vals[:, :-1]))
-    sorted_keys = keys[srt.perm]
-    same &= sorted_keys[:, 1:] == sorted_keys[:, :-1]
-    starts = xp.concatenate([xp.ones((vals.shape[0], 1, vals.shape[2]), bool), ~same], axis=1)
-    by_column = xp.moveaxis(starts, 1, 2)   # (outer, inner, N): each column's positions consecutive
-    ids = xp.moveaxis(xp.cumsum(by_column.reshape(-1)).reshape(by_column.shape) - 1, 2, 1)
+    same = (vals[..., 1:] == vals[..., :-1]) | ((vals[..., 1:] != vals[..., 1:]) & (vals[..., :-1] != vals[..., :-1]))
+    sorted_keys = srt.keys[srt.perm]
+    same &= sorted_keys[..., 1:] == sorted_keys[..., :-1]
+    starts = xp.concatenate([xp.ones(vals.shape[:2] + (1,), bool), ~same], axis=2)
+    ids = xp.cumsum(starts.reshape(-1)).reshape(starts.shape) - 1   # each column's positions are consecutive
     return ids, xp.bincount(ids.reshape(-1))
 
 
@@ -50,11 +49,11 @@ def selection_weights(ctx, qs, method: str, skip_nan: bool):
     if n == 0 or outer * inner == 0:
         return coef
     srt = Sorted(ctx, skip_nan)
-    keys = xp.where(plan.valid(), plan.flat, plan.size).astype(np.int64)
-    ids, lengths = _runs(srt, keys, xp)
+    ids, lengths = _runs(srt, xp)
     members = xp.broadcast_to(srt.members, (outer, plan.size, inner))
+    # the entry at each sorted position, as a flat index into (outer, n, inner)
     flat_pos = ((xp.arange(outer)[:, None, None] * n + srt.perm) * inner
-                + xp.arange(inner)[None, None, :]).reshape(-1)
+                + xp.arange(inner)[None, :, None]).reshape(-1)
     for i, q in enumerate(qs):
         lo, hi, t = positions(xp, members, float(q), method)
         t = xp.zeros(members.shape) if t is None else t
@@ -65,8 +64,7 @@ def selection_weights(ctx, qs, method: str, skip_nan: bool):
             w_lo, w_hi = xp.where(srt.has_nan, 1.0, w_lo), xp.where(srt.has_nan, 0.0, w_hi)
         present = members > 0
         w_lo, w_hi = xp.where(present, w_lo, 0.0), xp.where(present, w_hi, 0.0)
-        run_lo = xp.take_along_axis(ids, xp.clip(srt.starts[None, :, None] + lo, 0, n - 1), axis=1)
-        run_hi = xp.take_along_axis(ids, xp.clip(srt.starts[None, :, None] + hi, 0, n - 1), axis=1)
+        run_lo, run_hi = srt.take(ids, lo), srt.take(ids, hi)
         total = xp.bincount(xp.concatenate([run_lo.reshape(-1), run_hi.reshape(-1)]),
                             weights=xp.concatenate([w_lo.reshape(-1), w_hi.reshape(-1)]), minlength=lengths.size)
         share = (total / xp.maximum(lengths, 1))[ids]

@@ -233,3 +233,23 @@ def test_no_entries_or_no_features(backend, shape):
     assert np.isnan(got).all()
     g = backend.asarray(np.ones((2,) + shape[1:]))
     assert backend.to_numpy(cs.scatter_quantile_vjp(g, backend.asarray(src), backend.asarray(index))).shape == shape
+
+
+def test_more_groups_than_one_radix_digit(backend):
+    """Group ids past 2**16 take a second pass of the stable sort by group."""
+    rng = np.random.default_rng(8)
+    index = rng.choice(np.array([0, 1, 65535, 65536, 65537, 70000, 131071 + 5]), 300)
+    src = rng.standard_normal((300, 2))
+    got = backend.to_numpy(cs.scatter_quantile(backend.asarray(src), backend.asarray(index), [0.3, 0.5],
+                                               dim_size=131100))
+    for j in np.unique(index):
+        np.testing.assert_array_equal(got[:, j], np.stack([np.quantile(src[index == j], q, axis=0)
+                                                           for q in (0.3, 0.5)]))
+    assert np.isnan(got[:, 2]).all() and np.isnan(got[:, 65538]).all()
+    g = rng.standard_normal(got.shape)
+    vjp = backend.to_numpy(cs.scatter_quantile_vjp(backend.asarray(g), backend.asarray(src),
+                                                   backend.asarray(index), [0.3, 0.5]))
+    for j in (65536, 131076):
+        members = index == j
+        want = cs.scatter_quantile_vjp(g[:, j:j + 1], src[members], np.zeros(members.sum(), int), [0.3, 0.5])
+        np.testing.assert_allclose(vjp[members], want, atol=1e-12)

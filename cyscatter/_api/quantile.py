@@ -21,9 +21,9 @@ from cyscatter._plan.index import sized_by
 from cyscatter._plan.values import fill_for, size_arg
 
 if TYPE_CHECKING:
-    from typing import Any, SupportsIndex
+    from typing import Any, Callable, SupportsIndex
 
-    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode
+    from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, _FuncT
 
 # NumPy's names; the other H&F methods of np.quantile (weibull, hazen, ...) are not offered
 METHODS = ("linear", "lower", "higher", "nearest", "midpoint")
@@ -289,8 +289,9 @@ _DOC = """{title}
     """
 
 
-def _quantile_doc(title, numpy, nan_text, member, nan_rule, example_value, example_out, example_2):
-    def decorate(func):
+def _quantile_doc(title: str, numpy: str, nan_text: str, member: str, nan_rule: str, example_value: str,
+                  example_out: str, example_2: str) -> Callable[[_FuncT], _FuncT]:
+    def decorate(func: _FuncT) -> _FuncT:
         func.__doc__ = _DOC.format(title=title, numpy=numpy, nan_text=nan_text, member=member, nan_rule=nan_rule,
                                    example_value=example_value, example_out=example_out, example_2=example_2)
         return fill_doc(func)

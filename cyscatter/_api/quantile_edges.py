@@ -6,6 +6,8 @@ them by destination with `scatter`'s order-statistic path: the documented compos
 """
 from __future__ import annotations
 
+from typing import Any, cast
+
 from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._backends.select import backend_of
@@ -14,12 +16,14 @@ from cyscatter._plan.index import check_mode, parse_coords, plan_index
 from cyscatter._plan.layout import normalize_axis
 
 
-def gather_scatter_order_stat(src, gather_index, scatter_index, op, weight, dim_size, axis, fill_value, mode, plan):
+def gather_scatter_order_stat(src: Any, gather_index: Any, scatter_index: Any, op: Any, weight: Any, dim_size: Any,
+                              axis: Any, fill_value: Any, mode: Any, plan: Any) -> Any:
     """``scatter(weight * gather(src, gather_index), scatter_index, op)`` with gather_scatter's edge rules: an
     edge with either end out of range is dropped whole under the drop modes; a plan gives both indices."""
     if plan is not None:
         if not isinstance(plan, GatherScatterPlan):
             raise TypeError(f"plan must be a GatherScatterPlan, got {type(plan).__name__}")
+        plan = cast(Any, plan)   # its fields are set by its constructor, unseen by a type checker
         if gather_index is not None or scatter_index is not None:
             raise ValueError("gather_index and scatter_index must be omitted when a plan is given")
         if mode is not None and mode != plan.mode:

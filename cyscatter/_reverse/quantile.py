@@ -24,9 +24,9 @@ from cyscatter._plan.layout import expand_cast, src_layout, unbroadcast
 from cyscatter._plan.values import _float_dtype, check_given, check_numeric, size_arg
 
 if TYPE_CHECKING:
-    from typing import Any, SupportsIndex
+    from typing import Any, Callable, SupportsIndex
 
-    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode
+    from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, _FuncT
 
 
 def _runs(srt, xp):
@@ -226,8 +226,8 @@ _NAN_RULE = "; a group holding a NaN has a NaN result, whose cotangent goes to i
 _NAN_SKIP = "; NaN entries take no part (they get 0)."
 
 
-def _doc(text, **kw):
-    def decorate(func):
+def _doc(text: str, **kw: str) -> Callable[[_FuncT], _FuncT]:
+    def decorate(func: _FuncT) -> _FuncT:
         func.__doc__ = text.format(**kw)
         return func
     return decorate

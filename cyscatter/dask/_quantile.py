@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
@@ -27,7 +27,7 @@ from cyscatter.dask._scatter import prepare, reduction_graph, refuse_out
 from cyscatter.dask._whole import _no_sizes, is_empty_tuple
 
 if TYPE_CHECKING:
-    from typing import Any, Sequence, SupportsIndex
+    from typing import Sequence, SupportsIndex
 
     from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 _ORDERED = get_op("max")
 
 
-def _members(src, flat, *, nb, rows):
+def _members(src: Any, flat: Any, *, nb: int, rows: tuple[int, int]) -> tuple[Any, Any]:
     """(values (outer, k, inner), local rows (k,)) of the entries of one block that reach rows = (lo, hi)."""
     lo, hi = rows
     outer = prod(src.shape[:nb])
@@ -45,26 +45,27 @@ def _members(src, flat, *, nb, rows):
     return src3[:, keep, :], (flat[keep] - lo).astype(np.int64)
 
 
-def _concatenate(parts):
+def _concatenate(parts: list[tuple[Any, Any]]) -> tuple[Any, Any]:
     return np.concatenate([p[0] for p in parts], axis=1), np.concatenate([p[1] for p in parts])
 
 
-def _finish(part, *, q, method, skip_nan, fill_value, shape):
+def _finish(part: tuple[Any, Any], *, q: float, method: str, skip_nan: bool, fill_value: Any,
+            shape: tuple[int, ...]) -> Any:
     """The output block of `shape` (B + rows + F) from the members of its rows."""
     values, local = part
     columns = values.shape[0] * values.shape[2]
     rows = prod(shape) // columns if columns else 0
     if method == MEDIAN:
-        out = cs.scatter(values, local, "nanmedian" if skip_nan else "median", dim_size=rows, axis=1,
-                         fill_value=fill_value)
+        op: Any = "nanmedian" if skip_nan else "median"   # the order statistics are not in the typed OpLike
+        out = cs.scatter(values, local, op, dim_size=rows, axis=1, fill_value=fill_value)
     else:
         func = cs.scatter_nanquantile if skip_nan else cs.scatter_quantile
         out = func(values, local, q, method=method, dim_size=rows, axis=1, fill_value=fill_value)
     return out.reshape(shape)
 
 
-def order_stat(name, src, index, qs, scalar, method, skip_nan, dim_size, axis, fill_value, mode, dim_chunks,
-               split_every, dtype=None):
+def order_stat(name: str, src: Any, index: Any, qs: Any, scalar: bool, method: str, skip_nan: bool, dim_size: Any,
+               axis: Any, fill_value: Any, mode: Any, dim_chunks: Any, split_every: Any, dtype: Any = None) -> Any:
     if is_empty_tuple(index):   # the one entry of index=() reaches the whole destination: a size-1 axis
         _no_sizes(dim_size, "dim_size")
         _no_sizes(dim_chunks, "dim_chunks")
@@ -93,11 +94,12 @@ def order_stat(name, src, index, qs, scalar, method, skip_nan, dim_size, axis, f
     return per_q[0] if scalar else da.stack(per_q)
 
 
-def with_order_stats(scatter):
+def with_order_stats(scatter: Any) -> Any:
     """`scatter` (`cyscatter.dask.scatter`) that also takes the ops median / nanmedian (`order_stat`)."""
     @functools.wraps(scatter)
-    def scatter_or_order_stat(src, index, op="add", *, dim_size, axis=0, fill_value=None, dtype=None, out=None,
-                              mode="raise", dim_chunks=None, split_every=4):
+    def scatter_or_order_stat(src: Any, index: Any, op: Any = "add", *, dim_size: Any, axis: Any = 0,
+                              fill_value: Any = None, dtype: Any = None, out: Any = None, mode: Any = "raise",
+                              dim_chunks: Any = None, split_every: Any = 4) -> Any:
         if type(op) is str and op in ORDER_STATS:
             refuse_out(out, "scatter")
             return order_stat("scatter", src, index, np.array([0.5]), True, MEDIAN, ORDER_STATS[op], dim_size,
@@ -167,8 +169,9 @@ def scatter_quantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, method:
                      mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
                      split_every: SupportsIndex = 4) -> da.Array:
     qs, scalar = check_q(q)
-    return order_stat("scatter_quantile", src, index, qs, scalar, check_method(method), False, dim_size, axis,
-                      fill_value, mode, dim_chunks, split_every)
+    result: da.Array = order_stat("scatter_quantile", src, index, qs, scalar, check_method(method), False,
+                                  dim_size, axis, fill_value, mode, dim_chunks, split_every)
+    return result
 
 
 def scatter_nanquantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, method: str = "linear",
@@ -176,8 +179,9 @@ def scatter_nanquantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, meth
                         mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
                         split_every: SupportsIndex = 4) -> da.Array:
     qs, scalar = check_q(q)
-    return order_stat("scatter_nanquantile", src, index, qs, scalar, check_method(method), True, dim_size, axis,
-                      fill_value, mode, dim_chunks, split_every)
+    result: da.Array = order_stat("scatter_nanquantile", src, index, qs, scalar, check_method(method), True,
+                                  dim_size, axis, fill_value, mode, dim_chunks, split_every)
+    return result
 
 
 scatter_quantile.__doc__ = _DOC.format(name="scatter_quantile")

@@ -65,3 +65,17 @@ def test_forward_mode_matches_core_jvp():
 def test_integer_src_is_refused():
     with pytest.raises(TypeError):
         agrad(lambda s: anp.sum(csgrad.scatter_quantile(s, np.zeros(3, int))))(np.arange(3))
+
+
+@pytest.mark.parametrize("op", ("median", "nanmedian"))
+def test_segment_and_gather_scatter_median(op):
+    rng = np.random.default_rng(66)
+    src = rng.permutation(40).reshape(20, 2) / 3.0
+    indptr = np.array([0, 4, 11, 20])   # no empty segment: its NaN is a constant finite differences cannot take
+    check_grads(lambda s: csgrad.segment(s, indptr, op) ** 2, modes=["fwd", "rev"], order=2)(src)
+    gi, si = rng.integers(0, 20, 30), np.concatenate([np.arange(5), rng.integers(0, 5, 25)])
+    w = rng.uniform(0.5, 2.0, 30)
+    check_grads(lambda s: csgrad.gather_scatter(s, gi, si, op, weight=w), modes=["fwd", "rev"], order=2)(src)
+    check_grads(lambda v: csgrad.gather_scatter(src, gi, si, op, weight=v), modes=["fwd", "rev"], order=2)(w)
+    np.testing.assert_array_equal(csgrad.gather_scatter(src, gi, si, op, weight=w),
+                                  cs.gather_scatter(src, gi, si, op, weight=w))

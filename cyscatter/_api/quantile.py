@@ -41,9 +41,12 @@ def check_method(method) -> str:
 
 def check_q(q) -> tuple[np.ndarray, bool]:
     """(q as a float64 vector, whether q was a scalar); ValueError/TypeError naming `q` otherwise."""
-    if hasattr(q, "__cuda_array_interface__") or hasattr(q, "get"):
-        q = q.get() if hasattr(q, "get") else q
-    arr = np.asarray(q)
+    if hasattr(q, "__cuda_array_interface__"):   # a CuPy array: its few values, on the host
+        q = q.get()
+    try:
+        arr = np.asarray(q)
+    except (TypeError, ValueError):   # ragged sequences and objects NumPy cannot read
+        raise TypeError(f"q must be a real number or a 1-d sequence of them, got {q!r}") from None
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise TypeError(f"q must be a real number or a 1-d sequence of them, got {q!r}")
     if arr.ndim > 1:

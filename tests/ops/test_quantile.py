@@ -253,3 +253,17 @@ def test_more_groups_than_one_radix_digit(backend):
         members = index == j
         want = cs.scatter_quantile_vjp(g[:, j:j + 1], src[members], np.zeros(members.sum(), int), [0.3, 0.5])
         np.testing.assert_allclose(vjp[members], want, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS + ("median",))
+def test_bfloat16_bitwise(method):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(9)
+    src, index = rng.standard_normal((60, 2)).astype(ml_dtypes.bfloat16), rng.integers(0, 5, 60)
+    if method == "median":
+        got, want = cs.scatter(src, index, "median"), ref_order_stat(src, index, "median")
+    else:
+        got = cs.scatter_quantile(src, index, 0.3, method=method)
+        want = ref_order_stat(src, index, "quantile", 0.3, method)
+    assert got.dtype == src.dtype == want.dtype
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))

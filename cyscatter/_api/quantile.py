@@ -9,6 +9,7 @@ for the median), in the same dtypes, so the results are NumPy's per group bit fo
 """
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -93,8 +94,7 @@ class Sorted:
             digit = ((keys >> shift) & 0xFFFF).astype(np.uint16)[perm]
             perm = xp.take_along_axis(perm, xp.argsort(digit, axis=2, kind="stable"), axis=2)
             shift += 16
-        self.perm = perm
-        self.values = xp.take_along_axis(columns, perm, axis=2)
+        self.perm, self.columns = perm, columns
         self.counts = xp.bincount(keys[valid], minlength=plan.size)[:plan.size]
         self.starts = xp.cumsum(self.counts) - self.counts
         counts3 = self.counts[None, :, None]
@@ -118,9 +118,17 @@ class Sorted:
         pos = xp.moveaxis(xp.clip(pos, 0, n - 1), 1, 2)
         return xp.moveaxis(xp.take_along_axis(sorted_array, pos, axis=2), 2, 1)
 
+    @cached_property
+    def values(self):
+        """The sorted values, (outer, inner, n) (the reverse functions read them all; a quantile reads a few)."""
+        return self.xp.take_along_axis(self.columns, self.perm, axis=2)
+
     def at(self, rel):
-        """The sorted values at positions `rel` of each group's run (see `take`)."""
-        return self.take(self.values, rel)
+        """The sorted values at positions `rel` of each group's run (see `take`): the entries `perm` names there."""
+        if self.columns.shape[2] == 0:   # no entries: every group is empty
+            return self.xp.zeros(rel.shape, self.columns.dtype)
+        entries = self.xp.moveaxis(self.take(self.perm, rel), 1, 2)
+        return self.xp.moveaxis(self.xp.take_along_axis(self.columns, entries, axis=2), 2, 1)
 
 
 def positions(xp, n, q: float, method: str):

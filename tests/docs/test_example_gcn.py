@@ -109,3 +109,21 @@ def test_import_cyscatter_loads_no_example_dependency():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_plot_has_a_legend_in_every_panel_and_the_measured_epoch_times(gcn, tmp_path):
+    from cyscatter.examples._plot import history_figure
+    results = short_run(gcn, tmp_path)
+    timing = results["seconds_per_epoch"]
+    fig = history_figure(results["gcn"], results["baseline"], "title", timing)
+    panels = fig.get_axes()
+    assert len(panels) == 2
+    for ax in panels:
+        legend = ax.get_legend()
+        assert legend is not None
+        assert [t.get_text() for t in legend.get_texts()] == ["GCN", "graph-less baseline"]
+    written = "\n".join(t.get_text() for ax in panels for t in ax.texts)
+    for name, seconds in timing.items():
+        assert f"{seconds * 1e3:8.2f} ms" in written and name in written
+    ours, theirs = timing.values()
+    assert f"{theirs / ours:.2f}x" in written

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends import calls
 from cyscatter._docs import fill_doc
 from cyscatter._plan.prepare import prepare
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
             axis: SupportsIndex = 0, fill_value: FillValue | None = None, dtype: DTypeLike | None = None,
             out: Any = None, mode: Mode = "raise", indices_are_sorted: bool = False,
-            num_threads: SupportsIndex | None = None) -> Any:
+            num_threads: SupportsIndex | None = None, **porting: object) -> Any:
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -107,6 +108,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     >>> cs.scatter(1, np.array([0, 2, 0]))   # a scalar src broadcasts over the entries
     array([2, 0, 1])
     """
+    if porting:
+        raise unexpected_keywords("scatter", porting)
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
             and fill_value is None and type(src) is np.ndarray and indices_are_sorted is False \
@@ -126,7 +129,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 @fill_doc
 def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "add", *, axis: SupportsIndex = 0,
                  mode: Mode = "raise", indices_are_sorted: bool = False,
-                 num_threads: SupportsIndex | None = None) -> _DstT:
+                 num_threads: SupportsIndex | None = None, **porting: object) -> _DstT:
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
@@ -183,6 +186,8 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     array([[ 1., 10.],
            [ 2., 20.]])
     """
+    if porting:
+        raise unexpected_keywords("scatter_into", porting)
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
             and type(dst) is np.ndarray and indices_are_sorted is False:

@@ -80,7 +80,8 @@ class IndexPlan:
                 break
         label = self.arg if len(self.coords) == 1 else f"{self.arg}[{axis}]"
         pos = ", ".join(str(int(w)) for w in where)
-        given = f"; {self.sized_by} was given: it may be too small" if self.sized_by else ""
+        # a negative entry is out of range whatever the size: only one past the end blames the given size
+        given = f"; {self.sized_by} was given: it may be too small" if self.sized_by and value > 0 else ""
         return IndexError(
             f"{label}[{pos}] = {value} is out of bounds for an indexed axis of size {self.dims[axis]}{given} "
             f"(mode='raise'; use mode='drop', 'wrap', 'clip' or 'normalize_drop' to accept it)")

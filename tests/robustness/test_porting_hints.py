@@ -175,3 +175,9 @@ def test_an_index_with_more_dims_than_src_says_so(call, src_dims, index_dims):
     message = str(caught.value)
     assert f"src has {src_dims} dims but the index has {index_dims}" in message
     assert not re.search(r"valid: -?\d+ \.\. -\d", message)   # no empty range such as "-1 .. -1" or "0 .. -1"
+
+
+def test_a_negative_entry_does_not_blame_dim_size():
+    with pytest.raises(IndexError) as caught:
+        cs.scatter(SRC, np.array([0, -1, 0, 1]), dim_size=3)
+    assert "index[1] = -1" in str(caught.value) and "dim_size" not in str(caught.value)

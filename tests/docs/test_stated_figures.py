@@ -124,3 +124,24 @@ def test_the_figure_checks_can_fail():
     assert TIMING.search("its pip install -e took 16 s here") and TIMING.search("1.9 µs vs 2.9 µs")
     assert TIMING.search("12.8× faster than NumPy") and CASES.search("(about 1,200 cases")
     assert not TIMING.search("rows of 16 floats into a 4 KB table, axis=1, `1s` padded")
+
+
+def _public_docstrings():
+    import importlib
+    import importlib.util
+    import inspect
+
+    for package, needs in {"cyscatter": None, "cyscatter.dask": "dask", "grad": "autograd",
+                           "cyscatter.calibrate": None, "cyscatter.examples.gcn": None}.items():
+        if needs and importlib.util.find_spec(needs) is None:
+            continue
+        module = importlib.import_module(package)
+        yield package, inspect.getdoc(module) or ""
+        for name in getattr(module, "__all__", ()):
+            yield f"{package}.{name}", inspect.getdoc(getattr(module, name)) or ""
+
+
+def test_no_timing_in_a_public_docstring():
+    found = [f"{name}: {line.strip()}" for name, doc in _public_docstrings() for line in doc.splitlines()
+             if not line.strip().startswith((">>>", "... ")) and (TIMING.search(line) or CASES.search(line))]
+    assert not found, "\n".join(found)

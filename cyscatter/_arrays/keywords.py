@@ -19,9 +19,10 @@ HINTS = {
                "index in the functions that take one (op='sum' or 'add', 'mean', 'max', 'min', 'mul'; PyG's "
                "reduce='any' is op='set'); softmax, logsumexp, var, std, argmax, argmin are functions of their "
                "own (scatter_softmax, ...)"),
-    "dim": ("torch_scatter's name for the indexed axis: cyscatter calls it axis, where the index dims start in "
-            "src (index dims first, feature dims last): torch_scatter's dim=0 is axis=0; for its default dim=-1, "
-            "move the indexed axis before the feature axes"),
+    "dim": ("torch_scatter's name for the indexed axis: cyscatter calls it axis (in the functions whose src may "
+            "have batch dims), where the index dims start in src (index dims first, feature dims last): "
+            "torch_scatter's dim=0 is axis=0; for its default dim=-1, move the indexed axis before the feature "
+            "axes"),
     "num_segments": "JAX's name for the output size: cyscatter calls it dim_size",
     "num_nodes": "PyG's name for the output size: cyscatter calls it dim_size (src_size for the gathered side)",
     "segment_ids": "JAX's name for the index: pass it as index, the argument after src",

@@ -35,16 +35,10 @@ FRAGMENTS = {
     "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum", \
 "nanprod", "fmax", "fmin", "nanmean"}, default "add"
         The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin",
-        "nanadd" (nansum), "nanmul" (nanprod), "nanmax" (fmax), "nanmin" (fmin), "last" (set).
-        "sqrt_n" is TensorFlow's ``unsorted_segment_sqrt_n``: ``sum / sqrt(count)``, 0 for an empty group,
-        with mean's conventions otherwise (integers give float64).
-        "set" (alias "last") and "first" assign: row j takes the row of the last (first) entry in index order
-        that reaches it (JAX's ``x.at[i].set(v)``, NumPy's ``a[i] = v``, numpy_groupies "last" / "first"),
-        deterministically on the CPU and the GPU; they take any dtype the other ops take, and bool.
-        The NaN-skipping ops treat a NaN src entry (complex: either part NaN) as absent, as numpy_groupies'
-        nansum/nanprod/nanmax/nanmin/nanmean do: an element whose entries are all NaN is an empty group (the
-        identity, or `fill_value`); fmax/fmin are NumPy's ``np.fmax.at``/``np.fmin.at`` (a NaN already in `dst`
-        loses too; -0.0 < +0.0 as for max). On integers they are their twins.""",
+        "nanadd" (nansum), "nanmul" (nanprod), "nanmax" (fmax), "nanmin" (fmin), "last" (set). "sqrt_n" is
+        ``sum / sqrt(count)`` (TensorFlow's ``unsorted_segment_sqrt_n``); "set" and "first" assign the last
+        (first) entry in index order; the NaN-skipping ops leave NaN entries out. Each op's rules, and the
+        peers it follows: :doc:`/semantics`.""",
     "axis": """axis : int, default 0
         Where the index dims start inside `src` (and the destination dims inside the output); the dims before
         it are batch dims B, taken one to one. Negative values count from the end.""",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter._arrays.dtypes import float_kind, native
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.groups import dst_shape, group_view
@@ -314,7 +315,9 @@ def _quantile_doc(title: str, numpy: str, nan_text: str, member: str, nan_rule: 
                "3. , nan, 4.5", "[ 1., nan,  4.],\n           [ 7., nan,  5.]")
 def scatter_quantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, method: str = "linear",
                      dim_size: DimSize | None = None, axis: SupportsIndex = 0, fill_value: FillValue | None = None,
-                     mode: Mode = "raise", out: Any = None) -> Any:
+                     mode: Mode = "raise", out: Any = None, **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_quantile", porting)
     qs, scalar = check_q(q)
     return order_stat("scatter_quantile", src, index, qs, check_method(method), False, dim_size, axis, mode,
                       fill_value, scalar=scalar, out=out)
@@ -327,7 +330,10 @@ def scatter_quantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, method:
                "[ 1., nan,  5.],\n           [ 7., nan,  5.]")
 def scatter_nanquantile(src: ArrayInput, index: IndexLike, q: Any = 0.5, *, method: str = "linear",
                         dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                        fill_value: FillValue | None = None, mode: Mode = "raise", out: Any = None) -> Any:
+                        fill_value: FillValue | None = None, mode: Mode = "raise", out: Any = None,
+                        **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_nanquantile", porting)
     qs, scalar = check_q(q)
     return order_stat("scatter_nanquantile", src, index, qs, check_method(method), True, dim_size, axis, mode,
                       fill_value, scalar=scalar, out=out)

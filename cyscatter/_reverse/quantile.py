@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter._api.quantile import Sorted, check_method, check_q, positions, result_dtype
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.groups import group_view
@@ -235,14 +236,20 @@ def _doc(text: str, **kw: str) -> Callable[[_FuncT], _FuncT]:
 
 @_doc(_VJP_DOC, forward="scatter_quantile", median="median", nan_rule=_NAN_RULE, name="scatter_quantile_vjp")
 def scatter_quantile_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, q: Any = 0.5, *,
-                         method: str = "linear", axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                         method: str = "linear", axis: SupportsIndex = 0, mode: Mode = "raise",
+                         **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_quantile_vjp", porting)
     return _quantile_vjp("scatter_quantile_vjp", grad_out, src, index, q, check_method(method), False, axis, mode)
 
 
 @_doc(_VJP_DOC, forward="scatter_nanquantile", median="nanmedian", nan_rule=_NAN_SKIP,
       name="scatter_nanquantile_vjp")
 def scatter_nanquantile_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, q: Any = 0.5, *,
-                            method: str = "linear", axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                            method: str = "linear", axis: SupportsIndex = 0, mode: Mode = "raise",
+                         **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_nanquantile_vjp", porting)
     return _quantile_vjp("scatter_nanquantile_vjp", grad_out, src, index, q, check_method(method), True, axis,
                          mode)
 
@@ -250,7 +257,9 @@ def scatter_nanquantile_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexL
 @_doc(_JVP_DOC, forward="scatter_quantile", vjp="scatter_quantile_vjp", name="scatter_quantile_jvp")
 def scatter_quantile_jvp(src: ArrayInput, index: IndexLike, src_dot: ArrayInput, q: Any = 0.5, *,
                          method: str = "linear", dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                         mode: Mode = "raise") -> Any:
+                         mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_quantile_jvp", porting)
     return _quantile_jvp("scatter_quantile_jvp", src, index, src_dot, q, check_method(method), False, dim_size,
                          axis, mode)
 
@@ -258,7 +267,9 @@ def scatter_quantile_jvp(src: ArrayInput, index: IndexLike, src_dot: ArrayInput,
 @_doc(_JVP_DOC, forward="scatter_nanquantile", vjp="scatter_nanquantile_vjp", name="scatter_nanquantile_jvp")
 def scatter_nanquantile_jvp(src: ArrayInput, index: IndexLike, src_dot: ArrayInput, q: Any = 0.5, *,
                             method: str = "linear", dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                            mode: Mode = "raise") -> Any:
+                            mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_nanquantile_jvp", porting)
     return _quantile_jvp("scatter_nanquantile_jvp", src, index, src_dot, q, check_method(method), True, dim_size,
                          axis, mode)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-
 from cyscatter._api.quantile import Sorted, check_method, check_q, positions, result_dtype
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of

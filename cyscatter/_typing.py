@@ -76,8 +76,8 @@ DimSize: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex], NDArray[np.in
 # a scalar for the untouched rows of an output, cast to its dtype (strings and bytes: gather of text)
 FillValue: TypeAlias = Union[complex, str, bytes, np.generic]
 
-__all__ = ["ScatterOp", "ScanOp", "Mode", "OpLike", "OrderStat", "ReduceOpLike", "ScanOpLike", "ArrayInput", "IndexLike", "DeviceArray", "DLPackArray", "DeviceIndex",
-           "DimSize", "FillValue"]
+__all__ = ["ScatterOp", "ScanOp", "Mode", "OpLike", "ScanOpLike", "ArrayInput", "IndexLike", "DeviceArray", "DLPackArray", "DeviceIndex",
+           "DimSize", "FillValue", "OrderStat", "ReduceOpLike"]
 
 if TYPE_CHECKING:
     from typing import Callable, TypeVar

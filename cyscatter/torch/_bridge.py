@@ -44,13 +44,23 @@ def tensor(a) -> torch.Tensor:
     return torch.from_dlpack(a)
 
 
+# A table, not torch.empty(...).numpy(): the fake kernels run under FakeTensorMode, where new tensors are fake
+_NUMPY_OF = {torch.bool: np.bool_, torch.uint8: np.uint8, torch.int8: np.int8, torch.int16: np.int16,
+             torch.int32: np.int32, torch.int64: np.int64, torch.uint16: np.uint16, torch.uint32: np.uint32,
+             torch.uint64: np.uint64, torch.float16: np.float16, torch.float32: np.float32,
+             torch.float64: np.float64, torch.complex64: np.complex64, torch.complex128: np.complex128}
+_TORCH_OF = {np.dtype(v): k for k, v in _NUMPY_OF.items()}
+
+
 def torch_dtype(dtype: np.dtype) -> torch.dtype:
-    return torch.from_numpy(np.empty(0, dtype)).dtype
+    return _TORCH_OF[np.dtype(dtype)]
 
 
-@functools.cache
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
-    return torch.empty(0, dtype=dtype).numpy().dtype
+    try:
+        return np.dtype(_NUMPY_OF[dtype])
+    except KeyError:
+        raise TypeError(f"cyscatter.torch has no NumPy dtype for {dtype}") from None
 
 
 @functools.cache

@@ -76,7 +76,7 @@ def scatter_std(src, index, dim=-1, out=None, dim_size=None, unbiased=True):
     if out is None:
         var = _grouped(native.scatter_var, src, index, dim, size)   # divided by count (0 for empty groups)
         scale = count / (count - 1).clamp(min=1) if unbiased else count / count.clamp(min=1)
-        return (var * scale).sqrt()
+        return (var.masked_fill(count == 0, 0.0) * scale).sqrt()
     mean = scatter_sum(src, index, dim, None, size) / count.clamp(min=1)
     full = broadcast(index, src, dim)
     squares = (src - mean.gather(dim, full)) ** 2

@@ -106,9 +106,12 @@ def test_composite_against_plain_torch(dtype):
                                src[index == 0].std(0, correction=0))
 
 
-def test_torch_geometric_scatter_agrees():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_torch_geometric_scatter_agrees(dtype):
     pyg_utils = pytest.importorskip("torch_geometric.utils")
-    src, index = torch.randn(50, 8), torch.randint(0, 12, (50,))
+    g = torch.Generator().manual_seed(2)
+    src, index = torch.randn(50, 8, generator=g, dtype=dtype), torch.randint(0, 12, (50,), generator=g)
+    index[index == 7] = 3                         # duplicates everywhere, group 7 empty
     for reduce in ("sum", "mean", "max", "min", "mul"):
         torch.testing.assert_close(torch_scatter.scatter(src, index, 0, dim_size=12, reduce=reduce),
                                    pyg_utils.scatter(src, index, 0, dim_size=12, reduce=reduce))

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+import cyscatter as cs
 from cyscatter.torch import native as cst
 
 DTYPES = [torch.float32, torch.float64]
@@ -42,6 +43,18 @@ def test_scatter_add_matches_index_add_along_an_axis(dtype):
     want = torch.zeros(2, DIM_SIZE, dtype=dtype).index_add_(1, INDEX, src)
     torch.testing.assert_close(cst.scatter(src, INDEX, "add", dim_size=DIM_SIZE, axis=1), want)
     torch.testing.assert_close(cst.scatter(src, INDEX, "sum", dim_size=DIM_SIZE, axis=-1), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", [o.name for o in cs.OPS])
+def test_every_op_passes_through_to_the_core(dtype, op):
+    """The frontend gives the NumPy core's result for every op of the registry, in the core's dtype."""
+    src = data(dtype).abs() + 0.5
+    src[1, 1] = np.nan
+    want = cs.scatter(src.numpy().copy(), INDEX.numpy(), op, dim_size=DIM_SIZE)
+    got = cst.scatter(src, INDEX, op, dim_size=DIM_SIZE)
+    assert got.dtype == torch.from_numpy(want).dtype
+    np.testing.assert_array_equal(got.numpy(), want)
 
 
 def test_scatter_default_dim_size_and_fill_value():

@@ -97,8 +97,33 @@ def _float(value):
 def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", out=None):
     """`cyscatter.scatter` on tensors: ``out[j] = op over {src[k] : index[k] == j}`` along `axis`.
 
-    With ``out=`` (a tensor of the result's shape and dtype) the result is written into it in place and `out` is
-    returned (not differentiable). See `cyscatter.scatter` for the parameters, ops and errors.
+    Parameters
+    ----------
+    src : Tensor, shape B + I + F
+        Values, on the CPU (or CUDA with CuPy installed); read in place.
+    index : integer Tensor, shape I
+        Destination of each entry along `axis`.
+    op : str, default "add"
+        Any op of `cyscatter.OPS` ("add", "mean", "max", "mul", ...), as `cyscatter.scatter`.
+    dim_size : int, optional
+        Output rows D; default ``index.max() + 1``, which reads the index (give it under ``torch.compile``).
+    axis, fill_value, mode
+        As `cyscatter.scatter`.
+    out : Tensor, shape B + (dim_size,) + F, optional
+        Written in place and returned (not differentiable).
+
+    Returns
+    -------
+    Tensor, shape B + (dim_size,) + F
+        Owns the array cyscatter computed (no copy); its dtype is cyscatter's (mean of integers: float64).
+        Differentiable in `src` (ties of max/min split the gradient, as ``torch.scatter_reduce``).
+
+    Raises
+    ------
+    TypeError
+        `src`/`index` not tensors, or a non-integer `index`; else as `cyscatter.scatter`.
+    ValueError, IndexError
+        An `axis` out of range; else as `cyscatter.scatter` (an index entry out of range: IndexError).
     """
     src, index = _tensor(src, "src"), _index(index)
     axis = _axis(axis, src, index.dim())
@@ -149,7 +174,35 @@ def gather_scatter_plan(gather_index, scatter_index, *, src_size=None, dim_size=
 def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weight=None, dim_size=None, axis=0,
                    mode=None, plan=None):
     """`cyscatter.gather_scatter` on tensors: ``out[d] = op over edges e into d of weight[e] * src[gather_index[e]]``
-    in one pass, differentiable in `src` and `weight`; `plan` (from `gather_scatter_plan`) groups the edges once.
+    in one pass, with no E x F message tensor.
+
+    Parameters
+    ----------
+    src : Tensor, shape B + (S,) + F
+        Node rows along `axis`.
+    gather_index, scatter_index : integer Tensor, shape (E,), optional
+        Source and destination row of each edge (both may be omitted when `plan` is given).
+    op : str, default "add"
+        As `cyscatter.gather_scatter` ("add", "mean", "max", "min", ...).
+    weight : Tensor, shape (E,) or (E, 1, ...), optional
+        Per-edge factor, differentiable.
+    dim_size : int, optional
+        Destination rows; default ``scatter_index.max() + 1`` (the plan's when a plan is given).
+    axis, mode
+        As `cyscatter.gather_scatter`.
+    plan : GatherScatterPlan, optional
+        From `gather_scatter_plan`: the edges grouped once, for the forward and both reverse passes.
+
+    Returns
+    -------
+    Tensor, shape B + (dim_size,) + F
+        Differentiable in `src` and `weight` (first order by the core's fused VJPs, second order through the
+        unfused form).
+
+    Raises
+    ------
+    TypeError
+        Neither `scatter_index` nor `plan`; arguments that are not tensors; else as `cyscatter.gather_scatter`.
     """
     src = _tensor(src, "src")
     gi = None if gather_index is None else _index(gather_index, "gather_index")

@@ -19,10 +19,12 @@ from cyscatter._api.gather import gather, gather_into
 from cyscatter._api.gather_scatter import gather_scatter
 from cyscatter._api.logical import scatter_all, scatter_any
 from cyscatter._api.moments import scatter_nanstd, scatter_nanvar, scatter_std, scatter_var
+from cyscatter._api.quantile import scatter_nanquantile, scatter_quantile
 from cyscatter._api.scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
 from cyscatter._api.scatter import scatter, scatter_into
 from cyscatter._api.segment import gather_segment, segment, segment_ids
 from cyscatter._api.softmax import scatter_log_softmax, scatter_logsumexp, scatter_softmax
+from cyscatter._arrays.keywords import hide_catch_all as _hide_catch_all
 from cyscatter._plan.edges import GatherScatterPlan, gather_scatter_plan
 from cyscatter._plan.index import MODES
 from cyscatter._registry.ops import OP_NAMES, OPS, get_op
@@ -36,6 +38,12 @@ from cyscatter._reverse.moments import (
     scatter_std_vjp,
     scatter_var_jvp,
     scatter_var_vjp,
+)
+from cyscatter._reverse.quantile import (
+    scatter_nanquantile_jvp,
+    scatter_nanquantile_vjp,
+    scatter_quantile_jvp,
+    scatter_quantile_vjp,
 )
 from cyscatter._reverse.scatter import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
 from cyscatter._reverse.segment import gather_segment_vjp_src, segment_jvp, segment_vjp_src
@@ -68,7 +76,11 @@ __all__ = [
     # NaN-skipping reductions (the ops nansum, nanprod, fmax, fmin, nanmean are in OPS)
     "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd",
     "scatter_nanvar_vjp", "scatter_nanvar_jvp", "scatter_nanstd_vjp", "scatter_nanstd_jvp",
+    # per-group order statistics (scatter, segment and gather_scatter also take the ops "median", "nanmedian")
+    "scatter_quantile", "scatter_nanquantile", "scatter_quantile_vjp", "scatter_quantile_jvp",
+    "scatter_nanquantile_vjp", "scatter_nanquantile_jvp",
 ]
+
 
 
 
@@ -82,3 +94,11 @@ def get_include() -> str:
         The folder *above* the package, so ``from cyscatter.kernels cimport ...`` resolves.
     """
     return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+
+
+# the public functions take a port's torch_scatter / JAX keywords in a ``**porting`` catch-all that raises with the
+# cyscatter spelling (cyscatter._arrays.keywords); their signatures, as help() and the docs show them, leave it out
+for _public in __all__:
+    if "porting" in getattr(getattr(globals()[_public], "__code__", None), "co_varnames", ()):
+        _hide_catch_all(globals()[_public])
+del _public

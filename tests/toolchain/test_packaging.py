@@ -128,3 +128,17 @@ def test_release_build_has_no_debug_info(module):
     sections = _sections(module.__file__)
     assert ".text" in sections, sections[:2000]   # readelf did read the section table
     assert ".debug_info" not in sections, f"{module.__file__} carries debug information"
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    """A subpackage missing from `[tool.setuptools] packages` installs from a checkout but not from a wheel."""
+    pyproject = ROOT / "pyproject.toml"
+    if not pyproject.is_file():
+        pytest.skip("no pyproject.toml beside the tests (an installed copy of the tests)")
+    tomllib = pytest.importorskip("tomllib")
+    listed = set(tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts)
+             for top in ("cyscatter", "grad") for init in (ROOT / top).rglob("__init__.py")}
+    assert found - listed == set(), f"packages missing from pyproject.toml: {sorted(found - listed)}"
+    missing = [name for name in listed if not (ROOT / name.replace(".", "/")).is_dir()]
+    assert missing == [], f"pyproject.toml lists packages that do not exist: {missing}"

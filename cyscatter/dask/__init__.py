@@ -25,10 +25,25 @@ except ImportError as err:   # pragma: no cover - depends on the environment
 from cyscatter._arrays.protocols import take_foreign_in as _take_foreign_in
 from cyscatter.dask._argext import scatter_argmax, scatter_argmin, scatter_nanargmax, scatter_nanargmin
 from cyscatter.dask._count import scatter_count
+from cyscatter.dask._edges import GatherScatterPlan, gather_scatter_plan
 from cyscatter.dask._gather import gather
+from cyscatter.dask._groups import (
+    gather_segment,
+    scatter_log_softmax,
+    scatter_logsumexp,
+    scatter_nanstd,
+    scatter_nanvar,
+    scatter_softmax,
+    scatter_std,
+    scatter_var,
+    segment,
+)
 from cyscatter.dask._logical import scatter_all, scatter_any
+from cyscatter.dask._message import gather_scatter
+from cyscatter.dask._message_reverse import gather_scatter_jvp, gather_scatter_vjp_src, gather_scatter_vjp_weight
 from cyscatter.dask._scan import scatter_scan
 from cyscatter.dask._scatter import scatter
+from cyscatter.dask._scatter_reverse import gather_vjp_src, scatter_vjp_dst, scatter_vjp_src
 from cyscatter.dask._whole import accept_empty_tuple as _accept_empty_tuple
 
 __all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count", "scatter_any", "scatter_all",
@@ -36,4 +51,8 @@ __all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_cou
 for _name in __all__:
     globals()[_name] = _accept_empty_tuple(globals()[_name])
 del _name
-_take_foreign_in(globals(), __all__)
+__all__ += ["gather_scatter", "gather_scatter_plan", "GatherScatterPlan", "gather_scatter_vjp_src",
+            "gather_scatter_vjp_weight", "gather_scatter_jvp", "scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src",
+            "segment", "gather_segment", "scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_var",
+            "scatter_std", "scatter_nanvar", "scatter_nanstd"]
+_take_foreign_in(globals(), [n for n in __all__ if n != "GatherScatterPlan"])

@@ -46,13 +46,39 @@ from cyscatter.dask._scatter import scatter
 from cyscatter.dask._scatter_reverse import gather_vjp_src, scatter_vjp_dst, scatter_vjp_src
 from cyscatter.dask._whole import accept_empty_tuple as _accept_empty_tuple
 
-__all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count", "scatter_any", "scatter_all",
-           "scatter_nanargmax", "scatter_nanargmin", "scatter_scan"]
+__all__ = [
+    "gather",
+    "scatter",
+    "scatter_all",
+    "scatter_any",
+    "scatter_argmax",
+    "scatter_argmin",
+    "scatter_count",
+    "scatter_nanargmax",
+    "scatter_nanargmin",
+    "scatter_scan",
+]
 for _name in __all__:
     globals()[_name] = _accept_empty_tuple(globals()[_name])
 del _name
-__all__ += ["gather_scatter", "gather_scatter_plan", "GatherScatterPlan", "gather_scatter_vjp_src",
-            "gather_scatter_vjp_weight", "gather_scatter_jvp", "scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src",
-            "segment", "gather_segment", "scatter_softmax", "scatter_log_softmax", "scatter_logsumexp", "scatter_var",
-            "scatter_std", "scatter_nanvar", "scatter_nanstd"]
+__all__ += [
+    "GatherScatterPlan",
+    "gather_scatter",
+    "gather_scatter_jvp",
+    "gather_scatter_plan",
+    "gather_scatter_vjp_src",
+    "gather_scatter_vjp_weight",
+    "gather_segment",
+    "gather_vjp_src",
+    "scatter_log_softmax",
+    "scatter_logsumexp",
+    "scatter_nanstd",
+    "scatter_nanvar",
+    "scatter_softmax",
+    "scatter_std",
+    "scatter_var",
+    "scatter_vjp_dst",
+    "scatter_vjp_src",
+    "segment",
+]
 _take_foreign_in(globals(), [n for n in __all__ if n != "GatherScatterPlan"])

@@ -18,7 +18,8 @@ from cyscatter.dask._graph import as_coords, known_shape, new_array, partitions,
 from cyscatter.dask._scatter import check_dim_chunks
 
 if TYPE_CHECKING:
-    from typing import Sequence, SupportsIndex
+    from collections.abc import Sequence
+    from typing import SupportsIndex
 
     from cyscatter._typing import DimSize, IndexLike, Mode
 

@@ -29,7 +29,8 @@ from cyscatter.dask._graph import as_coords, known_shape
 from cyscatter.dask._scatter import scatter
 
 if TYPE_CHECKING:
-    from typing import Any, Sequence, SupportsIndex
+    from collections.abc import Sequence
+    from typing import Any, SupportsIndex
 
     from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike
 

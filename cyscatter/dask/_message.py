@@ -18,7 +18,8 @@ from cyscatter.dask._edges import GatherScatterPlan, as_plan, mini
 from cyscatter.dask._graph import known_shape, new_array, positions, tree_reduce
 
 if TYPE_CHECKING:
-    from typing import Any, Sequence, SupportsIndex
+    from collections.abc import Sequence
+    from typing import SupportsIndex
 
     from cyscatter._typing import ArrayInput, DimSize, FillValue, IndexLike, Mode, OpLike
 

@@ -18,7 +18,8 @@ from cyscatter.dask._graph import new_array, positions, tree_reduce
 from cyscatter.dask._message import EdgeGraph, gather_scatter
 
 if TYPE_CHECKING:
-    from typing import Any, Sequence, SupportsIndex
+    from collections.abc import Sequence
+    from typing import Any, SupportsIndex
 
     import dask.array as da
 

@@ -24,7 +24,8 @@ from cyscatter.dask._message_reverse import _check_op, gather_scatter_vjp_src
 from cyscatter.dask._scatter import scatter
 
 if TYPE_CHECKING:
-    from typing import Any, Sequence, SupportsIndex
+    from collections.abc import Sequence
+    from typing import Any, SupportsIndex
 
     from cyscatter._typing import ArrayInput, IndexLike, Mode, OpLike
 

@@ -46,8 +46,10 @@ def parse_args():
     p.add_argument("--edge-chunks", type=int, default=2)
     p.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
     p.add_argument("--skip-cluster", action="store_true")
-    p.add_argument("--cluster-nodes", type=int, default=1_000_000)
-    p.add_argument("--cluster-features", type=int, default=64)
+    p.add_argument("--cluster-only", action="store_true")
+    p.add_argument("--cluster-nodes", type=int, default=500_000)
+    p.add_argument("--cluster-features", type=int, default=256)
+    p.add_argument("--cluster-degree", type=int, default=4)
     p.add_argument("--cluster-memory", default="400MB", help="memory limit of each of the 2 workers")
     p.add_argument("--cluster-chunks", type=int, default=16, help="row chunks on the cluster")
     p.add_argument("--seed", type=int, default=0)
@@ -232,45 +234,59 @@ def part_scatter(args):
     report("  scatter-add:", times, "in memory (cyscatter.scatter)", "Dask threads (cyscatter.dask)")
 
 
+def lazy_graph(n, degree, seed, chunks):
+    """`random_graph` as lazy Dask arrays, generated where they are computed (the workers): `chunks` edge chunks;
+    the degrees by ``da.bincount``, each edge's two degrees by ``cyscatter.dask.gather``."""
+    rng = da.random.default_rng(seed)
+    n_edges = n * (degree + 1)
+    step = -(-n_edges // chunks)
+    senders = da.concatenate([rng.integers(0, n, n * degree), da.arange(n)]).rechunk(step)
+    receivers = da.concatenate([da.arange(n * degree) // degree, da.arange(n)]).rechunk(step)
+    deg_in = da.bincount(receivers, minlength=n).astype(np.float32)
+    deg_out = da.bincount(senders, minlength=n).astype(np.float32)
+    weight = 1.0 / da.sqrt(csd.gather(deg_out, senders) * csd.gather(deg_in, receivers))
+    return senders, receivers, weight.astype(np.float32)[:, None]
+
+
 def part_cluster(args):
     from dask.distributed import Client, LocalCluster
 
     n, f = args.cluster_nodes, args.cluster_features
-    senders, receivers, weight = random_graph(n, args.degree, args.seed + 3)
     rows = -(-n // args.cluster_chunks)
     x_lazy = da.random.default_rng(args.seed + 4).standard_normal((n, f), chunks=(rows, -1)).astype(np.float32)
+    labels = da.random.default_rng(args.seed + 5).integers(0, args.classes, n, chunks=rows)
+    mask = (da.random.default_rng(args.seed + 6).random(n, chunks=rows) < 0.1).astype(np.float32)
     print(f"LocalCluster: 2 worker processes x {args.cluster_memory}; node features {n:,} x {f} float32 = "
-          f"{x_lazy.nbytes / 2**20:.0f} MiB, generated on the workers in {args.cluster_chunks} chunks")
-    labels = np.random.default_rng(args.seed + 5).integers(0, args.classes, n)
-    mask = (np.random.default_rng(args.seed + 6).random(n) < 0.1).astype(np.float32)
-    n_lab = float(mask.sum())
+          f"{x_lazy.nbytes / 2**20:.0f} MiB, generated on the workers in {args.cluster_chunks} chunks, as is the "
+          f"graph ({n * (args.cluster_degree + 1):,} edges)")
     params = init_params(f, args.hidden, args.classes, args.seed)
-    edges = -(-len(senders) // args.cluster_chunks)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=args.cluster_memory,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        s_d, r_d = da.from_array(senders, chunks=edges), da.from_array(receivers, chunks=edges)
-        w_d = da.from_array(weight, chunks=(edges, 1))
-        labels_d, mask_d = da.from_array(labels, chunks=rows), da.from_array(mask, chunks=rows)
         start = time.perf_counter()
-        plan_d = csd.gather_scatter_plan(s_d, r_d, src_size=n, dim_size=n, src_chunks=rows,
+        senders, receivers, weight = client.persist(list(lazy_graph(n, args.cluster_degree, args.seed + 3,
+                                                                     args.cluster_chunks)))
+        n_lab = float(mask.sum().compute())
+        plan_d = csd.gather_scatter_plan(senders, receivers, src_size=n, dim_size=n, src_chunks=rows,
                                          dim_chunks=-(-n // max(args.cluster_chunks // 2, 1)))
-        loss, grads = dask_step(params, x_lazy, labels_d, mask_d, n_lab, plan_d, w_d)
+        loss, grads = dask_step(params, x_lazy, labels, mask, n_lab, plan_d, weight)
         got = compute_dask(loss, grads)
         elapsed = time.perf_counter() - start
         workers = client.scheduler_info()["workers"]
-        print(f"  completed in {elapsed:.1f} s (plan, feature generation and the step), loss {float(got[0]):.6f}; "
-              f"{len(workers)} workers alive")
-    x = x_lazy.compute(scheduler="threads")
+        print(f"  completed in {elapsed:.1f} s (graph, plan, feature generation and the step), loss "
+              f"{float(got[0]):.6f}; {len(workers)} workers alive")
+        senders, receivers, weight = client.gather(client.compute([senders, receivers, weight]))
+    x, labels, mask = dask.compute(x_lazy, labels, mask, scheduler="threads")
     plan = cs.gather_scatter_plan(senders, receivers, src_size=n, dim_size=n)
-    expected = in_memory_step(params, x, labels, mask, n_lab, plan, weight, args.threads)
+    expected = in_memory_step(params, x, labels, mask, n_lab, plan, weight, args.threads, blas_threads=1)
     print(f"  max relative difference vs the in-memory step on the same arrays: {compare(got, expected):.1e}")
 
 
 def main():
     args = parse_args()
     print(f"cyscatter {cs.__version__}, dask {dask.__version__}")
-    part_gcn(args)
-    part_scatter(args)
+    if not args.cluster_only:
+        part_gcn(args)
+        part_scatter(args)
     if not args.skip_cluster:
         part_cluster(args)
 

@@ -35,9 +35,20 @@ from cyscatter.dask import _blocks
 
 class PairPlan(NamedTuple):
     """The edges from one source partition to one destination partition: their in-memory plan (rows local to
-    the partitions) and how many of them each edge chunk gave, in edge-chunk order."""
+    the partitions) and how many of them each edge chunk gave, in edge-chunk order.
+
+    Pickled (sent to another worker, spilled to disk) as its local rows, and grouped again when unpickled: the
+    in-memory plan itself is not meant to leave its process."""
     plan: object
     sizes: tuple
+
+    def __reduce__(self):
+        plan = self.plan
+        return _rebuilt, (np.asarray(plan.gather), np.asarray(plan.scatter), plan.src_size, plan.size, self.sizes)
+
+
+def _rebuilt(g, t, src_rows, dst_rows, sizes):
+    return PairPlan(gather_scatter_plan(g, t, src_size=src_rows, dim_size=dst_rows), sizes)
 
 
 def box(value, ndim: int) -> np.ndarray:

@@ -15,7 +15,7 @@ from cyscatter._reverse.gather_scatter import gather_scatter_vjp_weight as _vjp_
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._edges import mini
 from cyscatter.dask._graph import new_array, positions, tree_reduce
-from cyscatter.dask._message import EdgeGraph, gather_scatter
+from cyscatter.dask._message import EdgeGraph
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 _COMMON = """
     Parameters are those of the in-memory function, as Dask or NumPy arrays (`grad_out` and `out` of shape
     B + D + F, rechunked to the output's blocks; `src_dot` as `src`; `weight_dot` as `weight`), plus `dim_chunks`
-    (the destination partitions when no plan is given) and `split_every` (partials merged per task). `out` may
-    be omitted for max/min and their twins: it is then the lazy ``cyscatter.dask.gather_scatter`` result.
+    (the destination partitions when no plan is given) and `split_every` (partials merged per task). As in
+    memory, the ops that are not linear need `out` (TypeError at graph time without it).
 
     Each block pair (source partition, destination partition) runs the in-memory function on its blocks: its
     src block, its edges and weights, the destination block of `grad_out` / `out`. Where the in-memory rule
@@ -65,8 +65,6 @@ def _setup(op, fun, src, gather_index, scatter_index, weight, plan, dim_size, ax
     op = _check_op(op, fun)
     g = EdgeGraph(src, gather_index, scatter_index, weight, plan, dim_size, axis, mode, dim_chunks, fun,
                   num_threads, "")
-    if out is None and op.selects:   # the winners are read off the output, as the in-memory functions read it
-        out = gather_scatter(g.src, op=op, weight=g.weight, plan=g.plan, axis=g.nb, num_threads=g.threads)
     out = g.like_out(out, "out")
     return op, g, out
 

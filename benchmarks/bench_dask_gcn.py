@@ -50,6 +50,8 @@ def parse_args():
     p.add_argument("--cluster-nodes", type=int, default=500_000)
     p.add_argument("--cluster-features", type=int, default=256)
     p.add_argument("--cluster-degree", type=int, default=4)
+    p.add_argument("--cluster-hidden", type=int, default=16)
+    p.add_argument("--cluster-dst-chunks", type=int, default=4)
     p.add_argument("--cluster-memory", default="400MB", help="memory limit of each of the 2 workers")
     p.add_argument("--cluster-chunks", type=int, default=16, help="row chunks on the cluster")
     p.add_argument("--seed", type=int, default=0)
@@ -259,7 +261,7 @@ def part_cluster(args):
     print(f"LocalCluster: 2 worker processes x {args.cluster_memory}; node features {n:,} x {f} float32 = "
           f"{x_lazy.nbytes / 2**20:.0f} MiB, generated on the workers in {args.cluster_chunks} chunks, as is the "
           f"graph ({n * (args.cluster_degree + 1):,} edges)")
-    params = init_params(f, args.hidden, args.classes, args.seed)
+    params = init_params(f, args.cluster_hidden, args.classes, args.seed)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=args.cluster_memory,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         start = time.perf_counter()
@@ -267,7 +269,7 @@ def part_cluster(args):
                                                                      args.cluster_chunks)))
         n_lab = float(mask.sum().compute())
         plan_d = csd.gather_scatter_plan(senders, receivers, src_size=n, dim_size=n, src_chunks=rows,
-                                         dim_chunks=-(-n // max(args.cluster_chunks // 2, 1)))
+                                         dim_chunks=-(-n // args.cluster_dst_chunks))
         loss, grads = dask_step(params, x_lazy, labels, mask, n_lab, plan_d, weight)
         got = compute_dask(loss, grads)
         elapsed = time.perf_counter() - start

@@ -31,6 +31,12 @@ class GatherScatterPlan:
     reverse functions. Nothing is computed when it is made; ``plan.persist()`` computes the grouping once (and
     keeps it in memory, or on the workers of a ``dask.distributed`` client) for many calls.
 
+    Parameters
+    ----------
+    index_shape, src_dims, dims, mode, src_chunks, dim_chunks, edge_chunks, pairs, pieces : internal
+        What `gather_scatter_plan` worked out (the attributes below); it is the way to build a plan (the
+        constructor is not public API).
+
     Attributes
     ----------
     index_shape : tuple of int
@@ -59,7 +65,18 @@ class GatherScatterPlan:
         return self.pieces.shape[0]
 
     def persist(self, **kwargs) -> GatherScatterPlan:
-        """This plan with its grouping computed (``dask.persist``; keyword arguments go to it)."""
+        """This plan with its grouping computed and kept (``dask.persist``).
+
+        Parameters
+        ----------
+        **kwargs
+            Passed to ``dask.persist`` (``scheduler=``, ...).
+
+        Returns
+        -------
+        GatherScatterPlan
+            The same plan, its pairs and pieces held in memory (or on the workers).
+        """
         pairs, pieces = dask.persist(self.pairs, self.pieces, **kwargs)
         return GatherScatterPlan(self.index_shape, self.src_dims, self.dims, self.mode, self.src_chunks,
                                  self.dim_chunks, self.edge_chunks, pairs, pieces)

@@ -24,6 +24,7 @@ from cyscatter._api.softmax import scatter_log_softmax as _log_softmax
 from cyscatter._api.softmax import scatter_logsumexp as _logsumexp
 from cyscatter._api.softmax import scatter_softmax as _softmax
 from cyscatter._plan.layout import normalize_axis
+from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
 from cyscatter.dask._graph import as_coords, known_shape
 from cyscatter.dask._scatter import scatter
@@ -94,10 +95,25 @@ def _log_plus(a, b):
     return np.log(a) + b
 
 
+_GROUP_NOTES = """On Dask: `dim_size` is required (TypeError without it: inferring it would compute the whole index);
+    `src` must have its full shape (no broadcasting). The arguments are checked when the graph is built, by the
+    in-memory function run on one entry of the same dtypes; an out-of-range entry under ``mode="raise"`` raises
+    IndexError when computed. Sums are grouped by chunk: equal to the in-memory result to rounding."""
+_SEGMENT_PARAMS = """    dim_chunks : int or sequence of int, optional
+        On Dask: chunks of the output along the segment axis (``cyscatter.dask.scatter``'s `dim_chunks`).
+    split_every : int, default 4
+        On Dask: partials merged per task.
+"""
+_GATHER_SEGMENT_PARAMS = """    chunks : int, tuple or "auto", default "auto"
+        On Dask: chunks of the output along `axis` (its ``indptr[-1]`` rows).
+"""
+
+
 def _peak(g):
     return g.put(g.src, "max")
 
 
+@mirror(_logsumexp, notes=_GROUP_NOTES)
 def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
                       mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_logsumexp`` of Dask arrays (each group shifted by its finite maximum); shape
@@ -110,6 +126,7 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, a
     return _ew(_log_plus, sums, shift).astype(g.dtype)
 
 
+@mirror(_softmax, notes=_GROUP_NOTES)
 def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
                     mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_softmax`` of Dask arrays; shape and chunks of `src`; 0 for the entries
@@ -122,6 +139,7 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axi
     return probs.astype(g.dtype)
 
 
+@mirror(_log_softmax, notes=_GROUP_NOTES)
 def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axis: SupportsIndex = 0,
                         mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_log_softmax`` of Dask arrays; shape and chunks of `src`; -inf for the entries
@@ -156,6 +174,7 @@ def _moment(fun, src, index, ddof, dim_size, axis, mode, std, skip_nan):
     return out.astype(g.dtype)
 
 
+@mirror(_var, notes=_GROUP_NOTES)
 def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize, axis: SupportsIndex = 0,
                 mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_var`` of Dask arrays (two passes: group means, then squared deviations);
@@ -163,18 +182,21 @@ def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size:
     return _moment(_var, src, index, ddof, dim_size, axis, mode, std=False, skip_nan=False)
 
 
+@mirror(_std, notes=_GROUP_NOTES)
 def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize, axis: SupportsIndex = 0,
                 mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_std`` of Dask arrays: ``sqrt(scatter_var)``."""
     return _moment(_std, src, index, ddof, dim_size, axis, mode, std=True, skip_nan=False)
 
 
+@mirror(_nanvar, notes=_GROUP_NOTES)
 def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize,
                    axis: SupportsIndex = 0, mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_nanvar`` of Dask arrays: the variance over the non-NaN members."""
     return _moment(_nanvar, src, index, ddof, dim_size, axis, mode, std=False, skip_nan=True)
 
 
+@mirror(_nanstd, notes=_GROUP_NOTES)
 def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize,
                    axis: SupportsIndex = 0, mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_nanstd`` of Dask arrays: ``sqrt(scatter_nanvar)``."""
@@ -202,6 +224,7 @@ def _segment_ids(indptr, chunks):
     return pos.map_blocks(_ids_block, indptr=indptr, dtype=np.int64)
 
 
+@mirror(_segment, params=_SEGMENT_PARAMS)
 def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
             fill_value: FillValue | None = None, dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
             split_every: SupportsIndex = 4) -> da.Array:
@@ -220,6 +243,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
                    split_every=split_every)
 
 
+@mirror(_gather_segment, params=_GATHER_SEGMENT_PARAMS)
 def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None,
                    chunks: Any = "auto") -> da.Array:
     """Lazy ``cyscatter.gather_segment`` of a Dask `src`: row s of `src` repeated over segment s

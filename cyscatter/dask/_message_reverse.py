@@ -13,6 +13,7 @@ from cyscatter._reverse.gather_scatter import gather_scatter_jvp as _jvp
 from cyscatter._reverse.gather_scatter import gather_scatter_vjp_src as _vjp_src
 from cyscatter._reverse.gather_scatter import gather_scatter_vjp_weight as _vjp_weight
 from cyscatter.dask import _edge_blocks as eb
+from cyscatter.dask._docs import mirror
 from cyscatter.dask._edges import mini
 from cyscatter.dask._graph import new_array, positions, tree_reduce
 from cyscatter.dask._message import EdgeGraph
@@ -25,29 +26,24 @@ if TYPE_CHECKING:
 
     from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, OpLike
 
-_COMMON = """
-    Parameters are those of the in-memory function, as Dask or NumPy arrays (`grad_out` and `out` of shape
-    B + D + F, rechunked to the output's blocks; `src_dot` as `src`; `weight_dot` as `weight`), plus `dim_chunks`
-    (the destination partitions when no plan is given) and `split_every` (partials merged per task). As in
-    memory, the ops that are not linear need `out` (TypeError at graph time without it).
-
-    Each block pair (source partition, destination partition) runs the in-memory function on its blocks: its
-    src block, its edges and weights, the destination block of `grad_out` / `out`. Where the in-memory rule
-    divides an output element's cotangent among edges (mean: by its edge count, sqrt_n: its square root;
-    max/min/fmax/fmin: among its tied winning messages; nanmean: among its non-NaN messages), each pair's
-    cotangent is first scaled by its own count over the whole count (one more pass of the pairs counts them:
-    for max/min and nanmean it forms each pair's messages, E_pair x F, to find its winners). The shares are
-    then added: exact where one pair holds all of an element's edges (the factor is 1), else to rounding.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As the in-memory function, at graph time (checked on one edge of the same dtypes and feature shape),
-        and mismatched shapes of `grad_out`, `out`, `src_dot`, `weight_dot`.
-    NotImplementedError
-        mul, div and nanprod, whose rules need the product of the other members of each group (across pairs).
-    IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
+_PARAMS = """    dim_chunks : int or sequence of int, optional
+        On Dask: the destination partitions when no plan is given (default: one).
+    split_every : int, default 4
+        On Dask: partials merged per task.
+"""
+_NOTES = """On Dask: the arrays may be Dask or NumPy arrays (`grad_out` and `out` of shape B + D + F are cut as the
+    output's blocks, `src_dot` as `src`, `weight_dot` as `weight`); `dim_size` is required without a plan, which
+    is a ``cyscatter.dask.GatherScatterPlan``. Each block pair (source partition, destination partition) runs the
+    in-memory function on its blocks. Where the in-memory rule divides an output element's cotangent among
+    edges (mean: by its edge count, sqrt_n: its square root; max/min/fmax/fmin: among its tied winning
+    messages; nanmean: among its non-NaN messages), each pair's cotangent is first scaled by its own count over
+    the whole count (one more pass over the pairs counts them; for max/min and nanmean it forms each pair's
+    messages, E_pair x F). The shares then add up: exact where one pair holds all of an element's edges, else
+    to rounding. The arguments are checked when the graph is built (the in-memory function runs on one edge of
+    the same dtypes and feature shape); an out-of-range entry under ``mode="raise"`` raises IndexError when
+    computed."""
+_RAISES = """    NotImplementedError
+        On Dask: mul, div and nanprod, whose rules need the product of each group's other members across pairs.
 """
 
 
@@ -93,15 +89,24 @@ def _totals(g, op, layer, out, wkeys, split_every, extra=None):
     return totals
 
 
+@mirror(_vjp_src, params=_PARAMS, notes=_NOTES, raises=_RAISES)
 def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = None,
                            scatter_index: IndexLike | None = None, out: ArrayInput | None = None, *,
                            weight: ArrayInput | None = None, dim_size: DimSize | None = None,
                            axis: SupportsIndex = 0, mode: Mode | None = None, plan: Any = None,
                            num_threads: SupportsIndex | None = None,
                            dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
-                           split_every: int = 4, _extra: Any = None) -> da.Array:
+                           split_every: int = 4) -> da.Array:
     """Lazy ``cyscatter.gather_scatter_vjp_src`` of Dask arrays: the cotangent of `src`, shape and chunks of `src`.
     """
+    return vjp_src_graph(op, grad_out, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
+                         num_threads, dim_chunks, split_every)
+
+
+def vjp_src_graph(op, grad_out, src, gather_index, scatter_index, out, weight, dim_size, axis, mode, plan,
+                  num_threads, dim_chunks, split_every, extra=None):
+    """`gather_scatter_vjp_src`'s graph; `extra` (B + D + F, the initial dst's max/min winners of a scatter) adds
+    to the statistic of the selecting ops."""
     op, g, out = _setup(op, "gather_scatter_vjp_src", src, gather_index, scatter_index, weight, plan, dim_size,
                         axis, mode, dim_chunks, num_threads, out, "vjp-src")
     grad = g.like_out(grad_out, "grad_out")
@@ -113,7 +118,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
                                                                    g.weight, g.nb, g.threads, split_every)
     layer = {}
     wkeys = g.weight_keys(layer, g.weight, "weight")
-    extra = g.like_out(_extra, "dst")
+    extra = g.like_out(extra, "dst")
     totals = _totals(g, op, layer, out, wkeys, split_every, extra)
     task = partial(eb.vjp_src_pair, op=op.name, nb=g.nb, m=g.m, md=g.md, threads=g.threads)
     for b, f in g.outer_blocks():
@@ -129,6 +134,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     return new_array(name, layer, g.deps(grad, out, extra), g.src.chunks, dtype)
 
 
+@mirror(_vjp_weight, params=_PARAMS, notes=_NOTES, raises=_RAISES)
 def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
                               gather_index: IndexLike | None = None, scatter_index: IndexLike | None = None,
                               out: ArrayInput | None = None, *, weight: ArrayInput | None = None,
@@ -173,6 +179,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     return new_array(name, layer, g.deps(grad, out), chunks, dtype)
 
 
+@mirror(_jvp, params=_PARAMS, notes=_NOTES, raises=_RAISES)
 def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | None = None,
                        scatter_index: IndexLike | None = None, out: ArrayInput | None = None,
                        src_dot: ArrayInput | None = None, *, weight: ArrayInput | None = None,
@@ -229,6 +236,3 @@ def _jvp_finish(part, *, op, shape, dtype):
     return eb.jvp_finish(part, op=op, shape=shape).astype(dtype, copy=False)
 
 
-for _f in (gather_scatter_vjp_src, gather_scatter_vjp_weight, gather_scatter_jvp):
-    _f.__doc__ += _COMMON
-del _f

@@ -17,10 +17,11 @@ from cyscatter._reverse.scatter import gather_vjp_src as _gather_vjp_src
 from cyscatter._reverse.scatter import scatter_vjp_dst as _scatter_vjp_dst
 from cyscatter._reverse.scatter import scatter_vjp_src as _scatter_vjp_src
 from cyscatter.dask import _edge_blocks as eb
+from cyscatter.dask._docs import mirror
 from cyscatter.dask._edges import mini
 from cyscatter.dask._gather import gather
 from cyscatter.dask._graph import as_coords, known_shape
-from cyscatter.dask._message_reverse import _check_op, gather_scatter_vjp_src
+from cyscatter.dask._message_reverse import _check_op, vjp_src_graph
 from cyscatter.dask._scatter import scatter
 
 if TYPE_CHECKING:
@@ -28,6 +29,17 @@ if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
     from cyscatter._typing import ArrayInput, IndexLike, Mode, OpLike
+
+
+_DIM_CHUNKS = """    dim_chunks : int or sequence of int, optional
+        On Dask: chunks of the destination's first axis, as ``cyscatter.dask.scatter``'s (default: one).
+"""
+_SPLIT = """    split_every : int, default 4
+        On Dask: partials merged per task.
+"""
+_NOT_PRODUCTS = """    NotImplementedError
+        On Dask: mul, div and nanprod (their rules need the products of the other entries across blocks).
+"""
 
 
 def _as_dask(arr, arg):
@@ -51,6 +63,7 @@ def _mini_index(coords, lead=None):
     return parts if len(parts) > 1 else parts[0]
 
 
+@mirror(_scatter_vjp_src, params=_DIM_CHUNKS, raises=_NOT_PRODUCTS)
 def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
                     dst: ArrayInput | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
                     dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None) -> da.Array:
@@ -61,16 +74,6 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     of positions), so each (src chunk, destination partition) pair runs the in-memory rule with its cotangent
     scaled by its share of each output element (mean's counts, max/min's tied winners, the initial `dst` a
     candidate of max/min); exact where one pair holds all of an element's entries, else to rounding.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As ``cyscatter.scatter_vjp_src`` (checked at graph time on one entry of the same dtypes), and a `src` that
-        does not have the full shape B + I + F.
-    NotImplementedError
-        mul, div and nanprod (their rules need the products of the other entries across pairs).
-    IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
     """
     op = _check_op(op, "scatter_vjp_src")
     src, grad, out, dst = (_as_dask(a, n) for a, n in ((src, "src"), (grad_out, "grad_out"), (out, "out"),
@@ -91,12 +94,13 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     extra = None
     if dst is not None and op.selects:   # the initial dst is a candidate: its winners join the total
         extra = da.map_blocks(eb.winners_of, dst, out.rechunk(dst.chunks), dtype=np.float64)
-    grad_src = gather_scatter_vjp_src(op, grad, src, positions if ni > 1 else positions[0],
-                                      tuple(c.rechunk(chunks) for c in coords) if m > 1 else coords[0].rechunk(chunks),
-                                      out, dim_size=dims, axis=axis, mode=mode, dim_chunks=dim_chunks, _extra=extra)
+    targets = tuple(c.rechunk(chunks) for c in coords) if m > 1 else coords[0].rechunk(chunks)
+    grad_src = vjp_src_graph(op, grad, src, positions if ni > 1 else positions[0], targets, out, None, dims, axis,
+                             mode, None, None, dim_chunks, 4, extra)
     return grad_src.astype(dtype)
 
 
+@mirror(_scatter_vjp_dst, raises=_NOT_PRODUCTS)
 def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: IndexLike,
                     out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_vjp_dst`` of Dask arrays: the cotangent of `dst` (shape of `dst`, chunks of
@@ -104,15 +108,6 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
 
     Each block of `dst` runs the in-memory rule; for max/min and fmax/fmin its cotangent is first shared with
     the tied src winners, counted by a Dask scatter-add (``src == out[index]``), as the in-memory rule splits it.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As ``cyscatter.scatter_vjp_dst``, at graph time (on one entry of the same dtypes).
-    NotImplementedError
-        mul, div and nanprod.
-    IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
     """
     op = _check_op(op, "scatter_vjp_dst")
     grad, dst, src, out = (_as_dask(a, n) for a, n in ((grad_out, "grad_out"), (dst, "dst"), (src, "src"),
@@ -149,18 +144,12 @@ def _dst_block(grad, dst, out, total=None, *, op, src_dtype, empty_index, ni, m,
     return _scatter_vjp_dst(op, grad, dst, src, empty_index, out, axis=axis, mode="drop").astype(dtype, copy=False)
 
 
+@mirror(_gather_vjp_src, params=_DIM_CHUNKS + _SPLIT)
 def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: Any, *, axis: SupportsIndex = 0,
                    mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
                    split_every: SupportsIndex = 4) -> da.Array:
     """Lazy ``cyscatter.gather_vjp_src`` of Dask arrays: ``grad_out`` scatter-added into zeros of `src_shape`
     (``cyscatter.dask.scatter`` with op "add"), in the in-memory function's float dtype.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As ``cyscatter.gather_vjp_src``, at graph time.
-    IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
     """
     grad = _as_dask(grad_out, "grad_out")
     coords = as_coords(index)

@@ -8,12 +8,12 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
-from testing import REDUCTION_OPS  # noqa: E402
+from testing import REDUCTION_OPS
 
-import cyscatter as cs  # noqa: E402
-import cyscatter.dask as csd  # noqa: E402
-from cyscatter import MODES  # noqa: E402
-from cyscatter._registry.ops import get_op  # noqa: E402
+import cyscatter as cs
+import cyscatter.dask as csd
+from cyscatter import MODES
+from cyscatter._registry.ops import get_op
 
 N_SRC, N_DST, N_EDGES, F = 11, 9, 40, 3
 # row chunks of the sources, edge chunks, destination chunks: one block, uneven with empty and size-1 blocks, singles

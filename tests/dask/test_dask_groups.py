@@ -5,12 +5,12 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
-from dask_cases import CHUNKS, N, chunked, make_index  # noqa: E402
-from testing import OPS, op_supports  # noqa: E402
+from dask_cases import CHUNKS, N, chunked, make_index
+from testing import OPS, op_supports
 
-import cyscatter as cs  # noqa: E402
-import cyscatter.dask as csd  # noqa: E402
-from cyscatter import MODES  # noqa: E402
+import cyscatter as cs
+import cyscatter.dask as csd
+from cyscatter import MODES
 
 GROUP_FUNCS = ("scatter_logsumexp", "scatter_softmax", "scatter_log_softmax", "scatter_var", "scatter_std",
                "scatter_nanvar", "scatter_nanstd")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
-from testing import REDUCTION_OPS  # noqa: E402
+from testing import REDUCTION_OPS
 
-import cyscatter as cs  # noqa: E402
-import cyscatter.dask as csd  # noqa: E402
-from cyscatter._registry.ops import get_op  # noqa: E402
+import cyscatter as cs
+import cyscatter.dask as csd
+from cyscatter._registry.ops import get_op
 
 REVERSE_OPS = tuple(op for op in REDUCTION_OPS if not get_op(op).partials)   # mul/div/nanprod: NotImplementedError
 N_SRC, N_DST, N_EDGES, F = 10, 7, 36, 2
@@ -20,6 +20,10 @@ CHUNKINGS = {   # (src rows, edges, destination rows)
     "singles": ((1,) * N_SRC, (11, 0, 1, 24), 1),   # size-1 partitions; edges cut in few chunks: a small graph
     "single_edges": ((N_SRC,), (1,) * N_EDGES, (3, 4)),
 }
+
+
+# size-1 chunks make graphs of thousands of tasks: over a second a case, in the full tier
+CHUNKING_PARAMS = [c if c in ("one", "uneven") else pytest.param(c, marks=pytest.mark.full) for c in CHUNKINGS]
 
 
 def case(op, chunking, weight, mode):
@@ -35,12 +39,13 @@ def case(op, chunking, weight, mode):
 
 def close(got, expected):
     assert got.dtype == expected.dtype and got.shape == expected.shape
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    tol = 1e-5 if expected.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
 
 
 @pytest.mark.parametrize("mode", ["raise", "drop"])
 @pytest.mark.parametrize("weight", [False, True])
-@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("chunking", CHUNKING_PARAMS)
 @pytest.mark.parametrize("op", REVERSE_OPS)
 def test_gather_scatter_reverse_matches_in_memory(op, chunking, weight, mode):
     rng, src, g, t, w = case(op, chunking, weight, mode)
@@ -50,7 +55,7 @@ def test_gather_scatter_reverse_matches_in_memory(op, chunking, weight, mode):
     src_dot = rng.standard_normal((N_SRC, F))
     w_dot = None if w is None else rng.standard_normal(N_EDGES)
     xs, gs = da.from_array(src, chunks=(s_chunks, 1)), da.from_array(g, chunks=e_chunks)
-    kw = dict(weight=w, dim_size=N_DST, mode=mode, dim_chunks=d_chunks, split_every=2)
+    kw = {"weight": w, "dim_size": N_DST, "mode": mode, "dim_chunks": d_chunks, "split_every": 2}
     close(csd.gather_scatter_vjp_src(op, grad, xs, gs, t, out, **kw).compute(),
           cs.gather_scatter_vjp_src(op, grad, src, g, t, out, weight=w, dim_size=N_DST, mode=mode))
     close(csd.gather_scatter_vjp_weight(op, grad, xs, gs, t, out, **kw).compute(),
@@ -71,7 +76,7 @@ def test_ops_that_are_not_linear_need_out_as_in_memory(op):
 
 
 @pytest.mark.parametrize("dst", [False, True])
-@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("chunking", CHUNKING_PARAMS)
 @pytest.mark.parametrize("op", REVERSE_OPS)
 def test_scatter_reverse_matches_in_memory(op, chunking, dst):
     rng, src, _, t, _ = case(op, chunking, False, "raise")
@@ -99,7 +104,7 @@ def test_gather_vjp_src_matches_in_memory(mode):
 
 
 def test_reverse_argument_errors_at_graph_time():
-    rng, src, g, t, w = case("add", "one", True, "raise")
+    _, src, g, t, _ = case("add", "one", True, "raise")
     xs = da.from_array(src, chunks=3)
     with pytest.raises(ValueError, match="grad_out"):
         csd.gather_scatter_vjp_src("add", np.ones((N_DST + 1, F)), xs, g, t, dim_size=N_DST)
@@ -138,7 +143,7 @@ def test_gcn_step_on_dask_matches_in_memory():
                                      src_size=n, dim_size=n, src_chunks=(20, 17, 13), dim_chunks=16).persist()
     got = gcn_step(da, lambda h: csd.gather_scatter(h, op="mean", weight=weight, plan=plan_d),
                    lambda gr: csd.gather_scatter_vjp_src("mean", gr, gr, weight=weight, plan=plan_d),
-                   da.from_array(x, chunks=(20, 17, 13)), w1, w2)
+                   da.from_array(x, chunks=((20, 17, 13), -1)), w1, w2)
     for a, b in zip(da.compute(*got, scheduler="threads"), expected):
         np.testing.assert_allclose(a, b, rtol=1e-10)
 

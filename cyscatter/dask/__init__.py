@@ -10,6 +10,13 @@ zeros ordered) and on equal values the smaller position: the in-memory ``cyscatt
 ``scatter_argmin`` result, int64 positions with ``n = index.size`` for empty groups.
 ``cyscatter.dask.scatter_scan`` scans each chunk with the core and combines it with the running total of the
 chunks before it (a chain of per-chunk group totals): the in-memory ``cyscatter.scatter_scan`` result.
+``cyscatter.dask.gather_scatter`` runs message passing by block pairs (source partition, destination partition),
+each with its own in-memory plan (``cyscatter.dask.gather_scatter_plan``, lazy, ``persist()`` to keep it), the
+partials merged as the scatter's; its reverse functions (``gather_scatter_vjp_src``, ``_vjp_weight``, ``_jvp``) run
+the in-memory ones per block pair, each pair's cotangent scaled by its share of the edges that an output element's
+rule divides among (mean's count, max/min's tied winners). ``scatter_vjp_src``, ``scatter_vjp_dst`` and
+``gather_vjp_src`` are the reverse functions of scatter and gather; ``segment``, ``gather_segment``, the softmax
+family and the moments (and their NaN-skipping twins) are composed from the Dask scatter and gather.
 
 An empty index tuple (``index=()``, ``dim_size=()``: one entry reaching the whole destination, NumPy's ``a[()]``)
 runs as the 0-d index 0 into a size-1 axis that the result then drops (``cyscatter.dask._whole``).

@@ -96,7 +96,7 @@ def bucket_edges(g, t, *, src_bounds, dst_bounds) -> dict:
     cuts = np.searchsorted(key[order], np.arange(ns * nd + 1))
     pieces = {}
     for k in range(ns * nd):
-        pos = np.sort(order[cuts[k]:cuts[k + 1]])
+        pos = order[cuts[k]:cuts[k + 1]]   # increasing: the sort is stable
         si, di = divmod(k, nd)
         pieces[(si, di)] = (pos, g[pos] - src_bounds[si], t[pos] - dst_bounds[di])
     return pieces

@@ -115,3 +115,19 @@ def test_group_functions_on_local_cluster(client):
     indptr = np.array([0, 3, 3, 10, 11, N])
     close(client.compute(csd.segment(da.from_array(src, chunks=5), indptr, "max")).result(),
           cs.segment(src, indptr, "max"))
+
+
+def test_graphs_are_built_without_computing():
+    rng = np.random.default_rng(6)
+    src, index = da.from_array(make_values(rng), chunks=5), da.from_array(rng.integers(0, 7, N), chunks=5)
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("computed at graph-construction time")
+    with dask.config.set(scheduler=no_compute):
+        for func in GROUP_FUNCS:
+            getattr(csd, func)(src, index, dim_size=7)
+        csd.segment(src, np.array([0, 5, N]), "mean")
+        csd.gather_segment(src[:2], np.array([0, 5, N]))
+        csd.scatter_vjp_src("max", da.ones((7, 2)), src, index, da.ones((7, 2)))
+        csd.scatter_vjp_dst("max", da.ones((7, 2)), da.ones((7, 2)), src, index, da.ones((7, 2)))
+        csd.gather_vjp_src(src, index, (7, 2))

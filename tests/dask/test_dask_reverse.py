@@ -158,6 +158,7 @@ def test_reverse_on_local_cluster(client):
     close(client.compute(lazy).result(), cs.gather_scatter_jvp("max", src, g, t, out, np.ones_like(src), weight=w,
                                                               dim_size=N_DST, mode="drop"))
     src2 = rng.integers(-2, 3, (N_EDGES, F)).astype(np.float64)
+    t = rng.integers(0, N_DST, N_EDGES)
     out2 = cs.scatter(src2, t, "mean", dim_size=N_DST)
     close(client.compute(csd.scatter_vjp_src("mean", grad, da.from_array(src2, chunks=5), da.from_array(t, chunks=5),
                                              out2, dim_chunks=4)).result(),

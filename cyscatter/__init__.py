@@ -23,6 +23,7 @@ from cyscatter._api.scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
 from cyscatter._api.scatter import scatter, scatter_into
 from cyscatter._api.segment import gather_segment, segment, segment_ids
 from cyscatter._api.softmax import scatter_log_softmax, scatter_logsumexp, scatter_softmax
+from cyscatter._arrays.keywords import hide_catch_all as _hide_catch_all
 from cyscatter._plan.edges import GatherScatterPlan, gather_scatter_plan
 from cyscatter._plan.index import MODES
 from cyscatter._registry.ops import OP_NAMES, OPS, get_op
@@ -73,6 +74,7 @@ __all__ = [
 
 
 
+
 def get_include() -> str:
     """Directory holding ``cyscatter/kernels.pxd``, for ``include_path`` when cythonizing code that cimports it.
 
@@ -82,3 +84,11 @@ def get_include() -> str:
         The folder *above* the package, so ``from cyscatter.kernels cimport ...`` resolves.
     """
     return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+
+
+# the public functions take a port's torch_scatter / JAX keywords in a ``**porting`` catch-all that raises with the
+# cyscatter spelling (cyscatter._arrays.keywords); their signatures, as help() and the docs show them, leave it out
+for _public in __all__:
+    if "porting" in getattr(getattr(globals()[_public], "__code__", None), "co_varnames", ()):
+        _hide_catch_all(globals()[_public])
+del _public

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._docs import fill_doc
 from cyscatter._plan.edges import GatherScatterPlan
 from cyscatter._plan.prepare import prepare
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatter_index: IndexLike | None = None,
                    op: OpLike = "add", *, weight: ArrayInput | None = None, dim_size: DimSize | None = None,
                    axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode | None = None,
-                   plan: GatherScatterPlan | None = None, num_threads: SupportsIndex | None = None) -> Any:
+                   plan: GatherScatterPlan | None = None, num_threads: SupportsIndex | None = None,
+                   **porting: object) -> Any:
     """Gather rows along the edges and scatter-reduce them into destination rows, in one pass (message passing).
 
     ``out[b, scatter_index[e], f] = op(out[b, scatter_index[e], f], weight[e] * src[b, gather_index[e], f])``:
@@ -113,6 +115,8 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     array([[ 2., 20.],
            [ 6., 60.]])
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter", porting)
     threads = check_threads(num_threads)
     call = prepare("gather_scatter", src, (gather_index, scatter_index), op, weight=weight, plan=plan,
                    dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value)

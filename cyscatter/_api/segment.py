@@ -13,6 +13,7 @@ import numpy as np
 from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.integers import prod
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends import host
 from cyscatter._backends.reduce import finish_fresh
@@ -59,7 +60,7 @@ def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", be=host, 
     return xp.ascontiguousarray(ptr)
 
 
-def segment_ids(indptr: ArrayInput) -> Any:
+def segment_ids(indptr: ArrayInput, **porting: object) -> Any:
     """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s.
 
     Parameters
@@ -72,6 +73,8 @@ def segment_ids(indptr: ArrayInput) -> Any:
     ids : ndarray of int64, shape (indptr[-1],)
         A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
     """
+    if porting:
+        raise unexpected_keywords("segment_ids", porting)
     be = backend_of(indptr=indptr)
     xp = be.xp
     ptr = check_indptr(indptr, be=be)
@@ -84,7 +87,7 @@ def segment_ids(indptr: ArrayInput) -> Any:
 
 @fill_doc
 def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
-            fill_value: FillValue | None = None) -> Any:
+            fill_value: FillValue | None = None, **porting: object) -> Any:
     """Reduce consecutive segments of rows: ``out[b, s, f] = op-reduction of src[b, indptr[s]:indptr[s+1], f]``.
 
     pytorch_scatter's ``segment_csr`` and NumPy's ``op.reduceat(src, indptr[:-1])``, but an empty segment gets
@@ -142,6 +145,8 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     array([[ 1,  5],
            [15,  0]])
     """
+    if porting:
+        raise unexpected_keywords("segment", porting)
     op = get_op(op)
     be = backend_of(src=src, indptr=indptr)
     if len(shape_of(indptr)) > 1:
@@ -182,7 +187,7 @@ def _segment_by_scatter(be, src, indptr, op, axis, fill_value):
 
 
 @fill_doc
-def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None, **porting: object) -> Any:
     """Broadcast each segment's row back to its members: ``out[b, k, f] = src[b, s, f]`` for k in segment s.
 
     The gather counterpart (and adjoint) of `segment`: pytorch_scatter's ``gather_csr``, NumPy's
@@ -216,6 +221,8 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex |
     >>> cs.gather_segment(np.array([10, 20, 30]), np.array([0, 2, 2, 3]))
     array([10, 10, 30])
     """
+    if porting:
+        raise unexpected_keywords("gather_segment", porting)
     be = backend_of(src=src, indptr=indptr)
     src = be.asarray(src)
     if not src.dtype.isnative:   # native results, as gather's

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from cyscatter._api.segment import batched_indptr, check_indptr, merge_batch, segment, segment_axis, segment_ids
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.layout import normalize_axis
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
-                    axis: SupportsIndex | None = None) -> Any:
+                    axis: SupportsIndex | None = None, **porting: object) -> Any:
     """Gradient of `segment` w.r.t. `src`: `scatter_vjp_src` with the index ``segment_ids(indptr)``.
 
     The same rules as scatter's (mean by count, mul by the exact product of the others, max/min split among
@@ -44,6 +45,8 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
     grad_src : ndarray, shape of `src`
         Float dtype (float64 for integer inputs).
     """
+    if porting:
+        raise unexpected_keywords("segment_vjp_src", porting)
     batched = _batched("segment_vjp_src", src, indptr, axis, grad_out=grad_out, out=out)
     if batched is not None:
         flat, k, a = batched
@@ -54,7 +57,7 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
 
 
 def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
-                axis: SupportsIndex | None = None) -> Any:
+                axis: SupportsIndex | None = None, **porting: object) -> Any:
     """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``.
 
     Parameters
@@ -77,6 +80,8 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
     out_dot : ndarray, shape of `out`
         Tangent of the output, float dtype.
     """
+    if porting:
+        raise unexpected_keywords("segment_jvp", porting)
     batched = _batched("segment_jvp", src, indptr, axis, out=out, src_dot=src_dot)
     if batched is not None:
         flat, k, a = batched
@@ -86,7 +91,8 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
     return scatter_jvp(op, src, ids, out, src_dot, axis=_axis0(axis))
 
 
-def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:
+def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None,
+                           **porting: object) -> Any:
     """Gradient of `gather_segment` w.r.t. its `src`: the segment sums of `grad_out` (``segment(g, indptr)``).
 
     `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
@@ -105,6 +111,8 @@ def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: Su
     grad_src : ndarray, shape B + (S,) + F
         Float dtype (float64 for integer inputs).
     """
+    if porting:
+        raise unexpected_keywords("gather_segment_vjp_src", porting)
     check_given("grad_out", grad_out)
     be = backend_of(grad_out=grad_out, indptr=indptr)
     grad_out = check_numeric(be.asarray(grad_out), "grad_out")

@@ -240,7 +240,7 @@ def test_assignments_of_a_2d_index_chunked_along_its_second_axis(op, chunks):
 
 @pytest.mark.parametrize("dtype", [">f8", ">i4", ">c16"])
 def test_gather_of_a_big_endian_src_is_native(dtype):
-    """Results are native, as the in-memory gather's (README)."""
+    """Results are native, as the in-memory gather's (docs/errors.rst)."""
     src = np.arange(12).reshape(4, 3).astype(dtype)
     index = np.array([3, 0, 0, 2])
     got = threads(csd.gather(da.from_array(src, chunks=2), da.from_array(index, chunks=3)))

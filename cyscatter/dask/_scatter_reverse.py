@@ -1,0 +1,169 @@
+"""The split reverse functions of scatter and gather on Dask arrays.
+
+``scatter_vjp_src`` is ``gather_scatter_vjp_src`` with each src entry an edge from its own position (a gather
+index of positions), so the in-memory rules run per block pair; ``scatter_vjp_dst`` runs the in-memory rule per
+output block with the src entries' winners counted by a Dask scatter; ``gather_vjp_src`` is a Dask scatter-add.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+import dask.array as da
+import numpy as np
+
+from cyscatter._plan.layout import normalize_axis
+from cyscatter._reverse.scatter import gather_vjp_src as _gather_vjp_src
+from cyscatter._reverse.scatter import scatter_vjp_dst as _scatter_vjp_dst
+from cyscatter._reverse.scatter import scatter_vjp_src as _scatter_vjp_src
+from cyscatter.dask import _edge_blocks as eb
+from cyscatter.dask._docs import mirror
+from cyscatter.dask._edges import mini
+from cyscatter.dask._gather import gather
+from cyscatter.dask._graph import as_coords, known_shape
+from cyscatter.dask._message_reverse import _check_op, vjp_src_graph
+from cyscatter.dask._scatter import scatter
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, SupportsIndex
+
+    from cyscatter._typing import ArrayInput, IndexLike, Mode, OpLike
+
+
+_DIM_CHUNKS = """    dim_chunks : int or sequence of int, optional
+        On Dask: chunks of the destination's first axis, as ``cyscatter.dask.scatter``'s (default: one).
+"""
+_SPLIT = """    split_every : int, default 4
+        On Dask: partials merged per task.
+"""
+_NOT_PRODUCTS = """    NotImplementedError
+        On Dask: mul, div and nanprod (their rules need the products of the other entries across blocks).
+"""
+
+
+def _as_dask(arr, arg):
+    if arr is None:
+        return None
+    return known_shape(arr, arg) if isinstance(arr, da.Array) else da.asarray(np.asarray(arr))
+
+
+def _layout(src, index, out, axis, arg="src"):
+    """(coords, axis, m, index shape I, destination shape D) of a scatter of `src` (B + I + F) into `out`."""
+    coords = as_coords(index)
+    m, ishape = len(coords), coords[0].shape
+    axis = normalize_axis(axis, src.ndim, coords[0].ndim, array=arg)
+    dims = tuple(out.shape[axis:axis + m])
+    return coords, axis, m, ishape, dims
+
+
+def _mini_index(coords, lead=None):
+    shape = lead if lead is not None else (1,) * coords[0].ndim
+    parts = tuple(np.zeros(shape, np.int64) for _ in coords)
+    return parts if len(parts) > 1 else parts[0]
+
+
+@mirror(_scatter_vjp_src, params=_DIM_CHUNKS, raises=_NOT_PRODUCTS)
+def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
+                    dst: ArrayInput | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
+                    dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None) -> da.Array:
+    """Lazy ``cyscatter.scatter_vjp_src`` of Dask arrays: the cotangent of `src` (its shape and chunks).
+
+    `src` must have its full shape B + I + F (no broadcasting on Dask). The entries are the edges of a
+    message-passing call from their own position (``cyscatter.dask.gather_scatter_vjp_src`` with a gather index
+    of positions), so each (src chunk, destination partition) pair runs the in-memory rule with its cotangent
+    scaled by its share of each output element (mean's counts, max/min's tied winners, the initial `dst` a
+    candidate of max/min); exact where one pair holds all of an element's entries, else to rounding.
+    """
+    op = _check_op(op, "scatter_vjp_src")
+    src, grad, out, dst = (_as_dask(a, n) for a, n in ((src, "src"), (grad_out, "grad_out"), (out, "out"),
+                                                         (dst, "dst")))
+    coords, axis, m, ishape, dims = _layout(src, index, out, axis)
+    ni = len(ishape)
+    _scatter_vjp_src(op, mini(grad, axis + m), mini(src, axis + ni), _mini_index(coords), mini(out, axis + m),
+                     dst=mini(dst, axis + m), axis=axis, mode=mode)   # the in-memory checks, on one entry
+    dtype = _scatter_vjp_src(op, mini(grad, axis + m), mini(src, axis + ni), _mini_index(coords),
+                             mini(out, axis + m), dst=mini(dst, axis + m), axis=axis, mode=mode).dtype
+    if tuple(src.shape[axis:axis + ni]) != ishape:
+        raise ValueError(f"src shape {src.shape} does not hold the index shape {ishape} at axis {axis}: on Dask, "
+                         "src must have its full shape (no broadcasting)")
+    chunks = src.chunks[axis:axis + ni]
+    positions = tuple(da.broadcast_to(da.arange(n, chunks=c).reshape((1,) * k + (n,) + (1,) * (ni - k - 1)), ishape,
+                                      chunks=chunks)
+                      for k, (n, c) in enumerate(zip(ishape, chunks)))
+    extra = None
+    if dst is not None and op.selects:   # the initial dst is a candidate: its winners join the total
+        extra = da.map_blocks(eb.winners_of, dst, out.rechunk(dst.chunks), dtype=np.float64)
+    targets = tuple(c.rechunk(chunks) for c in coords) if m > 1 else coords[0].rechunk(chunks)
+    grad_src = vjp_src_graph(op, grad, src, positions if ni > 1 else positions[0], targets, out, None, dims, axis,
+                             mode, None, None, dim_chunks, 4, extra)
+    return grad_src.astype(dtype)
+
+
+@mirror(_scatter_vjp_dst, raises=_NOT_PRODUCTS)
+def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: IndexLike,
+                    out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> da.Array:
+    """Lazy ``cyscatter.scatter_vjp_dst`` of Dask arrays: the cotangent of `dst` (shape of `dst`, chunks of
+    `grad_out`).
+
+    Each block of `dst` runs the in-memory rule; for max/min and fmax/fmin its cotangent is first shared with
+    the tied src winners, counted by a Dask scatter-add (``src == out[index]``), as the in-memory rule splits it.
+    """
+    op = _check_op(op, "scatter_vjp_dst")
+    grad, dst, src, out = (_as_dask(a, n) for a, n in ((grad_out, "grad_out"), (dst, "dst"), (src, "src"),
+                                                         (out, "out")))
+    coords, axis, m, ishape, dims = _layout(src, index, out, axis)
+    ni = len(ishape)
+    dtype = _scatter_vjp_dst(op, mini(grad, axis + m), mini(dst, axis + m), mini(src, axis + ni),
+                             _mini_index(coords), mini(out, axis + m), axis=axis, mode=mode).dtype
+    for arr, arg in ((dst, "dst"), (out, "out")):
+        if arr.shape != grad.shape:
+            raise ValueError(f"{arg} has shape {arr.shape} but grad_out has shape {grad.shape}")
+    dst, out = dst.rechunk(grad.chunks), out.rechunk(grad.chunks)
+    task = partial(_dst_block, op=op.name, src_dtype=src.dtype, empty_index=_mini_index(coords, (0,) * ni), ni=ni,
+                   m=m, axis=axis, dtype=dtype)
+    if not op.selects:
+        return da.map_blocks(task, grad, dst, out, dtype=dtype)
+    wins = da.map_blocks(partial(eb.winners_of, skip_nan=op.skips_nan), src,
+                         gather(out, index, axis=axis, mode=mode).rechunk(src.chunks), dtype=np.float64)
+    total = scatter(wins, index, "add", dim_size=dims, axis=axis, mode=mode).rechunk(grad.chunks)
+    return da.map_blocks(task, grad, dst, out, total, dtype=dtype)
+
+
+def _dst_block(grad, dst, out, total=None, *, op, src_dtype, empty_index, ni, m, axis, dtype):
+    if total is not None:
+        mine = eb.winners_of(dst, out)
+        total = total + mine
+        with np.errstate(divide="ignore", invalid="ignore"):
+            factor = np.where(total > 0, mine / np.maximum(total, 1), 0.0)
+        if not np.all(factor[mine > 0] == 1):
+            real = grad.dtype if grad.dtype.kind in "fc" else np.dtype(np.float64)
+            grad = grad * factor.astype(np.empty(0, real).real.dtype)
+    # no src entries: the in-memory rule of dst alone, on the cotangent shared out above
+    src = np.zeros(dst.shape[:axis] + (0,) * ni + dst.shape[axis + m:], src_dtype)
+    return _scatter_vjp_dst(op, grad, dst, src, empty_index, out, axis=axis, mode="drop").astype(dtype, copy=False)
+
+
+@mirror(_gather_vjp_src, params=_DIM_CHUNKS + _SPLIT)
+def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: Any, *, axis: SupportsIndex = 0,
+                   mode: Mode = "raise", dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
+                   split_every: SupportsIndex = 4) -> da.Array:
+    """Lazy ``cyscatter.gather_vjp_src`` of Dask arrays: ``grad_out`` scatter-added into zeros of `src_shape`
+    (``cyscatter.dask.scatter`` with op "add"), in the in-memory function's float dtype.
+    """
+    grad = _as_dask(grad_out, "grad_out")
+    coords = as_coords(index)
+    ni, m = coords[0].ndim, len(coords)
+    shape = tuple(int(s) for s in (src_shape if np.ndim(src_shape) else (src_shape,)))
+    axis_n = normalize_axis(axis, len(shape), m, array="src_shape")
+    mini_shape = shape[:axis_n] + (1,) * m + shape[axis_n + m:]
+    mini_grad = np.zeros(shape[:axis_n] + (1,) * ni + shape[axis_n + m:], grad.dtype) \
+        if grad.ndim == len(shape) - m + ni else mini(grad, axis_n + ni)
+    dtype = _gather_vjp_src(mini_grad, _mini_index(coords), mini_shape, axis=axis_n, mode=mode).dtype
+    expected = shape[:axis_n] + coords[0].shape + shape[axis_n + m:]
+    if tuple(grad.shape) != expected:
+        raise ValueError(f"grad_out shape {grad.shape} does not match src_shape {shape} gathered with an index of "
+                         f"shape {coords[0].shape} at axis {axis_n}: expected {expected}")
+    result = scatter(grad.astype(dtype), index, "add", dim_size=shape[axis_n:axis_n + m], axis=axis_n, mode=mode,
+                     dim_chunks=dim_chunks, split_every=split_every)
+    return result.astype(dtype)

@@ -1,0 +1,133 @@
+"""segment, gather_segment, the softmax family and the moments on Dask arrays against the in-memory functions,
+on random chunkings (one chunk, uneven with empty and size-1 chunks, all size-1) and every mode."""
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+from dask_cases import CHUNKS, N, chunked, make_index
+from testing import OPS, op_supports
+
+import cyscatter as cs
+import cyscatter.dask as csd
+from cyscatter import MODES
+
+GROUP_FUNCS = ("scatter_logsumexp", "scatter_softmax", "scatter_log_softmax", "scatter_var", "scatter_std",
+               "scatter_nanvar", "scatter_nanstd")
+DIMS = {"int": (7,), "tuple": (3, 4)}
+
+
+def make_values(rng, dtype=np.float64):
+    values = rng.standard_normal((N, 2)) * 3
+    values[[1, 11], [0, 1]] = (np.nan, -np.inf)
+    values[4, 0] = np.inf
+    return values.astype(dtype)
+
+
+def close(got, expected):
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    rtol = 1e-5 if expected.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("chunks", list(CHUNKS))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", ["int", "tuple"])
+@pytest.mark.parametrize("func", GROUP_FUNCS)
+def test_group_functions_match_in_memory(func, kind, mode, chunks):
+    rng = np.random.default_rng(GROUP_FUNCS.index(func) + 10 * MODES.index(mode))
+    index, dim_size = make_index(rng, kind, mode, DIMS)
+    src = make_values(rng)
+    kwargs = {"ddof": 1} if "var" in func or "std" in func else {}
+    expected = getattr(cs, func)(src, index, dim_size=dim_size, mode=mode, **kwargs)
+    got = getattr(csd, func)(da.from_array(src, chunks=(CHUNKS[chunks], 1)), chunked(index, CHUNKS[chunks]),
+                             dim_size=dim_size, mode=mode, **kwargs)
+    close(got.compute(scheduler="threads"), expected)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "int8"])
+@pytest.mark.parametrize("func", GROUP_FUNCS)
+def test_group_function_dtypes(func, dtype):
+    rng = np.random.default_rng(1)
+    src = rng.integers(-3, 4, (N, 2)).astype(dtype)
+    index = rng.integers(0, 5, N)
+    expected = getattr(cs, func)(src, index, dim_size=5)
+    close(getattr(csd, func)(da.from_array(src, chunks=5), da.from_array(index, chunks=5), dim_size=5).compute(),
+          expected)
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda s, i: csd.scatter_softmax(s, i, dim_size=None), TypeError, "dim_size"),
+    (lambda s, i: csd.scatter_softmax(s.astype(complex), i, dim_size=7), TypeError, "complex"),
+    (lambda s, i: csd.scatter_var(s, i, ddof="x", dim_size=7), TypeError, "ddof"),
+    (lambda s, i: csd.scatter_logsumexp(s, i, dim_size=7, mode="bad"), ValueError, "mode"),
+    (lambda s, i: csd.scatter_std(s, i.astype(float), dim_size=7), TypeError, "integer"),
+    (lambda s, i: csd.segment(s, np.array([0, 5, 3, N]), "add"), ValueError, "indptr"),
+    (lambda s, i: csd.segment(s, np.array([0, 5]), "add"), ValueError, "indptr"),
+    (lambda s, i: csd.segment(s, np.array([0, 5, N]), "nope"), ValueError, "nope"),
+    (lambda s, i: csd.segment(s, np.array([[0, N]]), "add"), ValueError, "indptr"),
+    (lambda s, i: csd.gather_segment(s, np.array([0, 2, 3])), ValueError, "indptr"),
+])
+def test_argument_errors_at_graph_time(call, error, match):
+    rng = np.random.default_rng(2)
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("computed at graph-construction time")
+    with dask.config.set(scheduler=no_compute), pytest.raises(error, match=match):
+        call(da.from_array(make_values(rng), chunks=5), da.from_array(rng.integers(0, 7, N), chunks=5))
+
+
+SEGMENT_OPS = [op for op in OPS if op_supports(op, np.float64)]
+
+
+@pytest.mark.parametrize("chunks", list(CHUNKS))
+@pytest.mark.parametrize("op", SEGMENT_OPS)
+def test_segment_matches_in_memory(op, chunks):
+    rng = np.random.default_rng(3)
+    src = rng.integers(-3, 4, (2, N, 2)).astype(np.float64)   # batch dim; ties
+    indptr = np.array([0, 3, 3, 10, 11, N])
+    expected = cs.segment(src, indptr, op, axis=1, fill_value=-9.0)
+    got = csd.segment(da.from_array(src, chunks=(1, CHUNKS[chunks], 1)), indptr, op, axis=1, fill_value=-9.0,
+                      dim_chunks=2)
+    close(got.compute(), expected)
+
+
+@pytest.mark.parametrize("chunks", [3, 1, "auto"])
+def test_gather_segment_matches_in_memory(chunks):
+    rng = np.random.default_rng(4)
+    src = rng.standard_normal((5, 2))
+    indptr = np.array([0, 3, 3, 10, 11, N])
+    got = csd.gather_segment(da.from_array(src, chunks=2), da.from_array(indptr, chunks=2), chunks=chunks)
+    np.testing.assert_array_equal(got.compute(), cs.gather_segment(src, indptr))
+
+
+@pytest.mark.distributed
+def test_group_functions_on_local_cluster(client):
+    rng = np.random.default_rng(5)
+    index, dim_size = make_index(rng, "int", "drop", DIMS)
+    src = make_values(rng)
+    lazy = [getattr(csd, f)(da.from_array(src, chunks=(CHUNKS["uneven_empty"], 1)),
+                            chunked(index, CHUNKS["uneven_empty"]), dim_size=dim_size, mode="drop")
+            for f in ("scatter_softmax", "scatter_nanvar")]
+    got = [f.result() for f in client.compute(lazy)]
+    close(got[0], cs.scatter_softmax(src, index, dim_size=dim_size, mode="drop"))
+    close(got[1], cs.scatter_nanvar(src, index, dim_size=dim_size, mode="drop"))
+    indptr = np.array([0, 3, 3, 10, 11, N])
+    close(client.compute(csd.segment(da.from_array(src, chunks=5), indptr, "max")).result(),
+          cs.segment(src, indptr, "max"))
+
+
+def test_graphs_are_built_without_computing():
+    rng = np.random.default_rng(6)
+    src, index = da.from_array(make_values(rng), chunks=5), da.from_array(rng.integers(0, 7, N), chunks=5)
+
+    def no_compute(*args, **kwargs):
+        raise AssertionError("computed at graph-construction time")
+    with dask.config.set(scheduler=no_compute):
+        for func in GROUP_FUNCS:
+            getattr(csd, func)(src, index, dim_size=7)
+        csd.segment(src, np.array([0, 5, N]), "mean")
+        csd.gather_segment(src[:2], np.array([0, 5, N]))
+        csd.scatter_vjp_src("max", da.ones((7, 2)), src, index, da.ones((7, 2)))
+        csd.scatter_vjp_dst("max", da.ones((7, 2)), da.ones((7, 2)), src, index, da.ones((7, 2)))
+        csd.gather_vjp_src(src, index, (7, 2))

@@ -15,7 +15,9 @@ Cases (`xc` float32 (200000, 64), 5000 groups; mean: 1e6 x 64 into 1e5):
 - g:   gather along axis 1 of features-first data; np.take, torch index_select
 
 Each round calls every implementation once (so drift and other load hit all alike); the table gives the median
-and the minimum wall time (ms) and the ratio of medians to the case's reference. cyscatter runs on one thread
+and the minimum of wall time and of the process's CPU time (ms; all its threads: JAX's dispatch included) and
+the ratio of medians to the case's reference. On a shared machine the CPU time is the steadier figure: it leaves
+out the time other processes hold the core (cache and memory contention stay in it). cyscatter runs on one thread
 (``cs.set_num_threads(1)``), torch with ``torch.set_num_threads(1)``, JAX with XLA's CPU client told to use one
 thread where the flags allow (its dispatch still runs on other threads).
 """
@@ -139,17 +141,21 @@ def run(args):
         ref, impls = table[name]
         for f in impls.values():   # warm up (JIT, page faults, caches of the Python layer)
             f()
-        times = {k: [] for k in impls}
+        wall = {k: [] for k in impls}
+        cpu = {k: [] for k in impls}
         for _ in range(args.rounds):
             for k, f in impls.items():
-                t0 = time.perf_counter()
+                c0, t0 = time.process_time(), time.perf_counter()
                 f()
-                times[k].append(time.perf_counter() - t0)
-        base = np.median(times[ref])
-        print(f"\n{name}  (ratio: median / median of {ref!r})")
-        for k, v in times.items():
-            print(f"  {k:34s} median {np.median(v) * 1e3:8.2f} ms   min {min(v) * 1e3:8.2f} ms   "
-                  f"ratio {np.median(v) / base:5.2f}")
+                wall[k].append(time.perf_counter() - t0)
+                cpu[k].append(time.process_time() - c0)
+        base, cbase = np.median(wall[ref]), np.median(cpu[ref])
+        print(f"\n{name}  (ratios: median / median of {ref!r})")
+        for k in impls:
+            w, c = wall[k], cpu[k]
+            print(f"  {k:34s} wall median {np.median(w) * 1e3:8.2f} min {min(w) * 1e3:8.2f} ratio "
+                  f"{np.median(w) / base:5.2f} | CPU median {np.median(c) * 1e3:8.2f} min {min(c) * 1e3:8.2f} "
+                  f"ratio {np.median(c) / cbase:5.2f}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ from cyscatter import kernels
 from cyscatter._backends import host
 from tests.helpers.reference import ref_scatter
 
+# float16 products overflow to inf in both cyscatter and the reference: the values still compare
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+
 OPS = ["add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "nanprod", "fmax", "fmin",
        "nanmean", "set"]
 
@@ -170,11 +173,11 @@ def test_batch_dims_and_index_along_a_middle_axis(staged_everywhere, op):
     _check(cs.scatter(y, idx, op, dim_size=11, axis=-1), ref_scatter(y, idx, op, dim_size=11, axis=1))
 
 
-@pytest.mark.parametrize("op", ["add", "max", "mul", "min"])
+@pytest.mark.parametrize("op", ["add", "max", "mul", "min", "mean", "sqrt_n", "nansum", "fmax", "nanmean"])
 @pytest.mark.parametrize("layout", ["c", "fortran", "features-first"])
 def test_scatter_into_reads_src_in_place(staged_everywhere, op, layout):
     rng = np.random.default_rng(7)
-    x = _values(rng, (200, 6), np.float16)
+    x = _values(rng, (200, 6), np.float16, nan=op in ("nansum", "fmax", "nanmean"))
     idx = rng.integers(0, 17, 200)
     dst = _values(rng, (17, 6), np.float32)
     want = ref_scatter(x, idx, op, dst=dst)

@@ -19,15 +19,19 @@ OPS = ["add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "na
        "nanmean", "set"]
 
 
-@pytest.fixture(params=[512, 1 << 18], ids=["tiny-blocks", "default-blocks"])
+@pytest.fixture(params=[(True, 512), (True, 1 << 14), (False, 512), (False, 1 << 18)],
+                ids=["tiny-bands", "bands", "tiny-blocks", "blocks"])
 def staged_everywhere(request):
-    """Every size takes the staged path, in blocks of `param` bytes (tiny ones: many blocks and column blocks)."""
-    old_min, old = host.STAGE_MIN_ELEMENTS, kernels._tune()["stage_bytes"]
+    """Every size takes the staged path, in the one-thread bands or the blocks of the core kernel, of `param`
+    bytes (tiny ones: many bands or blocks, and column blocks)."""
+    knobs = ("stage_bands", "stage_band_bytes", "stage_bytes")
+    old_min, old = host.STAGE_MIN_ELEMENTS, {k: kernels._tune()[k] for k in knobs}
     host.STAGE_MIN_ELEMENTS = 0
-    kernels._tune(stage_bytes=request.param)
+    bands, size = request.param
+    kernels._tune(stage_bands=bands, stage_band_bytes=size, stage_bytes=size)
     yield request.param
     host.STAGE_MIN_ELEMENTS = old_min
-    kernels._tune(stage_bytes=old)
+    kernels._tune(**old)
 
 
 def _values(rng, shape, dtype, nan=False):

@@ -19,12 +19,29 @@ class OpCode(enum.IntEnum):
     OP_FMAX = 10
     OP_FMIN = 11
 
+class StageCode(enum.IntEnum):
+    STAGE_COPY = 0
+    STAGE_HALF = 1
+    STAGE_BFLOAT = 2
+    STAGE_F4 = 3
+    STAGE_I1 = 4
+    STAGE_I2 = 5
+    STAGE_I4 = 6
+    STAGE_I8 = 7
+    STAGE_U1 = 8
+    STAGE_U2 = 9
+    STAGE_U4 = 10
+    STAGE_U8 = 11
+
 class IndexMode(enum.IntEnum):
     MODE_RAISE = 0
     MODE_DROP = 1
 
 def scatter_reduce(opcode: int, src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]], out: npt.NDArray[Any],
                    counts: npt.NDArray[np.int64] | None = ..., mode: int = ..., num_threads: int = ...) -> int: ...
+def scatter_staged(opcode: int, stage_code: int, src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]],
+                   out: npt.NDArray[Any], counts: npt.NDArray[np.int64] | None = ..., mode: int = ...,
+                   num_threads: int = ..., transpose: bool = ...) -> int: ...
 def gather(src: npt.NDArray[Any], index: npt.NDArray[np.integer[Any]], out: npt.NDArray[Any], mode: int = ...,
            num_threads: int = ...) -> int: ...
 def check_index(index: npt.NDArray[np.integer[Any]], size: int) -> int: ...
@@ -44,7 +61,9 @@ def _set_machine(stream_min_bytes: int, l2_share: int, block_bytes: int, prefetc
 def _machine() -> dict[str, int]: ...
 def _tune(prefetch_rows: int | None = ..., scatter_split: int | None = ..., min_work: int | None = ...,
           src_ahead: int | None = ..., lean_vectors: int | None = ..., stream: int | None = ...,
-          partition: int | None = ..., block_bytes: int | None = ...) -> dict[str, int]: ...
+          partition: int | None = ..., block_bytes: int | None = ..., stage_bytes: int | None = ...,
+          stage_step: int | None = ..., stage_bands: bool | None = ...,
+          stage_band_bytes: int | None = ...) -> dict[str, int]: ...
 def divide_by_counts(out: npt.NDArray[Any], counts: npt.NDArray[Any], num_threads: int = ...) -> bool: ...
 # the fast paths of the public functions: None (or False) when the call is not the common case
 def scatter_simple(src: npt.NDArray[Any], index: object, opcode: int, identity: object, dim_size: object,

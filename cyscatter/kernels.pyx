@@ -24,6 +24,30 @@ cdef extern from "include/_cdiv.h" nogil:
 cdef extern from "include/_halfconv.h" nogil:
     void cyscatter_f16_to_f32(const uint16_t* src, float* dst, Py_ssize_t n)
 
+cdef extern from "include/_stage.h" nogil:
+    ctypedef void (*cyscatter_stage_fn)(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs,
+                                        Py_ssize_t cs, void* dst) noexcept nogil
+    void cyscatter_stage_half(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_bfloat(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_f4_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_i1_i8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_i2_i8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_i4_i8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_u1_i8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_u2_i8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_u4_i8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_i1_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_i2_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_i4_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_i8_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_u1_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_u2_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_u4_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_u8_f8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_copy4(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_copy8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+    void cyscatter_stage_copy16(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
+
 cdef extern from "include/_cpu.h" nogil:
     Py_ssize_t cyscatter_rows_ahead(Py_ssize_t reach, Py_ssize_t row_bytes)
     int cyscatter_omp_max_threads()
@@ -1079,6 +1103,374 @@ def scatter_reduce(int opcode, cnp.ndarray src not None, cnp.ndarray index not N
     return status
 
 
+# ---- staged scatter: src converted and laid out a block at a time ----------------------------------------------
+# A src the kernels cannot read as it is (float16/bfloat16 accumulating in float32, a dtype= or small-integer
+# widening, a Fortran-ordered or otherwise strided src, features-first data with one-element rows) used to be
+# converted whole into an n x F array of the kernel's dtype first. Here blocks of rows that fit a share of the L2
+# are converted into one buffer and scattered from it while cached; the blocks go in index order, so every
+# destination element sees its updates in the same order as before: the same bits. Features-first data (inner
+# == 1, outer > 1) is read as rows of the transposed problem (n rows of `outer` elements) into a transposed
+# table, copied in from and back to `out`: one pass over the index instead of one per outer row.
+
+cpdef enum StageCode:
+    STAGE_COPY = 0     # src already has the kernel's dtype: layout only
+    STAGE_HALF = 1     # float16 -> float32
+    STAGE_BFLOAT = 2   # bfloat16 -> float32
+    STAGE_F4 = 3       # float32 -> float64
+    STAGE_I1 = 4       # int8 -> int64 / float64, and so on
+    STAGE_I2 = 5
+    STAGE_I4 = 6
+    STAGE_I8 = 7
+    STAGE_U1 = 8
+    STAGE_U2 = 9
+    STAGE_U4 = 10
+    STAGE_U8 = 11
+
+cdef Py_ssize_t _stage_bytes = 1 << 20   # the staging buffer
+# rows scattered between prefetches of the next block (0: whole blocks, no prefetch). Measured on the project's
+# EPYC VM (200000 x 64 rows into 5000, one thread): whole blocks 3.1-3.2 ms for float16, slices of 256 rows
+# 3.5; 1 MiB blocks 3.1, 512 KiB 4.0, 256 KiB 4.2 (the kernel's row prefetch stops at a block's end)
+cdef Py_ssize_t _stage_step = 0
+cdef bint _stage_bands = True            # one thread, blocks read down their columns: L1 bands (below)
+cdef Py_ssize_t _stage_band_bytes = 8 * 1024   # a band of the one-thread loop
+
+
+cdef cyscatter_stage_fn _stage_fn(int code, ValueCode value, Py_ssize_t item) noexcept:
+    """The converter from source `code` to the kernel dtype `value`, or NULL when there is none."""
+    cdef cyscatter_stage_fn f = NULL
+    if code == STAGE_COPY:
+        if item == 4:
+            f = cyscatter_stage_copy4
+        elif item == 8:
+            f = cyscatter_stage_copy8
+        elif item == 16:
+            f = cyscatter_stage_copy16
+    elif value == V_FLOAT32:
+        if code == STAGE_HALF:
+            f = cyscatter_stage_half
+        elif code == STAGE_BFLOAT:
+            f = cyscatter_stage_bfloat
+    elif value == V_FLOAT64:
+        if code == STAGE_F4:
+            f = cyscatter_stage_f4_f8
+        elif code == STAGE_I1:
+            f = cyscatter_stage_i1_f8
+        elif code == STAGE_I2:
+            f = cyscatter_stage_i2_f8
+        elif code == STAGE_I4:
+            f = cyscatter_stage_i4_f8
+        elif code == STAGE_I8:
+            f = cyscatter_stage_i8_f8
+        elif code == STAGE_U1:
+            f = cyscatter_stage_u1_f8
+        elif code == STAGE_U2:
+            f = cyscatter_stage_u2_f8
+        elif code == STAGE_U4:
+            f = cyscatter_stage_u4_f8
+        elif code == STAGE_U8:
+            f = cyscatter_stage_u8_f8
+    elif value == V_INT64:
+        if code == STAGE_I1:
+            f = cyscatter_stage_i1_i8
+        elif code == STAGE_I2:
+            f = cyscatter_stage_i2_i8
+        elif code == STAGE_I4:
+            f = cyscatter_stage_i4_i8
+        elif code == STAGE_U1:
+            f = cyscatter_stage_u1_i8
+        elif code == STAGE_U2:
+            f = cyscatter_stage_u2_i8
+        elif code == STAGE_U4:
+            f = cyscatter_stage_u4_i8
+    return f
+
+
+cdef struct Staging:
+    cyscatter_stage_fn stage
+    const char* src
+    Py_ssize_t item                    # bytes of one src element
+    Py_ssize_t outer, n, width         # src blocks: outer slices of n rows of `width` elements
+    Py_ssize_t outer_stride, row_stride, col_stride   # in bytes, any sign
+    Py_ssize_t rows_per, cols_per      # elements of one block
+
+
+cdef void _prefetch_src(const Staging* S, Py_ssize_t o, Py_ssize_t k0, Py_ssize_t k1, Py_ssize_t f0,
+                        Py_ssize_t w) noexcept nogil:
+    """Prefetch src rows [k0, k1), columns [f0, f0 + w) of slice o where the elements of a row are adjacent (the
+    conversion of a block read down its columns prefetches as it goes: `_stage.h`)."""
+    cdef const char* base = S.src + o * S.outer_stride + f0 * S.col_stride
+    cdef Py_ssize_t r, b, nbytes
+    if k1 <= k0:
+        return
+    if S.col_stride == S.item:
+        nbytes = w * S.item
+        for r in range(k0, k1):
+            b = 0
+            while b < nbytes:
+                cyscatter_prefetch_r(base + r * S.row_stride + b)
+                b += CACHE_LINE
+            cyscatter_prefetch_r(base + r * S.row_stride + nbytes - 1)
+
+
+cdef Py_ssize_t _scatter_staged_tiles(int opcode, const Staging* S, const index_t* index, value_t* out,
+                                      Py_ssize_t size, Py_ssize_t table_outer, Py_ssize_t table_row,
+                                      int64_t* counts, int mode, int threads, value_t* buf) noexcept nogil:
+    """Scatter the blocks of `S` in order, each converted into `buf`; table strides in elements. Counts are
+    taken on the first outer slice and column block only. -1 or the first bad index position.
+
+    On one thread a block is scattered a slice of rows at a time, each slice prefetching the same number of rows
+    of the next block, so that reading src from memory overlaps the scatter of the cached block instead of
+    stalling its conversion; several threads take a whole block each call, to split it among them."""
+    cdef Layout L
+    cdef Py_ssize_t o, f0, k0, w, m, q, e, status, step, nxt
+    cdef bint one = _threads_for(threads, S.rows_per * S.cols_per) == 1
+    L.outer = 1
+    L.size = size
+    L.table_outer_stride = 0
+    L.table_row_stride = table_row
+    for o in range(S.outer):
+        f0 = 0
+        while f0 < S.width:
+            w = min(S.cols_per, S.width - f0)
+            k0 = 0
+            while k0 < S.n:
+                m = min(S.rows_per, S.n - k0)
+                S.stage(S.src + o * S.outer_stride + k0 * S.row_stride + f0 * S.col_stride, m, w,
+                        S.row_stride, S.col_stride, buf)
+                # slices of a few hundred rows: the row prefetch of the kernel stops short of a slice's end, so
+                # much shorter slices leave many table rows unprefetched
+                step = _stage_step if one and _stage_step > 0 else m
+                nxt = min(S.rows_per, S.n - k0 - m)   # rows of the next block (0: none)
+                q = 0
+                while q < m:
+                    e = min(step, m - q)
+                    if step < m and q < nxt:
+                        _prefetch_src(S, o, k0 + m + q, k0 + m + min(q + e, nxt), f0, w)
+                    L.n, L.inner = e, w
+                    L.entry_row_stride, L.entry_outer_stride = w, e * w
+                    status = _scatter_op(opcode, <const value_t*>(buf + q * w), index + k0 + q,
+                                         out + o * table_outer + f0, &L,
+                                         counts if o == 0 and f0 == 0 else NULL, mode, threads)
+                    if status >= 0:
+                        return status + k0 + q
+                    q += e
+                k0 += m
+            f0 += w
+    return -1
+
+
+cdef Py_ssize_t _scatter_staged_bands(op_t op, const Staging* S, const index_t* index, value_t* out,
+                                      Py_ssize_t size, Py_ssize_t table_outer, Py_ssize_t table_row,
+                                      int64_t* counts, int mode, value_t* buf) noexcept nogil:
+    """The one-thread staged scatter: bands of rows small enough for L1 converted into `buf` and combined at once,
+    the table rows prefetched ahead across bands (as `_scatter_part` does within a call). -1 or the first bad
+    index position."""
+    cdef Py_ssize_t o, f0, k0, k, w, m, line, lines, ahead
+    cdef uint64_t usize = <uint64_t>size
+    cdef index_t j, jp
+    cdef value_t* d
+    cdef int64_t* cnt
+    for o in range(S.outer):
+        f0 = 0
+        while f0 < S.width:
+            w = min(S.cols_per, S.width - f0)
+            lines = (w * <Py_ssize_t>sizeof(value_t) + CACHE_LINE - 1) // CACHE_LINE
+            ahead = _prefetch_distance(w * <Py_ssize_t>sizeof(value_t), size, S.n)
+            d = out + o * table_outer + f0
+            cnt = counts if o == 0 and f0 == 0 else NULL
+            k0 = 0
+            while k0 < S.n:
+                m = min(S.rows_per, S.n - k0)
+                S.stage(S.src + o * S.outer_stride + k0 * S.row_stride + f0 * S.col_stride, m, w,
+                        S.row_stride, S.col_stride, buf)
+                for k in range(k0, k0 + m):
+                    if ahead and k + ahead < S.n:
+                        jp = index[k + ahead]
+                        if <uint64_t>jp < usize:
+                            for line in range(lines):
+                                cyscatter_prefetch_w(<char*>(d + jp * table_row) + line * CACHE_LINE)
+                    j = index[k]
+                    if <uint64_t>j >= usize:
+                        if mode == MODE_RAISE:
+                            return k
+                        continue
+                    if cnt != NULL:
+                        cnt[j] += 1
+                    _combine_row(op, d + j * table_row, buf + (k - k0) * w, w)
+                k0 += m
+            f0 += w
+    return -1
+
+
+cdef Py_ssize_t _staged_bands_op(int opcode, const Staging* S, const index_t* index, value_t* out,
+                                 Py_ssize_t size, Py_ssize_t table_outer, Py_ssize_t table_row, int64_t* counts,
+                                 int mode, value_t* buf) noexcept nogil:
+    cdef OpAdd add
+    cdef OpSub sub
+    cdef OpMul mul
+    cdef OpDiv div
+    cdef OpMax mx
+    cdef OpMin mn
+    cdef OpNanAdd nanadd
+    cdef OpNanMul nanmul
+    cdef OpFmax fmx
+    cdef OpFmin fmn
+    if opcode == OP_ADD:
+        return _scatter_staged_bands(add, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    elif opcode == OP_NANADD:
+        return _scatter_staged_bands(nanadd, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    elif opcode == OP_NANMUL:
+        return _scatter_staged_bands(nanmul, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    elif opcode == OP_FMAX:
+        return _scatter_staged_bands(fmx, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    elif opcode == OP_FMIN:
+        return _scatter_staged_bands(fmn, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    elif opcode == OP_SUB:
+        return _scatter_staged_bands(sub, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    elif opcode == OP_MUL:
+        return _scatter_staged_bands(mul, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    elif opcode == OP_DIV:
+        return _scatter_staged_bands(div, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    elif opcode == OP_MAX:
+        return _scatter_staged_bands(mx, S, index, out, size, table_outer, table_row, counts, mode, buf)
+    else:
+        return _scatter_staged_bands(mn, S, index, out, size, table_outer, table_row, counts, mode, buf)
+
+
+cdef Py_ssize_t _scatter_staged(int opcode, Staging* S, const index_t* index, value_t* out, const Layout* T,
+                                int64_t* counts, int mode, int threads, bint transpose) noexcept nogil:
+    """Size the blocks, allocate the buffer (and for `transpose` the transposed table) and scatter; -3 when the
+    memory cannot be had (the caller then converts the whole src as before)."""
+    cdef Py_ssize_t item = sizeof(value_t), budget = max(_stage_bytes, 4 * CACHE_LINE), o, j
+    cdef Py_ssize_t outer = T.outer, size = T.size, status
+    cdef value_t* table = NULL
+    cdef value_t* buf
+    # one thread, a block read down its columns (Fortran order, features first): bands that stay in L1 between
+    # their transposition and their scatter (`_scatter_staged_bands`). Measured (200000 x 64 float32 into 5000):
+    # Fortran 4.8-5.1 ms against 5.3-5.4 in blocks, features-first max 6.1-6.6 against 6.4-6.7; but blocks of
+    # rows read along the rows lose (float16 4.2-4.7 against 2.9, float32 -> float64 6.7-7.9 against 5.0)
+    cdef bint bands = (_stage_bands and S.row_stride == S.item and S.col_stride != S.item
+                       and _threads_for(threads, T.outer * T.n * T.inner) == 1)
+    if bands:
+        budget = max(_stage_band_bytes, 4 * CACHE_LINE)
+    S.cols_per = S.width
+    if S.width * item * 8 > budget:   # very wide rows: blocks of columns, whole cache lines each
+        S.cols_per = max(CACHE_LINE // item, (budget // (8 * item)) // (CACHE_LINE // item) * (CACHE_LINE // item))
+    S.rows_per = max(1, budget // (S.cols_per * item))
+    buf = <value_t*>PyMem_RawMalloc(S.rows_per * S.cols_per * item)
+    if buf == NULL:
+        return -3
+    if not transpose:
+        if bands:
+            status = _staged_bands_op(opcode, S, index, out, size, T.table_outer_stride, T.table_row_stride,
+                                      counts, mode, buf)
+        else:
+            status = _scatter_staged_tiles(opcode, S, index, out, size, T.table_outer_stride,
+                                           T.table_row_stride, counts, mode, threads, buf)
+        PyMem_RawFree(buf)
+        return status
+    table = <value_t*>PyMem_RawMalloc(max(size * outer, 1) * item)
+    if table == NULL:
+        PyMem_RawFree(buf)
+        return -3
+    for o in range(outer):
+        for j in range(size):
+            table[j * outer + o] = out[o * T.table_outer_stride + j * T.table_row_stride]
+    if bands:
+        status = _staged_bands_op(opcode, S, index, table, size, 0, outer, counts, mode, buf)
+    else:
+        status = _scatter_staged_tiles(opcode, S, index, table, size, 0, outer, counts, mode, threads, buf)
+    for o in range(outer):
+        for j in range(size):
+            out[o * T.table_outer_stride + j * T.table_row_stride] = table[j * outer + o]
+    PyMem_RawFree(table)
+    PyMem_RawFree(buf)
+    return status
+
+
+cdef Py_ssize_t _scatter_staged_value(int opcode, ValueCode code, Staging* S, const index_t* index, void* out,
+                                      const Layout* T, int64_t* counts, int mode, int threads,
+                                      bint transpose) noexcept nogil:
+    if code == V_FLOAT32:
+        return _scatter_staged(opcode, S, index, <float*>out, T, counts, mode, threads, transpose)
+    elif code == V_FLOAT64:
+        return _scatter_staged(opcode, S, index, <double*>out, T, counts, mode, threads, transpose)
+    elif code == V_INT32:
+        return _scatter_staged(opcode, S, index, <int32_t*>out, T, counts, mode, threads, transpose)
+    elif code == V_INT64:
+        return _scatter_staged(opcode, S, index, <int64_t*>out, T, counts, mode, threads, transpose)
+    elif code == V_UINT64:
+        return _scatter_staged(opcode, S, index, <uint64_t*>out, T, counts, mode, threads, transpose)
+    elif code == V_COMPLEX64:
+        return _scatter_staged(opcode, S, index, <float complex*>out, T, counts, mode, threads, transpose)
+    else:
+        return _scatter_staged(opcode, S, index, <double complex*>out, T, counts, mode, threads, transpose)
+
+
+def scatter_staged(int opcode, int stage_code, cnp.ndarray src not None, cnp.ndarray index not None,
+                   cnp.ndarray out not None, cnp.ndarray counts=None, int mode=MODE_RAISE, int num_threads=0,
+                   bint transpose=False):
+    """`scatter_reduce` from a src (outer, n, inner) of any strides, whose dtype `stage_code` (a StageCode)
+    converts to out's kernel dtype, a block of rows at a time (see above); `transpose` (inner == 1) scatters the
+    transposed problem. Returns -1, the first bad index position, or -3 when the buffers could not be
+    allocated (nothing written then)."""
+    cdef Layout T
+    cdef Staging S
+    cdef ValueCode code = _value_code(out)
+    cdef int width = _index_width(index)
+    cdef int64_t* counts_ptr = NULL
+    cdef Py_ssize_t status, item = cnp.PyArray_ITEMSIZE(src), d
+    cdef cnp.npy_intp* strides = cnp.PyArray_STRIDES(src)
+    cdef void* out_ptr = cnp.PyArray_DATA(out)
+    cdef void* index_ptr = cnp.PyArray_DATA(index)
+    if code == V_NONE or cnp.PyArray_NDIM(src) != 3 or cnp.PyArray_NDIM(out) != 3:
+        raise TypeError(f"staged scatter takes 3-d src and out of a kernel dtype, got {(<object>src).dtype} "
+                        f"{(<object>src).shape} into {(<object>out).dtype} {(<object>out).shape}")
+    S.stage = _stage_fn(stage_code, code, cnp.PyArray_ITEMSIZE(out))
+    if S.stage == NULL or (stage_code == STAGE_COPY and not cnp.PyArray_EquivArrTypes(src, out)):
+        raise TypeError(f"no staging from {(<object>src).dtype} (code {stage_code}) to {(<object>out).dtype}")
+    if not (OP_ADD <= opcode <= OP_MIN or OP_NANADD <= opcode <= OP_FMIN):
+        raise ValueError(f"unknown op code {opcode}")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("kernel out is read-only")
+    if (<size_t>cnp.PyArray_DATA(src)) % item or any(strides[d] % item for d in range(3)):
+        raise ValueError(f"staged src must be aligned, got strides {(<object>src).strides}")
+    _rows3(out, cnp.PyArray_ITEMSIZE(out), &T.table_outer_stride, &T.table_row_stride, "out")
+    T.outer, T.n, T.inner, T.size = (cnp.PyArray_DIM(src, 0), cnp.PyArray_DIM(src, 1), cnp.PyArray_DIM(src, 2),
+                                     cnp.PyArray_DIM(out, 1))
+    if cnp.PyArray_DIM(out, 0) != T.outer or cnp.PyArray_DIM(out, 2) != T.inner or cnp.PyArray_DIM(index, 0) != T.n:
+        raise ValueError(f"kernel operands disagree: {(<object>src).shape} and {(<object>out).shape} with index "
+                         f"{(<object>index).shape}")
+    if transpose and T.inner != 1:
+        raise ValueError("a transposed staged scatter needs one-element rows")
+    if counts is not None:
+        if (cnp.PyArray_TYPE(counts) != cnp.NPY_INT64 or cnp.PyArray_NDIM(counts) != 1
+                or not cnp.PyArray_IS_C_CONTIGUOUS(counts) or cnp.PyArray_DIM(counts, 0) != T.size
+                or not cnp.PyArray_ISWRITEABLE(counts)):
+            raise ValueError(f"kernel counts must be a writeable contiguous int64 vector of length {T.size}")
+        counts_ptr = <int64_t*>cnp.PyArray_DATA(counts)
+    if T.outer == 0 or T.inner == 0 or T.n == 0 or T.size == 0:
+        # nothing to convert: the plain kernel checks (and counts) the index alone
+        return scatter_reduce(opcode, np.empty((T.outer, T.n, T.inner), out.dtype), index, out, counts, mode,
+                              num_threads)
+    S.src = <const char*>cnp.PyArray_DATA(src)
+    S.item = item
+    if transpose:
+        S.outer, S.n, S.width = 1, T.n, T.outer
+        S.outer_stride, S.row_stride, S.col_stride = 0, strides[1], strides[0]
+    else:
+        S.outer, S.n, S.width = T.outer, T.n, T.inner
+        S.outer_stride, S.row_stride, S.col_stride = strides[0], strides[1], strides[2]
+    with nogil:
+        if width == 4:
+            status = _scatter_staged_value(opcode, code, &S, <const int32_t*>index_ptr, out_ptr, &T, counts_ptr,
+                                           mode, num_threads, transpose)
+        else:
+            status = _scatter_staged_value(opcode, code, &S, <const int64_t*>index_ptr, out_ptr, &T, counts_ptr,
+                                           mode, num_threads, transpose)
+    return status
+
+
 cdef Py_ssize_t _gather_items(Py_ssize_t item, const void* src, const index_t* index, void* out,
                               const Layout* L, int mode, int threads) noexcept nogil:
     if item == 8:
@@ -1253,14 +1645,24 @@ def _machine():
 
 
 def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None, lean_vectors=None,
-          stream=None, partition=None, block_bytes=None):
+          stream=None, partition=None, block_bytes=None, stage_bytes=None, stage_step=None, stage_bands=None,
+          stage_band_bytes=None):
     """Benchmark and test knobs: prefetch distances in index entries for table rows and for a scatter's src
     rows (-1 auto, 0 off); scatter split 0 auto, 1 rows, 2 columns; element updates per thread below which
     fewer threads run (1 lets tests thread tiny inputs); the one-element-row loop (0 off); non-temporal
     stores for gather outputs (-1 auto, 0 off, 1 whenever aligned); the destination-partitioned scatter (-1
-    auto, 0 off, 1 wherever possible) and its block size in bytes."""
+    auto, 0 off, 1 wherever possible) and its block size in bytes; the staged scatter's block buffer in bytes
+    and its rows per slice between prefetches (0: whole blocks, no prefetch)."""
     global _prefetch_rows, _scatter_split, _min_work, _src_ahead, _lean_vectors, _stream, _partition
-    global _block_bytes
+    global _block_bytes, _stage_bytes, _stage_step, _stage_bands, _stage_band_bytes
+    if stage_bands is not None:
+        _stage_bands = stage_bands
+    if stage_band_bytes is not None:
+        _stage_band_bytes = max(4 * CACHE_LINE, stage_band_bytes)
+    if stage_step is not None:
+        _stage_step = max(0, stage_step)
+    if stage_bytes is not None:
+        _stage_bytes = max(4 * CACHE_LINE, stage_bytes)
     if partition is not None:
         _partition = partition
     if block_bytes is not None:
@@ -1279,7 +1681,8 @@ def _tune(prefetch_rows=None, scatter_split=None, min_work=None, src_ahead=None,
         _scatter_split = scatter_split
     return {"prefetch_rows": _prefetch_rows, "scatter_split": _scatter_split, "min_work": _min_work,
             "src_ahead": _src_ahead, "lean_vectors": _lean_vectors, "stream": _stream, "partition": _partition,
-            "block_bytes": _block_bytes}
+            "block_bytes": _block_bytes, "stage_bytes": _stage_bytes, "stage_step": _stage_step,
+            "stage_bands": _stage_bands, "stage_band_bytes": _stage_band_bytes}
 
 
 # ---- mean ------------------------------------------------------------------------------------------------------

@@ -14,12 +14,16 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
     be, op, plan = call.be, call.op, call.plan
     shape3 = (call.outer, plan.size, call.inner)
     run = _runner(be, indices_are_sorted) if indices_are_sorted else be.run_scatter
+    # the kernel reads src in place (converting blocks of rows) unless the sorted-run kernel, an assignment's
+    # winner pass or a NaN-skipping op's element counts need the whole array
+    staged = run is be.run_scatter and not op.winner and not (op.skips_nan and (op.counts or call.fill is not None))
     if call.direct:
         be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
         counts = new_counts(op, shape3, be.xp, call.fill, plan.n)
         work3 = call.target.reshape(shape3)
         work3[...] = op.identity(call.result_dtype)
-        counts = run_counted(run, op, call.src3(), plan, work3, counts, threads, split=True)
+        src3 = call.src_rows() if staged else call.src3()
+        counts = run_counted(run, op, src3, plan, work3, counts, threads, split=True)
         finish_fresh(op, work3, counts, call.fill, call.result_dtype, be, threads)
         return call.given
     try:
@@ -29,12 +33,13 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
             arg, given = call.size_arg
             raise ValueError(f"{arg}={given!r} asks for an output of shape {call.shape}, more elements than an "
                              f"array can hold ({err})") from None
+        src3 = call.src_rows(work3.dtype) if staged else call.src3(work3.dtype)
         if op.counts or call.fill is not None:
-            counts = run_counted(run, op, call.src3(work3.dtype), plan, work3,
-                                 new_counts(op, shape3, be.xp, call.fill, plan.n), threads, split=True)
+            counts = run_counted(run, op, src3, plan, work3, new_counts(op, shape3, be.xp, call.fill, plan.n),
+                                 threads, split=True)
             result = finish_fresh(op, work3, counts, call.fill, call.result_dtype, be, threads)
         else:   # no counts to make or finish with: the table is the result, cast once
-            run(op, call.src3(work3.dtype), plan, work3, None, threads)
+            run(op, src3, plan, work3, None, threads)
             result = work3 if work3.dtype == call.result_dtype else work3.astype(call.result_dtype)
     except MemoryError as err:   # NumPy's own message names only a shape
         arg, given = call.size_arg
@@ -49,7 +54,10 @@ def scatter_into(call: Any, indices_are_sorted: bool = False, threads: int = 0) 
     """The in-place scatter into the call's `dst`; returns the object the caller passed."""
     be, dst = call.be, call.target
     work3, direct = be.writable_rows(dst, call.compute, call.outer, call.plan.size, call.inner)
-    _reduce_into(be, call.op, call.src3(), call.plan, work3, indices_are_sorted, threads)
+    op = call.op
+    staged = not indices_are_sorted and not op.winner and not (op.skips_nan and op.counts)   # see scatter_fresh
+    _reduce_into(be, op, call.src_rows() if staged else call.src3(), call.plan, work3, indices_are_sorted,
+                 threads)
     if not direct:
         be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
     return call.given

@@ -92,6 +92,9 @@ def rows_view(arr, dtype, outer: int, rows: int, inner: int):
     return a3 if a3.flags.c_contiguous else cupy.ascontiguousarray(a3)
 
 
+rows_source = rows_view   # what a scatter reads: the GPU kernels read only C-ordered rows of their own dtype
+
+
 def writable_rows(dst, dtype, outer: int, rows: int, inner: int):
     """(work, direct): `dst` itself as (outer, rows, inner) when it is C-contiguous, of `dtype` and aligned for
     the atomics, else a C-contiguous converted copy for the caller to copy back."""

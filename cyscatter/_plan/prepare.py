@@ -96,6 +96,12 @@ class Call:
         rows = self.plan.size if self.gathers else self.plan.n
         return self.be.rows_view(self.src, self.compute if dtype is None else dtype, self.outer, rows, self.inner)
 
+    def src_rows(self, dtype=None) -> Any:
+        """What a scatter kernel run (`run_scatter` alone) reads `src` from: `src3`, or a source the backend
+        converts and lays out a block at a time (`rows_source`) instead of a whole copy."""
+        return self.be.rows_source(self.src, self.compute if dtype is None else dtype, self.outer, self.plan.n,
+                                   self.inner)
+
 
 # (op name, src dtype) -> (result dtype, compute dtype, identity in the result dtype): the registry's dtype rules,
 # worked out once per pair (each is several Python calls, and a call reads them all)
@@ -175,8 +181,9 @@ def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -
     shape = batch + plan.dims + feat
     target = None if out is None else check_out(be, out, shape, result_dtype)
     into = target is not None and direct(be, target, compute, src, *coords)
-    if cast is not None:   # cast first (NumPy's dtype=), then to the compute dtype
-        src = src.astype(cast, copy=False)
+    if cast is not None and (cast != compute or src.shape != expected):
+        src = src.astype(cast, copy=False)   # cast first (NumPy's dtype=), then to the compute dtype
+    # else the one cast is to the compute dtype itself, left to the kernel's reading of src (`Call.src_rows`)
     sized = size_arg(dim_size, plan)
     outer, inner = math.prod(batch), math.prod(feat)
     if not into and outer * plan.size * inner * compute.itemsize > _CHECKED_BYTES:

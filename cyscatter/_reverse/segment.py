@@ -3,22 +3,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cyscatter._api.segment import batched_indptr, check_indptr, merge_batch, segment, segment_axis, segment_ids
+from cyscatter._api.segment import (
+    batched_indptr,
+    check_indptr,
+    initial_for,
+    merge_batch,
+    segment,
+    segment_axis,
+    segment_ids,
+)
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.values import _float_dtype, check_given, check_numeric
+from cyscatter._registry.ops import get_op
 from cyscatter._reverse.groups import _check_shape
 from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
 
-    from cyscatter._typing import ArrayInput, OpLike
+    from cyscatter._typing import ArrayInput, FillValue, OpLike
 
 
 def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
-                    axis: SupportsIndex | None = None) -> Any:
+                    axis: SupportsIndex | None = None, initial: FillValue | None = None) -> Any:
     """Gradient of `segment` w.r.t. `src`: `scatter_vjp_src` with the index ``segment_ids(indptr)``.
 
     The same rules as scatter's (mean by count, mul by the exact product of the others, max/min split among
@@ -36,8 +45,9 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
         The CSR pointer given to `segment` (batched too).
     out : array_like, shape B + (S,) + F
         The result of `segment`.
-    axis : int, optional
-        As given to `segment`.
+    axis, initial : optional
+        As given to `segment`. An `initial` takes part as scatter_into's `dst` does (a max/min segment's tie
+        candidate; mul's others product); mean, sqrt_n and nanmean divide by the count as without it.
 
     Returns
     -------
@@ -47,14 +57,15 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
     batched = _batched("segment_vjp_src", src, indptr, axis, grad_out=grad_out, out=out)
     if batched is not None:
         flat, k, a = batched
+        out = merge_batch(a["out"], k)
         return scatter_vjp_src(op, merge_batch(a["grad_out"], k), merge_batch(a["src"], k), segment_ids(flat),
-                               merge_batch(a["out"], k)).reshape(shape_of(src))
+                               out, dst=_initial_dst(op, initial, out, a["src"])).reshape(shape_of(src))
     ids = _segment_index("segment_vjp_src", src, indptr, axis, grad_out=grad_out, out=out)
-    return scatter_vjp_src(op, grad_out, src, ids, out, axis=_axis0(axis))
+    return scatter_vjp_src(op, grad_out, src, ids, out, axis=_axis0(axis), dst=_initial_dst(op, initial, out, src))
 
 
 def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
-                axis: SupportsIndex | None = None) -> Any:
+                axis: SupportsIndex | None = None, initial: FillValue | None = None) -> Any:
     """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``.
 
     Parameters
@@ -69,8 +80,8 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
         The result of `segment`.
     src_dot : array_like, shape B + (n,) + F
         Tangent of `src`.
-    axis : int, optional
-        As given to `segment`.
+    axis, initial : optional
+        As given to `segment` (`initial` is a constant: its tangent is 0).
 
     Returns
     -------
@@ -80,10 +91,11 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
     batched = _batched("segment_jvp", src, indptr, axis, out=out, src_dot=src_dot)
     if batched is not None:
         flat, k, a = batched
-        return scatter_jvp(op, merge_batch(a["src"], k), segment_ids(flat), merge_batch(a["out"], k),
-                           merge_batch(a["src_dot"], k)).reshape(shape_of(out))
+        out3 = merge_batch(a["out"], k)
+        return scatter_jvp(op, merge_batch(a["src"], k), segment_ids(flat), out3, merge_batch(a["src_dot"], k),
+                           dst=_initial_dst(op, initial, out3, a["src"])).reshape(shape_of(out))
     ids = _segment_index("segment_jvp", src, indptr, axis, out=out)
-    return scatter_jvp(op, src, ids, out, src_dot, axis=_axis0(axis))
+    return scatter_jvp(op, src, ids, out, src_dot, axis=_axis0(axis), dst=_initial_dst(op, initial, out, src))
 
 
 def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:
@@ -114,6 +126,18 @@ def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: Su
     else:   # checked here, naming grad_out: segment below would name its own src
         batched_indptr(indptr, grad_out.shape, be, rows=rows, rows_of="grad_out")
     return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
+
+
+def _initial_dst(op, initial, out, src):
+    """The dst of the scatter_into that `segment(..., initial=)` equals, for the ops whose derivatives read it
+    (the reductions other than the counting ones, which divide by the count whatever they start from); None
+    without `initial`."""
+    op = get_op(op)
+    if initial is None or op.counts or op.winner:
+        return None
+    be = backend_of(src=src, out=out)
+    out = be.asarray(out)
+    return be.xp.full(out.shape, initial_for(initial, op, out.dtype, be.xp), out.dtype)
 
 
 def _axis0(axis):

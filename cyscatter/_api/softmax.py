@@ -2,6 +2,7 @@
 gather kernels (each group is shifted by its own maximum before `exp`)."""
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from cyscatter._docs import fill_doc
 from cyscatter._plan.groups import dst_shape, group_view, src_shape
 from cyscatter._plan.index import sized_by
-from cyscatter._plan.values import size_arg
+from cyscatter._plan.values import check_out, size_arg
 from cyscatter._registry.ops import get_op
 
 if TYPE_CHECKING:
@@ -55,6 +56,34 @@ def mask_dropped(ctx, a3, value):
     return ctx.xp.where(ctx.valid3(), a3, a3.dtype.type(value))
 
 
+def _check_out(ctx, out, shape, result):
+    """The checked array of `out` (`check_out`'s rules and errors; these functions take no dtype=)."""
+    try:
+        return check_out(ctx.be, out, shape, result)
+    except TypeError as error:
+        raise TypeError(str(error).replace(" (dtype= chooses it)", "")) from None
+
+
+def _finish(result, target, out):
+    """`result`, or `out` once `target` (its checked array) holds it: made whole first, so `out` may be `src`."""
+    if target is None:
+        return result
+    target[...] = result
+    return out
+
+
+def _dims_of_out(out, index, axis):
+    """D read off `out`'s shape (as scatter's `out=`): its dims at the index position, or None (inferred from the
+    index, and `out` then checked against that) where `axis` is negative or `out` has too few dims."""
+    m = len(index) if isinstance(index, tuple) else 1
+    start = operator.index(axis)
+    shape = getattr(out, "shape", None)
+    if shape is None or start < 0 or len(shape) < start + m:
+        return None
+    dims = tuple(int(d) for d in shape[start:start + m])
+    return dims[0] if m == 1 and not isinstance(index, tuple) else dims
+
+
 # ---- public functions --------------------------------------------------------------------------------------------
 
 _NONFINITE = """A group whose maximum is +inf or NaN gives NaN for each member, and so does a group whose members
@@ -70,7 +99,7 @@ def _softmax_doc(func: _FuncT) -> _FuncT:
 
 @fill_doc
 def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                      mode: Mode = "raise") -> Any:
+                      mode: Mode = "raise", out: Any = None) -> Any:
     """Log-sum-exp of each group: ``out[b, j, f] = log(sum(exp(src[b, k, f]) for k with index[k] == j))``.
 
     pytorch_scatter's ``scatter_logsumexp``; per group it equals ``scipy.special.logsumexp``. Computed as
@@ -80,6 +109,13 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
     Parameters
     ----------
     {group_args_broadcast}
+    out : ndarray, optional
+        An array of exactly the result's shape B + D + F and dtype (byte order aside) that receives the result
+        and is returned (NumPy's ``out=``); its values are not read. With `out` and no `dim_size`, D is read off
+        `out`'s shape. pytorch_scatter's ``out=`` differs: its values join each group as further members (use
+        ``np.logaddexp(out, scatter_logsumexp(...))`` for that). A wrong shape raises ValueError, a wrong dtype
+        or a non-array TypeError, a read-only `out` ValueError, all naming `out`; on any error `out` is left as
+        it was.
 
     Returns
     -------
@@ -97,15 +133,18 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
     >>> cs.scatter_logsumexp(np.array([0., 0., 1e4]), np.array([0, 0, 2]))
     array([6.93147181e-01,           -inf, 1.00000000e+04])
     """
+    if out is not None and dim_size is None:
+        dim_size = _dims_of_out(out, index, axis)
     ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode)
+    target = None if out is None else _check_out(ctx, out, dst_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        out = logsumexp3(ctx).astype(result, copy=False)
-    return out.reshape(dst_shape(ctx, batch, feat))
+        lse = logsumexp3(ctx).astype(result, copy=False)
+    return _finish(lse.reshape(dst_shape(ctx, batch, feat)), target, out)
 
 
 @_softmax_doc
 def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                    mode: Mode = "raise") -> Any:
+                    mode: Mode = "raise", out: Any = None) -> Any:
     """Softmax within each group: ``out[b, k, f] = exp(src[b, k, f] - m) / sum(exp(src[b, k', f] - m))`` over
     the members k' of k's group (``index[k'] == index[k]``), m the group maximum.
 
@@ -115,6 +154,11 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
     Parameters
     ----------
     {group_args}
+    out : ndarray, optional
+        An array of exactly `src`'s shape and the result dtype (byte order aside) that receives the result and
+        is returned (NumPy's ``out=``); its values are not read, so ``out=src`` computes in place (a float
+        `src` of the result dtype). A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a
+        read-only `out` ValueError, all naming `out`; on any error `out` is left as it was.
 
     Returns
     -------
@@ -137,14 +181,15 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
     """
     ctx, result, batch, feat = group_view("scatter_softmax", src, index, dim_size, axis, mode,
                                           broadcast=False)
+    target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        out = softmax3(ctx).astype(result, copy=False)
-    return out.reshape(src_shape(ctx, batch, feat))
+        probs = softmax3(ctx).astype(result, copy=False)
+    return _finish(probs.reshape(src_shape(ctx, batch, feat)), target, out)
 
 
 @_softmax_doc
 def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                        mode: Mode = "raise") -> Any:
+                        mode: Mode = "raise", out: Any = None) -> Any:
     """Log-softmax within each group: ``out[b, k, f] = src[b, k, f] - m - log(sum(exp(src[b, k', f] - m)))``
     over the members k' of k's group, m the group maximum.
 
@@ -154,6 +199,11 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
     Parameters
     ----------
     {group_args}
+    out : ndarray, optional
+        An array of exactly `src`'s shape and the result dtype (byte order aside) that receives the result and
+        is returned (NumPy's ``out=``); its values are not read, so ``out=src`` computes in place (a float
+        `src` of the result dtype). A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a
+        read-only `out` ValueError, all naming `out`; on any error `out` is left as it was.
 
     Returns
     -------
@@ -176,6 +226,7 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
     """
     ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode,
                                           broadcast=False)
+    target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        out = log_softmax3(ctx).astype(result, copy=False)
-    return out.reshape(src_shape(ctx, batch, feat))
+        probs = log_softmax3(ctx).astype(result, copy=False)
+    return _finish(probs.reshape(src_shape(ctx, batch, feat)), target, out)

@@ -73,7 +73,9 @@ class Op:
         second derivatives), and gather_scatter's reverse passes materialise the messages for them.
     negates : each entry enters the output negated (sub: dst - sum), so its derivative is -1.
     scans : `scatter_scan` takes the op: it has a running form per group (add, mul, max, min; sub and div are not
-        associative, mean's running form is a running sum over a running count).
+        associative, mean's running form is a running sum over a running count), and so do the NaN-skipping twins
+        of those (nansum, nanprod, fmax, fmin: a NaN entry is the identity, so the running value carries through
+        it, as np.nancumsum / np.nancumprod treat NaN as 0 / 1).
     """
 
     name: str
@@ -222,13 +224,13 @@ OPS = (
     # group's nanmax is the fmax of its members, and numpy_groupies' nanmax of an all-NaN group (an empty group
     # here) is the fill, as fmax.at from the identity gives.
     Op("nansum", ("nanadd",), kernels.OpCode.OP_NANADD, "zero", combine="add", rule="nansum", gpu_update="nanadd",
-       skips_nan=True, twin="add"),
+       skips_nan=True, twin="add", scans=True),
     Op("nanprod", ("nanmul",), kernels.OpCode.OP_NANMUL, "one", combine="mul", rule="nanprod", gpu_update="nanmul",
-       gpu_cas=True, skips_nan=True, twin="mul", partials="nan_products"),
+       gpu_cas=True, skips_nan=True, twin="mul", partials="nan_products", scans=True),
     Op("fmax", ("nanmax",), kernels.OpCode.OP_FMAX, "lowest", combine="fmax", rule="nan_extreme", ordered=True,
-       gpu_update="fmax", gpu_cas=True, skips_nan=True, twin="max"),
+       gpu_update="fmax", gpu_cas=True, skips_nan=True, twin="max", scans=True),
     Op("fmin", ("nanmin",), kernels.OpCode.OP_FMIN, "highest", combine="fmin", rule="nan_extreme", ordered=True,
-       gpu_update="fmin", gpu_cas=True, skips_nan=True, twin="min"),
+       gpu_update="fmin", gpu_cas=True, skips_nan=True, twin="min", scans=True),
     Op("nanmean", (), kernels.OpCode.OP_NANADD, "zero", combine="add", rule="nanmean", true_division=True,
        counts=True, gpu_update="nanadd", skips_nan=True, twin="mean"),
 )

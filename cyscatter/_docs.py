@@ -33,7 +33,7 @@ FRAGMENTS = {
         one with overlapping elements (`gather_into`).
     """ + _INDEX_ERROR,
     "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum", \
-"nanprod", "fmax", "fmin", "nanmean"}, default "add"
+"nanprod", "fmax", "fmin", "nanmean", "nanlast", "nanfirst"}, default "add"
         The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin",
         "nanadd" (nansum), "nanmul" (nanprod), "nanmax" (fmax), "nanmin" (fmin), "last" (set).
         "sqrt_n" is TensorFlow's ``unsorted_segment_sqrt_n``: ``sum / sqrt(count)``, 0 for an empty group,
@@ -44,7 +44,9 @@ FRAGMENTS = {
         The NaN-skipping ops treat a NaN src entry (complex: either part NaN) as absent, as numpy_groupies'
         nansum/nanprod/nanmax/nanmin/nanmean do: an element whose entries are all NaN is an empty group (the
         identity, or `fill_value`); fmax/fmin are NumPy's ``np.fmax.at``/``np.fmin.at`` (a NaN already in `dst`
-        loses too; -0.0 < +0.0 as for max). On integers they are their twins.""",
+        loses too; -0.0 < +0.0 as for max). On integers they are their twins.
+        "nanlast" and "nanfirst" (numpy_groupies' own) assign per element: element (j, f) takes the value of
+        its last (first) non-NaN entry in index order; an element whose entries are all NaN is empty.""",
     "axis": """axis : int, default 0
         Where the index dims start inside `src` (and the destination dims inside the output); the dims before
         it are batch dims B, taken one to one. Negative values count from the end.""",

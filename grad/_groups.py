@@ -24,7 +24,9 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval
 
 import cyscatter as cs
+from cyscatter._api.ranges import ranges_index
 from cyscatter._api.segment import batched_indptr, check_indptr, initial_for, merge_batch, segment_axis
+from cyscatter._backends import host
 from cyscatter._plan.index import plan_index
 from cyscatter._plan.layout import normalize_axis
 from grad._args import layout, require_inexact, require_inexact_traced, valid_entries
@@ -452,6 +454,38 @@ def _segment_ids_reduce(src, ids, op, nseg, axis, fill_value, initial):
     if fill_value is not None:
         out = where(counts == 0, np.asarray(fill_value, result_dtype), out)
     return out.astype(result_dtype) if np.result_type(getval(out)) != result_dtype else out
+
+
+def segment_ranges(src: ArrayInput, starts: ArrayInput, stops: ArrayInput, op: OpLike = "add", *,
+                   axis: SupportsIndex = 0, fill_value: FillValue | None = None,
+                   initial: FillValue | None = None) -> Any:
+    """Differentiable `cyscatter.segment_ranges`: `segment` of the rows in range order (`grad.gather` of them, or
+    a slice where the ranges follow one another).
+
+    Parameters
+    ----------
+    src : array_like, shape B + (n,) + F
+        Values; the ranges index its n rows along `axis`.
+    starts, stops : 1-D int arrays of length R
+        As in `cyscatter.segment_ranges`.
+    op : str, default "add"
+        As in `cyscatter.segment_ranges`.
+    axis, fill_value, initial : optional
+        As in `cyscatter.segment_ranges` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + (R,) + F
+        The result of `cyscatter.segment_ranges`.
+    """
+    require_inexact_traced(src, "src", "segment_ranges")
+    k = normalize_axis(axis, np.ndim(getval(src)), 1)
+    ranges = ranges_index(starts, stops, np.shape(getval(src))[k], host)
+    if ranges.index is None:
+        rows = src[(slice(None),) * k + (slice(ranges.offset, ranges.offset + int(ranges.indptr[-1])),)]
+    else:
+        rows = gather(src, ranges.index, axis=k)
+    return segment(rows, ranges.indptr, op, axis=k, fill_value=fill_value, initial=initial)
 
 
 def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cyscatter._api.ranges import ranges_index
 from cyscatter._api.segment import (
     batched_indptr,
     check_indptr,
@@ -18,7 +19,7 @@ from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.values import _float_dtype, check_given, check_numeric
 from cyscatter._registry.ops import get_op
 from cyscatter._reverse.groups import _check_shape
-from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
+from cyscatter._reverse.scatter import gather_vjp_src, scatter_jvp, scatter_vjp_src
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -126,6 +127,95 @@ def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: Su
     else:   # checked here, naming grad_out: segment below would name its own src
         batched_indptr(indptr, grad_out.shape, be, rows=rows, rows_of="grad_out")
     return segment(grad_out.astype(_float_dtype(grad_out), copy=False), indptr, "add", axis=axis)
+
+
+# ---- row ranges (`segment_ranges`): segment over the rows in range order, then the gather's adjoint ---------------
+
+def segment_ranges_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, starts: ArrayInput,
+                           stops: ArrayInput, out: ArrayInput, *, axis: SupportsIndex = 0,
+                           initial: FillValue | None = None) -> Any:
+    """Gradient of `segment_ranges` w.r.t. `src`: `segment_vjp_src` over the rows in range order, summed back
+    onto the rows they came from (a row in several ranges gets the sum of its shares).
+
+    Parameters
+    ----------
+    op : str
+        The op given to `segment_ranges`.
+    grad_out : array_like, shape B + (R,) + F
+        Cotangent of the output.
+    src : array_like, shape B + (n,) + F
+        The `src` given to `segment_ranges`.
+    starts, stops : 1-D int arrays of length R
+        The ranges given to `segment_ranges`.
+    out : array_like, shape B + (R,) + F
+        The result of `segment_ranges`.
+    axis, initial : optional
+        As given to `segment_ranges`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype (float64 for integer inputs).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As `segment_ranges` and `segment_vjp_src` (a `grad_out` or `out` of another shape than the output).
+    """
+    rows, ranges, axis, be = _range_rows("segment_ranges_vjp_src", src, starts, stops, axis)
+    grad_rows = segment_vjp_src(op, grad_out, rows, ranges.indptr, out, axis=axis, initial=initial)
+    shape = be.asarray(src).shape
+    if ranges.index is None:   # a slice: its rows' gradients in place, zeros around
+        grad = be.xp.zeros(shape, grad_rows.dtype)
+        key = (slice(None),) * axis + (slice(ranges.offset, ranges.offset + int(ranges.indptr[-1])),)
+        grad[key] = grad_rows
+        return grad
+    return gather_vjp_src(grad_rows, ranges.index, shape, axis=axis)
+
+
+def segment_ranges_jvp(op: OpLike, src: ArrayInput, starts: ArrayInput, stops: ArrayInput, out: ArrayInput,
+                       src_dot: ArrayInput, *, axis: SupportsIndex = 0, initial: FillValue | None = None) -> Any:
+    """Forward derivative of `segment_ranges`: `segment_jvp` over the rows (and their tangents) in range order.
+
+    Parameters
+    ----------
+    op : str
+        The op given to `segment_ranges`.
+    src : array_like, shape B + (n,) + F
+        The `src` given to `segment_ranges`.
+    starts, stops : 1-D int arrays of length R
+        The ranges given to `segment_ranges`.
+    out : array_like, shape B + (R,) + F
+        The result of `segment_ranges`.
+    src_dot : array_like, shape of `src`
+        Tangent of `src`.
+    axis, initial : optional
+        As given to `segment_ranges`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Tangent of the output, float dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As `segment_ranges` and `segment_jvp` (a `src_dot` not shaped like `src`).
+    """
+    rows, ranges, axis, be = _range_rows("segment_ranges_jvp", src, starts, stops, axis)
+    check_given("src_dot", src_dot)
+    dot = be.asarray(src_dot)
+    _check_shape("segment_ranges_jvp: src_dot", dot, "src", be.asarray(src).shape)
+    return segment_jvp(op, rows, ranges.indptr, out, ranges.rows_of(dot, axis, be), axis=axis, initial=initial)
+
+
+def _range_rows(name, src, starts, stops, axis):
+    check_given("src", src)
+    be = backend_of(src=src, starts=starts, stops=stops)
+    src = be.asarray(src)
+    axis = normalize_axis(axis, src.ndim, 1)
+    ranges = ranges_index(starts, stops, src.shape[axis], be)
+    return ranges.rows_of(src, axis, be), ranges, axis, be
 
 
 def _initial_dst(op, initial, out, src):

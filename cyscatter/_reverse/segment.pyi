@@ -24,3 +24,21 @@ def gather_segment_vjp_src(grad_out: DeviceArray, indptr: ArrayInput, *, axis: S
 @overload
 def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *,
                            axis: SupportsIndex | None = ...) -> NDArray[Any]: ...
+
+@overload
+def segment_ranges_vjp_src(op: OpLike, grad_out: DeviceArray, src: ArrayInput, starts: ArrayInput,
+                           stops: ArrayInput, out: ArrayInput, *, axis: SupportsIndex = ...,
+                           initial: FillValue | None = ...) -> Any: ...
+@overload
+def segment_ranges_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, starts: ArrayInput,
+                           stops: ArrayInput, out: ArrayInput, *, axis: SupportsIndex = ...,
+                           initial: FillValue | None = ...) -> NDArray[Any]: ...
+
+@overload
+def segment_ranges_jvp(op: OpLike, src: DeviceArray, starts: ArrayInput, stops: ArrayInput, out: ArrayInput,
+                       src_dot: ArrayInput, *, axis: SupportsIndex = ...,
+                       initial: FillValue | None = ...) -> Any: ...
+@overload
+def segment_ranges_jvp(op: OpLike, src: ArrayInput, starts: ArrayInput, stops: ArrayInput, out: ArrayInput,
+                       src_dot: ArrayInput, *, axis: SupportsIndex = ...,
+                       initial: FillValue | None = ...) -> NDArray[Any]: ...

@@ -19,6 +19,7 @@ from cyscatter._api.gather import gather, gather_into
 from cyscatter._api.gather_scatter import gather_scatter
 from cyscatter._api.logical import scatter_all, scatter_any
 from cyscatter._api.moments import scatter_nanstd, scatter_nanvar, scatter_std, scatter_var
+from cyscatter._api.multi import gather_scatter_multi, scatter_multi, segment_multi
 from cyscatter._api.ranges import segment_ranges
 from cyscatter._api.scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
 from cyscatter._api.scatter import scatter, scatter_into
@@ -38,6 +39,7 @@ from cyscatter._reverse.moments import (
     scatter_var_jvp,
     scatter_var_vjp,
 )
+from cyscatter._reverse.multi import scatter_multi_jvp, scatter_multi_vjp_src, segment_multi_jvp, segment_multi_vjp_src
 from cyscatter._reverse.scatter import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
 from cyscatter._reverse.segment import (
     gather_segment_vjp_src,
@@ -77,6 +79,9 @@ __all__ = [
     "scatter_nanvar_vjp", "scatter_nanvar_jvp", "scatter_nanstd_vjp", "scatter_nanstd_jvp",
     # segments given as (start, stop) row ranges
     "segment_ranges", "segment_ranges_vjp_src", "segment_ranges_jvp",
+    # several aggregations in one call (PyG's MultiAggregation layout)
+    "scatter_multi", "segment_multi", "gather_scatter_multi", "scatter_multi_vjp_src", "scatter_multi_jvp",
+    "segment_multi_vjp_src", "segment_multi_jvp",
 ]
 
 

@@ -6,13 +6,14 @@ time; they run without the GIL and return a status. The `def` wrappers at the bo
 op codes into tags and are the only entry points the Python layer uses.
 """
 cimport cython
+from cython.parallel cimport prange
 from cython.view cimport contiguous
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_NANADD, OP_NANMUL, OP_FMAX,
                                 OP_FMIN, OpNanAdd, OpNanMul, OpFmax, OpFmin, MODE_RAISE, MODE_DROP,
-                                scatter_reduce_rows, first_out_of_range, combine_rows)
+                                scatter_reduce_rows, first_out_of_range, combine_rows, team_size)
 from cyscatter.group_kernels cimport (extreme_t, nan_op_t, nan_value_t, count_t, combine, running, replaces_max,
                                       replaces_min)
 
@@ -401,3 +402,155 @@ def scatter_arg(int opcode, const value_t[:, :, ::contiguous] src, const index_t
         else:
             status = scatter_arg_rows(mn, src, index, best, arg, mode)
     return status
+
+# ---- several aggregations in one pass (scatter_multi) -------------------------------------------------------------
+# One read of each src row updates every table asked for: the sums (add, mean, and var/std's means), the maxima
+# and the minima, and counts the entries; a second kernel sums the squared deviations from the group means that
+# the first pass gave (var/std, the two-pass algorithm of scatter_var). Each element sees its updates in index
+# order, with the core's rules (NaN wins max/min, -0.0 < +0.0), so every table equals the single-op scatter's bits.
+# Threads take disjoint feature columns (whole cache lines), so they share no destination element.
+
+ctypedef fused multi_real_t:
+    float
+    double
+
+ctypedef fused multi_index_t:
+    int32_t
+    int64_t
+
+
+cdef Py_ssize_t _multi_part(const multi_real_t* src, const multi_index_t* index, multi_real_t* sums,
+                            multi_real_t* maxs, multi_real_t* mins, int64_t* counts, Py_ssize_t outer,
+                            Py_ssize_t n, Py_ssize_t inner, Py_ssize_t size, Py_ssize_t f0, Py_ssize_t f1,
+                            int mode) noexcept nogil:
+    cdef Py_ssize_t o, k, f, j, row
+    cdef const multi_real_t* x
+    cdef multi_real_t* t
+    for o in range(outer):
+        for k in range(n):
+            j = <Py_ssize_t>index[k]
+            if j < 0 or j >= size:
+                if mode == MODE_RAISE:
+                    return k
+                continue
+            if counts != NULL and o == 0:
+                counts[j] += 1
+            x = src + (o * n + k) * inner
+            row = (o * size + j) * inner
+            if sums != NULL:
+                t = sums + row
+                for f in range(f0, f1):
+                    t[f] = t[f] + x[f]
+            if maxs != NULL:
+                t = maxs + row
+                for f in range(f0, f1):
+                    if multi_real_t is float:
+                        t[f] = cyscatter_max_f(t[f], x[f])
+                    else:
+                        t[f] = cyscatter_max_d(t[f], x[f])
+            if mins != NULL:
+                t = mins + row
+                for f in range(f0, f1):
+                    if multi_real_t is float:
+                        t[f] = cyscatter_min_f(t[f], x[f])
+                    else:
+                        t[f] = cyscatter_min_d(t[f], x[f])
+    return -1
+
+
+cdef Py_ssize_t _squares_part(const multi_real_t* src, const multi_index_t* index, const multi_real_t* means,
+                              multi_real_t* squares, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner,
+                              Py_ssize_t size, Py_ssize_t f0, Py_ssize_t f1) noexcept nogil:
+    cdef Py_ssize_t o, k, f, j, row
+    cdef const multi_real_t* x
+    cdef const multi_real_t* m
+    cdef multi_real_t* t
+    cdef multi_real_t d
+    for o in range(outer):
+        for k in range(n):
+            j = <Py_ssize_t>index[k]
+            if j < 0 or j >= size:   # (checked by the first pass: dropped here)
+                continue
+            x = src + (o * n + k) * inner
+            row = (o * size + j) * inner
+            m = means + row
+            t = squares + row
+            for f in range(f0, f1):
+                d = x[f] - m[f]
+                t[f] = t[f] + d * d
+    return -1
+
+
+cdef inline Py_ssize_t _column_cut(Py_ssize_t inner, int parts, int t, Py_ssize_t block) noexcept nogil:
+    """The first feature of thread t's columns: whole blocks (cache lines) shared out evenly."""
+    cdef Py_ssize_t blocks = (inner + block - 1) // block
+    return min(inner, (blocks * t // parts) * block)
+
+
+def multi_reduce(const multi_real_t[:, :, ::1] src, const multi_index_t[::1] index, multi_real_t[:, :, ::1] sums,
+                 multi_real_t[:, :, ::1] maxs, multi_real_t[:, :, ::1] mins, int64_t[::1] counts,
+                 int mode=MODE_RAISE, int num_threads=0):
+    """One pass: sums += src, maxs = max(maxs, src), mins = min(mins, src) per destination row index[k] (each
+    table may be None), counts[index[k]] += 1; tables (outer, size, inner) C-contiguous. Returns -1, or under
+    MODE_RAISE the first entry out of [0, size) (nothing is written after it; the caller raises)."""
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = counts.shape[0]
+    cdef multi_real_t* s_ptr = NULL
+    cdef multi_real_t* x_ptr = NULL
+    cdef multi_real_t* i_ptr = NULL
+    cdef Py_ssize_t status[64]
+    cdef Py_ssize_t block = 64 // sizeof(multi_real_t), first = -1
+    cdef int parts, t
+    if index.shape[0] != n:
+        raise ValueError(f"multi_reduce: index has {index.shape[0]} entries for {n} rows of src")
+    for name, table in (("sums", sums), ("maxs", maxs), ("mins", mins)):
+        if table is not None and (table.shape[0] != outer or table.shape[1] != size or table.shape[2] != inner):
+            raise ValueError(f"multi_reduce: {name} shape {(table.shape[0], table.shape[1], table.shape[2])} "
+                             f"does not fit ({outer}, {size}, {inner})")
+    if sums is not None:
+        s_ptr = &sums[0, 0, 0] if sums.size else NULL
+    if maxs is not None:
+        x_ptr = &maxs[0, 0, 0] if maxs.size else NULL
+    if mins is not None:
+        i_ptr = &mins[0, 0, 0] if mins.size else NULL
+    if n == 0:
+        return -1
+    if outer == 0 or inner == 0:   # nothing to write: the entries are still checked and counted
+        s_ptr = x_ptr = i_ptr = NULL
+        inner = 0
+    parts = min(team_size(num_threads, outer * n * max(inner, 1)), max(1, inner // block), 64)
+    if parts <= 1:
+        return _multi_part(&src[0, 0, 0] if src.size else NULL, &index[0], s_ptr, x_ptr, i_ptr, &counts[0],
+                           outer, n, inner, size, 0, inner, mode)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        status[t] = _multi_part(&src[0, 0, 0], &index[0], s_ptr, x_ptr, i_ptr, &counts[0] if t == 0 else NULL,
+                                outer, n, inner, size, _column_cut(inner, parts, t, block),
+                                _column_cut(inner, parts, t + 1, block), mode)
+    for t in range(parts):
+        if status[t] >= 0 and (first < 0 or status[t] < first):
+            first = status[t]
+    return first
+
+
+def multi_squares(const multi_real_t[:, :, ::1] src, const multi_index_t[::1] index,
+                  const multi_real_t[:, :, ::1] means, multi_real_t[:, :, ::1] squares, int num_threads=0):
+    """squares[o, index[k], f] += (src[o, k, f] - means[o, index[k], f])**2 in index order (entries out of
+    range skipped: `multi_reduce` has checked them); tables (outer, size, inner) C-contiguous."""
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = means.shape[1]
+    cdef Py_ssize_t block = 64 // sizeof(multi_real_t)
+    cdef int parts, t
+    if index.shape[0] != n:
+        raise ValueError(f"multi_squares: index has {index.shape[0]} entries for {n} rows of src")
+    if (means.shape[0] != outer or means.shape[2] != inner or squares.shape[0] != outer
+            or squares.shape[1] != size or squares.shape[2] != inner):
+        raise ValueError("multi_squares: means and squares must both be (outer, size, inner) for src's outer, "
+                         "inner")
+    if n == 0 or outer == 0 or inner == 0 or size == 0:
+        return
+    parts = min(team_size(num_threads, outer * n * inner), max(1, inner // block), 64)
+    if parts <= 1:
+        _squares_part(&src[0, 0, 0], &index[0], &means[0, 0, 0], &squares[0, 0, 0], outer, n, inner, size, 0,
+                      inner)
+        return
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _squares_part(&src[0, 0, 0], &index[0], &means[0, 0, 0], &squares[0, 0, 0], outer, n, inner, size,
+                      _column_cut(inner, parts, t, block), _column_cut(inner, parts, t + 1, block))

@@ -1,0 +1,13 @@
+"""Static types of `cyscatter._reverse.multi`: type checkers read this stub in place of multi.py."""
+from typing import Any, Sequence, SupportsIndex
+
+from cyscatter._typing import ArrayInput, IndexLike, Mode
+
+def scatter_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayInput, index: IndexLike,
+                          out: ArrayInput, *, axis: SupportsIndex = ..., mode: Mode = ..., ddof: float = ...) -> Any: ...
+def scatter_multi_jvp(ops: Sequence[str], src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput,
+                      *, axis: SupportsIndex = ..., mode: Mode = ..., ddof: float = ...) -> Any: ...
+def segment_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput,
+                          out: ArrayInput, *, axis: SupportsIndex = ..., ddof: float = ...) -> Any: ...
+def segment_multi_jvp(ops: Sequence[str], src: ArrayInput, indptr: ArrayInput, out: ArrayInput,
+                      src_dot: ArrayInput, *, axis: SupportsIndex = ..., ddof: float = ...) -> Any: ...

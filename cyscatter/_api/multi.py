@@ -91,28 +91,37 @@ def _fused(names, src, index, dim_size, axis, mode, ddof):
     src3 = np.ascontiguousarray(src3)
     flat = ctx.plan.flat if ctx.plan.flat.dtype in (np.int32, np.int64) else ctx.plan.flat.astype(np.int64)
     flat = np.ascontiguousarray(flat).reshape(-1)
-    shape3 = (src3.shape[0], ctx.plan.size, src3.shape[2])
-    wanted = {_FUSED[name] for name in names}
+    outer, size, inner = src3.shape[0], ctx.plan.size, src3.shape[2]
+    wanted = [table for table in ("sums", "maxs", "mins") if table in {_FUSED[name] for name in names}]
+    start = {"sums": 0, "maxs": -np.inf, "mins": np.inf}
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        sums = np.zeros(shape3, src3.dtype) if "sums" in wanted else None
-        maxs = np.full(shape3, -np.inf, src3.dtype) if "maxs" in wanted else None
-        mins = np.full(shape3, np.inf, src3.dtype) if "mins" in wanted else None
-        counts = np.zeros(ctx.plan.size, np.int64)
-        status = group_kernels.multi_reduce(src3, flat, sums, maxs, mins, counts, ctx.plan.kernel_mode)
+        # the tables of a destination row side by side in one work row: one run of cache lines per entry
+        work = np.empty((outer, size, len(wanted) * inner), src3.dtype)
+        at = {}
+        for i, table in enumerate(wanted):
+            at[table] = i * inner
+            work[:, :, i * inner:(i + 1) * inner] = start[table]
+        counts = np.zeros(size, np.int64)
+        status = group_kernels.multi_reduce(src3, flat, work, at.get("sums", -1), at.get("maxs", -1),
+                                            at.get("mins", -1), counts, ctx.plan.kernel_mode)
         if status >= 0:
             raise ctx.plan.error(status)
-        tables = {"add": sums, "max": maxs, "min": mins}
+        part = {table: work[:, :, at[table]:at[table] + inner] for table in wanted}
+        tables = {"add": part.get("sums"), "max": part.get("maxs"), "min": part.get("mins")}
         if "mean" in names:
-            tables["mean"] = sums.copy()
+            tables["mean"] = part["sums"].copy()   # (C order; the sums stay for var/std)
             divide(get_op("mean"), tables["mean"], counts)
         if "var" in names or "std" in names:
-            # scatter_var's two passes: the means in src's dtype, then the squared deviations from them
-            means = sums / np.maximum(counts, 1)[None, :, None].astype(src3.dtype)
-            squares = np.zeros(shape3, src3.dtype)
-            group_kernels.multi_squares(src3, flat, means, squares)
+            # scatter_var's two passes: the means in src's dtype, then the squared deviations from them, the two
+            # side by side in one work row as above
+            moments = np.zeros((outer, size, 2 * inner), src3.dtype)
+            np.divide(part["sums"], np.maximum(counts, 1)[None, :, None].astype(src3.dtype),
+                      out=moments[:, :, :inner])
+            group_kernels.multi_squares(src3, flat, moments)
+            squares = moments[:, :, inner:]
             dof = np.subtract(counts[None, :, None], ddof, dtype=src3.dtype)
             with np.errstate(divide="ignore", invalid="ignore"):
-                var = np.divide(squares, dof, out=squares)
+                var = np.divide(squares, dof)
             np.copyto(var, np.nan, where=~(dof > 0))
             tables["var"] = var
             tables["std"] = np.sqrt(var) if "std" in names else None

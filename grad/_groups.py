@@ -29,6 +29,7 @@ from cyscatter._api.segment import batched_indptr, check_indptr, initial_for, me
 from cyscatter._backends import host
 from cyscatter._plan.index import plan_index
 from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.values import fill_for
 from grad._args import layout, require_inexact, require_inexact_traced, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive
@@ -435,9 +436,10 @@ def _segment_ids_reduce(src, ids, op, nseg, axis, fill_value, initial):
     if initial is None or op.winner:
         return scatter(src, ids, op.name, dim_size=nseg, axis=axis,
                        fill_value=initial if fill_value is None else fill_value)
-    value = getval(src)
-    result_dtype = op.result_dtype(np.result_type(value))
+    value = np.asarray(getval(src))
+    result_dtype = op.result_dtype(value.dtype)
     start = initial_for(initial, op, result_dtype)
+    fill = fill_for(fill_value, result_dtype)
     k = normalize_axis(axis, np.ndim(value), 1)
     shape = np.shape(value)[:k] + (nseg,) + np.shape(value)[k + 1:]
     table = np.full(shape, start, np.result_type(start))
@@ -451,8 +453,8 @@ def _segment_ids_reduce(src, ids, op, nseg, axis, fill_value, initial):
         out = sums / (np.sqrt(divisor) if op.sqrt_counts else divisor)
     else:
         out = scatter_into(table, src, ids, op.name, axis=axis)
-    if fill_value is not None:
-        out = where(counts == 0, np.asarray(fill_value, result_dtype), out)
+    if fill is not None:
+        out = where(counts == 0, fill, out)
     return out.astype(result_dtype) if np.result_type(getval(out)) != result_dtype else out
 
 

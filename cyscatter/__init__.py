@@ -39,7 +39,15 @@ from cyscatter._reverse.moments import (
     scatter_var_jvp,
     scatter_var_vjp,
 )
-from cyscatter._reverse.multi import scatter_multi_jvp, scatter_multi_vjp_src, segment_multi_jvp, segment_multi_vjp_src
+from cyscatter._reverse.multi import (
+    gather_scatter_multi_jvp,
+    gather_scatter_multi_vjp_src,
+    gather_scatter_multi_vjp_weight,
+    scatter_multi_jvp,
+    scatter_multi_vjp_src,
+    segment_multi_jvp,
+    segment_multi_vjp_src,
+)
 from cyscatter._reverse.scatter import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
 from cyscatter._reverse.segment import (
     gather_segment_vjp_src,
@@ -81,7 +89,8 @@ __all__ = [
     "segment_ranges", "segment_ranges_vjp_src", "segment_ranges_jvp",
     # several aggregations in one call (PyG's MultiAggregation layout)
     "scatter_multi", "segment_multi", "gather_scatter_multi", "scatter_multi_vjp_src", "scatter_multi_jvp",
-    "segment_multi_vjp_src", "segment_multi_jvp",
+    "segment_multi_vjp_src", "segment_multi_jvp", "gather_scatter_multi_vjp_src", "gather_scatter_multi_vjp_weight",
+    "gather_scatter_multi_jvp",
 ]
 
 

@@ -86,7 +86,7 @@ def _fused(names, src, index, dim_size, axis, mode, ddof):
         return None   # (integers would be computed in float64: max and min keep their dtype)
     ctx, result, batch, feat = group_view("scatter_multi", src, index, dim_size, axis, mode)
     src3 = ctx.src3
-    if ctx.xp is not np or src3.dtype not in (np.float32, np.float64) or result != src3.dtype:
+    if ctx.be.name != "host" or src3.dtype not in (np.float32, np.float64) or result != src3.dtype:
         return None
     src3 = np.ascontiguousarray(src3)
     flat = ctx.plan.flat if ctx.plan.flat.dtype in (np.int32, np.int64) else ctx.plan.flat.astype(np.int64)

@@ -1,10 +1,11 @@
-"""VJPs and JVPs of scatter_multi and segment_multi: each op's block of the output differentiated by that op's
+"""VJPs and JVPs of scatter_multi, segment_multi and gather_scatter_multi: each op's block of the output differentiated by that op's
 own reverse function (`scatter_vjp_src`, `scatter_var_vjp`, ...), the cotangents of src summed, the tangents
 placed side by side as the forward placed the results."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cyscatter._api.gather import gather
 from cyscatter._api.multi import feature_dims, parse_ops, split_results, stack_results
 from cyscatter._api.segment import check_indptr, segment_ids
 from cyscatter._arrays.protocols import shape_of
@@ -12,7 +13,7 @@ from cyscatter._backends.select import backend_of
 from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.values import check_given
 from cyscatter._reverse.moments import scatter_std_jvp, scatter_std_vjp, scatter_var_jvp, scatter_var_vjp
-from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
+from cyscatter._reverse.scatter import gather_vjp_src, scatter_jvp, scatter_vjp_src
 
 if TYPE_CHECKING:
     from typing import Any, Sequence, SupportsIndex
@@ -194,3 +195,144 @@ def segment_multi_jvp(ops: Sequence[str], src: ArrayInput, indptr: ArrayInput, o
     """
     ids, k = _segment_ids(src, indptr, axis)
     return scatter_multi_jvp(ops, src, ids, out, src_dot, axis=k, ddof=ddof)
+
+
+def _messages(src, gather_index, weight):
+    """(messages, the gathered rows, the weight shaped against them) of `gather_scatter_multi`."""
+    rows = gather(src, gather_index)
+    if weight is None:
+        return rows, rows, None
+    be = backend_of(src=rows, weight=weight)
+    w = be.asarray(weight)
+    if w.shape != shape_of(gather_index):
+        raise ValueError(f"weight has shape {w.shape}, but there are {shape_of(gather_index)} edges")
+    w = w.reshape(w.shape + (1,) * (rows.ndim - w.ndim))
+    return rows * w, rows, w
+
+
+def gather_scatter_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike,
+                                 scatter_index: IndexLike, out: ArrayInput, *, weight: ArrayInput | None = None,
+                                 ddof: float = 0) -> Any:
+    """Gradient of `gather_scatter_multi` w.r.t. `src`: the messages' `scatter_multi_vjp_src`, times the weight,
+    summed back onto the rows they were gathered from.
+
+    Parameters
+    ----------
+    ops : sequence of str
+        The ops given to `gather_scatter_multi`.
+    grad_out : array_like, shape of `out`
+        Cotangent of the output.
+    src : array_like, shape (N,) + F
+        The node rows given to `gather_scatter_multi`.
+    gather_index, scatter_index : 1-D int arrays of length E
+        The edges given to `gather_scatter_multi`.
+    out : array_like
+        The result of `gather_scatter_multi`.
+    weight, ddof : optional
+        As given to `gather_scatter_multi`.
+
+    Returns
+    -------
+    grad_src : ndarray, shape of `src`
+        Float dtype.
+
+    Raises
+    ------
+    TypeError, ValueError, IndexError
+        As `gather_scatter_multi` and `scatter_multi_vjp_src`.
+    """
+    messages, _, w = _messages(src, gather_index, weight)
+    g = scatter_multi_vjp_src(ops, grad_out, messages, scatter_index, out, ddof=ddof)
+    return gather_vjp_src(g if w is None else g * w, gather_index, shape_of(src))
+
+
+def gather_scatter_multi_vjp_weight(ops: Sequence[str], grad_out: ArrayInput, src: ArrayInput,
+                                    gather_index: IndexLike, scatter_index: IndexLike, out: ArrayInput, *,
+                                    weight: ArrayInput, ddof: float = 0) -> Any:
+    """Gradient of `gather_scatter_multi` w.r.t. `weight`: per edge, its message's cotangent dotted with the
+    gathered row.
+
+    Parameters
+    ----------
+    ops : sequence of str
+        The ops given to `gather_scatter_multi`.
+    grad_out : array_like, shape of `out`
+        Cotangent of the output.
+    src : array_like, shape (N,) + F
+        The node rows given to `gather_scatter_multi`.
+    gather_index, scatter_index : 1-D int arrays of length E
+        The edges given to `gather_scatter_multi`.
+    out : array_like
+        The result of `gather_scatter_multi`.
+    weight : array_like, shape (E,)
+        The weight given to `gather_scatter_multi`.
+    ddof : float, default 0
+        As given to `gather_scatter_multi`.
+
+    Returns
+    -------
+    grad_weight : ndarray, shape (E,)
+        Float dtype.
+
+    Raises
+    ------
+    TypeError, ValueError, IndexError
+        As `gather_scatter_multi_vjp_src`.
+    """
+    messages, rows, _ = _messages(src, gather_index, weight)
+    g = scatter_multi_vjp_src(ops, grad_out, messages, scatter_index, out, ddof=ddof)
+    return (g * rows).reshape(g.shape[0], -1).sum(axis=1)
+
+
+def gather_scatter_multi_jvp(ops: Sequence[str], src: ArrayInput, gather_index: IndexLike, scatter_index: IndexLike,
+                             out: ArrayInput, src_dot: ArrayInput, *, weight: ArrayInput | None = None,
+                             weight_dot: ArrayInput | None = None, ddof: float = 0) -> Any:
+    """Forward derivative of `gather_scatter_multi`: `scatter_multi_jvp` of the messages' tangent
+    ``gather(src_dot) * weight + gather(src) * weight_dot``.
+
+    Parameters
+    ----------
+    ops : sequence of str
+        The ops given to `gather_scatter_multi`.
+    src : array_like, shape (N,) + F
+        The node rows given to `gather_scatter_multi`.
+    gather_index, scatter_index : 1-D int arrays of length E
+        The edges given to `gather_scatter_multi`.
+    out : array_like
+        The result of `gather_scatter_multi`.
+    src_dot : array_like, shape of `src`
+        Tangent of `src`.
+    weight : array_like, shape (E,), optional
+        The weight given to `gather_scatter_multi`.
+    weight_dot : array_like, shape (E,), optional
+        Tangent of `weight` (None: 0).
+    ddof : float, default 0
+        As given to `gather_scatter_multi`.
+
+    Returns
+    -------
+    out_dot : ndarray, shape of `out`
+        Float dtype.
+
+    Raises
+    ------
+    TypeError, ValueError, IndexError
+        As `gather_scatter_multi` and `scatter_multi_jvp`; a `weight_dot` without `weight` (ValueError).
+    """
+    messages, rows, w = _messages(src, gather_index, weight)
+    check_given("src_dot", src_dot)
+    be = backend_of(src=rows, src_dot=src_dot)
+    dot = be.asarray(src_dot)
+    if dot.shape != shape_of(src):
+        raise ValueError(f"gather_scatter_multi_jvp: src_dot shape {dot.shape} != src shape {shape_of(src)}")
+    messages_dot = gather(dot, gather_index)
+    if w is not None:
+        messages_dot = messages_dot * w
+    if weight_dot is not None:
+        if w is None:
+            raise ValueError("weight_dot was given without weight")
+        wd = be.asarray(weight_dot)
+        if wd.shape != shape_of(gather_index):
+            raise ValueError(f"weight_dot has shape {wd.shape}, but there are {shape_of(gather_index)} edges")
+        messages_dot = messages_dot + rows * wd.reshape(w.shape)
+    return scatter_multi_jvp(ops, messages, scatter_index, out, messages_dot, ddof=ddof)

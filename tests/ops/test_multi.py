@@ -167,3 +167,30 @@ def test_errors():
         cs.scatter_multi_vjp_src(PNA, np.ones((2, 3)), src, index, np.ones((2, 4)))
     with pytest.raises(ValueError, match="weight has shape"):
         cs.gather_scatter_multi(np.ones((3, 2)), np.array([0, 1]), np.array([0, 0]), weight=np.ones(3))
+
+
+@pytest.mark.parametrize("ops", [PNA, ("add", "var")])
+def test_gather_scatter_multi_reverse_functions(backend, ops):
+    """VJPs in src and weight against central differences; the JVP their transpose."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((6, 2))
+    gi, si, w = rng.integers(0, 6, 15), rng.integers(0, 4, 15), rng.standard_normal(15)
+    out = cs.gather_scatter_multi(x, gi, si, ops, weight=w, dim_size=4)
+    g = rng.standard_normal(out.shape)
+    f = lambda x_, w_: (cs.gather_scatter_multi(x_, gi, si, ops, weight=w_, dim_size=4) * g).sum()   # noqa: E731
+    gx = backend.call(cs.gather_scatter_multi_vjp_src, ops, g, x, gi, si, out, weight=w)
+    gw = backend.call(cs.gather_scatter_multi_vjp_weight, ops, g, x, gi, si, out, weight=w)
+    nx, nw = np.zeros_like(x), np.zeros_like(w)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = 1e-6
+        nx[i] = (f(x + e, w) - f(x - e, w)) / 2e-6
+    for i in range(w.size):
+        e = np.zeros_like(w)
+        e[i] = 1e-6
+        nw[i] = (f(x, w + e) - f(x, w - e)) / 2e-6
+    np.testing.assert_allclose(gx, nx, atol=1e-6)
+    np.testing.assert_allclose(gw, nw, atol=1e-6)
+    vx, vw = rng.standard_normal(x.shape), rng.standard_normal(w.shape)
+    jvp = backend.call(cs.gather_scatter_multi_jvp, ops, x, gi, si, out, vx, weight=w, weight_dot=vw)
+    np.testing.assert_allclose((jvp * g).sum(), (gx * vx).sum() + (gw * vw).sum(), rtol=1e-11)

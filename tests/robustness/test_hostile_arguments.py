@@ -479,7 +479,7 @@ EXCEPTIONS = _exceptions()
 # classes are covered by the functions that make and take them (GatherScatterPlan: gather_scatter_plan, plan=)
 # gather_scatter_multi composes gather and scatter_multi: their errors name index / src, not gather_index /
 # scatter_index / weight (not done yet)
-_NOT_COVERED = re.compile(r"\.GatherScatterPlan$|\.gather_scatter_multi$")
+_NOT_COVERED = re.compile(r"\.GatherScatterPlan$|\.gather_scatter_multi(_vjp_src|_vjp_weight|_jvp)?$")
 
 
 @dataclass(frozen=True)

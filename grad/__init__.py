@@ -39,8 +39,9 @@ from grad._scatter import scatter, scatter_into
 
 __all__ = ["scatter", "scatter_into", "gather", "gather_into",
            "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax", "scatter_var", "scatter_std",
-           "segment", "segment_ranges", "gather_segment", "scatter_multi", "segment_multi", "gather_scatter_multi", "scatter_argmax", "scatter_argmin", "gather_scatter",
-           "scatter_scan", "scatter_nanvar", "scatter_nanstd"]
+           "segment", "gather_segment", "scatter_argmax", "scatter_argmin", "gather_scatter",
+           "scatter_scan", "scatter_nanvar", "scatter_nanstd",
+           "segment_ranges", "scatter_multi", "segment_multi", "gather_scatter_multi"]
 
 for _public in (scatter, scatter_into, gather, gather_into, scatter_logsumexp, scatter_softmax,
                 scatter_log_softmax, scatter_var, scatter_std, gather_scatter, scatter_scan, scatter_nanvar,

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 
 import autograd.numpy as anp
 import numpy as np
-from autograd.tracer import getval
+from autograd.tracer import Box, getval
 
 import cyscatter as cs
 from cyscatter._api.multi import feature_dims, parse_ops
 from cyscatter._api.segment import check_indptr
+from cyscatter._backends.select import backend_of
 from cyscatter._plan.layout import normalize_axis
 from grad._gather import gather
 from grad._groups import scatter_std, scatter_var
@@ -105,6 +106,9 @@ def gather_scatter_multi(src: ArrayInput, gather_index: IndexLike, scatter_index
     out : ndarray
         The result of `cyscatter.gather_scatter_multi`.
     """
+    # other libraries' arrays (a torch tensor, a JAX array) as NumPy's, as the core reads them; a traced
+    # (boxed) argument stays as it is
+    src, weight = (a if a is None or isinstance(a, Box) else backend_of(arg=a).asarray(a) for a in (src, weight))
     messages = gather(src, gather_index)
     if weight is not None:
         if np.shape(getval(weight)) != np.shape(gather_index):

@@ -20,6 +20,7 @@ from cyscatter._api.gather import gather
 from cyscatter._api.moments import check_ddof, scatter_std, scatter_var
 from cyscatter._api.scatter import scatter
 from cyscatter._api.segment import check_indptr, segment_ids
+from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.reduce import divide
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
@@ -195,8 +196,8 @@ def scatter_multi(src: ArrayInput, index: IndexLike, ops: Sequence[str] = ("mean
 def feature_dims(src, index, axis) -> bool:
     """Whether `src` has feature dims past the index dims (else the results stack along a new axis)."""
     coords = index if isinstance(index, tuple) else (index,)
-    ishape = np.shape(coords[0]) if coords else ()
-    ndim = np.ndim(src)
+    ishape = tuple(shape_of(coords[0])) if coords else ()
+    ndim = len(shape_of(src))
     start = normalize_axis(axis, max(ndim, 1), 1) if ndim else 0
     return ndim > start + len(ishape)
 
@@ -291,7 +292,7 @@ def gather_scatter_multi(src: ArrayInput, gather_index: IndexLike, scatter_index
     if weight is not None:
         be = backend_of(src=messages, weight=weight)
         w = be.asarray(weight)
-        if w.shape != np.shape(gather_index):
-            raise ValueError(f"weight has shape {w.shape}, but there are {np.shape(gather_index)} edges")
+        if w.shape != tuple(shape_of(gather_index)):
+            raise ValueError(f"weight has shape {w.shape}, but there are {tuple(shape_of(gather_index))} edges")
         messages = messages * w.reshape(w.shape + (1,) * (messages.ndim - w.ndim))
     return scatter_multi(messages, scatter_index, ops, dim_size=dim_size, ddof=ddof)

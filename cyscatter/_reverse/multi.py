@@ -204,7 +204,7 @@ def _messages(src, gather_index, weight):
         return rows, rows, None
     be = backend_of(src=rows, weight=weight)
     w = be.asarray(weight)
-    if w.shape != shape_of(gather_index):
+    if w.shape != tuple(shape_of(gather_index)):
         raise ValueError(f"weight has shape {w.shape}, but there are {shape_of(gather_index)} edges")
     w = w.reshape(w.shape + (1,) * (rows.ndim - w.ndim))
     return rows * w, rows, w
@@ -323,7 +323,7 @@ def gather_scatter_multi_jvp(ops: Sequence[str], src: ArrayInput, gather_index: 
     check_given("src_dot", src_dot)
     be = backend_of(src=rows, src_dot=src_dot)
     dot = be.asarray(src_dot)
-    if dot.shape != shape_of(src):
+    if dot.shape != tuple(shape_of(src)):
         raise ValueError(f"gather_scatter_multi_jvp: src_dot shape {dot.shape} != src shape {shape_of(src)}")
     messages_dot = gather(dot, gather_index)
     if w is not None:
@@ -332,7 +332,7 @@ def gather_scatter_multi_jvp(ops: Sequence[str], src: ArrayInput, gather_index: 
         if w is None:
             raise ValueError("weight_dot was given without weight")
         wd = be.asarray(weight_dot)
-        if wd.shape != shape_of(gather_index):
+        if wd.shape != tuple(shape_of(gather_index)):
             raise ValueError(f"weight_dot has shape {wd.shape}, but there are {shape_of(gather_index)} edges")
         messages_dot = messages_dot + rows * wd.reshape(w.shape)
     return scatter_multi_jvp(ops, messages, scatter_index, out, messages_dot, ddof=ddof)

@@ -99,6 +99,21 @@ def _baselines() -> dict[str, Callable[[], dict]]:
         "cyscatter.scatter_multi": lambda: dict(src=src(), index=idx(), ops=("mean", "max", "std"), dim_size=3,
                                                 axis=0, mode="raise", ddof=0),
         "cyscatter.segment_multi": lambda: dict(src=src(), indptr=ptr(), ops=("mean", "max", "std"), axis=0, ddof=0),
+        "cyscatter.gather_scatter_multi": lambda: dict(src=src(), gather_index=idx(), scatter_index=idx(),
+                                                       ops=("mean", "max", "std"), weight=np.ones(4), dim_size=3,
+                                                       ddof=0),
+        "cyscatter.gather_scatter_multi_vjp_src": lambda: dict(
+            ops=("mean", "max"), grad_out=np.ones((3, 2)), src=src(), gather_index=idx(), scatter_index=idx(),
+            out=_forward("gather_scatter_multi", SRC, IDX, IDX, ("mean", "max"), weight=np.ones(4), dim_size=3),
+            weight=np.ones(4), ddof=0),
+        "cyscatter.gather_scatter_multi_vjp_weight": lambda: dict(
+            ops=("mean", "max"), grad_out=np.ones((3, 2)), src=src(), gather_index=idx(), scatter_index=idx(),
+            out=_forward("gather_scatter_multi", SRC, IDX, IDX, ("mean", "max"), weight=np.ones(4), dim_size=3),
+            weight=np.ones(4), ddof=0),
+        "cyscatter.gather_scatter_multi_jvp": lambda: dict(
+            ops=("mean", "max"), src=src(), gather_index=idx(), scatter_index=idx(),
+            out=_forward("gather_scatter_multi", SRC, IDX, IDX, ("mean", "max"), weight=np.ones(4), dim_size=3),
+            src_dot=np.ones(4), weight=np.ones(4), weight_dot=np.ones(4), ddof=0),
         "cyscatter.scatter_multi_vjp_src": lambda: dict(
             ops=("mean", "max", "std"), grad_out=np.ones((3, 3)), src=src(), index=idx(),
             out=_forward("scatter_multi", SRC, IDX, ("mean", "max", "std"), dim_size=3), axis=0, mode="raise",
@@ -193,8 +208,6 @@ def _baselines() -> dict[str, Callable[[], dict]]:
     }
     # grad: the autograd primitives take the arguments of their namesakes (without num_threads)
     for name in csgrad.__all__:
-        if f"cyscatter.{name}" not in base:   # (left out of the campaign with its namesake)
-            continue
         core = base[f"cyscatter.{name}"]
         params = signature(getattr(csgrad, name)).parameters
         base[f"grad.{name}"] = (lambda core=core, params=params:

@@ -477,8 +477,8 @@ EXCEPTIONS = _exceptions()
 
 
 # classes are covered by the functions that make and take them (GatherScatterPlan: gather_scatter_plan, plan=)
-# gather_scatter_multi composes gather and scatter_multi: their errors name index / src, not gather_index /
-# scatter_index / weight (not done yet)
+# gather_scatter_multi (and its reverse functions) compose gather and scatter_multi: their errors name index /
+# src, not gather_index / scatter_index / weight (not done yet); its baseline serves the interop test only
 _NOT_COVERED = re.compile(r"\.GatherScatterPlan$|\.gather_scatter_multi(_vjp_src|_vjp_weight|_jvp)?$")
 
 
@@ -504,7 +504,7 @@ def _baseline_value(function: str, arg: str):
 def _cases() -> list[Case]:
     cases = []
     for function in PUBLIC:
-        if function not in BASELINES:
+        if function not in BASELINES or _NOT_COVERED.search(function):
             continue
         params = BASELINES[function]()
         for arg in params:

@@ -361,8 +361,9 @@ def test_nan_scan_reverse_functions(backend, op, exclusive, reverse):
 @pytest.mark.parametrize("op", NAN_SCANS)
 def test_grad_nan_scan(op):
     pytest.importorskip("autograd")
-    import grad
     from autograd.test_util import check_grads
+
+    import grad
     rng = np.random.default_rng(24)
     index = np.array([0, 1, 2, 0, 1, 1, 2, 0, 2, 1])
     src = rng.standard_normal((10, 2)) + 2.0

@@ -88,8 +88,9 @@ def test_segment_initial_reverse_functions(op, batched):
 @pytest.mark.parametrize("fill", [None, -3.0])
 def test_grad_segment_initial(op, fill):
     pytest.importorskip("autograd")
-    import grad
     from autograd.test_util import check_grads
+
+    import grad
     rng = np.random.default_rng(6)
     src = rng.standard_normal((7, 3))
     indptr = np.array([0, 2, 2, 5, 7])

@@ -13,7 +13,7 @@ Environment switches (read at build time):
 Flags per compiler (``build_ext`` below asks the compiler, not the platform): GCC and Clang get ``-O3 -fwrapv
 -fno-strict-aliasing``, complex products by the plain formula (GCC ``-fcx-limited-range``; Clang the same flag or
 ``-fcomplex-arithmetic=basic``, whichever it takes, else nothing) and, on ELF platforms, a release build without
-debug information (``-g0``, ``-Wl,--strip-debug``: about 3.8 MB instead of 19.6 MB for the three modules); MSVC
+debug information (``-g0``, ``-Wl,--strip-debug``: a fraction of a debug build's size); MSVC
 gets ``/O2`` and ``/openmp``. Every optional flag is tried on a scratch file first and dropped if refused.
 
 Rebuilds: each compiled module is kept in ``build/cyscatter-cache`` (its three newest builds) under a key made of

@@ -21,10 +21,12 @@ from cyscatter._api.logical import scatter_all, scatter_any
 from cyscatter._api.moments import scatter_nanstd, scatter_nanvar, scatter_std, scatter_var
 from cyscatter._api.multi import gather_scatter_multi, scatter_multi, segment_multi
 from cyscatter._api.ranges import segment_ranges
+from cyscatter._api.quantile import scatter_nanquantile, scatter_quantile
 from cyscatter._api.scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
 from cyscatter._api.scatter import scatter, scatter_into
 from cyscatter._api.segment import gather_segment, segment, segment_ids
 from cyscatter._api.softmax import scatter_log_softmax, scatter_logsumexp, scatter_softmax
+from cyscatter._arrays.keywords import hide_catch_all as _hide_catch_all
 from cyscatter._plan.edges import GatherScatterPlan, gather_scatter_plan
 from cyscatter._plan.index import MODES
 from cyscatter._registry.ops import OP_NAMES, OPS, get_op
@@ -47,6 +49,12 @@ from cyscatter._reverse.multi import (
     scatter_multi_vjp_src,
     segment_multi_jvp,
     segment_multi_vjp_src,
+)
+from cyscatter._reverse.quantile import (
+    scatter_nanquantile_jvp,
+    scatter_nanquantile_vjp,
+    scatter_quantile_jvp,
+    scatter_quantile_vjp,
 )
 from cyscatter._reverse.scatter import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
 from cyscatter._reverse.segment import (
@@ -91,7 +99,11 @@ __all__ = [
     "scatter_multi", "segment_multi", "gather_scatter_multi", "scatter_multi_vjp_src", "scatter_multi_jvp",
     "segment_multi_vjp_src", "segment_multi_jvp", "gather_scatter_multi_vjp_src", "gather_scatter_multi_vjp_weight",
     "gather_scatter_multi_jvp",
+    # per-group order statistics (scatter, segment and gather_scatter also take the ops "median", "nanmedian")
+    "scatter_quantile", "scatter_nanquantile", "scatter_quantile_vjp", "scatter_quantile_jvp",
+    "scatter_nanquantile_vjp", "scatter_nanquantile_jvp",
 ]
+
 
 
 
@@ -105,3 +117,11 @@ def get_include() -> str:
         The folder *above* the package, so ``from cyscatter.kernels cimport ...`` resolves.
     """
     return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+
+
+# the public functions take a port's torch_scatter / JAX keywords in a ``**porting`` catch-all that raises with the
+# cyscatter spelling (cyscatter._arrays.keywords); their signatures, as help() and the docs show them, leave it out
+for _public in __all__:
+    if "porting" in getattr(getattr(globals()[_public], "__code__", None), "co_varnames", ()):
+        _hide_catch_all(globals()[_public])
+del _public

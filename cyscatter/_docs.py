@@ -35,18 +35,11 @@ FRAGMENTS = {
     "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum", \
 "nanprod", "fmax", "fmin", "nanmean", "nanlast", "nanfirst"}, default "add"
         The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin",
-        "nanadd" (nansum), "nanmul" (nanprod), "nanmax" (fmax), "nanmin" (fmin), "last" (set).
-        "sqrt_n" is TensorFlow's ``unsorted_segment_sqrt_n``: ``sum / sqrt(count)``, 0 for an empty group,
-        with mean's conventions otherwise (integers give float64).
-        "set" (alias "last") and "first" assign: row j takes the row of the last (first) entry in index order
-        that reaches it (JAX's ``x.at[i].set(v)``, NumPy's ``a[i] = v``, numpy_groupies "last" / "first"),
-        deterministically on the CPU and the GPU; they take any dtype the other ops take, and bool.
-        The NaN-skipping ops treat a NaN src entry (complex: either part NaN) as absent, as numpy_groupies'
-        nansum/nanprod/nanmax/nanmin/nanmean do: an element whose entries are all NaN is an empty group (the
-        identity, or `fill_value`); fmax/fmin are NumPy's ``np.fmax.at``/``np.fmin.at`` (a NaN already in `dst`
-        loses too; -0.0 < +0.0 as for max). On integers they are their twins.
-        "nanlast" and "nanfirst" (numpy_groupies' own) assign per element: element (j, f) takes the value of
-        its last (first) non-NaN entry in index order; an element whose entries are all NaN is empty.""",
+        "nanadd" (nansum), "nanmul" (nanprod), "nanmax" (fmax), "nanmin" (fmin), "last" (set). "sqrt_n" is
+        ``sum / sqrt(count)`` (TensorFlow's ``unsorted_segment_sqrt_n``); "set" and "first" assign the last
+        (first) entry in index order; the NaN-skipping ops leave NaN entries out ("nanlast" / "nanfirst" assign
+        per element its last / first non-NaN entry). Each op's rules, and the peers it follows:
+        :doc:`/semantics`.""",
     "axis": """axis : int, default 0
         Where the index dims start inside `src` (and the destination dims inside the output); the dims before
         it are batch dims B, taken one to one. Negative values count from the end.""",
@@ -69,26 +62,11 @@ FRAGMENTS = {
         an `axis` that does not fit, a read-only `dst` or one with overlapping elements.
     """ + _INDEX_ERROR,
     "semantics": """Fresh outputs start at the op's identity, as in NNlib: 0 for add/sub/mean, 1 for mul/div, -inf (or the
-    integer minimum) for max, +inf (or the integer maximum) for min, and 0 for the assignments set/first (as
-    PyG's ``scatter(reduce="any")`` and numpy_groupies' ``fill_value=0``; numpy_groupies' own float
-    first/last fill NaN: pass ``fill_value=np.nan`` for that). Updates are applied in index order, so
-    float results are deterministic on the CPU. max/min let NaN win (NumPy's ``maximum.at`` rule) and order
-    -0.0 < +0.0 whatever the update order (``np.maximum.at`` keeps whichever zero comes last). When an add,
-    sub, mul or div meets two NaNs, which one's sign and payload the result keeps is not specified (IEEE 754
-    leaves it open; x86 returns its first operand, and the compiler orders operands per vector lane), so
-    "bitwise" claims hold for every value but such NaNs, as with NumPy. Complex mul is NumPy's formula
-    ``(ac - bd) + (ad + bc)i`` (no C99 Annex G recovery of infinities), complex div Smith's method. Integer div
-    and mean follow NumPy true division and give float64, mean's sums also taken in float64 (as ``np.mean``:
-    exact up to 2**53, rounded beyond); float16 and bfloat16 (``ml_dtypes.bfloat16``, optional: detected
-    by name, never imported) accumulate in float32, rounded once to nearest even at the end (as
-    pytorch_scatter and JAX accumulate bfloat16 on the CPU; CuPy has no bfloat16: a bfloat16 array or
-    ``dtype=`` with CuPy arrays raises TypeError naming it); small integer dtypes of the other
-    ops accumulate in int64 and wrap back as NumPy's modular arithmetic does.
-
-    CuPy arrays run on the GPU (the current CuPy device) and give CuPy arrays, with the same rules, except
-    that float atomics apply the updates of a destination in arrival order: float add, sub, mean, mul and div
-    results (not max/min, integers or gather) can differ in the last bits from run to run and from the CPU.
-    CuPy flushes float32 subnormals to zero.""",
+    integer minimum) for max, +inf (or the integer maximum) for min, 0 for set/first. Updates are applied in
+    index order (deterministic on the CPU); max/min let NaN win and order -0.0 < +0.0; integer div and mean
+    are true division (float64); float16 and bfloat16 accumulate in float32. The full rules, and where they
+    follow or depart from NumPy, PyTorch and JAX: :doc:`/semantics`. CuPy arrays run on the GPU with the same
+    rules, float atomics aside (:doc:`/gpu`).""",
 }
 
 FRAGMENTS["indptr"] = """indptr : int array, shape (S + 1,) or B' + (S + 1,)
@@ -102,7 +80,7 @@ FRAGMENTS["indptr"] = """indptr : int array, shape (S + 1,) or B' + (S + 1,)
 FRAGMENTS["indices_are_sorted"] = """indices_are_sorted : bool, default False
         A speed hint (JAX's name): equal index entries are mostly adjacent, as in a sorted index. For
         one-element rows (no feature dims) runs of equal entries are then reduced in a register and stored
-        once, on one thread (about 3x faster on sorted input); wider rows run the usual kernel, as without
+        once, on one thread (``benchmarks/bench_segment.py`` times it); wider rows run the usual kernel, as without
         the hint. The result is the same either way, bit for bit, even when the hint is wrong (unlike JAX,
         where a wrong hint is undefined behaviour). CuPy arrays ignore it (the GPU kernels update with atomics
         in any order)."""

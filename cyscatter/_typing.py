@@ -39,6 +39,10 @@ Mode = Literal["raise", "drop", "wrap", "clip", "normalize_drop"]
 
 # an op name or a registry entry (`cyscatter.OPS`, `cyscatter.get_op`)
 OpLike: TypeAlias = Union[ScatterOp, Op]
+# the order statistics that scatter, segment and gather_scatter take besides the registry's ops
+# (`cyscatter._registry.ops.ORDER_STATS`), and what those functions' `op` accepts
+OrderStat = Literal["median", "nanmedian"]
+ReduceOpLike: TypeAlias = Union[ScatterOp, OrderStat, Op]
 ScanOpLike: TypeAlias = Union[ScanOp, Op]
 
 
@@ -73,7 +77,7 @@ DimSize: TypeAlias = Union[SupportsIndex, Sequence[SupportsIndex], NDArray[np.in
 FillValue: TypeAlias = Union[complex, str, bytes, np.generic]
 
 __all__ = ["ScatterOp", "ScanOp", "Mode", "OpLike", "ScanOpLike", "ArrayInput", "IndexLike", "DeviceArray", "DLPackArray", "DeviceIndex",
-           "DimSize", "FillValue"]
+           "DimSize", "FillValue", "OrderStat", "ReduceOpLike"]
 
 if TYPE_CHECKING:
     from typing import Callable, TypeVar

@@ -6,6 +6,10 @@ Usage::
     python -m cyscatter.calibrate --show     # the machine, the rules in force and where they come from
     python -m cyscatter.calibrate --clear    # forget this machine's calibration
 
+It helps only on a machine that scatters or gathers tables larger than its last-level cache, measured while the
+CPU is quiet (`WHEN_IT_HELPS`, printed by every run); a result never depends on it. ``--clear`` removes the file,
+its lock file and (when it is left empty) the cache folder it made.
+
 Two switches depend on what a machine's caches cannot tell, so they are measured here, one thread, in
 interleaved rounds (each setting once per round; the minimum and the median over rounds are compared):
 
@@ -239,12 +243,24 @@ def exclusive(path: Path) -> Iterator[None]:
         yield
         return
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path.with_name(path.name + ".lock"), flags, 0o644)
+    lock = lock_path(path)
+    fd = os.open(lock, flags, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:   # a --clear removes the lock file: one opened before that is no longer the lock
+            same = os.path.samestat(os.fstat(fd), os.stat(lock, follow_symlinks=False))
+        except OSError:
+            same = False
+        if not same:
+            raise BlockingIOError(f"{lock} was replaced while it was being taken")
         yield
     finally:
         os.close(fd)
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file of `path`'s calibration (`exclusive`); `--clear` removes it with the calibration."""
+    return path.with_name(path.name + ".lock")
 
 
 def leftovers(path: Path) -> list[Path]:
@@ -323,6 +339,10 @@ def show() -> str:
     ])
 
 
+WHEN_IT_HELPS = ("Calibrating helps only on a machine that scatters or gathers tables larger than its last-level "
+                 "cache on a quiet CPU; it never changes a result, and without it the rules come from the caches.")
+
+
 class _Output:
     """Printing that cannot fail the command: a closed pipe, a full disk or an unencodable character in
     stdout/stderr ends that stream's output, not the command (its exit status is the action's)."""
@@ -376,18 +396,29 @@ def _under_lock(path: Path, say: _Output, verb: str, work: Callable[[], None]) -
 
 
 def _clear(path: Path, say: _Output) -> int:
+    """Remove the calibration, its lock file and any unfinished temporary file, then the cache folder if that
+    leaves it empty (and it is not $CYSCATTER_CACHE_DIR, a folder the user named): nothing is left behind."""
     stale = leftovers(path)
-    if not os.path.lexists(path) and not stale:
+    if not os.path.lexists(path) and not stale and not os.path.lexists(lock_path(path)):
         say(f"no calibration at {_shown(path)}")
         return 0
+    had_file = os.path.lexists(path)
 
     def remove() -> None:
         for part in stale:
             part.unlink(missing_ok=True)
         if os.path.lexists(path):
             os.unlink(path)
+        lock_path(path).unlink(missing_ok=True)   # still held: a waiting opener finds it replaced (`exclusive`)
     if not _under_lock(path, say, "remove", remove):
         return 1
+    named = os.environ.get("CYSCATTER_CACHE_DIR")
+    if not (named and os.path.abspath(named) == os.path.abspath(path.parent)):
+        with contextlib.suppress(OSError):   # not empty (other machines' files), or not ours to remove
+            path.parent.rmdir()
+    if not had_file and not stale:
+        say(f"no calibration at {_shown(path)} (removed its lock file)")
+        return 0
     say(f"removed {_shown(path)}" + (f" and {len(stale)} unfinished temporary file(s)" if stale else ""))
     return 0
 
@@ -398,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m cyscatter.calibrate",
         description="Measure the kernels' streaming-store and prefetch switches on this machine and keep the "
-                    "choice (read by `import cyscatter`).")
+                    "choice (read by `import cyscatter`). " + WHEN_IT_HELPS)
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--show", action="store_true", help="print the machine, its calibration and the rules")
     action.add_argument("--clear", action="store_true", help="remove this machine's calibration file")
@@ -411,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rounds, scale = args.rounds or 7, args.scale or 1.0
     if args.show:
         say(show())
+        say(WHEN_IT_HELPS)
         return 0
     bare = _machine.detect(calibrated=False)
     path = _machine.calibration_path(bare)
@@ -423,6 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path is not None and not args.no_write and os.path.lexists(path) and not os.path.isfile(path):
         say(f"{_shown(path)} is not a regular file: remove it first (nothing measured)", err=True)
         return 1
+    say(WHEN_IT_HELPS)
     say(f"machine: {bare.describe()}, {bare.cpus} CPUs; measuring ({rounds} rounds) ...")
     if args.no_write:
         say(report(calibrate(rounds, scale, bare)[1]))

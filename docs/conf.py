@@ -88,3 +88,45 @@ def _wrapper_signature_names() -> set[str]:
 
 
 numpydoc_validation_exclude = _wrapper_signature_names()
+
+
+# ---- search: one entry per function ------------------------------------------------------------------------------
+# Each public function has its own page (autosummary), whose title is the function's name: Sphinx's search would
+# list the function twice, once as the object ("cyscatter.scatter, Python function") and once as that page (its
+# title and its words). The page's title and words are taken out of the search index after the build; the object
+# entry, which links to the same page, stays, and so do the words of every other page.
+API_PAGE_PREFIX = "api/generated/"
+
+
+def one_search_entry_per_function(app, exception) -> None:
+    import json
+
+    if exception is not None or app.builder.format != "html":
+        return
+    path = os.path.join(app.outdir, "searchindex.js")
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    head, _, rest = text.partition("(")
+    index = json.loads(rest[: rest.rindex(")")])
+    api = {i for i, name in enumerate(index["docnames"]) if name.startswith(API_PAGE_PREFIX)}
+    for table in ("terms", "titleterms"):
+        for term, docs in list(index[table].items()):
+            kept = [d for d in (docs if isinstance(docs, list) else [docs]) if d not in api]
+            if kept:
+                index[table][term] = kept if len(kept) > 1 else kept[0]
+            else:
+                del index[table][term]
+    for title, places in list(index.get("alltitles", {}).items()):
+        kept = [place for place in places if place[0] not in api]
+        if kept:
+            index["alltitles"][title] = kept
+        else:
+            del index["alltitles"][title]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"{head}({json.dumps(index, separators=(',', ':'))})")
+
+
+def setup(app) -> None:
+    app.connect("build-finished", one_search_entry_per_function)

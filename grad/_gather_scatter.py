@@ -25,6 +25,7 @@ from autograd.tracer import getval
 
 import cyscatter as cs
 from cyscatter._plan.edges import GatherScatterPlan, resolve
+from cyscatter._registry.ops import ORDER_STATS
 from grad._args import require_inexact, require_inexact_traced
 from grad._gather import gather
 from grad._primitive import primitive
@@ -110,8 +111,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     >>> grad(lambda w: anp.sum(csgrad.gather_scatter(x, gi, si, "add", weight=w) ** 2))(w)
     array([ 6., 12., 36.])
     """
-    reduction = cs.get_op(op)
-    opname = reduction.name
+    order_stat = type(op) is str and op in ORDER_STATS   # median / nanmedian: scatter of the messages
+    reduction = None if order_stat else cs.get_op(op)
+    opname = op if reduction is None else reduction.name
     require_inexact_traced(src, "src", "gather_scatter")
     require_inexact_traced(weight, "weight", "gather_scatter")
     src_v = np.asarray(_value(src))
@@ -119,7 +121,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     w_v = None if weight is None else np.asarray(_value(weight))
     edges = _Edges(opname, plan, axis_n, fill_value, num_threads, src_v.shape, src_v.dtype,
                    None if w_v is None else w_v.shape, None if w_v is None else w_v.dtype)
-    if not (reduction.linear or reduction.selection):   # mul, div, nanprod (assignments, "linear", reach the forward's refusal)
+    if reduction is None or not (reduction.linear or reduction.selection):   # mul, div, nanprod, median (assignments, "linear", reach the forward's refusal)
         return _materialised(src, weight, edges)
     return _forward(src, weight, edges)
 
@@ -229,7 +231,7 @@ def _materialised(src, weight, edges):
         w = weight.reshape((-1,) + weight.shape[len(plan.index_shape):])[keep]
         k = edges.axis + 1
         w = w.reshape((1,) * edges.axis + w.shape + (1,) * (messages.ndim - k - w.ndim + 1))
-        if cs.get_op(edges.op).skips_nan:
+        if edges.op not in ORDER_STATS and cs.get_op(edges.op).skips_nan:
             # a NaN message (NaN in src or weight, inf * 0) is left out, so its factors get no derivative: they
             # are zeroed (constants) before the product, whose chain rule would give 0 * NaN = NaN
             value = getval(messages) * getval(w)

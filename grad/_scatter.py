@@ -24,10 +24,12 @@ from autograd.tracer import getval, isbox
 import cyscatter as cs
 from cyscatter._plan.index import DROPPING, parse_coords
 from cyscatter._plan.layout import src_layout
+from cyscatter._registry.ops import ORDER_STATS
 from grad._args import cast, layout, require_inexact, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import primitive
 from grad._products import others_product
+from grad._quantile import order_stat_jvp, order_stat_vjp
 from grad._where import where
 
 if TYPE_CHECKING:
@@ -288,6 +290,9 @@ def _unbroadcast(g, shape):
 def _scatter_vjp(ans, src, index, op="add", *, dim_size=None, axis=0, fill_value=None, dtype=None, mode="raise",
                  **_speed):
     require_inexact(src, "src", "scatter")
+    if type(op) is str and op in ORDER_STATS:   # median / nanmedian: the derivative of the quantile at 0.5
+        vjp = order_stat_vjp(ans, src, index, 0.5, "linear", ORDER_STATS[op], dim_size, axis, mode, "scatter")
+        return vjp if dtype is None else lambda g: cast(vjp(g), np.result_type(getval(src)))
     shape = np.shape(getval(src))
     expanded = _expanded(src, index, axis)
     if dtype is None:
@@ -303,6 +308,9 @@ def _scatter_jvp(src_dot, ans, src, index, op="add", *, dim_size=None, axis=0, f
     require_inexact(src, "src", "scatter")
     if dtype is not None:
         src, src_dot = cast(src, dtype), cast(src_dot, dtype)
+    if type(op) is str and op in ORDER_STATS:
+        return order_stat_jvp(src_dot, ans, src, index, 0.5, "linear", ORDER_STATS[op], dim_size, axis, mode,
+                              "scatter")
     expanded = _expanded(src, index, axis)
     return Linearization(op, ans, None, _broadcast(src, expanded), index, axis, mode).jvp(
         src_dot=_broadcast(src_dot, expanded))

@@ -3,20 +3,30 @@ from typing import Any, SupportsIndex, overload
 
 from numpy.typing import DTypeLike, NDArray
 
-from cyscatter._typing import ArrayInput, DeviceArray, DeviceIndex, DimSize, FillValue, IndexLike, Mode, OpLike
+from cyscatter._typing import (
+    ArrayInput,
+    DeviceArray,
+    DeviceIndex,
+    DimSize,
+    FillValue,
+    IndexLike,
+    Mode,
+    OpLike,
+    ReduceOpLike,
+)
 
 @overload
-def scatter(src: DeviceArray, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+def scatter(src: DeviceArray, index: IndexLike, op: ReduceOpLike = ..., *, dim_size: DimSize | None = ...,
             axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
             mode: Mode = ..., indices_are_sorted: bool = ...,
             num_threads: SupportsIndex | None = ...) -> Any: ...
 @overload
-def scatter(src: ArrayInput, index: DeviceIndex, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+def scatter(src: ArrayInput, index: DeviceIndex, op: ReduceOpLike = ..., *, dim_size: DimSize | None = ...,
             axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
             mode: Mode = ..., indices_are_sorted: bool = ...,
             num_threads: SupportsIndex | None = ...) -> Any: ...
 @overload
-def scatter(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_size: DimSize | None = ...,
+def scatter(src: ArrayInput, index: IndexLike, op: ReduceOpLike = ..., *, dim_size: DimSize | None = ...,
             axis: SupportsIndex = ..., fill_value: FillValue | None = ..., dtype: DTypeLike | None = ...,
             mode: Mode = ..., indices_are_sorted: bool = ...,
             num_threads: SupportsIndex | None = ...) -> NDArray[Any]: ...

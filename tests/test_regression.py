@@ -953,7 +953,7 @@ def test_scan_flags_take_bools_and_0_1(value):
 
 @pytest.mark.parametrize("op, per_row", [("mean", 8), ("sqrt_n", 16), ("set", 8), ("first", 8)])
 def test_allocating_scatter_memory_as_documented(op, per_row):
-    """README "Performance": besides its output, an allocating scatter holds 8 bytes a destination row for mean and
+    """docs/performance.rst: besides its output, an allocating scatter holds 8 bytes a destination row for mean and
     the assignments, 16 for sqrt_n (float64 results)."""
     rows = 400_000
     src, index = np.ones(10), np.arange(10) % 7

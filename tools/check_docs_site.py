@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html.parser
 import importlib
+import json
 import os
 import pathlib
 import shutil
@@ -24,9 +25,10 @@ import urllib.parse
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 API_PAGES = {"cyscatter": "api/cyscatter.html", "cyscatter.dask": "api/cyscatter.dask.html", "grad": "api/grad.html"}
-GUIDE_PAGES = ["getting_started.html", "concepts.html", "semantics.html", "gradients.html", "gpu.html", "dask.html",
-               "cython.html", "performance.html", "guides/numpy.html", "guides/pytorch_scatter.html",
-               "guides/jax.html", "guides/numpy_groupies.html", "changelog.html", "contributing.html"]
+GUIDE_PAGES = ["getting_started.html", "concepts.html", "semantics.html", "gather_scatter.html", "gradients.html",
+               "interop.html", "errors.html", "gpu.html", "dask.html", "cython.html", "performance.html",
+               "packaging.html", "guides/numpy.html", "guides/pytorch_scatter.html", "guides/jax.html",
+               "guides/numpy_groupies.html", "changelog.html", "contributing.html"]
 
 
 def chromium() -> str:
@@ -76,6 +78,33 @@ def public_functions(package: str) -> list[str]:
     return [name for name in module.__all__ if callable(getattr(module, name))]
 
 
+def search_duplicates(site: pathlib.Path) -> list[str]:
+    """The public functions the site's search would list more than once: not exactly one object entry, or their
+    page also found by its title or words (docs/conf.py's build hook takes those out)."""
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
+    index = json.loads(text[text.index("(") + 1: text.rindex(")")])
+    docnames = index["docnames"]
+    found: dict[str, int] = {}
+    for module, entries in index["objects"].items():
+        for entry in entries:
+            full = f"{module}.{entry[4]}" if module else entry[4]
+            found[full] = found.get(full, 0) + 1
+    pages = set()
+    for table in ("terms", "titleterms"):
+        for docs in index[table].values():
+            pages.update(docs if isinstance(docs, list) else [docs])
+    problems = []
+    for package in API_PAGES:
+        for name in public_functions(package):
+            full = f"{package}.{name}"
+            if found.get(full, 0) != 1:
+                problems.append(f"search lists {full} {found.get(full, 0)} times as an object")
+            page = f"api/generated/{full}"
+            if page in docnames and docnames.index(page) in pages:
+                problems.append(f"search lists {full} also as its page {page}")
+    return problems
+
+
 def main() -> int:
     site = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ROOT / "docs" / "_build" / "html").resolve()
     index = site / "index.html"
@@ -117,6 +146,10 @@ def main() -> int:
                 problems.append(f"{first.relative_to(site)} does not show the signature of {package}.{names[0]}")
         print(f"{page}: {len(names) - len(missing)} of {len(names)} public functions linked; "
               f"{first.relative_to(site) if first else '-'} loaded")
+
+    duplicates = search_duplicates(site)
+    problems += duplicates
+    print(f"search index: {len(duplicates)} functions listed more than once")
 
     for problem in problems:
         print("FAIL:", problem)

@@ -8,6 +8,7 @@ import numpy as np
 from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.integers import prod
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, index_shape, parse_coords, plan_index, sized_by
@@ -134,13 +135,17 @@ def arg_doc(which: str, zero: str, example: str, result: str, template: str = _D
 
 @arg_doc("max", "+0.0 beats -0.0", "3., 5., 1., 5.", "1, 4, 2")
 def scatter_argmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                   fill_value: SupportsIndex | float | None = None, mode: Mode = "raise") -> Any:
+                   fill_value: SupportsIndex | float | None = None, mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_argmax", porting)
     return _scatter_arg("max", src, index, dim_size, axis, mode, fill_value)
 
 
 @arg_doc("min", "-0.0 beats +0.0", "3., 5., 1., 3.", "0, 4, 2")
 def scatter_argmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                   fill_value: SupportsIndex | float | None = None, mode: Mode = "raise") -> Any:
+                   fill_value: SupportsIndex | float | None = None, mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_argmin", porting)
     return _scatter_arg("min", src, index, dim_size, axis, mode, fill_value)
 
 
@@ -189,12 +194,16 @@ _NAN_DOC = """Position of each group's {which} winner among its non-NaN members:
 @arg_doc("argmax", "+0.0 beats -0.0", "3., np.nan, 1., 5., np.nan", "3, 5, 2", _NAN_DOC)
 def scatter_nanargmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                       axis: SupportsIndex = 0, fill_value: SupportsIndex | float | None = None,
-                      mode: Mode = "raise") -> Any:
+                      mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_nanargmax", porting)
     return _scatter_arg("fmax", src, index, dim_size, axis, mode, fill_value)
 
 
 @arg_doc("argmin", "-0.0 beats +0.0", "3., np.nan, 1., 5., np.nan", "0, 5, 2", _NAN_DOC)
 def scatter_nanargmin(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                       axis: SupportsIndex = 0, fill_value: SupportsIndex | float | None = None,
-                      mode: Mode = "raise") -> Any:
+                      mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_nanargmin", porting)
     return _scatter_arg("fmin", src, index, dim_size, axis, mode, fill_value)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, parse_coords, plan_index, sized_by
@@ -22,7 +23,7 @@ _KERNEL_INDEX = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 @fill_doc
-def scatter_count(index: IndexLike, dim_size: DimSize | None = None, *, mode: Mode = "raise") -> Any:
+def scatter_count(index: IndexLike, dim_size: DimSize | None = None, *, mode: Mode = "raise", **porting: object) -> Any:
     """Number of index entries that reach each destination element: ``out[j] = #{{k : index[k] == j}}``.
 
     numpy_groupies' ``aggregate(index, ..., func="count")`` (alias ``"len"``), ``np.bincount`` for an n-d or
@@ -68,6 +69,8 @@ def scatter_count(index: IndexLike, dim_size: DimSize | None = None, *, mode: Mo
     array([[0, 1],
            [2, 0]])
     """
+    if porting:
+        raise unexpected_keywords("scatter_count", porting)
     if type(index) is np.ndarray and type(dim_size) is int and 0 <= dim_size < 2 ** 27 and mode in _LEAN_MODES \
             and index.dtype in _KERNEL_INDEX and index.flags.c_contiguous and index.flags.aligned:
         # the common case without the planning layer; an error is reported by the general path below

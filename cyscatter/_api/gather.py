@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends import calls
 from cyscatter._docs import fill_doc
 from cyscatter._plan.prepare import prepare
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 @fill_doc
 def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
            fill_value: FillValue | None = None, dtype: DTypeLike | None = None, out: Any = None,
-           num_threads: SupportsIndex | None = None) -> Any:
+           num_threads: SupportsIndex | None = None, **porting: object) -> Any:
     """Gather rows of `src`: ``out[b, k, f] = src[b, index[k], f]`` (tuple index: ``src[b, i0[k], ..., f]``).
 
     NNlib's ``gather(src, idx)``; for an integer index it equals ``np.take(src, index, axis)`` and for a
@@ -77,6 +78,8 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     >>> cs.gather(np.arange(15).reshape(3, 5), (np.array([0, 1]), np.array([1, 3])))
     array([1, 8])
     """
+    if porting:
+        raise unexpected_keywords("gather", porting)
     threads = check_threads(num_threads)
     if type(axis) is int and axis == 0 and mode == "raise" and type(src) is np.ndarray and dtype is None \
             and out is None:
@@ -89,7 +92,7 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
 
 @fill_doc
 def gather_into(dst: _DstT, src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
-                num_threads: SupportsIndex | None = None) -> _DstT:
+                num_threads: SupportsIndex | None = None, **porting: object) -> _DstT:
     """Gather rows of `src` into `dst` in place: ``dst[b, k, f] = src[b, index[k], f]`` (NNlib's ``gather!``).
 
     Parameters
@@ -123,6 +126,8 @@ def gather_into(dst: _DstT, src: ArrayInput, index: IndexLike, *, axis: Supports
     >>> cs.gather_into(np.zeros(2, int), np.array([5, 6, 7]), np.array([2, 0]))
     array([7, 5])
     """
+    if porting:
+        raise unexpected_keywords("gather_into", porting)
     threads = check_threads(num_threads)
     call = prepare("gather_into", src, index, dst=dst, axis=axis, mode=mode)
     return calls.gather_into(call, threads)

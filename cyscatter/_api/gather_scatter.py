@@ -11,9 +11,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from cyscatter._api.quantile_edges import gather_scatter_order_stat
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._docs import fill_doc
 from cyscatter._plan.edges import GatherScatterPlan
 from cyscatter._plan.prepare import prepare
+from cyscatter._registry.ops import ORDER_STATS
 from cyscatter._runtime.threads import check_threads
 
 if TYPE_CHECKING:
@@ -26,7 +29,8 @@ if TYPE_CHECKING:
 def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatter_index: IndexLike | None = None,
                    op: OpLike = "add", *, weight: ArrayInput | None = None, dim_size: DimSize | None = None,
                    axis: SupportsIndex = 0, fill_value: FillValue | None = None, mode: Mode | None = None,
-                   plan: GatherScatterPlan | None = None, num_threads: SupportsIndex | None = None) -> Any:
+                   plan: GatherScatterPlan | None = None, num_threads: SupportsIndex | None = None,
+                   **porting: object) -> Any:
     """Gather rows along the edges and scatter-reduce them into destination rows, in one pass (message passing).
 
     ``out[b, scatter_index[e], f] = op(out[b, scatter_index[e], f], weight[e] * src[b, gather_index[e], f])``:
@@ -113,7 +117,12 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     array([[ 2., 20.],
            [ 6., 60.]])
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter", porting)
     threads = check_threads(num_threads)
+    if type(op) is str and op in ORDER_STATS:
+        return gather_scatter_order_stat(src, gather_index, scatter_index, op, weight, dim_size, axis, fill_value,
+                                         mode, plan)
     call = prepare("gather_scatter", src, (gather_index, scatter_index), op, weight=weight, plan=plan,
                    dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value)
     return (_BY_BACKEND.get(call.be.name) or _implementation(call.be)).forward(call, threads, num_threads)

@@ -8,6 +8,7 @@ import numpy as np
 
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.dtypes import holds_numbers
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.values import fill_for
@@ -94,13 +95,17 @@ _DOC = """Whether {what} of each group's entries {verb} nonzero: ``out[j] = {for
 
 def scatter_any(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                 fill_value: FillValue | None = None, mode: Mode = "raise", indices_are_sorted: bool = False,
-                num_threads: SupportsIndex | None = None) -> Any:
+                num_threads: SupportsIndex | None = None, **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_any", porting)
     return _logical("any", src, index, dim_size, axis, fill_value, mode, indices_are_sorted, num_threads)
 
 
 def scatter_all(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                 fill_value: FillValue | None = None, mode: Mode = "raise", indices_are_sorted: bool = False,
-                num_threads: SupportsIndex | None = None) -> Any:
+                num_threads: SupportsIndex | None = None, **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_all", porting)
     return _logical("all", src, index, dim_size, axis, fill_value, mode, indices_are_sorted, num_threads)
 
 

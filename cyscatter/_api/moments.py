@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter._arrays.dtypes import is_bfloat16, parts
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends.reduce import counts3, new_counts, run_counted
 from cyscatter._docs import fill_doc
 from cyscatter._plan.groups import dst_shape, group_view
@@ -30,7 +31,7 @@ def deviations3(ctx):
 
 def _minus_taken(ctx, mean3):
     """src3 - mean3[:, flat, :], in the buffer of the gather: each fresh src-sized array costs its page faults
-    (W1: about 0.1 s of 0.3 s for scatter_var on this VM)."""
+    (a large share of scatter_var's time on the W1 workload)."""
     taken = ctx.take(mean3.astype(ctx.src3.dtype, copy=False))
     with np.errstate(invalid="ignore"):   # inf - inf: the NaN variance of a group holding an infinity
         return ctx.xp.subtract(ctx.src3, taken, out=taken)
@@ -146,14 +147,18 @@ def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool, skip_nan: b
 @_moment_doc("Variance of each group: ``out[b, j, f] = sum(|src[b, k, f] - mean_j|**2) / (count_j - ddof)``.",
              "var", "2.33333333,        nan,        nan")
 def scatter_var(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
-                axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_var", porting)
     return _moment("scatter_var", src, index, ddof, dim_size, axis, mode, std=False)
 
 
 @_moment_doc("Standard deviation of each group: ``out = sqrt(scatter_var(src, index, ddof=ddof))``.",
              "std", "1.52752523,        nan,        nan")
 def scatter_std(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
-                axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_std", porting)
     return _moment("scatter_std", src, index, ddof, dim_size, axis, mode, std=True)
 
 
@@ -205,12 +210,16 @@ def _nan_moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _F
 @_nan_moment_doc("Variance of each group's non-NaN members: `scatter_var` with NaN entries left out.",
                  "var", "2.33333333,        nan,        nan")
 def scatter_nanvar(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
-                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                   axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_nanvar", porting)
     return _moment("scatter_nanvar", src, index, ddof, dim_size, axis, mode, std=False, skip_nan=True)
 
 
 @_nan_moment_doc("Standard deviation of each group's non-NaN members: ``sqrt(scatter_nanvar(...))``.",
                  "std", "1.52752523,        nan,        nan")
 def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_size: DimSize | None = None,
-                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                   axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
+    if porting:
+        raise unexpected_keywords("scatter_nanstd", porting)
     return _moment("scatter_nanstd", src, index, ddof, dim_size, axis, mode, std=True, skip_nan=True)

@@ -20,6 +20,7 @@ from cyscatter._api.gather import gather
 from cyscatter._api.moments import check_ddof, scatter_std, scatter_var
 from cyscatter._api.scatter import scatter
 from cyscatter._api.segment import check_indptr, segment_ids
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.reduce import divide
 from cyscatter._backends.select import backend_of
@@ -133,7 +134,7 @@ def _fused(names, src, index, dim_size, axis, mode, ddof):
 @fill_doc
 def scatter_multi(src: ArrayInput, index: IndexLike, ops: Sequence[str] = ("mean", "max", "min", "std"), *,
                   dim_size: DimSize | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
-                  ddof: float = 0) -> Any:
+                  ddof: float = 0, **porting: object) -> Any:
     """Several group aggregations in one call, side by side along the feature axis (PyG's MultiAggregation).
 
     ``scatter_multi(src, index, ("mean", "max"))`` is ``np.concatenate([scatter(src, index, "mean"),
@@ -183,6 +184,8 @@ def scatter_multi(src: ArrayInput, index: IndexLike, ops: Sequence[str] = ("mean
     array([[ 2., 20.,  3., 30.,  1., 10.],
            [ 5., 50.,  5., 50.,  0.,  0.]])
     """
+    if porting:
+        raise unexpected_keywords("scatter_multi", porting)
     names = parse_ops(ops)
     ddof = check_ddof(ddof)
     results = _fused(names, src, index, dim_size, axis, mode, ddof)
@@ -204,7 +207,7 @@ def feature_dims(src, index, axis) -> bool:
 
 @fill_doc
 def segment_multi(src: ArrayInput, indptr: ArrayInput, ops: Sequence[str] = ("mean", "max", "min", "std"), *,
-                  axis: SupportsIndex = 0, ddof: float = 0) -> Any:
+                  axis: SupportsIndex = 0, ddof: float = 0, **porting: object) -> Any:
     """Several CSR segment aggregations in one call: `scatter_multi` with the index ``segment_ids(indptr)``.
 
     Parameters
@@ -237,6 +240,8 @@ def segment_multi(src: ArrayInput, indptr: ArrayInput, ops: Sequence[str] = ("me
     array([[4., 3.],
            [5., 5.]])
     """
+    if porting:
+        raise unexpected_keywords("segment_multi", porting)
     be = backend_of(src=src, indptr=indptr)
     src = be.asarray(src)
     k = normalize_axis(axis, src.ndim, 1)
@@ -247,7 +252,7 @@ def segment_multi(src: ArrayInput, indptr: ArrayInput, ops: Sequence[str] = ("me
 @fill_doc
 def gather_scatter_multi(src: ArrayInput, gather_index: IndexLike, scatter_index: IndexLike,
                          ops: Sequence[str] = ("mean", "max", "min", "std"), *, weight: ArrayInput | None = None,
-                         dim_size: DimSize | None = None, ddof: float = 0) -> Any:
+                         dim_size: DimSize | None = None, ddof: float = 0, **porting: object) -> Any:
     """Several aggregations of messages in one call: `scatter_multi` of ``gather(src, gather_index)`` (times
     `weight`) into `scatter_index`: PNA's and PyG's MultiAggregation message passing.
 
@@ -288,6 +293,8 @@ def gather_scatter_multi(src: ArrayInput, gather_index: IndexLike, scatter_index
     array([[3., 2.],
            [4., 4.]])
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter_multi", porting)
     messages = gather(src, gather_index)
     if weight is not None:
         be = backend_of(src=messages, weight=weight)

@@ -14,6 +14,7 @@ import numpy as np
 
 from cyscatter._api.gather import gather
 from cyscatter._api.segment import segment, segment_ids
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
@@ -83,7 +84,7 @@ def ranges_index(starts, stops, rows: int, be) -> Ranges:
 @fill_doc
 def segment_ranges(src: ArrayInput, starts: ArrayInput, stops: ArrayInput, op: OpLike = "add", *,
                    axis: SupportsIndex = 0, fill_value: FillValue | None = None,
-                   initial: FillValue | None = None) -> Any:
+                   initial: FillValue | None = None, **porting: object) -> Any:
     """Reduce row ranges: ``out[b, r, f] = op-reduction of src[b, starts[r]:stops[r], f]``.
 
     `segment` with the segments given as (start, stop) pairs in any order: ranges may overlap, repeat, skip
@@ -129,6 +130,8 @@ def segment_ranges(src: ArrayInput, starts: ArrayInput, stops: ArrayInput, op: O
     >>> np.add.reduceat(src, [3, 0, 2, 1])[2]   # reduceat: an empty or decreasing range gets src[start]
     np.float64(3.0)
     """
+    if porting:
+        raise unexpected_keywords("segment_ranges", porting)
     op = get_op(op)
     be = backend_of(src=src, starts=starts, stops=stops)
     src = be.asarray(src)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from cyscatter._arrays.integers import prod
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, parse_coords, plan_index, sized_by
@@ -156,7 +157,8 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = ..., *, dim_siz
 
 @_scan_doc
 def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
-                 axis: SupportsIndex = 0, mode: Mode = "raise", exclusive: bool = False, reverse: bool = False) -> Any:
+                 axis: SupportsIndex = 0, mode: Mode = "raise", exclusive: bool = False, reverse: bool = False,
+                 **porting: object) -> Any:
     """Grouped (segmented) scan: ``out[b, k, f] = op(src[b, p, f] for p <= k with index[p] == index[k])``.
 
     The running add, mul, max or min within each group, in index order, shaped like `src`: numpy_groupies'
@@ -219,6 +221,8 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     >>> cs.scatter_scan(np.array([1, 2, 3, 4, 5]), np.array([0, 1, 0, 1, 0]), exclusive=True)
     array([0, 0, 1, 2, 4])
     """
+    if porting:
+        raise unexpected_keywords("scatter_scan", porting)
     view = ScanView("scatter_scan", op, src, index, dim_size, axis, mode, reverse, exclusive)
     out3, _ = view.scan(view.src3)
     return view.finish(out3)
@@ -250,7 +254,7 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
 @_scan_doc
 def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, *,
                      dim_size: DimSize | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
-                     exclusive: bool = False, reverse: bool = False) -> Any:
+                     exclusive: bool = False, reverse: bool = False, **porting: object) -> Any:
     """Gradient of `scatter_scan` w.r.t. `src`.
 
     add: the scan of `grad_out` run the other way within each group (``grad[p] = sum(g[k] for k >= p)``);
@@ -286,6 +290,8 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
     IndexError
         As `scatter_scan`.
     """
+    if porting:
+        raise unexpected_keywords("scatter_scan_vjp", porting)
     view, dtype, x3, g3 = _reverse_view("scatter_scan_vjp", op, src, index, grad_out, "grad_out", dim_size, axis,
                                         mode, reverse, exclusive)
     if view.op.linear:
@@ -316,7 +322,7 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
 @_scan_doc
 def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: ArrayInput, *,
                      dim_size: DimSize | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
-                     exclusive: bool = False, reverse: bool = False) -> Any:
+                     exclusive: bool = False, reverse: bool = False, **porting: object) -> Any:
     """Forward derivative of `scatter_scan`: the tangent of its output for a tangent `src_dot` of `src`.
 
     add: the scan of `src_dot`; max/min: ``src_dot`` at the member holding each running extremum; mul: the
@@ -350,6 +356,8 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
     IndexError
         As `scatter_scan`.
     """
+    if porting:
+        raise unexpected_keywords("scatter_scan_jvp", porting)
     view, dtype, x3, t3 = _reverse_view("scatter_scan_jvp", op, src, index, src_dot, "src_dot", dim_size, axis,
                                         mode, reverse, exclusive)
     t3 = view.absent_to_zero(t3)   # a NaN entry's tangent, whatever it is, does not reach the output

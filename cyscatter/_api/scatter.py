@@ -6,11 +6,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter import kernels
+from cyscatter._api.quantile import median
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends import calls
 from cyscatter._docs import fill_doc
 from cyscatter._plan.prepare import prepare
 from cyscatter._plan.values import flag
-from cyscatter._registry.ops import FAST
+from cyscatter._registry.ops import FAST, ORDER_STATS
 from cyscatter._runtime.threads import check_threads
 
 if TYPE_CHECKING:
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: DimSize | None = None,
             axis: SupportsIndex = 0, fill_value: FillValue | None = None, dtype: DTypeLike | None = None,
             out: Any = None, mode: Mode = "raise", indices_are_sorted: bool = False,
-            num_threads: SupportsIndex | None = None) -> Any:
+            num_threads: SupportsIndex | None = None, **porting: object) -> Any:
     """Scatter-reduce `src` into a new array: ``out[b, index[k], f] = op(out[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter(op, src, idx; dstsize)``, in NumPy conventions: index dims first, feature dims last.
@@ -33,14 +35,10 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     Parameters
     ----------
     src : array_like, shape B + I + F, or broadcastable to it along I
-        Values; B = ``src.shape[:axis]`` batch dims, I the index shape, F feature dims (any C-ordered layout
-        is used without a copy; other layouts are copied once). The dims of `src` at the index position may
-        each be 1 and are then broadcast over the entries (NumPy's rule; a src of one row ``(1, F)``, or
-        ``(2, 1, F)`` against an index ``(2, n)``), and a `src` with fewer dims than the index gets leading
-        1s, so a scalar is scattered at every entry (numpy_groupies' ``aggregate(idx, 1)``: ``scatter(1.0,
-        idx)`` counts). B and F are read off `src` itself: a src ``(F,)`` is not a row here, as nothing says
-        F (use ``src[None]``, or `scatter_into`, whose `dst` gives them). On the CPU broadcast entries are
-        read through stride-0 views, never copied (the GPU kernels index flat memory: CuPy copies).
+        Values; B = ``src.shape[:axis]`` batch dims, I the index shape, F feature dims. Its dims at the index
+        position may be 1, broadcast over the entries, and a shorter `src` gets leading 1s (``scatter(1.0,
+        idx)`` counts); B and F are read off `src` itself (a ``(F,)`` src is not a row: use ``src[None]``).
+        The broadcasting rules: :doc:`/semantics`.
     {index}
     {op}
     dim_size : int or tuple of m ints, optional
@@ -52,27 +50,16 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         mean). Cast to the output dtype with NumPy's ``same_kind`` rule.
     dtype : dtype, optional
         The accumulator and result dtype, as NumPy's ``np.add.reduce(..., dtype=)``: `src` is cast to it
-        before the reduction, which then runs as for a `src` of that dtype. The cast follows NumPy's
-        ``same_kind`` rule, as `scatter_into` does (float to int raises TypeError naming `dtype`; NumPy's
-        reductions cast unsafely, ``np.add.reduce([1.5, 2.5], dtype=int)`` is 3: cast `src` yourself for
-        that). As for any `src`: float16 still accumulates in float32 and small integers in int64, and div
-        and mean of an integer `dtype` still divide truly and give float64 (``dtype=np.int32`` with "mean":
-        the int32 values are summed in float64, the result is float64). Default: the dtype of `src`.
+        first, under NumPy's ``same_kind`` rule (float to int raises TypeError naming `dtype`), then reduced as
+        a `src` of that dtype (div and mean of an integer `dtype` still give float64). Default: the dtype of
+        `src`.
     out : ndarray, optional
         An array of exactly the result's shape B + D + F and dtype (byte order aside) that receives the result
-        and is returned (NumPy's ``out=``). Like the fresh output, it starts from the op's identity (or
-        `fill_value`): its values are not read. To reduce *into* existing values use `scatter_into`
-        (pytorch_scatter's ``scatter(..., out=)`` is that accumulate-into meaning). With `out` and no
-        `dim_size`, D is read off `out`'s shape; a `src` that broadcasts to the B + I + F that `out` implies
-        takes B and F from it (``scatter(2.0, idx, out=np.zeros((3, 4)))`` puts a row of 2.0 at each entry, as
-        ``np.add.at(out, idx, 2.0)`` on zeros). A Python int, float or complex `src` (without `dtype`) takes
-        `out`'s dtype when that is of its kind or a higher one, as NumPy 2 takes Python scalars (NEP 50):
-        ``scatter(2, idx, out=np.zeros(3, np.float32))`` is float32 (an int out of `out`'s range raises
-        ValueError); a NumPy scalar or an array keeps its own dtype. A C-contiguous `out` of the compute dtype
-        that shares no memory with `src` or `index` is written in place (no work table); any other is filled
-        by a copy.
-        A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a read-only `out`
-        ValueError, all naming `out`; on any error `out` is left as it was.
+        and is returned (NumPy's ``out=``). It starts from the op's identity (or `fill_value`): its values are
+        not read; to reduce *into* existing values (pytorch_scatter's ``out=``) use `scatter_into`. Without
+        `dim_size`, D is read off its shape. A wrong shape or a read-only `out` raises ValueError, a wrong
+        dtype or a non-array TypeError, all naming `out`; on any error `out` is left as it was. Python scalar
+        `src` against `out` (NEP 50) and broadcasting: :doc:`/semantics`.
     {mode}
     {indices_are_sorted}
     {threads}
@@ -80,10 +67,9 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     Returns
     -------
     out : ndarray, shape B + D + F
-        The dtype of `src` (or `dtype`), except float64 for integer `src` with div, mean and sqrt_n. C-ordered; an output
-        of at least 4 KB whose rows are longer than 16 bytes starts on a 64-byte boundary (a view of a buffer
-        up to 64 B larger, its `base`), so that rows of whole cache lines do not straddle one more. The `out`
-        object itself when one is given.
+        The dtype of `src` (or `dtype`), except float64 for integer `src` with div, mean and sqrt_n;
+        C-ordered, aligned to a cache line when large (:doc:`/performance`). The `out` object itself when one
+        is given.
 
     Raises
     ------
@@ -107,6 +93,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     >>> cs.scatter(1, np.array([0, 2, 0]))   # a scalar src broadcasts over the entries
     array([2, 0, 1])
     """
+    if porting:
+        raise unexpected_keywords("scatter", porting)
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
             and fill_value is None and type(src) is np.ndarray and indices_are_sorted is False \
@@ -118,6 +106,9 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
             return simple
     # None (no hint) reads as False; anything else must be a bool (a string is not taken for its truth value)
     indices_are_sorted = indices_are_sorted is not None and flag("indices_are_sorted", indices_are_sorted)
+    if type(op) is str and op in ORDER_STATS:
+        return median(src, index, ORDER_STATS[op], dim_size=dim_size, axis=axis, fill_value=fill_value, mode=mode,
+                      dtype=dtype, out=out)
     call = prepare("scatter", src, index, op, dim_size=dim_size, axis=axis, mode=mode, fill_value=fill_value,
                    dtype=dtype, out=out)
     return calls.scatter_fresh(call, indices_are_sorted, threads)
@@ -126,7 +117,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
 @fill_doc
 def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "add", *, axis: SupportsIndex = 0,
                  mode: Mode = "raise", indices_are_sorted: bool = False,
-                 num_threads: SupportsIndex | None = None) -> _DstT:
+                 num_threads: SupportsIndex | None = None, **porting: object) -> _DstT:
     """Scatter-reduce `src` into `dst` in place: ``dst[b, index[k], f] = op(dst[b, index[k], f], src[b, k, f])``.
 
     NNlib's ``scatter!(op, dst, src, idx)``. For ``op="mean"`` the mean of each group is *added* to `dst`
@@ -183,6 +174,8 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
     array([[ 1., 10.],
            [ 2., 20.]])
     """
+    if porting:
+        raise unexpected_keywords("scatter_into", porting)
     threads = check_threads(num_threads)
     if type(op) is str and op in FAST and type(axis) is int and axis == 0 and mode == "raise" \
             and type(dst) is np.ndarray and indices_are_sorted is False:

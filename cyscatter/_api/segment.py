@@ -13,6 +13,7 @@ import numpy as np
 from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter, scatter_into
 from cyscatter._arrays.integers import prod
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends import host
 from cyscatter._backends.reduce import divide, finish_fresh
@@ -21,7 +22,7 @@ from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, sized_by
 from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.values import fill_for
-from cyscatter._registry.ops import get_op
+from cyscatter._registry.ops import ORDER_STATS, get_op
 
 if TYPE_CHECKING:
     from typing import Any, SupportsIndex
@@ -59,7 +60,7 @@ def check_indptr(indptr, rows: int | None = None, arg: str = "indptr", be=host, 
     return xp.ascontiguousarray(ptr)
 
 
-def segment_ids(indptr: ArrayInput) -> Any:
+def segment_ids(indptr: ArrayInput, **porting: object) -> Any:
     """The scatter index equivalent to a CSR pointer: ``ids[k] = s`` for the rows k of segment s.
 
     Parameters
@@ -72,6 +73,8 @@ def segment_ids(indptr: ArrayInput) -> Any:
     ids : ndarray of int64, shape (indptr[-1],)
         A NumPy or CuPy array, as `indptr` is (a list gives NumPy).
     """
+    if porting:
+        raise unexpected_keywords("segment_ids", porting)
     be = backend_of(indptr=indptr)
     xp = be.xp
     ptr = check_indptr(indptr, be=be)
@@ -84,7 +87,7 @@ def segment_ids(indptr: ArrayInput) -> Any:
 
 @fill_doc
 def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
-            fill_value: FillValue | None = None, initial: FillValue | None = None) -> Any:
+            fill_value: FillValue | None = None, initial: FillValue | None = None, **porting: object) -> Any:
     """Reduce consecutive segments of rows: ``out[b, s, f] = op-reduction of src[b, indptr[s]:indptr[s+1], f]``.
 
     pytorch_scatter's ``segment_csr`` and NumPy's ``op.reduceat(src, indptr[:-1])``, but an empty segment gets
@@ -150,7 +153,10 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     array([[ 1,  5],
            [15,  0]])
     """
-    op = get_op(op)
+    if porting:
+        raise unexpected_keywords("segment", porting)
+    stat = type(op) is str and op in ORDER_STATS   # median / nanmedian: a sort, as the equivalent scatter
+    op = op if stat else get_op(op)
     be = backend_of(src=src, indptr=indptr)
     if len(shape_of(indptr)) > 1:
         src = be.asarray(src)
@@ -159,12 +165,15 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
         out = segment(merge_batch(src, axis), flat, op, axis=0, fill_value=fill_value, initial=initial)
         return out.reshape(batch + (nseg,) + src.shape[axis + 1:])
     axis = 0 if axis is None else axis
-    if op.winner and initial is not None and fill_value is None:   # an assignment starts from nothing
+    if stat and initial is not None:
+        raise ValueError(f"initial has no meaning for op {op!r} (an order statistic starts from no value); use "
+                         f"fill_value for the empty segments")
+    if not stat and op.winner and initial is not None and fill_value is None:   # an assignment starts from nothing
         fill_value = initial
     # a backend without segment kernels (the GPU), and the assignments (set, first: the scatter's winner pass and
     # gather), run the equivalent scatter
-    if be.segment_reduce is None or op.winner:
-        return _segment_by_scatter(be, src, indptr, op, axis, fill_value, None if op.winner else initial)
+    if stat or be.segment_reduce is None or op.winner:
+        return _segment_by_scatter(be, src, indptr, op, axis, fill_value, None if stat or op.winner else initial)
     src = be.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
     axis = normalize_axis(axis, src.ndim, 1)
@@ -231,7 +240,7 @@ def _segment_by_scatter(be, src, indptr, op, axis, fill_value, initial=None):
 
 
 @fill_doc
-def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:
+def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None, **porting: object) -> Any:
     """Broadcast each segment's row back to its members: ``out[b, k, f] = src[b, s, f]`` for k in segment s.
 
     The gather counterpart (and adjoint) of `segment`: pytorch_scatter's ``gather_csr``, NumPy's
@@ -265,6 +274,8 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex |
     >>> cs.gather_segment(np.array([10, 20, 30]), np.array([0, 2, 2, 3]))
     array([10, 10, 30])
     """
+    if porting:
+        raise unexpected_keywords("gather_segment", porting)
     be = backend_of(src=src, indptr=indptr)
     src = be.asarray(src)
     if not src.dtype.isnative:   # native results, as gather's

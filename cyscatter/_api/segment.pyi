@@ -4,7 +4,7 @@ from typing import Any, SupportsIndex, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from cyscatter._typing import ArrayInput, DeviceArray, FillValue, OpLike
+from cyscatter._typing import ArrayInput, DeviceArray, FillValue, ReduceOpLike
 
 @overload
 def segment_ids(indptr: DeviceArray) -> Any: ...
@@ -12,10 +12,10 @@ def segment_ids(indptr: DeviceArray) -> Any: ...
 def segment_ids(indptr: ArrayInput) -> NDArray[np.int64]: ...
 
 @overload
-def segment(src: DeviceArray, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
+def segment(src: DeviceArray, indptr: ArrayInput, op: ReduceOpLike = ..., *, axis: SupportsIndex | None = ...,
             fill_value: FillValue | None = ..., initial: FillValue | None = ...) -> Any: ...
 @overload
-def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = ..., *, axis: SupportsIndex | None = ...,
+def segment(src: ArrayInput, indptr: ArrayInput, op: ReduceOpLike = ..., *, axis: SupportsIndex | None = ...,
             fill_value: FillValue | None = ..., initial: FillValue | None = ...) -> NDArray[Any]: ...
 
 @overload

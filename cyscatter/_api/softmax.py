@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._docs import fill_doc
 from cyscatter._plan.groups import dst_shape, group_view, src_shape
 from cyscatter._plan.index import sized_by
@@ -99,7 +100,7 @@ def _softmax_doc(func: _FuncT) -> _FuncT:
 
 @fill_doc
 def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                      mode: Mode = "raise", out: Any = None) -> Any:
+                      mode: Mode = "raise", out: Any = None, **porting: object) -> Any:
     """Log-sum-exp of each group: ``out[b, j, f] = log(sum(exp(src[b, k, f]) for k with index[k] == j))``.
 
     pytorch_scatter's ``scatter_logsumexp``; per group it equals ``scipy.special.logsumexp``. Computed as
@@ -133,6 +134,8 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
     >>> cs.scatter_logsumexp(np.array([0., 0., 1e4]), np.array([0, 0, 2]))
     array([6.93147181e-01,           -inf, 1.00000000e+04])
     """
+    if porting:
+        raise unexpected_keywords("scatter_logsumexp", porting)
     if out is not None and dim_size is None:
         dim_size = _dims_of_out(out, index, axis)
     ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode)
@@ -144,7 +147,7 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
 
 @_softmax_doc
 def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                    mode: Mode = "raise", out: Any = None) -> Any:
+                    mode: Mode = "raise", out: Any = None, **porting: object) -> Any:
     """Softmax within each group: ``out[b, k, f] = exp(src[b, k, f] - m) / sum(exp(src[b, k', f] - m))`` over
     the members k' of k's group (``index[k'] == index[k]``), m the group maximum.
 
@@ -179,6 +182,8 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
     >>> cs.scatter_softmax(np.array([1e4, 1e4, -1e4, 3.]), np.array([0, 0, 1, 1]))
     array([0.5, 0.5, 0. , 1. ])
     """
+    if porting:
+        raise unexpected_keywords("scatter_softmax", porting)
     ctx, result, batch, feat = group_view("scatter_softmax", src, index, dim_size, axis, mode,
                                           broadcast=False)
     target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)
@@ -189,7 +194,7 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
 
 @_softmax_doc
 def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                        mode: Mode = "raise", out: Any = None) -> Any:
+                        mode: Mode = "raise", out: Any = None, **porting: object) -> Any:
     """Log-softmax within each group: ``out[b, k, f] = src[b, k, f] - m - log(sum(exp(src[b, k', f] - m)))``
     over the members k' of k's group, m the group maximum.
 
@@ -224,6 +229,8 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
     >>> cs.scatter_log_softmax(np.array([0., 0., -np.inf, 5.]), np.array([0, 0, 1, 1]))
     array([-0.69314718, -0.69314718,        -inf,  0.        ])
     """
+    if porting:
+        raise unexpected_keywords("scatter_log_softmax", porting)
     ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode,
                                           broadcast=False)
     target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)

@@ -20,6 +20,7 @@ from types import ModuleType
 import numpy as np
 
 from cyscatter._arrays.dtypes import is_bfloat16
+from cyscatter._arrays.keywords import hinted
 
 # DLPack device types (dlpack.h, DLDeviceType)
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_ROCM, _DL_ROCM_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 10, 11, 13
@@ -119,7 +120,8 @@ def _refuse(name: str, member, where: str | None) -> None:
     if getattr(member, "requires_grad", False) is True and type(member).__module__.partition(".")[0] == "torch":
         raise TypeError(f"{name} is a torch.Tensor that requires grad: cyscatter computes with NumPy and would "
                         f"drop torch's autograd graph; pass {name}.detach(), or build a torch.autograd.Function "
-                        "from cyscatter's split reverse functions (README: 'Gradients')")
+                        "from cyscatter's split reverse functions (the documentation's 'Gradients' page, "
+                        "docs/gradients.rst)")
     lazy = [bit for bit in ("neg", "conj") if callable(getattr(member, f"is_{bit}", None)) and
             type(member).__module__.partition(".")[0] == "torch" and getattr(member, f"is_{bit}")()]
     if lazy:   # torch's DLPack export drops these bits: the memory holds other numbers than the tensor shows
@@ -172,21 +174,27 @@ def takes_foreign(fn):
 
     @functools.wraps(fn)
     def taking_foreign(*args, **kwargs):
-        for a in args:   # a plain loop: this runs on every call
-            if type(a) not in _PLAIN and _foreign(a):
-                break
-        else:
-            for a in kwargs.values():
+        try:
+            for a in args:   # a plain loop: this runs on every call
                 if type(a) not in _PLAIN and _foreign(a):
                     break
             else:
-                return fn(*args, **kwargs)
-        for name, value in signature.bind_partial(*args, **kwargs).arguments.items():
-            members = value if type(value) is tuple else (value,)
-            for i, member in enumerate(members):
-                if _foreign(member):
-                    check_foreign(name if len(members) == 1 else f"{name}[{i}]", member)
-        return fn(*map(_from_dlpack, args), **{k: _from_dlpack(v) for k, v in kwargs.items()})
+                for a in kwargs.values():
+                    if type(a) not in _PLAIN and _foreign(a):
+                        break
+                else:
+                    return fn(*args, **kwargs)
+            for name, value in signature.bind_partial(*args, **kwargs).arguments.items():
+                members = value if type(value) is tuple else (value,)
+                for i, member in enumerate(members):
+                    if _foreign(member):
+                        check_foreign(name if len(members) == 1 else f"{name}[{i}]", member)
+            return fn(*map(_from_dlpack, args), **{k: _from_dlpack(v) for k, v in kwargs.items()})
+        except TypeError as err:   # a torch_scatter / JAX keyword: name the cyscatter spelling
+            better = hinted(err, fn.__name__, kwargs, signature)
+            if better is None:
+                raise
+            raise better from None
 
     return taking_foreign
 

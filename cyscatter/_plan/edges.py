@@ -9,6 +9,7 @@ import numpy as np
 from cyscatter import fused_kernels
 from cyscatter._arrays.dtypes import float_kind, holds_numbers, is_bfloat16, native
 from cyscatter._arrays.integers import prod
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends import host
 from cyscatter._plan.index import (
@@ -136,6 +137,22 @@ class GatherScatterPlan:
                 f"mode={self.mode!r}, edges={int(self.indptr[-1])} of {self.n_edges})")
 
 
+def _missing_index(gather_index, scatter_index) -> str:
+    """Why gather_scatter has no usable pair of indices, with the cyscatter spelling of the usual port: PyG's
+    ``edge_index`` of shape (2, E) passed whole, an op name in the scatter_index position."""
+    if isinstance(scatter_index, str):
+        said = (f"scatter_index={scatter_index!r} is a string: the op goes in the op position, after both index "
+                "arrays: gather_scatter(src, gather_index, scatter_index, op) or op=...")
+    else:
+        said = "gather_scatter needs gather_index and scatter_index, or a plan"
+    shape = getattr(gather_index, "shape", None)
+    if not isinstance(gather_index, tuple) and shape is not None and len(shape) == 2 and shape[0] == 2:
+        said += (f"; gather_index has shape {tuple(shape)}, as PyG's edge_index: split it, "
+                 "gather_scatter(src, edge_index[0], edge_index[1], op) gathers from the sources (row 0) and "
+                 "reduces into the targets (row 1)")
+    return said
+
+
 def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np):
     """(plan, axis, batch shape B, feature shape F) for `src` of shape B + S + F: the given plan, checked
     against the other arguments, or one made from the indices."""
@@ -149,8 +166,8 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
             raise ValueError(f"mode={mode!r} differs from the plan's mode {plan.mode!r}")
         if dim_size is not None and check_sizes(dim_size, "dim_size") != plan.dims:
             raise ValueError(f"dim_size={dim_size!r} differs from the plan's destination shape {plan.dims}")
-    elif gather_index is None or scatter_index is None:
-        raise TypeError("gather_scatter needs gather_index and scatter_index, or a plan")
+    elif gather_index is None or scatter_index is None or isinstance(scatter_index, str):
+        raise TypeError(_missing_index(gather_index, scatter_index))
     m = len(plan.src_dims) if plan is not None else \
         (len(gather_index) if isinstance(gather_index, tuple) else 1)
     axis = normalize_axis(axis, src.ndim, m, array="src")
@@ -254,7 +271,7 @@ def cast_like(result, like):
 
 
 def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, src_size: DimSize | None = None,
-                        dim_size: DimSize | None = None, mode: Mode = "raise") -> GatherScatterPlan:
+                        dim_size: DimSize | None = None, mode: Mode = "raise", **porting: object) -> GatherScatterPlan:
     """Validate and group the edges of a graph once, for many `gather_scatter` calls and their reverse passes.
 
     Parameters
@@ -297,6 +314,8 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
     array([[6.],
            [5.]])
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter_plan", porting)
     check_mode(mode)
     gather_coords = parse_coords(gather_index, "gather_index")
     scatter_coords = parse_coords(scatter_index, "scatter_index")

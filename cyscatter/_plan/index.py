@@ -22,6 +22,8 @@ MODES = ("raise", "drop", "wrap", "clip", "normalize_drop")
 DROPPING = ("drop", "normalize_drop")
 _INT64_MAX = np.iinfo(np.int64).max
 _INT32_MAX = np.iinfo(np.int32).max
+# the arguments by which a caller sizes the indexed axes: a bound error names the one given (it may be too small)
+_SIZE_ARGS = ("dim_size", "src_size")
 _MODE_DROP, _MODE_RAISE = kernels.IndexMode.MODE_DROP, kernels.IndexMode.MODE_RAISE
 
 
@@ -39,10 +41,12 @@ class IndexPlan:
     Read-only by convention; the derived values are computed once, here (a plan is read many times a call).
     """
 
-    __slots__ = ("flat", "shape", "dims", "mode", "coords", "arg", "n", "size", "drops", "kernel_mode")
+    __slots__ = ("flat", "shape", "dims", "mode", "coords", "arg", "n", "size", "drops", "kernel_mode", "sized_by")
 
-    def __init__(self, flat, shape: tuple, dims: tuple, mode: str, coords: tuple, arg: str = "index"):
+    def __init__(self, flat, shape: tuple, dims: tuple, mode: str, coords: tuple, arg: str = "index",
+                 sized_by: str | None = None):
         self.flat, self.shape, self.dims, self.mode, self.coords, self.arg = flat, shape, dims, mode, coords, arg
+        self.sized_by = sized_by   # "dim_size=3" when the caller gave the sizes: a bound error names it
         self.n = flat.shape[0]
         self.size = math.prod(dims)
         self.drops = mode in DROPPING
@@ -76,8 +80,10 @@ class IndexPlan:
                 break
         label = self.arg if len(self.coords) == 1 else f"{self.arg}[{axis}]"
         pos = ", ".join(str(int(w)) for w in where)
+        # a negative entry is out of range whatever the size: only one past the end blames the given size
+        given = f"; {self.sized_by} was given: it may be too small" if self.sized_by and value > 0 else ""
         return IndexError(
-            f"{label}[{pos}] = {value} is out of bounds for an indexed axis of size {self.dims[axis]} "
+            f"{label}[{pos}] = {value} is out of bounds for an indexed axis of size {self.dims[axis]}{given} "
             f"(mode='raise'; use mode='drop', 'wrap', 'clip' or 'normalize_drop' to accept it)")
 
 
@@ -118,6 +124,9 @@ def parse_coords(index, arg: str = "index", be: Any = host) -> Coords:
     coords = []
     for i, part in enumerate(parts):
         name = arg if len(parts) == 1 else f"{arg}[{i}]"
+        if isinstance(part, str):
+            raise TypeError(f"{name}={part!r} is a string where an index array is expected: an op name goes in the "
+                            "op position, after the index arrays (or as op=...)")
         # a NumPy array is taken as it is: `backend_of`, which every call's index goes through, refuses one in a
         # call on the GPU backend
         arr = part if type(part) is np.ndarray else be.asarray(part)
@@ -251,21 +260,22 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
         be = coords.be
     xp = be.xp
     dims = _dims_from(dim_size, coords, dims_arg, be)
+    given_sizes = f"{dims_arg}={dim_size!r}" if dim_size is not None and dims_arg in _SIZE_ARGS else None
     m = len(coords)
     if m == 0:
         # the one entry of the empty tuple index: row 0 of the single row that no indexed axes make
-        return IndexPlan(xp.zeros(1, np.int64), (), (), mode, coords, arg)
+        return IndexPlan(xp.zeros(1, np.int64), (), (), mode, coords, arg, given_sizes)
     flats = []
     for axis, (coord, size) in enumerate(zip(coords, dims)):
         flat = _coordinate(coord, size, mode, axis, m, arg, be)
         if flat is None:
             bad = int(xp.argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
-            plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
+            plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg, given_sizes)
             raise plan.error(bad)
         flats.append(flat)
     if m == 1:
         plan = IndexPlan(flats[0], coords.shape if type(coords) is Coords else index_shape(coords), dims, mode,
-                         coords, arg)
+                         coords, arg, given_sizes)
         if mode == "raise" and not be.raises_in_kernels:
             # GPU kernels cannot raise: under mode='raise' every entry is checked here, before any write
             bad = ~plan.valid()
@@ -279,7 +289,7 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     # (on the host a ufunc reduce: ndarray.all goes through numpy's Python-level _methods)
     every = bool(be.reduce_all(valid)) if valid.size else True
     if mode == "raise" and not every:
-        plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg)
+        plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg, given_sizes)
         raise plan.error(int(valid.argmin()))
     if every:
         flat = xp.ravel_multi_index(flats, dims) if valid.size else flats[0]
@@ -289,4 +299,5 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
         flat = xp.ravel_multi_index(tuple(xp.where(valid, f, 0) for f in flats), dims)
         flat[~valid] = -1
     return IndexPlan(xp.ascontiguousarray(flat, dtype=np.int64),
-                     coords.shape if type(coords) is Coords else index_shape(coords), dims, mode, coords, arg)
+                     coords.shape if type(coords) is Coords else index_shape(coords), dims, mode, coords, arg,
+                     given_sizes)

@@ -16,6 +16,10 @@ def normalize_axis(axis, ndim: int, span: int, arg: str = "axis", array: str = "
         axis = as_int(axis, f"{arg} must be an integer, got {axis!r}")
     normalized = axis + ndim if axis < 0 else axis
     if not 0 <= normalized <= ndim - span:
+        if ndim < span:   # no axis fits: a range of valid values would read "-1 .. -1"
+            raise ValueError(f"{arg}={axis} does not fit: {array} has {ndim} dims but the index has {span}, and "
+                             f"every index dim is a dim of {array} (index dims first, then feature dims): {array} "
+                             f"needs at least {span} dims")
         raise ValueError(f"{arg}={axis} does not fit: {array} has {ndim} dims and the index needs {span} "
                          f"of them starting at {arg} (valid: {-ndim} .. {ndim - span})")
     return normalized

@@ -246,6 +246,11 @@ OPS = (
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
+
+# The order statistics: op names that `scatter`, `segment` and `gather_scatter` take besides the `OPS`, run by a
+# sort per call (`cyscatter._api.quantile`), not by a reduction kernel: no identity (an empty group has no
+# median), no combine (Dask reduces whole groups). name -> whether it skips NaN entries (NumPy's nanmedian).
+ORDER_STATS = {"median": False, "nanmedian": True}
 OP_NAMES = tuple(op.name for op in OPS)
 
 
@@ -298,6 +303,10 @@ def get_op(op: str | Op) -> Op:
     try:
         return _BY_NAME[op]
     except KeyError:
+        if op in ORDER_STATS:
+            raise ValueError(f"op {op!r} is an order statistic, not a reduction: only scatter, segment and "
+                             f"gather_scatter take it (scatter_quantile / scatter_nanquantile for other q, "
+                             f"scatter_quantile_vjp / _jvp for its derivatives)") from None
         raise ValueError(f"unknown op {op!r}; known ops: {', '.join(sorted(_BY_NAME))}") from None
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 
@@ -46,7 +47,7 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
                            scatter_index: IndexLike | None = None, out: ArrayInput | None = None, *,
                            weight: ArrayInput | None = None, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                            mode: Mode | None = None, plan: GatherScatterPlan | None = None,
-                           num_threads: SupportsIndex | None = None) -> Any:
+                           num_threads: SupportsIndex | None = None, **porting: object) -> Any:
     """Gradient of `gather_scatter` with respect to `src`: the VJP ``grad_out -> grad_src``.
 
     For add it is the transposed product ``grad_src[s] = sum over edges e from s of weight[e] * grad_out[d_e]``
@@ -87,6 +88,8 @@ def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, ga
     >>> cs.gather_scatter_vjp_src("max", np.array([1.]), x, gi, si, out)   # the tie splits the cotangent
     array([0. , 0.5, 0.5])
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter_vjp_src", porting)
     if grad_out is None:
         raise TypeError("gather_scatter_vjp_src needs grad_out (the output's cotangent), got None")
     be = backend_of(grad_out=grad_out, src=src, gather_index=gather_index, scatter_index=scatter_index, out=out,
@@ -101,7 +104,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
                               scatter_index: IndexLike | None = None, out: ArrayInput | None = None, *,
                               weight: ArrayInput | None = None, dim_size: DimSize | None = None,
                               axis: SupportsIndex = 0, mode: Mode | None = None, plan: GatherScatterPlan | None = None,
-                              num_threads: SupportsIndex | None = None) -> Any:
+                              num_threads: SupportsIndex | None = None, **porting: object) -> Any:
     """Gradient of `gather_scatter` with respect to `weight`: the VJP ``grad_out -> grad_weight``.
 
     For add, per edge e the dot product of the cotangent row at its destination with its source row,
@@ -135,6 +138,8 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     >>> cs.gather_scatter_vjp_weight("add", g, x, gi, si, weight=w)   # row sums of the source rows
     array([3., 7.])
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter_vjp_weight", porting)
     if grad_out is None:
         raise TypeError("gather_scatter_vjp_weight needs grad_out (the output's cotangent), got None")
     be = backend_of(grad_out=grad_out, src=src, gather_index=gather_index, scatter_index=scatter_index, out=out,
@@ -150,7 +155,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
                        src_dot: ArrayInput | None = None, *, weight: ArrayInput | None = None,
                        weight_dot: ArrayInput | None = None, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
                        mode: Mode | None = None, plan: GatherScatterPlan | None = None,
-                       num_threads: SupportsIndex | None = None) -> Any:
+                       num_threads: SupportsIndex | None = None, **porting: object) -> Any:
     """Forward derivative of `gather_scatter`: the tangent of `out` given tangents of `src` and `weight`.
 
     add/sub/mean are bilinear in (src, weight): ``out_dot = gather_scatter(src_dot, weight) +
@@ -202,6 +207,8 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     ...                       weight_dot=np.array([0., 1.]))
     array([5.])
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter_jvp", porting)
     if src_dot is None and weight_dot is None:
         raise TypeError("gather_scatter_jvp needs src_dot or weight_dot (the tangents), got neither")
     if weight_dot is not None and weight is None:

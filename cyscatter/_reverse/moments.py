@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter._api.moments import check_ddof, deviations3, nan_deviations3
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._plan.layout import unbroadcast
 from cyscatter._reverse.groups import _dst_view
@@ -58,7 +59,7 @@ def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode, skip_nan=
 
 
 def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
-                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                    axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_var` w.r.t. `src`: ``grad_out[j] * 2 (src_k - mean_j) / (count_j - ddof)``.
 
     Parameters
@@ -84,11 +85,13 @@ def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
         Float dtype. Members of groups with ``count <= ddof`` (NaN result)
         get 0.
     """
+    if porting:
+        raise unexpected_keywords("scatter_var_vjp", porting)
     return _moment_vjp("scatter_var_vjp", False, grad_out, src, index, out, ddof, axis, mode)
 
 
 def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
-                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                    axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``.
 
     Parameters
@@ -113,11 +116,13 @@ def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
     out_dot : ndarray, shape of `out`
         Tangent of the output, float dtype.
     """
+    if porting:
+        raise unexpected_keywords("scatter_var_jvp", porting)
     return _moment_jvp("scatter_var_jvp", False, src, index, out, src_dot, ddof, axis, mode)
 
 
 def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
-                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                    axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_std` w.r.t. `src`: ``grad_out[j] (src_k - mean_j) / ((count_j - ddof) std_j)``.
 
     Parameters
@@ -144,11 +149,13 @@ def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
         is taken as 0, the symmetric (central-difference) derivative of the kink; groups with ``count <= ddof``
         pass 0.
     """
+    if porting:
+        raise unexpected_keywords("scatter_std_vjp", porting)
     return _moment_vjp("scatter_std_vjp", True, grad_out, src, index, out, ddof, axis, mode)
 
 
 def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
-                    axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                    axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0).
 
     Parameters
@@ -173,13 +180,15 @@ def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
     out_dot : ndarray, shape of `out`
         Tangent of the output, float dtype.
     """
+    if porting:
+        raise unexpected_keywords("scatter_std_jvp", porting)
     return _moment_jvp("scatter_std_jvp", True, src, index, out, src_dot, ddof, axis, mode)
 
 
 # ---- variance and standard deviation over the non-NaN entries ----------------------------------------------
 
 def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
-                       axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                       axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_nanvar` w.r.t. `src`: `scatter_var_vjp` over each element's non-NaN members.
 
     ``grad_out[j] * 2 (src_k - mean_j) / (count_j - ddof)`` with the mean and the count over the non-NaN members of
@@ -220,11 +229,13 @@ def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
     IndexError
         For an index out of range under ``mode="raise"``.
     """
+    if porting:
+        raise unexpected_keywords("scatter_nanvar_vjp", porting)
     return _moment_vjp("scatter_nanvar_vjp", False, grad_out, src, index, out, ddof, axis, mode, skip_nan=True)
 
 
 def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
-                       axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                       axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_nanvar`: `scatter_var_jvp` over each element's non-NaN members.
 
     ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)`` with the mean and the count over the non-NaN members of
@@ -263,11 +274,13 @@ def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
     IndexError
         For an index out of range under ``mode="raise"``.
     """
+    if porting:
+        raise unexpected_keywords("scatter_nanvar_jvp", porting)
     return _moment_jvp("scatter_nanvar_jvp", False, src, index, out, src_dot, ddof, axis, mode, skip_nan=True)
 
 
 def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
-                       axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                       axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_nanstd` w.r.t. `src`: `scatter_std_vjp` over each element's non-NaN members.
 
     ``grad_out[j] (src_k - mean_j) / ((count_j - ddof) std_j)`` with the mean and the count over the non-NaN members
@@ -310,11 +323,13 @@ def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
     IndexError
         For an index out of range under ``mode="raise"``.
     """
+    if porting:
+        raise unexpected_keywords("scatter_nanstd_vjp", porting)
     return _moment_vjp("scatter_nanstd_vjp", True, grad_out, src, index, out, ddof, axis, mode, skip_nan=True)
 
 
 def scatter_nanstd_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
-                       axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                       axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_nanstd`: `scatter_std_jvp` over each element's non-NaN members.
 
     The `scatter_nanvar_jvp` tangent over ``2 std_j``, with the mean and the count over the non-NaN members of
@@ -354,4 +369,6 @@ def scatter_nanstd_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
     IndexError
         For an index out of range under ``mode="raise"``.
     """
+    if porting:
+        raise unexpected_keywords("scatter_nanstd_jvp", porting)
     return _moment_jvp("scatter_nanstd_jvp", True, src, index, out, src_dot, ddof, axis, mode, skip_nan=True)

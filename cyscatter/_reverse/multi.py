@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from cyscatter._api.gather import gather
 from cyscatter._api.multi import feature_dims, parse_ops, split_results, stack_results
 from cyscatter._api.segment import check_indptr, segment_ids
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.layout import normalize_axis
@@ -43,7 +44,7 @@ def _blocks(name, ops, src, index, axis, **stacked):
 
 
 def scatter_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayInput, index: IndexLike,
-                          out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise", ddof: float = 0) -> Any:
+                          out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise", ddof: float = 0, **porting: object) -> Any:
     """Gradient of `scatter_multi` w.r.t. `src`: the sum over its ops of each op's gradient of its block.
 
     Parameters
@@ -72,6 +73,8 @@ def scatter_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayIn
         As `scatter_multi` and the ops' own reverse functions; a `grad_out` or `out` whose last axis does not
         split into ``len(ops)`` blocks (ValueError).
     """
+    if porting:
+        raise unexpected_keywords("scatter_multi_vjp_src", porting)
     names, _, blocks = _blocks("scatter_multi_vjp_src", ops, src, index, axis, grad_out=grad_out, out=out)
     total = None
     for name, g, o in zip(names, blocks["grad_out"], blocks["out"]):
@@ -84,7 +87,7 @@ def scatter_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayIn
 
 
 def scatter_multi_jvp(ops: Sequence[str], src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput,
-                      *, axis: SupportsIndex = 0, mode: Mode = "raise", ddof: float = 0) -> Any:
+                      *, axis: SupportsIndex = 0, mode: Mode = "raise", ddof: float = 0, **porting: object) -> Any:
     """Forward derivative of `scatter_multi`: each op's tangent of its block, side by side as the output's.
 
     Parameters
@@ -112,6 +115,8 @@ def scatter_multi_jvp(ops: Sequence[str], src: ArrayInput, index: IndexLike, out
     TypeError, ValueError, IndexError
         As `scatter_multi_vjp_src` (a `src_dot` of another shape than `src`).
     """
+    if porting:
+        raise unexpected_keywords("scatter_multi_jvp", porting)
     names, be, blocks = _blocks("scatter_multi_jvp", ops, src, index, axis, out=out)
     feats = feature_dims(src, index, axis)
     parts = []
@@ -132,7 +137,7 @@ def _segment_ids(src, indptr, axis):
 
 
 def segment_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput,
-                          out: ArrayInput, *, axis: SupportsIndex = 0, ddof: float = 0) -> Any:
+                          out: ArrayInput, *, axis: SupportsIndex = 0, ddof: float = 0, **porting: object) -> Any:
     """Gradient of `segment_multi` w.r.t. `src`: `scatter_multi_vjp_src` with the index ``segment_ids(indptr)``.
 
     Parameters
@@ -160,12 +165,14 @@ def segment_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayIn
     TypeError, ValueError
         As `segment_multi` and `scatter_multi_vjp_src`.
     """
+    if porting:
+        raise unexpected_keywords("segment_multi_vjp_src", porting)
     ids, k = _segment_ids(src, indptr, axis)
     return scatter_multi_vjp_src(ops, grad_out, src, ids, out, axis=k, ddof=ddof)
 
 
 def segment_multi_jvp(ops: Sequence[str], src: ArrayInput, indptr: ArrayInput, out: ArrayInput,
-                      src_dot: ArrayInput, *, axis: SupportsIndex = 0, ddof: float = 0) -> Any:
+                      src_dot: ArrayInput, *, axis: SupportsIndex = 0, ddof: float = 0, **porting: object) -> Any:
     """Forward derivative of `segment_multi`: `scatter_multi_jvp` with the index ``segment_ids(indptr)``.
 
     Parameters
@@ -193,6 +200,8 @@ def segment_multi_jvp(ops: Sequence[str], src: ArrayInput, indptr: ArrayInput, o
     TypeError, ValueError
         As `segment_multi` and `scatter_multi_jvp`.
     """
+    if porting:
+        raise unexpected_keywords("segment_multi_jvp", porting)
     ids, k = _segment_ids(src, indptr, axis)
     return scatter_multi_jvp(ops, src, ids, out, src_dot, axis=k, ddof=ddof)
 
@@ -212,7 +221,7 @@ def _messages(src, gather_index, weight):
 
 def gather_scatter_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike,
                                  scatter_index: IndexLike, out: ArrayInput, *, weight: ArrayInput | None = None,
-                                 ddof: float = 0) -> Any:
+                                 ddof: float = 0, **porting: object) -> Any:
     """Gradient of `gather_scatter_multi` w.r.t. `src`: the messages' `scatter_multi_vjp_src`, times the weight,
     summed back onto the rows they were gathered from.
 
@@ -241,6 +250,8 @@ def gather_scatter_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: 
     TypeError, ValueError, IndexError
         As `gather_scatter_multi` and `scatter_multi_vjp_src`.
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter_multi_vjp_src", porting)
     messages, _, w = _messages(src, gather_index, weight)
     g = scatter_multi_vjp_src(ops, grad_out, messages, scatter_index, out, ddof=ddof)
     return gather_vjp_src(g if w is None else g * w, gather_index, shape_of(src))
@@ -248,7 +259,7 @@ def gather_scatter_multi_vjp_src(ops: Sequence[str], grad_out: ArrayInput, src: 
 
 def gather_scatter_multi_vjp_weight(ops: Sequence[str], grad_out: ArrayInput, src: ArrayInput,
                                     gather_index: IndexLike, scatter_index: IndexLike, out: ArrayInput, *,
-                                    weight: ArrayInput, ddof: float = 0) -> Any:
+                                    weight: ArrayInput, ddof: float = 0, **porting: object) -> Any:
     """Gradient of `gather_scatter_multi` w.r.t. `weight`: per edge, its message's cotangent dotted with the
     gathered row.
 
@@ -279,6 +290,8 @@ def gather_scatter_multi_vjp_weight(ops: Sequence[str], grad_out: ArrayInput, sr
     TypeError, ValueError, IndexError
         As `gather_scatter_multi_vjp_src`.
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter_multi_vjp_weight", porting)
     messages, rows, _ = _messages(src, gather_index, weight)
     g = scatter_multi_vjp_src(ops, grad_out, messages, scatter_index, out, ddof=ddof)
     return (g * rows).reshape(g.shape[0], -1).sum(axis=1)
@@ -286,7 +299,7 @@ def gather_scatter_multi_vjp_weight(ops: Sequence[str], grad_out: ArrayInput, sr
 
 def gather_scatter_multi_jvp(ops: Sequence[str], src: ArrayInput, gather_index: IndexLike, scatter_index: IndexLike,
                              out: ArrayInput, src_dot: ArrayInput, *, weight: ArrayInput | None = None,
-                             weight_dot: ArrayInput | None = None, ddof: float = 0) -> Any:
+                             weight_dot: ArrayInput | None = None, ddof: float = 0, **porting: object) -> Any:
     """Forward derivative of `gather_scatter_multi`: `scatter_multi_jvp` of the messages' tangent
     ``gather(src_dot) * weight + gather(src) * weight_dot``.
 
@@ -319,6 +332,8 @@ def gather_scatter_multi_jvp(ops: Sequence[str], src: ArrayInput, gather_index: 
     TypeError, ValueError, IndexError
         As `gather_scatter_multi` and `scatter_multi_jvp`; a `weight_dot` without `weight` (ValueError).
     """
+    if porting:
+        raise unexpected_keywords("gather_scatter_multi_jvp", porting)
     messages, rows, w = _messages(src, gather_index, weight)
     check_given("src_dot", src_dot)
     be = backend_of(src=rows, src_dot=src_dot)

@@ -12,6 +12,7 @@ import numpy as np
 from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter, scatter_into
 from cyscatter._arrays.integers import prod
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import host_asarray
 from cyscatter._backends.host import precheck, rows_view
 from cyscatter._backends.reduce import _reduce_into
@@ -39,7 +40,8 @@ def _reverse_call(op, src, index, out, dst, axis, mode, *extra):
 
 @fill_doc
 def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
-                    dst: ArrayInput | None = None, axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                    dst: ArrayInput | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
+                     **porting: object) -> Any:
     """Gradient of a scatter with respect to `src` (NNlib's ``∇scatter_src``): the VJP ``grad_out -> grad_src``.
 
     Parameters
@@ -76,6 +78,8 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     >>> cs.scatter_vjp_src("mul", np.ones(2), src, idx, out)
     array([3., 2., 1.])
     """
+    if porting:
+        raise unexpected_keywords("scatter_vjp_src", porting)
     op, ctx, views, src_shape, _ = _reverse_call(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
     shape, expected = src_shape
     return unbroadcast(_rules.RULES[op.rule].vjp_src(ctx, views["grad_out"]).reshape(expected), shape, ctx.xp)
@@ -83,7 +87,7 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
 
 @fill_doc
 def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: IndexLike,
-                    out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                    out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of ``scatter_into`` with respect to the initial `dst` (NNlib's ``∇scatter_dst``).
 
     Parameters
@@ -125,6 +129,8 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     >>> cs.scatter_vjp_dst("max", np.ones(2), dst, src, idx, out)
     array([0.5, 1. ])
     """
+    if porting:
+        raise unexpected_keywords("scatter_vjp_dst", porting)
     if dst is None:
         raise TypeError("dst is required, got None: it is the initial destination of scatter_into")
     op, ctx, views, _, out_shape = _reverse_call(op, src, index, out, dst, axis, mode, ("grad_out", grad_out, "out"))
@@ -133,7 +139,7 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
 
 @fill_doc
 def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIndex | Sequence[SupportsIndex], *,
-                   axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                   axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of ``gather`` with respect to `src` (NNlib's ``∇gather_src``): a scatter-add of `grad_out`.
 
     Parameters
@@ -165,6 +171,8 @@ def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIn
     >>> cs.gather_vjp_src(np.array([1., 2., 3.]), np.array([1, 1, 0]), (3,))
     array([3., 3., 0.])
     """
+    if porting:
+        raise unexpected_keywords("gather_vjp_src", porting)
     check_given("grad_out", grad_out)
     be = backend_of(grad_out=grad_out, index=index)
     grad_out = check_numeric(be.asarray(grad_out), "grad_out")
@@ -188,7 +196,7 @@ def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: SupportsIn
 @fill_doc
 def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
                 dst: ArrayInput | None = None, dst_dot: ArrayInput | None = None, axis: SupportsIndex = 0,
-                mode: Mode = "raise") -> Any:
+                mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of a scatter: the tangent of `out` given tangents of `src` (and `dst`).
 
     Parameters
@@ -234,6 +242,8 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     >>> cs.scatter_jvp("mul", src, idx, cs.scatter(src, idx, "mul"), np.array([1., 0.]))
     array([3.])
     """
+    if porting:
+        raise unexpected_keywords("scatter_jvp", porting)
     if dst is None and dst_dot is not None:
         raise ValueError("dst_dot was given without dst: the tangent of the initial destination needs that "
                          "destination (the in-place form); pass dst, or leave dst_dot out")
@@ -266,7 +276,8 @@ def _tangent_part(xp, op, coefficient, dot):
         return xp.where(coefficient != 0, coefficient * dot, 0)
 
 
-def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: Mode = "raise",
+               **porting: object) -> Any:
     """Forward derivative of ``gather``: the gather of the tangent (gather is linear).
 
     Parameters
@@ -296,6 +307,8 @@ def gather_jvp(src_dot: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0
     >>> cs.gather_jvp(np.array([0.5, 1., 2.]), np.array([2, 2, 0]))
     array([2. , 2. , 0.5])
     """
+    if porting:
+        raise unexpected_keywords("gather_jvp", porting)
     check_given("src_dot", src_dot)
     be = backend_of(src_dot=src_dot, index=index)
     src_dot = check_numeric(be.asarray(src_dot), "src_dot")

@@ -16,6 +16,7 @@ from cyscatter._api.segment import (
     segment_ids,
 )
 from cyscatter._arrays.dtypes import holds_numbers
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.layout import normalize_axis
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
 
 def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, *,
-                    axis: SupportsIndex | None = None, initial: FillValue | None = None) -> Any:
+                    axis: SupportsIndex | None = None, initial: FillValue | None = None, **porting: object) -> Any:
     """Gradient of `segment` w.r.t. `src`: `scatter_vjp_src` with the index ``segment_ids(indptr)``.
 
     The same rules as scatter's (mean by count, mul by the exact product of the others, max/min split among
@@ -58,6 +59,8 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
     grad_src : ndarray, shape of `src`
         Float dtype (float64 for integer inputs).
     """
+    if porting:
+        raise unexpected_keywords("segment_vjp_src", porting)
     batched = _batched("segment_vjp_src", src, indptr, axis, grad_out=grad_out, out=out)
     if batched is not None:
         flat, k, a = batched
@@ -69,7 +72,7 @@ def segment_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, indptr: A
 
 
 def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput, src_dot: ArrayInput, *,
-                axis: SupportsIndex | None = None, initial: FillValue | None = None) -> Any:
+                axis: SupportsIndex | None = None, initial: FillValue | None = None, **porting: object) -> Any:
     """Forward derivative of `segment`: `scatter_jvp` with the index ``segment_ids(indptr)``.
 
     Parameters
@@ -92,6 +95,8 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
     out_dot : ndarray, shape of `out`
         Tangent of the output, float dtype.
     """
+    if porting:
+        raise unexpected_keywords("segment_jvp", porting)
     batched = _batched("segment_jvp", src, indptr, axis, out=out, src_dot=src_dot)
     if batched is not None:
         flat, k, a = batched
@@ -102,7 +107,8 @@ def segment_jvp(op: OpLike, src: ArrayInput, indptr: ArrayInput, out: ArrayInput
     return scatter_jvp(op, src, ids, out, src_dot, axis=_axis0(axis), dst=_initial_dst(op, initial, out, src))
 
 
-def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:
+def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None,
+                           **porting: object) -> Any:
     """Gradient of `gather_segment` w.r.t. its `src`: the segment sums of `grad_out` (``segment(g, indptr)``).
 
     `gather_segment` is linear, so its forward derivative is `gather_segment` of the tangent.
@@ -121,6 +127,8 @@ def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: Su
     grad_src : ndarray, shape B + (S,) + F
         Float dtype (float64 for integer inputs).
     """
+    if porting:
+        raise unexpected_keywords("gather_segment_vjp_src", porting)
     check_given("grad_out", grad_out)
     be = backend_of(grad_out=grad_out, indptr=indptr)
     grad_out = check_numeric(be.asarray(grad_out), "grad_out")
@@ -136,7 +144,7 @@ def gather_segment_vjp_src(grad_out: ArrayInput, indptr: ArrayInput, *, axis: Su
 
 def segment_ranges_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, starts: ArrayInput,
                            stops: ArrayInput, out: ArrayInput, *, axis: SupportsIndex = 0,
-                           initial: FillValue | None = None) -> Any:
+                           initial: FillValue | None = None, **porting: object) -> Any:
     """Gradient of `segment_ranges` w.r.t. `src`: `segment_vjp_src` over the rows in range order, summed back
     onto the rows they came from (a row in several ranges gets the sum of its shares).
 
@@ -165,6 +173,8 @@ def segment_ranges_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, st
     TypeError, ValueError
         As `segment_ranges` and `segment_vjp_src` (a `grad_out` or `out` of another shape than the output).
     """
+    if porting:
+        raise unexpected_keywords("segment_ranges_vjp_src", porting)
     rows, ranges, axis, be = _range_rows("segment_ranges_vjp_src", src, starts, stops, axis)
     grad_rows = segment_vjp_src(op, grad_out, rows, ranges.indptr, out, axis=axis, initial=initial)
     shape = be.asarray(src).shape
@@ -177,7 +187,7 @@ def segment_ranges_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, st
 
 
 def segment_ranges_jvp(op: OpLike, src: ArrayInput, starts: ArrayInput, stops: ArrayInput, out: ArrayInput,
-                       src_dot: ArrayInput, *, axis: SupportsIndex = 0, initial: FillValue | None = None) -> Any:
+                       src_dot: ArrayInput, *, axis: SupportsIndex = 0, initial: FillValue | None = None, **porting: object) -> Any:
     """Forward derivative of `segment_ranges`: `segment_jvp` over the rows (and their tangents) in range order.
 
     Parameters
@@ -205,6 +215,8 @@ def segment_ranges_jvp(op: OpLike, src: ArrayInput, starts: ArrayInput, stops: A
     TypeError, ValueError
         As `segment_ranges` and `segment_jvp` (a `src_dot` not shaped like `src`).
     """
+    if porting:
+        raise unexpected_keywords("segment_ranges_jvp", porting)
     rows, ranges, axis, be = _range_rows("segment_ranges_jvp", src, starts, stops, axis)
     check_given("src_dot", src_dot)
     dot = check_numeric(be.asarray(src_dot), "src_dot")

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter._api.softmax import mask_dropped
+from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._plan.index import sized_by
 from cyscatter._plan.layout import unbroadcast
@@ -25,7 +26,7 @@ def _lse_weights(ctx, out3):
 
 
 def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
-                          axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                          axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_logsumexp` with respect to `src`: ``grad_out[index[k]] * softmax(src)[k]``.
 
     Parameters
@@ -53,13 +54,15 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
     Members of a group whose result is not finite (all -inf, a +inf or a NaN member) get NaN, as the
     softmax there is NaN; dropped entries get 0.
     """
+    if porting:
+        raise unexpected_keywords("scatter_logsumexp_vjp", porting)
     ctx, rows, expected = _dst_view("scatter_logsumexp_vjp", src, index, out, axis, mode, grad_out=grad_out)
     grad = (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(expected)
     return unbroadcast(grad, shape_of(src), ctx.xp)
 
 
 def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
-                          axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                          axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_logsumexp`: ``out_dot[j] = sum(softmax(src)[k] * src_dot[k])`` over j's group.
 
     Parameters
@@ -82,6 +85,8 @@ def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, sr
     out_dot : ndarray, shape of `out`
         Tangent of the output, float dtype.
     """
+    if porting:
+        raise unexpected_keywords("scatter_logsumexp_jvp", porting)
     ctx, rows, _ = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
     return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(shape_of(out))
 
@@ -95,7 +100,7 @@ def _softmax_map(ctx, v3):
 
 
 def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
-                        axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                        axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_softmax` with respect to `src`: ``y * (g - sum(g * y over the group))``, y = `out`.
 
     Parameters
@@ -118,6 +123,8 @@ def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike,
     grad_src : ndarray, shape of `out`
         Float dtype.
     """
+    if porting:
+        raise unexpected_keywords("scatter_softmax_vjp", porting)
     ctx, g3 = _src_view("scatter_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         grad = _softmax_map(ctx, g3)
@@ -125,7 +132,7 @@ def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike,
 
 
 def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
-                        axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                        axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`.
 
     Parameters
@@ -148,6 +155,8 @@ def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, 
     out_dot : ndarray, shape of `out`
         Tangent of the output, float dtype.
     """
+    if porting:
+        raise unexpected_keywords("scatter_softmax_jvp", porting)
     ctx, dot3 = _src_view("scatter_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         tangent = _softmax_map(ctx, dot3)
@@ -155,7 +164,7 @@ def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, 
 
 
 def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
-                            axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                            axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_log_softmax` w.r.t. `src`: ``g - exp(out) * sum(g over the group)``.
 
     Parameters
@@ -178,6 +187,8 @@ def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexL
     grad_src : ndarray, shape of `out`
         Float dtype; dropped entries (whose output is the constant -inf) get 0.
     """
+    if porting:
+        raise unexpected_keywords("scatter_log_softmax_vjp", porting)
     ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
@@ -185,7 +196,7 @@ def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexL
 
 
 def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
-                            axis: SupportsIndex = 0, mode: Mode = "raise") -> Any:
+                            axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``.
 
     Parameters
@@ -208,6 +219,8 @@ def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInp
     out_dot : ndarray, shape of `out`
         Tangent of the output, float dtype; dropped entries get 0.
     """
+    if porting:
+        raise unexpected_keywords("scatter_log_softmax_jvp", porting)
     ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))

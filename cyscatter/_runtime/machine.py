@@ -1,6 +1,6 @@
 """The running machine, as the kernels' strategy rules need it: the CPU vendor and the cache sizes.
 
-Read once at import from Linux's sysfs and /proc/cpuinfo (about 1 ms); anything unknown gets the
+Read once at import from Linux's sysfs and /proc/cpuinfo; anything unknown gets the
 conservative value, under which no strategy can lose to the plain loop. `apply` hands the rules to the kernels;
 `cyscatter.kernels._tune` still overrides each switch for the benchmarks. The rules and the measurements
 behind them (benchmarks/NOTES.md, "Strategies per machine"):

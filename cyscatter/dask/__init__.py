@@ -27,13 +27,18 @@ from cyscatter.dask._argext import scatter_argmax, scatter_argmin, scatter_nanar
 from cyscatter.dask._count import scatter_count
 from cyscatter.dask._gather import gather
 from cyscatter.dask._logical import scatter_all, scatter_any
+from cyscatter.dask._quantile import scatter_nanquantile, scatter_quantile, with_order_stats
 from cyscatter.dask._scan import scatter_scan
 from cyscatter.dask._scatter import scatter
 from cyscatter.dask._whole import accept_empty_tuple as _accept_empty_tuple
+
+scatter = with_order_stats(scatter)   # the ops median / nanmedian: whole groups (cyscatter.dask._quantile)
+del with_order_stats
 
 __all__ = ["scatter", "gather", "scatter_argmax", "scatter_argmin", "scatter_count", "scatter_any", "scatter_all",
            "scatter_nanargmax", "scatter_nanargmin", "scatter_scan"]
 for _name in __all__:
     globals()[_name] = _accept_empty_tuple(globals()[_name])
 del _name
+__all__ += ["scatter_quantile", "scatter_nanquantile"]   # index=() handled by themselves (a q axis may lead)
 _take_foreign_in(globals(), __all__)

@@ -116,7 +116,7 @@ def main(argv=None):
             {name: loss_of(logits) for name, logits in gcn_on.items()}, init, lr=args.lr,
             rounds=args.timing_rounds, epochs=args.timing_epochs)
     plot = _plot.plot_history(gcn, mlp, args.out, title=f"GCN ({args.aggr}) vs graph-less baseline, digits "
-                              f"k-NN graph (k={args.k}), {len(labelled)} labels")
+                              f"k-NN graph (k={args.k}), {len(labelled)} labels", seconds_per_epoch=timing)
     results = {"gcn": gcn, "baseline": mlp, "seconds_per_epoch": timing, "loss_curves": curves, "plot": plot,
                "args": args}
     _report(results, n_test=len(unlabelled))

@@ -540,3 +540,41 @@ def test_results_do_not_depend_on_the_reach(cache, reach):
     expected = np.zeros((3000, 24), np.float32)
     np.add.at(expected, rows, clean[cols])
     np.testing.assert_allclose(got["gather_scatter"], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_every_run_says_when_calibrating_helps(cache, capsys):
+    assert calibrate.main(["--show"]) == 0
+    assert calibrate.WHEN_IT_HELPS in capsys.readouterr().out
+    assert calibrate.main(["--rounds", "3", "--scale", "0.01", "--no-write"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == calibrate.WHEN_IT_HELPS
+    with pytest.raises(SystemExit):
+        calibrate.main(["--help"])
+    assert "last-level cache" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("named_folder", [True, False])
+def test_clear_leaves_nothing_behind(cache, capsys, monkeypatch, named_folder):
+    """A calibration leaves its file and its lock; --clear removes both, and the cache folder it made when that
+    is left empty ($XDG_CACHE_HOME/cyscatter); a folder the user named in $CYSCATTER_CACHE_DIR stays."""
+    if not named_folder:
+        monkeypatch.delenv("CYSCATTER_CACHE_DIR")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(cache / "xdg"))
+    path = _machine.calibration_path(_bare())
+    assert calibrate.main(["--rounds", "3", "--scale", "0.01"]) == 0
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name, calibrate.lock_path(path).name]
+    assert calibrate.main(["--clear"]) == 0
+    if named_folder:
+        assert list(cache.iterdir()) == []
+    else:
+        assert not path.parent.exists() and list((cache / "xdg").iterdir()) == []
+    capsys.readouterr()
+
+
+def test_clear_removes_a_lock_left_without_a_calibration(cache, capsys):
+    path = _machine.calibration_path(_bare())
+    with calibrate.exclusive(path):
+        pass
+    assert calibrate.lock_path(path).exists() and not path.exists()
+    assert calibrate.main(["--clear"]) == 0
+    assert list(cache.iterdir()) == []
+    assert "removed its lock file" in capsys.readouterr().out

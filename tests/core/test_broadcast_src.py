@@ -517,7 +517,7 @@ def test_scatter_out_and_dtype(backend, op):
     np.testing.assert_array_equal(backend.to_numpy(out), want)
 
 
-# ---- out= gives B and F (README: "B, F from dst/out where given") ----------------------------------------------
+# ---- out= gives B and F (docs/semantics.rst: B, F from dst/out) ----------------------------------------------
 
 @pytest.mark.parametrize("pattern", ["python", "0d", "row", "entries1", "features1", "batch1", "all1"])
 @pytest.mark.parametrize("op", ["add", "max", "mul", "mean"])

@@ -189,7 +189,7 @@ def test_family_reverse_functions_match_central_differences(backend):
     for name, ref in cases.items():
         out = getattr(cs, f"scatter_{name}")(src, ())
         want = numeric_vjp(ref, src, g)
-        if name == "std":   # one entry: std 0, whose derivative is not defined; the VJP gives 0 (README)
+        if name == "std":   # one entry: std 0, whose derivative is not defined; the VJP gives 0 (docs/semantics.rst)
             want = np.zeros_like(src)
         if name in ("var", "std"):
             got = backend.call(getattr(cs, f"scatter_{name}_vjp"), g, src, (), out)

@@ -26,7 +26,7 @@ LAYERS = (
     ("api", ("cyscatter._api",)),
     ("reverse", ("cyscatter._reverse",)),
     ("package", ("cyscatter", "cyscatter.typing", "cyscatter.calibrate")),
-    ("frontends", ("cyscatter.dask", "cyscatter.examples", "grad")),
+    ("frontends", ("cyscatter.dask", "cyscatter.examples", "cyscatter.torch", "grad")),
 )
 
 

@@ -240,7 +240,7 @@ def test_assignments_of_a_2d_index_chunked_along_its_second_axis(op, chunks):
 
 @pytest.mark.parametrize("dtype", [">f8", ">i4", ">c16"])
 def test_gather_of_a_big_endian_src_is_native(dtype):
-    """Results are native, as the in-memory gather's (README)."""
+    """Results are native, as the in-memory gather's (docs/errors.rst)."""
     src = np.arange(12).reshape(4, 3).astype(dtype)
     index = np.array([3, 0, 0, 2])
     got = threads(csd.gather(da.from_array(src, chunks=2), da.from_array(index, chunks=3)))
@@ -291,7 +291,7 @@ def test_out_of_range_raises_when_computed():
 @pytest.mark.parametrize("call, error, match", [
     (lambda s, i: csd.scatter(s, i, "add"), TypeError, "dim_size"),
     (lambda s, i: csd.scatter(s, i, "add", dim_size=None), TypeError, "dim_size is required"),
-    (lambda s, i: csd.scatter(s, i, "median", dim_size=3), ValueError, "unknown op"),
+    (lambda s, i: csd.scatter(s, i, "medoid", dim_size=3), ValueError, "unknown op"),
     (lambda s, i: csd.scatter(s, i.astype(float), dim_size=3), TypeError, "must hold integers"),
     (lambda s, i: csd.scatter(s[:5], i, dim_size=3), ValueError, "does not hold the index shape"),
     (lambda s, i: csd.scatter(s, i, dim_size=3, mode="nearest"), ValueError, "mode="),

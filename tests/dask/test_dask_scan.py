@@ -166,7 +166,7 @@ def test_scan_out_of_range_raises_when_computed():
     (lambda s, i: csd.scatter_scan(s, i, "add", dim_size=None), TypeError, "dim_size is required"),
     (lambda s, i: csd.scatter_scan(s, i, "mean", dim_size=3), ValueError, "add, mul, max, min"),
     (lambda s, i: csd.scatter_scan(s, i, "sub", dim_size=3), ValueError, "'sub'"),
-    (lambda s, i: csd.scatter_scan(s, i, "median", dim_size=3), ValueError, "unknown op"),
+    (lambda s, i: csd.scatter_scan(s, i, "medoid", dim_size=3), ValueError, "unknown op"),
     (lambda s, i: csd.scatter_scan(s, i.astype(float), dim_size=3), TypeError, "must hold integers"),
     (lambda s, i: csd.scatter_scan(s[:5], i, dim_size=3), ValueError, "does not hold the index shape"),
     (lambda s, i: csd.scatter_scan(s[:1], i, dim_size=3), ValueError, "does not hold the index shape"),

@@ -3,6 +3,7 @@ implementation it times cyscatter against (checked against the plain-loop refere
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,37 @@ def test_import_cyscatter_loads_no_example_dependency():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_plot_has_a_legend_in_every_panel_and_the_measured_epoch_times(gcn, tmp_path):
+    from cyscatter.examples._plot import history_figure
+    results = short_run(gcn, tmp_path)
+    timing = results["seconds_per_epoch"]
+    fig = history_figure(results["gcn"], results["baseline"], "title", timing)
+    panels = fig.get_axes()
+    assert len(panels) == 2
+    for ax in panels:
+        legend = ax.get_legend()
+        assert legend is not None
+        assert [t.get_text() for t in legend.get_texts()] == ["GCN", "graph-less baseline"]
+    written = "\n".join(t.get_text() for ax in panels for t in ax.texts)
+    for name, seconds in timing.items():
+        assert f"{seconds * 1e3:8.2f} ms" in written and name in written
+    ours, theirs = timing.values()
+    assert f"{theirs / ours:.2f}x" in written
+
+
+def test_the_run_shown_in_getting_started_is_what_the_default_run_gives(gcn, tmp_path, capsys):
+    """docs/getting_started.rst shows the default run's graph, accuracies and agreement (a run is reproducible);
+    its times are elided there. The accuracies may move by a tenth of a point with another BLAS."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "getting_started.rst").read_text()
+    shown = page.split("digits k-NN graph:", 1)[1].split("plot of loss", 1)[0]
+    gcn.main(["--timing-rounds", "1", "--timing-epochs", "1", "--no-progress", "--out", str(tmp_path / "p.png")])
+    printed = capsys.readouterr().out
+    assert "digits k-NN graph:" + shown.splitlines()[0] in printed
+    for label in ("GCN (mean aggregation)", "graph-less baseline (no message passing)"):
+        want = float(re.search(rf"{re.escape(label)}\s+([\d.]+)%", shown).group(1))
+        got = float(re.search(rf"{re.escape(label)}\s+([\d.]+)%", printed).group(1))
+        assert abs(got - want) <= 0.2, (label, got, want)
+    assert "accuracy on the 1707 unlabelled nodes after 100 epochs:" in shown and \
+        "accuracy on the 1707 unlabelled nodes after 100 epochs:" in printed

@@ -1,4 +1,4 @@
-"""float32 in gives float32 derivatives out (README, autograd section), in every mode and order: the JVP, the
+"""float32 in gives float32 derivatives out (docs/gradients.rst), in every mode and order: the JVP, the
 VJP and the second derivatives (reverse over reverse, forward over reverse, forward over forward) of each `grad`
 function, the JVP on values holding NaN where the op skips it.
 

@@ -168,6 +168,19 @@ def _baselines() -> dict[str, Callable[[], dict]]:
                                               out=_forward("segment", SRC, PTR, "max"), src_dot=np.ones(4), axis=0,
                                               initial=-1.0),
         "cyscatter.gather_segment_vjp_src": lambda: dict(grad_out=np.ones(4), indptr=ptr(), axis=0),
+        # per-group order statistics: two quantiles, so the q axis leads the result
+        **{f"cyscatter.scatter_{nan}quantile": (lambda: dict(src=src(), index=idx(), q=[0.25, 0.5], method="lower",
+                                                             fill_value=-1.0, out=None, **group))
+           for nan in ("", "nan")},
+        **{f"cyscatter.scatter_{nan}quantile_vjp": (lambda: dict(grad_out=np.ones(3), src=src(), index=idx(),
+                                                                 q=0.25, method="linear", axis=0, mode="raise"))
+           for nan in ("", "nan")},
+        **{f"cyscatter.scatter_{nan}quantile_jvp": (lambda: dict(src=src(), index=idx(), src_dot=np.ones(4),
+                                                                 q=[0.25, 0.5], method="linear", **group))
+           for nan in ("", "nan")},
+        **{f"cyscatter.dask.scatter_{nan}quantile": (lambda: dict(
+            src=chunked(SRC), index=chunked(IDX), q=[0.25, 0.5], method="lower", dim_size=3, axis=0,
+            fill_value=-1.0, mode="raise", dim_chunks=2, split_every=2)) for nan in ("", "nan")},
         # message passing in one pass: edges (IDX -> IDX), one weight per edge
         "cyscatter.gather_scatter": lambda: dict(src=src(), gather_index=idx(), scatter_index=idx(), op="max",
                                                  weight=np.ones(4), dim_size=3, axis=0, fill_value=-1.0,

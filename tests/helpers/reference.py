@@ -1,6 +1,6 @@
 """Independent reference implementations: plain Python loops over NumPy rows, no cyscatter code.
 
-They follow the documented semantics (README "Semantics") and are deliberately slow and simple. Updates are
+They follow the documented semantics (docs/semantics.rst) and are deliberately slow and simple. Updates are
 applied in index order, as cyscatter does, so float results can be compared bitwise.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Independent references for the group ops beyond the core: plain Python loops over groups, written from the
-documented rules (README "More reductions"), sharing no code with cyscatter.
+documented rules (docs/semantics.rst, "More reductions"), sharing no code with cyscatter.
 
 Groups are lists of index positions in index order; the float ops are computed in float64 with the `math`
 module, so the comparisons use tolerances (the transcendental functions may round differently from NumPy's

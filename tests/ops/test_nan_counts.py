@@ -342,8 +342,8 @@ def test_dask_blocks_with_and_without_nan():
 @pytest.mark.parametrize("op", ["nanmean", "nansum", "nanprod", "fmax", "fmin"])
 @pytest.mark.parametrize("nan", [False, True])
 def test_allocation_beyond_the_output(op, nan):
-    """As the README states: 8 bytes a destination row for the row counts; a NaN count table of 1 byte an output
-    element only when src holds a NaN (nansum and nanmean, which count in their single pass while the tables fit
+    """As docs/performance.rst states: 8 bytes a destination row for the row counts; a NaN count table of 1 byte an
+    output element only when src holds a NaN (nansum and nanmean, which count in their single pass while the tables fit
     the cache, make it first); the 4-byte element counts of a fill_value only when a NaN makes them differ
     from the row counts (they were made for every call)."""
     rng = np.random.default_rng(8)

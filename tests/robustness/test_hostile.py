@@ -1,8 +1,9 @@
 """Hostile arguments: each raises its documented exception, names the culprit, and leaves every argument as it was.
 
-The two tables below are also the README's "Errors" section: ``python tests/robustness/test_hostile.py`` prints them as
-markdown. Each call is Python source evaluated in a fresh namespace of small arrays (`arguments`); after the call
-every array of the namespace must hold the same bytes as a copy taken before it.
+The two tables below are also the documentation's "Errors" page (docs/errors.rst):
+``python tests/robustness/test_hostile.py`` prints them as markdown. Each call is Python source evaluated in a
+fresh namespace of small arrays (`arguments`); after the call every array of the namespace must hold the same
+bytes as a copy taken before it.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDepre
 
 
 def arguments() -> dict:
-    """Fresh arguments for one case; the README's calls use these names."""
+    """Fresh arguments for one case; the calls of docs/errors.rst use these names."""
     a = np.arange(6.0)
     stride0 = np.lib.stride_tricks.as_strided(np.zeros(1), shape=(2,), strides=(0,))
     readonly = np.zeros(2)
@@ -289,7 +290,7 @@ def test_unusual_argument_is_accepted(case):
 
 
 def markdown() -> str:
-    """The README's "Errors" section: the tables above as markdown."""
+    """The tables above as markdown (docs/errors.rst shows them)."""
     def code(s):
         return "`" + s + "`"
     lines = ["| hostile input | example | raises | message says |", "|---|---|---|---|"]

@@ -262,6 +262,17 @@ ROLES = {
                "out of range": (lambda v: np.asarray(v) + 10, RAISE), "one more": (lambda v: np.append(v, 0), RAISE)},
     "plan": {"object()": (lambda v: object(), RAISE), "a string": (lambda v: "plan", RAISE),
              "None": (lambda v: None, SAME)},
+    # the quantiles of scatter_quantile & co.: a real scalar or 1-d sequence in [0, 1] (the baseline's [0.25, 0.5])
+    # (a scalar, or a list of them, exact in float32)
+    "q": {"nan": (lambda v: [np.nan, 0.5], RAISE), "above 1": (lambda v: 1.5, RAISE),
+          "negative": (lambda v: [-0.25, 0.5], RAISE), "string": (lambda v: "0.5", RAISE),
+          "bool": (lambda v: True, RAISE), "complex": (lambda v: 0.5 + 0j, RAISE), "None": (lambda v: None, RAISE),
+          "2-d": (lambda v: [[0.5]], RAISE), "tuple": (lambda v: tuple(v) if np.ndim(v) else v, SAME),
+          "array": (lambda v: np.array(v), SAME), "float32 array": (lambda v: np.array(v, np.float32), SAME),
+          "np.float64": (lambda v: np.float64(np.ravel(v)[0]), OK)},
+    "method": {k: (m, RAISE) for k, m in HOSTILE_STRINGS.items()} | {"np.str_": (HOSTILE_STRINGS["np.str_"], SAME),
+                                                                   "median": (lambda v: "median", RAISE),
+                                                                   "hazen": (lambda v: "hazen", RAISE)},
     "split_every": {k: (m, RAISE) for k, m in HOSTILE_INTS.items()} | {
         "np.int64": (lambda v: np.int64(3), SAME), "np.uint8": (lambda v: np.uint8(3), SAME),
         "0-d int array": (lambda v: np.array(3), SAME), "one": (lambda v: 1, RAISE)},
@@ -272,11 +283,13 @@ ROLE_OF = {"src": "values", "dst": "values", "out": "tangent", "grad_out": "tang
            "src_shape": "src_shape", "num_threads": "threads", "op": "op", "mode": "mode", "fill_value": "fill",
            "ddof": "ddof", "indices_are_sorted": "flag", "exclusive": "flag", "reverse": "flag", "dim_chunks": "dim_chunks", "split_every": "split_every",
            "gather_index": "index", "scatter_index": "index", "weight": "values", "weight_dot": "tangent",
-           "src_size": "size", "plan": "plan", "dtype": "dtype", "initial": "fill", "ops": "ops", "starts": "ranges",
-           "stops": "ranges"}
+           "src_size": "size", "plan": "plan", "dtype": "dtype", "q": "q", "method": "method", "initial": "fill",
+           "ops": "ops", "starts": "ranges", "stops": "ranges"}
 # arguments whose role depends on the function: `out` of the allocating scatter/gather is an output array
-ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather", "cyscatter.scatter_logsumexp",
-                                                   "cyscatter.scatter_softmax", "cyscatter.scatter_log_softmax")} | {
+ROLE_OF_CALL = {(fn, "out"): "out array" for fn in ("cyscatter.scatter", "cyscatter.gather",
+                                                    "cyscatter.scatter_quantile", "cyscatter.scatter_nanquantile",
+                                                    "cyscatter.scatter_logsumexp", "cyscatter.scatter_softmax",
+                                                    "cyscatter.scatter_log_softmax")} | {
     (fn, "out"): "dask out" for fn in ("cyscatter.dask.scatter", "cyscatter.dask.gather",
                                        "cyscatter.dask.scatter_scan")}
 
@@ -395,7 +408,7 @@ def _exceptions() -> dict:
         exc[(fn, "src", "int64")] = SAME
         exc[(fn, "src", "float32")] = SAME
     # out= of scatter/gather must have the result's dtype exactly (float64 here); max has no complex dtype=
-    for fn in ("cyscatter.scatter", "cyscatter.gather"):
+    for fn in ("cyscatter.scatter", "cyscatter.gather", "cyscatter.scatter_quantile", "cyscatter.scatter_nanquantile"):
         exc[(fn, "out", "int64")] = RAISE
         exc[(fn, "out", "float32")] = RAISE
     for fn in ("cyscatter.scatter", "grad.scatter", "cyscatter.dask.scatter", "cyscatter.dask.scatter_scan"):
@@ -413,6 +426,10 @@ def _exceptions() -> dict:
         exc[(fn, "src", "bool")] = SAME
         for k in ("np.float32", "np.int64", "1e400 (inf)"):
             exc[(fn, "fill_value", k)] = RAISE
+    # the quantiles' VJPs: an index of another shape is a mismatch that the message reports through grad_out
+    for fn in ("cyscatter.scatter_quantile_vjp", "cyscatter.scatter_nanquantile_vjp"):
+        exc[(fn, "index", "0-d")] = "raise:grad_out"
+        exc[(fn, "grad_out", "other shape")] = OK   # D is read off grad_out: two groups hold the entries 0 and 1
     # scatter_count: any index shape counts (the output has the shape dim_size gives)
     for fn in ("cyscatter.scatter_count", "cyscatter.dask.scatter_count"):
         exc[(fn, "index", "other shape")] = OK
@@ -446,18 +463,21 @@ def _exceptions() -> dict:
     # shape (1, 4) against the index (4,) of an allocating op is a row of 4 features broadcast over the entries;
     # an index of shape (1, 4) takes the src (4,) as (1, 4) (leading 1s, NumPy's rule)
     allocating = ("scatter", "scatter_argmax", "scatter_argmin", "scatter_var", "scatter_std", "scatter_logsumexp",
-                  "scatter_any", "scatter_all", "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd")
+                  "scatter_any", "scatter_all", "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd",
+                  "scatter_quantile", "scatter_nanquantile")
     for fn in [f"{pkg}.{name}" for pkg in ("cyscatter", "grad", "cyscatter.dask") for name in allocating]:
         if fn in BASELINES:
             for arg, name in (("src", "0-d"), ("src", "extra dim"), ("index", "extra dim")):
                 exc[(fn, arg, name)] = OK
     for fn in ("cyscatter.scatter_into", "grad.scatter_into", "cyscatter.scatter_vjp_src", "cyscatter.scatter_vjp_dst",
                "cyscatter.scatter_logsumexp_vjp", "cyscatter.scatter_var_vjp", "cyscatter.scatter_std_vjp",
-               "cyscatter.scatter_nanvar_vjp", "cyscatter.scatter_nanstd_vjp"):
+               "cyscatter.scatter_nanvar_vjp", "cyscatter.scatter_nanstd_vjp", "cyscatter.scatter_quantile_vjp",
+               "cyscatter.scatter_nanquantile_vjp"):
         exc[(fn, "src", "0-d")] = OK
         exc[(fn, "index", "extra dim")] = OK
     for fn in ("cyscatter.scatter_jvp", "cyscatter.scatter_logsumexp_jvp", "cyscatter.scatter_var_jvp",
-               "cyscatter.scatter_std_jvp", "cyscatter.scatter_nanvar_jvp", "cyscatter.scatter_nanstd_jvp"):
+               "cyscatter.scatter_std_jvp", "cyscatter.scatter_nanvar_jvp", "cyscatter.scatter_nanstd_jvp",
+               "cyscatter.scatter_quantile_jvp", "cyscatter.scatter_nanquantile_jvp"):
         exc[(fn, "index", "extra dim")] = OK   # (a 0-d src still meets a src_dot of the baseline's shape: raise)
     # axis None is the batched-pointer default, indptr.ndim - 1: 0 for the baseline's 1-D indptr
     for fn in ("cyscatter.segment", "cyscatter.gather_segment", "cyscatter.segment_vjp_src", "cyscatter.segment_jvp",
@@ -589,7 +609,9 @@ def test_hostile(case):
     kwargs[case.arg] = _hostile_value(case)
     before = _snapshot(kwargs)
     written = {"cyscatter.scatter_into": "dst", "cyscatter.gather_into": "dst", "cyscatter.scatter": "out",
-               "cyscatter.gather": "out", "cyscatter.scatter_logsumexp": "out", "cyscatter.scatter_softmax": "out",
+               "cyscatter.gather": "out", "cyscatter.scatter_quantile": "out",
+               "cyscatter.scatter_nanquantile": "out", "cyscatter.scatter_logsumexp": "out",
+               "cyscatter.scatter_softmax": "out",
                "cyscatter.scatter_log_softmax": "out"}.get(case.function)   # written in place when the call succeeds
     if case.expect == LAZY:
         fn = resolve(case.function)

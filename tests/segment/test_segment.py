@@ -120,7 +120,7 @@ def test_segment_validation(backend, indptr, error, match):
 def test_segment_other_errors(backend):
     src = backend.asarray(np.arange(3.0))
     with pytest.raises(ValueError, match="unknown op"):
-        cs.segment(src, [0, 3], "median")
+        cs.segment(src, [0, 3], "medoid")
     with pytest.raises(TypeError, match="complex"):
         cs.segment(src.astype(complex), [0, 3], "max")
     with pytest.raises(ValueError, match="axis"):

@@ -83,6 +83,8 @@ GRAD_PARAMETERS = {
     "scatter_std": ["src", "index", "ddof", "dim_size", "axis", "mode"],
     "scatter_nanvar": ["src", "index", "ddof", "dim_size", "axis", "mode"],
     "scatter_nanstd": ["src", "index", "ddof", "dim_size", "axis", "mode"],
+    "scatter_quantile": ["src", "index", "q", "method", "dim_size", "axis", "fill_value", "mode"],
+    "scatter_nanquantile": ["src", "index", "q", "method", "dim_size", "axis", "fill_value", "mode"],
     "segment": ["src", "indptr", "op", "axis", "fill_value"],
     "gather_segment": ["src", "indptr", "axis"],
     "scatter_argmax": ["src", "index", "dim_size", "axis", "fill_value", "mode"],

@@ -1,0 +1,345 @@
+"""cyscatter's own API on tensors: the functions of `cyscatter`, with tensors in and tensors out.
+
+Each function takes the arguments of its `cyscatter` namesake (same defaults, ops, modes and errors) and returns
+a tensor that owns the array cyscatter computed (no copy); the inputs are read in place. The float results are
+differentiable (`torch.autograd`, double backward where `cyscatter.torch._autograd` says so) and every function
+is a ``torch.library`` custom op (``torch.ops.cyscatter.*``) with a fake kernel, so ``torch.compile`` traces it
+when the output's size is given (`dim_size`; otherwise it is read from the index, which needs the data).
+
+The ``*_`` functions (`scatter_into_`, `gather_into_`) and ``out=`` update the given tensor in place (torch's
+convention) and are not differentiable; `scatter_into` returns an updated copy and is.
+
+The index is one integer tensor (the tuple-of-coordinates form of the NumPy API is not offered here).
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+
+import cyscatter as cs
+from cyscatter.torch import _autograd  # noqa: F401  (registers the autograd formulas)
+from cyscatter.torch._bridge import array, plan_handle, tensor
+
+ops = torch.ops.cyscatter
+
+__all__ = [
+    "gather",
+    "gather_into_",
+    "gather_scatter",
+    "gather_scatter_plan",
+    "gather_segment",
+    "scatter",
+    "scatter_all",
+    "scatter_any",
+    "scatter_argmax",
+    "scatter_argmin",
+    "scatter_count",
+    "scatter_into",
+    "scatter_into_",
+    "scatter_log_softmax",
+    "scatter_logsumexp",
+    "scatter_nanargmax",
+    "scatter_nanargmin",
+    "scatter_nanstd",
+    "scatter_nanvar",
+    "scatter_scan",
+    "scatter_softmax",
+    "scatter_std",
+    "scatter_var",
+    "segment",
+    "segment_ids",
+]
+
+
+# ---- arguments ----------------------------------------------------------------------------------------------------
+
+def _tensor(x, name: str) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"cyscatter.torch: {name} must be a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+def _index(index, name: str = "index") -> torch.Tensor:
+    index = _tensor(index, name)
+    if index.dtype.is_floating_point or index.dtype.is_complex or index.dtype == torch.bool:
+        raise TypeError(f"cyscatter.torch: {name} must be an integer tensor, got {index.dtype}")
+    return index
+
+
+def _dim_size(dim_size, index: torch.Tensor) -> int:
+    """`dim_size`, or one more than the largest index (which reads the data: give it under torch.compile)."""
+    if dim_size is not None:
+        return operator.index(dim_size)
+    return int(index.max()) + 1 if index.numel() else 0
+
+
+def _axis(axis, src: torch.Tensor, index_dims: int = 1) -> int:
+    """`axis` counted from the front of the output's B + D + F dims (a negative one from their end)."""
+    axis = operator.index(axis)
+    out_dims = src.dim() - index_dims + 1
+    if not -out_dims <= axis < out_dims:
+        raise ValueError(f"axis {axis} is out of range for src of shape {tuple(src.shape)} and an index of "
+                         f"{index_dims} dims")
+    return axis % out_dims
+
+
+def _op(op) -> str:
+    return cs.get_op(op).name
+
+
+def _float(value):
+    return None if value is None else float(value)
+
+
+# ---- scatter and gather -------------------------------------------------------------------------------------------
+
+def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise", out=None):
+    """`cyscatter.scatter` on tensors: ``out[j] = op over {src[k] : index[k] == j}`` along `axis`.
+
+    Parameters
+    ----------
+    src : Tensor, shape B + I + F
+        Values, on the CPU (or CUDA with CuPy installed); read in place.
+    index : integer Tensor, shape I
+        Destination of each entry along `axis`.
+    op : str, default "add"
+        Any op of `cyscatter.OPS` ("add", "mean", "max", "mul", ...), as `cyscatter.scatter`.
+    dim_size : int, optional
+        Output rows D; default ``index.max() + 1``, which reads the index (give it under ``torch.compile``).
+    axis, fill_value, mode
+        As `cyscatter.scatter`.
+    out : Tensor, shape B + (dim_size,) + F, optional
+        Written in place and returned (not differentiable).
+
+    Returns
+    -------
+    Tensor, shape B + (dim_size,) + F
+        Owns the array cyscatter computed (no copy); its dtype is cyscatter's (mean of integers: float64).
+        Differentiable in `src` (ties of max/min split the gradient, as ``torch.scatter_reduce``).
+
+    Raises
+    ------
+    TypeError
+        `src`/`index` not tensors, or a non-integer `index`; else as `cyscatter.scatter`.
+    ValueError, IndexError
+        An `axis` out of range; else as `cyscatter.scatter` (an index entry out of range: IndexError).
+    """
+    src, index = _tensor(src, "src"), _index(index)
+    axis = _axis(axis, src, index.dim())
+    if out is not None:
+        ops.scatter_out(src, index, _op(op), _tensor(out, "out"), axis, mode, _float(fill_value))
+        return out
+    return ops.scatter(src, index, _op(op), _dim_size(dim_size, index), axis, mode, _float(fill_value))
+
+
+def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise"):
+    """Functional, differentiable `cyscatter.scatter_into`: a new tensor, `dst` updated by the scatter."""
+    dst, src, index = _tensor(dst, "dst"), _tensor(src, "src"), _index(index)
+    return ops.scatter_into(dst, src, index, _op(op), _axis(axis, dst), mode)
+
+
+def scatter_into_(dst, src, index, op="add", *, axis=0, mode="raise"):
+    """`cyscatter.scatter_into` in place: updates and returns `dst` (not differentiable)."""
+    dst, src, index = _tensor(dst, "dst"), _tensor(src, "src"), _index(index)
+    ops.scatter_into_(dst, src, index, _op(op), _axis(axis, dst), mode)
+    return dst
+
+
+def gather(src, index, *, axis=0, mode="raise", fill_value=None, out=None):
+    """`cyscatter.gather` on tensors: ``out[..., k, ...] = src[..., index[k], ...]``; ``out=`` as `gather_into_`."""
+    src, index = _tensor(src, "src"), _index(index)
+    axis = _axis(axis, src)
+    if out is not None:
+        if fill_value is not None:
+            raise TypeError("gather(out=...) fills nothing: pass fill_value without out")
+        return gather_into_(out, src, index, axis=axis, mode=mode)
+    return ops.gather(src, index, axis, mode, _float(fill_value))
+
+
+def gather_into_(dst, src, index, *, axis=0, mode="raise"):
+    """`cyscatter.gather_into`: writes the gathered rows into `dst` in place and returns it."""
+    dst, src, index = _tensor(dst, "dst"), _tensor(src, "src"), _index(index)
+    ops.gather_into_(dst, src, index, _axis(axis, src), mode)
+    return dst
+
+
+def gather_scatter_plan(gather_index, scatter_index, *, src_size=None, dim_size=None, mode="raise"):
+    """`cyscatter.gather_scatter_plan` from index tensors (read in place)."""
+    return cs.gather_scatter_plan(array(_index(gather_index, "gather_index")),
+                                  array(_index(scatter_index, "scatter_index")), src_size=src_size,
+                                  dim_size=dim_size, mode=mode)
+
+
+def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weight=None, dim_size=None, axis=0,
+                   mode=None, plan=None):
+    """`cyscatter.gather_scatter` on tensors: ``out[d] = op over edges e into d of weight[e] * src[gather_index[e]]``
+    in one pass, with no E x F message tensor.
+
+    Parameters
+    ----------
+    src : Tensor, shape B + (S,) + F
+        Node rows along `axis`.
+    gather_index, scatter_index : integer Tensor, shape (E,), optional
+        Source and destination row of each edge (both may be omitted when `plan` is given).
+    op : str, default "add"
+        As `cyscatter.gather_scatter` ("add", "mean", "max", "min", ...).
+    weight : Tensor, shape (E,) or (E, 1, ...), optional
+        Per-edge factor, differentiable.
+    dim_size : int, optional
+        Destination rows; default ``scatter_index.max() + 1`` (the plan's when a plan is given).
+    axis, mode
+        As `cyscatter.gather_scatter`.
+    plan : GatherScatterPlan, optional
+        From `gather_scatter_plan`: the edges grouped once, for the forward and both reverse passes.
+
+    Returns
+    -------
+    Tensor, shape B + (dim_size,) + F
+        Differentiable in `src` and `weight` (first order by the core's fused VJPs, second order through the
+        unfused form).
+
+    Raises
+    ------
+    TypeError
+        Neither `scatter_index` nor `plan`; arguments that are not tensors; else as `cyscatter.gather_scatter`.
+    """
+    src = _tensor(src, "src")
+    gi = None if gather_index is None else _index(gather_index, "gather_index")
+    si = None if scatter_index is None else _index(scatter_index, "scatter_index")
+    weight = None if weight is None else _tensor(weight, "weight")
+    if plan is not None:
+        size = int(plan.size)
+    elif si is None:
+        raise TypeError("gather_scatter needs scatter_index or a plan")
+    else:
+        size = _dim_size(dim_size, si)
+    return ops.gather_scatter(src, gi, si, weight, _op(op), size, _axis(axis, src), mode, plan_handle(plan))
+
+
+# ---- segments -----------------------------------------------------------------------------------------------------
+
+def _segment_axis(axis, src, indptr):
+    return indptr.dim() - 1 if axis is None else _axis(axis, src)
+
+
+def segment(src, indptr, op="add", *, axis=None, fill_value=None):
+    """`cyscatter.segment`: ``out[i] = op over src[indptr[i]:indptr[i+1]]`` along `axis` (CSR segments)."""
+    src, indptr = _tensor(src, "src"), _index(indptr, "indptr")
+    return ops.segment(src, indptr, _op(op), _segment_axis(axis, src, indptr), _float(fill_value))
+
+
+def gather_segment(src, indptr, *, axis=None, total=None):
+    """`cyscatter.gather_segment`: row i of `src` repeated ``indptr[i+1] - indptr[i]`` times along `axis`.
+
+    `total` (``indptr[-1]``, the result's length) lets torch.compile size the result without the data.
+    """
+    src, indptr = _tensor(src, "src"), _index(indptr, "indptr")
+    total = int(indptr[..., -1].max()) if total is None else operator.index(total)
+    return ops.gather_segment(src, indptr, _segment_axis(axis, src, indptr), total)
+
+
+def segment_ids(indptr):
+    """`cyscatter.segment_ids`: the segment of each position, int64."""
+    return tensor(cs.segment_ids(array(_index(indptr, "indptr"))))
+
+
+# ---- group statistics ---------------------------------------------------------------------------------------------
+
+def _softmax(kind, src, index, dim_size, axis, mode):
+    src, index = _tensor(src, "src"), _index(index)
+    return ops.softmax(src, index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
+
+
+def scatter_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_softmax`: the softmax of each group, shaped like `src`."""
+    return _softmax("softmax", src, index, dim_size, axis, mode)
+
+
+def scatter_log_softmax(src, index, *, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_log_softmax`: the log-softmax of each group, shaped like `src`."""
+    return _softmax("log_softmax", src, index, dim_size, axis, mode)
+
+
+def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_logsumexp`: ``log(sum(exp(src)))`` per group (empty groups: -inf)."""
+    return _softmax("logsumexp", src, index, dim_size, axis, mode)
+
+
+def _moment(kind, src, index, ddof, dim_size, axis, mode):
+    src, index = _tensor(src, "src"), _index(index)
+    return ops.moment(src, index, kind, float(ddof), _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
+
+
+def scatter_var(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_var`: the variance of each group (NumPy's `ddof`)."""
+    return _moment("var", src, index, ddof, dim_size, axis, mode)
+
+
+def scatter_std(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_std`: the standard deviation of each group (NumPy's `ddof`)."""
+    return _moment("std", src, index, ddof, dim_size, axis, mode)
+
+
+def scatter_nanvar(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_nanvar`: `scatter_var` over the non-NaN entries."""
+    return _moment("nanvar", src, index, ddof, dim_size, axis, mode)
+
+
+def scatter_nanstd(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_nanstd`: `scatter_std` over the non-NaN entries."""
+    return _moment("nanstd", src, index, ddof, dim_size, axis, mode)
+
+
+def _argext(kind, src, index, dim_size, axis, fill_value, mode):
+    src, index = _tensor(src, "src"), _index(index)
+    fill = None if fill_value is None else operator.index(fill_value)
+    return ops.argext(src, index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode, fill)
+
+
+def scatter_argmax(src, index, *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+    """`cyscatter.scatter_argmax`: the position along `axis` of each group's maximum, int64."""
+    return _argext("argmax", src, index, dim_size, axis, fill_value, mode)
+
+
+def scatter_argmin(src, index, *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+    """`cyscatter.scatter_argmin`: the position along `axis` of each group's minimum, int64."""
+    return _argext("argmin", src, index, dim_size, axis, fill_value, mode)
+
+
+def scatter_nanargmax(src, index, *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+    """`cyscatter.scatter_nanargmax`: `scatter_argmax` skipping NaN."""
+    return _argext("nanargmax", src, index, dim_size, axis, fill_value, mode)
+
+
+def scatter_nanargmin(src, index, *, dim_size=None, axis=0, fill_value=None, mode="raise"):
+    """`cyscatter.scatter_nanargmin`: `scatter_argmin` skipping NaN."""
+    return _argext("nanargmin", src, index, dim_size, axis, fill_value, mode)
+
+
+def scatter_count(index, dim_size=None, *, mode="raise"):
+    """`cyscatter.scatter_count`: the number of entries of each group, int64."""
+    index = _index(index)
+    return ops.count(index, _dim_size(dim_size, index), mode)
+
+
+def _logical(kind, src, index, dim_size, axis, mode):
+    src, index = _tensor(src, "src"), _index(index)
+    return ops.logical(src, index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
+
+
+def scatter_any(src, index, *, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_any`: whether any entry of each group is nonzero, bool."""
+    return _logical("any", src, index, dim_size, axis, mode)
+
+
+def scatter_all(src, index, *, dim_size=None, axis=0, mode="raise"):
+    """`cyscatter.scatter_all`: whether every entry of each group is nonzero (empty: True), bool."""
+    return _logical("all", src, index, dim_size, axis, mode)
+
+
+def scatter_scan(src, index, op="add", *, dim_size=None, axis=0, mode="raise", exclusive=False, reverse=False):
+    """`cyscatter.scatter_scan`: the running add, mul, max or min within each group, shaped like `src`."""
+    src, index = _tensor(src, "src"), _index(index)
+    return ops.scan(src, index, _op(op), _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
+                    bool(exclusive), bool(reverse))

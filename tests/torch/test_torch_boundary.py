@@ -1,0 +1,115 @@
+"""Zero copies between tensors and cyscatter, torch.compile(fullgraph=True), the custom-op checks, CUDA."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import cyscatter as cs
+from cyscatter.torch import native as cst
+
+INDEX = torch.tensor([0, 3, 1, 0, 3, 3, 0])
+
+
+def test_in_place_forms_write_the_given_memory():
+    src = torch.randn(7, 3, dtype=torch.float64)
+    out = torch.empty(5, 3, dtype=torch.float64)
+    pointer = out.data_ptr()
+    assert cst.scatter(src, INDEX, "add", out=out) is out and out.data_ptr() == pointer
+    torch.testing.assert_close(out, torch.zeros(5, 3, dtype=torch.float64).index_add_(0, INDEX, src))
+    dst = torch.zeros(5, 3, dtype=torch.float64)
+    pointer = dst.data_ptr()
+    assert cst.scatter_into_(dst, src, INDEX) is dst and dst.data_ptr() == pointer
+    torch.testing.assert_close(dst, out)
+    rows = torch.empty(7, 3, dtype=torch.float64)
+    pointer = rows.data_ptr()
+    assert cst.gather_into_(rows, out, INDEX) is rows and rows.data_ptr() == pointer
+    torch.testing.assert_close(rows, out[INDEX])
+
+
+def test_inputs_are_read_in_place_and_results_own_cyscatters_arrays(monkeypatch):
+    seen = {}
+    real = cs.scatter
+
+    def spy(src, index, *args, **kwargs):
+        seen["src"], seen["index"] = src.ctypes.data, index.ctypes.data
+        result = real(src, index, *args, **kwargs)
+        seen["out"] = result.ctypes.data
+        return result
+
+    monkeypatch.setattr(cs, "scatter", spy)
+    src = torch.randn(7, 3)
+    out = cst.scatter(src, INDEX, "max", dim_size=5)
+    assert seen["src"] == src.data_ptr() and seen["index"] == INDEX.data_ptr()
+    assert out.untyped_storage().data_ptr() == seen["out"]
+
+
+def test_a_strided_input_is_not_copied(monkeypatch):
+    seen = {}
+    real = cs.gather
+
+    def spy(src, index, **kwargs):
+        seen["src"] = src.__array_interface__["data"][0]
+        return real(src, index, **kwargs)
+
+    monkeypatch.setattr(cs, "gather", spy)
+    base = torch.randn(3, 8)
+    view = base.T                                   # (8, 3), not contiguous
+    torch.testing.assert_close(cst.gather(view, INDEX), view[INDEX])
+    assert seen["src"] == view.data_ptr()
+
+
+def test_torch_compile_fullgraph_traces_forward_and_backward():
+    def layer(x, w, gi, si):
+        h = cst.gather_scatter(x @ w, gi, si, "mean", dim_size=6)
+        return cst.scatter(torch.relu(h), si[:6] % 3, "max", dim_size=3, fill_value=0).sum()
+
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(6, 4, generator=g), torch.randn(4, 2, generator=g, requires_grad=True)
+    gi, si = torch.randint(0, 6, (20,), generator=g), torch.randint(0, 6, (20,), generator=g)
+    compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
+    eager_value = layer(x, w, gi, si)
+    eager_grad = torch.autograd.grad(eager_value, w)[0]
+    value = compiled(x, w, gi, si)
+    torch.testing.assert_close(value, eager_value)
+    torch.testing.assert_close(torch.autograd.grad(value, w)[0], eager_grad)
+
+
+@pytest.mark.full
+def test_torch_compile_inductor():
+    compiled = torch.compile(lambda s: cst.scatter_softmax(s * 2, INDEX, dim_size=4).sum(0), fullgraph=True)
+    src = torch.randn(7, 3)
+    torch.testing.assert_close(compiled(src), cst.scatter_softmax(src * 2, INDEX, dim_size=4).sum(0))
+
+
+@pytest.mark.parametrize("name", ["scatter", "gather", "gather_scatter", "segment", "softmax", "moment"])
+def test_custom_op_registration_is_consistent(name):
+    """torch.library.opcheck: schema, fake kernel, autograd registration and aliasing of each op."""
+    x = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    args = {
+        "scatter": (x, INDEX, "max", 5, 0, "raise", None),
+        "gather": (x, INDEX, 0, "raise", None),
+        "gather_scatter": (x, INDEX, INDEX, None, "add", 4, 0, None, 0),
+        "segment": (x, torch.tensor([0, 2, 7]), "add", 0, None),
+        "softmax": (x, INDEX, "softmax", 4, 0, "raise"),
+        "moment": (x, INDEX, "var", 0.0, 4, 0, "raise"),
+    }[name]
+    torch.library.opcheck(getattr(torch.ops.cyscatter, name).default, args,
+                          test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
+
+
+def test_cuda_tensors_run_on_cupy():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    pytest.importorskip("cupy")
+    src = torch.randn(7, 3, device="cuda", dtype=torch.float64, requires_grad=True)
+    index = INDEX.cuda()
+    out = cst.scatter(src, index, "add", dim_size=5)
+    assert out.device == src.device
+    torch.testing.assert_close(out, torch.zeros(5, 3, device="cuda", dtype=torch.float64).index_add_(0, index, src))
+    (grad,) = torch.autograd.grad(out.square().sum(), src)
+    torch.testing.assert_close(grad, 2 * out[index])
+
+
+def test_import_cyscatter_does_not_import_torch():
+    import subprocess
+    import sys
+    code = "import sys, cyscatter; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)

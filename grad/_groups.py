@@ -432,8 +432,10 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
 
 def _segment_ids_reduce(src, ids, op, nseg, axis, fill_value, initial):
     """The scatter that `segment` equals, from `initial` where it is given."""
+    if initial is None:   # (any op scatter takes, the order statistics included)
+        return scatter(src, ids, op, dim_size=nseg, axis=axis, fill_value=fill_value)
     op = cs.get_op(op)
-    if initial is None or op.winner:
+    if op.winner:
         return scatter(src, ids, op.name, dim_size=nseg, axis=axis,
                        fill_value=initial if fill_value is None else fill_value)
     value = np.asarray(getval(src))

@@ -19,6 +19,8 @@ from cyscatter._api.gather import gather, gather_into
 from cyscatter._api.gather_scatter import gather_scatter
 from cyscatter._api.logical import scatter_all, scatter_any
 from cyscatter._api.moments import scatter_nanstd, scatter_nanvar, scatter_std, scatter_var
+from cyscatter._api.multi import gather_scatter_multi, scatter_multi, segment_multi
+from cyscatter._api.ranges import segment_ranges
 from cyscatter._api.quantile import scatter_nanquantile, scatter_quantile
 from cyscatter._api.scan import scatter_scan, scatter_scan_jvp, scatter_scan_vjp
 from cyscatter._api.scatter import scatter, scatter_into
@@ -39,6 +41,15 @@ from cyscatter._reverse.moments import (
     scatter_var_jvp,
     scatter_var_vjp,
 )
+from cyscatter._reverse.multi import (
+    gather_scatter_multi_jvp,
+    gather_scatter_multi_vjp_src,
+    gather_scatter_multi_vjp_weight,
+    scatter_multi_jvp,
+    scatter_multi_vjp_src,
+    segment_multi_jvp,
+    segment_multi_vjp_src,
+)
 from cyscatter._reverse.quantile import (
     scatter_nanquantile_jvp,
     scatter_nanquantile_vjp,
@@ -46,7 +57,13 @@ from cyscatter._reverse.quantile import (
     scatter_quantile_vjp,
 )
 from cyscatter._reverse.scatter import gather_jvp, gather_vjp_src, scatter_jvp, scatter_vjp_dst, scatter_vjp_src
-from cyscatter._reverse.segment import gather_segment_vjp_src, segment_jvp, segment_vjp_src
+from cyscatter._reverse.segment import (
+    gather_segment_vjp_src,
+    segment_jvp,
+    segment_ranges_jvp,
+    segment_ranges_vjp_src,
+    segment_vjp_src,
+)
 from cyscatter._reverse.softmax import (
     scatter_log_softmax_jvp,
     scatter_log_softmax_vjp,
@@ -76,6 +93,12 @@ __all__ = [
     # NaN-skipping reductions (the ops nansum, nanprod, fmax, fmin, nanmean are in OPS)
     "scatter_nanargmax", "scatter_nanargmin", "scatter_nanvar", "scatter_nanstd",
     "scatter_nanvar_vjp", "scatter_nanvar_jvp", "scatter_nanstd_vjp", "scatter_nanstd_jvp",
+    # segments given as (start, stop) row ranges
+    "segment_ranges", "segment_ranges_vjp_src", "segment_ranges_jvp",
+    # several aggregations in one call (PyG's MultiAggregation layout)
+    "scatter_multi", "segment_multi", "gather_scatter_multi", "scatter_multi_vjp_src", "scatter_multi_jvp",
+    "segment_multi_vjp_src", "segment_multi_jvp", "gather_scatter_multi_vjp_src", "gather_scatter_multi_vjp_weight",
+    "gather_scatter_multi_jvp",
     # per-group order statistics (scatter, segment and gather_scatter also take the ops "median", "nanmedian")
     "scatter_quantile", "scatter_nanquantile", "scatter_quantile_vjp", "scatter_quantile_jvp",
     "scatter_nanquantile_vjp", "scatter_nanquantile_jvp",

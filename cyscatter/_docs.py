@@ -33,12 +33,13 @@ FRAGMENTS = {
         one with overlapping elements (`gather_into`).
     """ + _INDEX_ERROR,
     "op": """op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum", \
-"nanprod", "fmax", "fmin", "nanmean"}, default "add"
+"nanprod", "fmax", "fmin", "nanmean", "nanlast", "nanfirst"}, default "add"
         The update ``out[j] = op(out[j], src[k])``; aliases "sum" (add), "prod" (mul), "amax", "amin",
         "nanadd" (nansum), "nanmul" (nanprod), "nanmax" (fmax), "nanmin" (fmin), "last" (set). "sqrt_n" is
         ``sum / sqrt(count)`` (TensorFlow's ``unsorted_segment_sqrt_n``); "set" and "first" assign the last
-        (first) entry in index order; the NaN-skipping ops leave NaN entries out. Each op's rules, and the
-        peers it follows: :doc:`/semantics`.""",
+        (first) entry in index order; the NaN-skipping ops leave NaN entries out ("nanlast" / "nanfirst" assign
+        per element its last / first non-NaN entry). Each op's rules, and the peers it follows:
+        :doc:`/semantics`.""",
     "axis": """axis : int, default 0
         Where the index dims start inside `src` (and the destination dims inside the output); the dims before
         it are batch dims B, taken one to one. Negative values count from the end.""",

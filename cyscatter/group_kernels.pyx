@@ -6,13 +6,14 @@ time; they run without the GIL and return a status. The `def` wrappers at the bo
 op codes into tags and are the only entry points the Python layer uses.
 """
 cimport cython
+from cython.parallel cimport prange
 from cython.view cimport contiguous
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t, index_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, OP_NANADD, OP_NANMUL, OP_FMAX,
                                 OP_FMIN, OpNanAdd, OpNanMul, OpFmax, OpFmin, MODE_RAISE, MODE_DROP,
-                                scatter_reduce_rows, first_out_of_range, combine_rows)
+                                scatter_reduce_rows, first_out_of_range, combine_rows, team_size)
 from cyscatter.group_kernels cimport (extreme_t, nan_op_t, nan_value_t, count_t, combine, running, replaces_max,
                                       replaces_min)
 
@@ -401,3 +402,190 @@ def scatter_arg(int opcode, const value_t[:, :, ::contiguous] src, const index_t
         else:
             status = scatter_arg_rows(mn, src, index, best, arg, mode)
     return status
+
+# ---- several aggregations in one pass (scatter_multi) -------------------------------------------------------------
+# One read of each src row updates every table asked for: the sums (add, mean, and var/std's means), the maxima
+# and the minima, and counts the entries; a second kernel sums the squared deviations from the group means that
+# the first pass gave (var/std, the two-pass algorithm of scatter_var). The tables of one destination row lie side
+# by side in one work row (outer, size, width), so an entry touches one run of adjacent cache lines, not three.
+# Each element sees its updates in index order with the core's rules (NaN wins max/min, -0.0 < +0.0, the SSE2
+# row selects of _cpu.h), so every table equals the single-op scatter's bits. Threads take disjoint feature
+# columns (whole cache lines), so they share no destination element.
+
+cdef extern from "include/_cpu.h" nogil:
+    void cyscatter_row_max_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_min_f(float* dst, const float* src, Py_ssize_t width)
+    void cyscatter_row_max_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_row_min_d(double* dst, const double* src, Py_ssize_t width)
+    void cyscatter_prefetch_w(const void* p)
+
+ctypedef fused multi_real_t:
+    float
+    double
+
+ctypedef fused multi_index_t:
+    int32_t
+    int64_t
+
+cdef enum:
+    MULTI_AHEAD = 8   # entries ahead whose work rows are prefetched (a random row per entry)
+
+
+cdef Py_ssize_t _multi_part(const multi_real_t* src, const multi_index_t* index, multi_real_t* work,
+                            int64_t* counts, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, Py_ssize_t size,
+                            Py_ssize_t width, Py_ssize_t sum_at, Py_ssize_t max_at, Py_ssize_t min_at,
+                            Py_ssize_t f0, Py_ssize_t f1, int mode) noexcept nogil:
+    cdef Py_ssize_t o, k, f, j, ahead, line, cols = f1 - f0
+    cdef Py_ssize_t step = 64 // sizeof(multi_real_t)
+    cdef const multi_real_t* x
+    cdef multi_real_t* row
+    cdef multi_real_t* t
+    if cols <= 0:
+        return -1
+    for o in range(outer):
+        for k in range(n):
+            j = <Py_ssize_t>index[k]
+            if j < 0 or j >= size:
+                if mode == MODE_RAISE:
+                    return k
+                continue
+            if k + MULTI_AHEAD < n:
+                ahead = <Py_ssize_t>index[k + MULTI_AHEAD]
+                if 0 <= ahead < size:
+                    line = 0
+                    while line < width:   # (a loop of runtime step: range() would need the GIL)
+                        cyscatter_prefetch_w(work + (o * size + ahead) * width + line)
+                        line = line + step
+            if counts != NULL and o == 0:
+                counts[j] += 1
+            x = src + (o * n + k) * inner + f0
+            row = work + (o * size + j) * width + f0
+            if sum_at >= 0:
+                t = row + sum_at
+                for f in range(cols):
+                    t[f] = t[f] + x[f]
+            if max_at >= 0:
+                if multi_real_t is float:
+                    cyscatter_row_max_f(row + max_at, x, cols)
+                else:
+                    cyscatter_row_max_d(row + max_at, x, cols)
+            if min_at >= 0:
+                if multi_real_t is float:
+                    cyscatter_row_min_f(row + min_at, x, cols)
+                else:
+                    cyscatter_row_min_d(row + min_at, x, cols)
+    return -1
+
+
+cdef void _squares_part(const multi_real_t* src, const multi_index_t* index, multi_real_t* work,
+                        Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, Py_ssize_t size, Py_ssize_t f0,
+                        Py_ssize_t f1) noexcept nogil:
+    """work rows hold the means (features 0..inner) and the squares (inner..2 inner) of a destination row."""
+    cdef Py_ssize_t o, k, f, j, ahead, line, cols = f1 - f0, width = 2 * inner
+    cdef Py_ssize_t step = 64 // sizeof(multi_real_t)
+    cdef const multi_real_t* x
+    cdef const multi_real_t* m
+    cdef multi_real_t* t
+    cdef multi_real_t d
+    if cols <= 0:
+        return
+    for o in range(outer):
+        for k in range(n):
+            j = <Py_ssize_t>index[k]
+            if j < 0 or j >= size:   # (checked by the first pass: dropped here)
+                continue
+            if k + MULTI_AHEAD < n:
+                ahead = <Py_ssize_t>index[k + MULTI_AHEAD]
+                if 0 <= ahead < size:
+                    line = 0
+                    while line < width:   # (a loop of runtime step: range() would need the GIL)
+                        cyscatter_prefetch_w(work + (o * size + ahead) * width + line)
+                        line = line + step
+            x = src + (o * n + k) * inner + f0
+            m = work + (o * size + j) * width + f0
+            t = work + (o * size + j) * width + inner + f0
+            for f in range(cols):
+                d = x[f] - m[f]
+                t[f] = t[f] + d * d
+
+
+cdef inline Py_ssize_t _column_cut(Py_ssize_t inner, int parts, int t, Py_ssize_t block) noexcept nogil:
+    """The first feature of thread t's columns: whole blocks (cache lines) shared out evenly."""
+    cdef Py_ssize_t blocks = (inner + block - 1) // block
+    return min(inner, (blocks * t // parts) * block)
+
+
+def multi_reduce(const multi_real_t[:, :, ::1] src, const multi_index_t[::1] index, multi_real_t[:, :, ::1] work,
+                 Py_ssize_t sum_at, Py_ssize_t max_at, Py_ssize_t min_at, int64_t[::1] counts,
+                 int mode=MODE_RAISE, int num_threads=0):
+    """One pass over src (outer, n, inner): for each entry k with j = index[k], work[o, j, sum_at + f] += src,
+    work[o, j, max_at + f] = max(.., src), work[o, j, min_at + f] = min(.., src) (an offset < 0: no such table),
+    counts[j] += 1. `work` is (outer, size, width), each table's inner features inside its rows. Returns -1, or
+    under MODE_RAISE the first entry out of [0, size) (the caller raises; the tables are then partly updated)."""
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = counts.shape[0]
+    cdef Py_ssize_t width = work.shape[2], at
+    cdef Py_ssize_t status[64]
+    cdef Py_ssize_t block = 64 // sizeof(multi_real_t), first = -1
+    cdef int parts, t
+    cdef multi_real_t* w_ptr
+    if index.shape[0] != n:
+        raise ValueError(f"multi_reduce: index has {index.shape[0]} entries for {n} rows of src")
+    if work.shape[0] != outer or work.shape[1] != size:
+        raise ValueError(f"multi_reduce: work shape {(work.shape[0], work.shape[1], width)} does not fit "
+                         f"({outer}, {size}, width)")
+    for at in (sum_at, max_at, min_at):
+        if at >= 0 and at + inner > width:
+            raise ValueError(f"multi_reduce: a table at {at} of {inner} features overruns work rows of {width}")
+    if n == 0:
+        return -1
+    if outer == 0 or inner == 0 or size == 0:   # nothing to write: the entries are still checked and counted
+        return _count_only(index, counts, size, mode)
+    w_ptr = &work[0, 0, 0]
+    parts = min(team_size(num_threads, outer * n * inner), max(1, inner // block), 64)
+    if parts <= 1:
+        return _multi_part(&src[0, 0, 0], &index[0], w_ptr, &counts[0], outer, n, inner, size, width, sum_at,
+                           max_at, min_at, 0, inner, mode)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        status[t] = _multi_part(&src[0, 0, 0], &index[0], w_ptr, &counts[0] if t == 0 else NULL, outer, n, inner,
+                                size, width, sum_at, max_at, min_at, _column_cut(inner, parts, t, block),
+                                _column_cut(inner, parts, t + 1, block), mode)
+    for t in range(parts):
+        if status[t] >= 0 and (first < 0 or status[t] < first):
+            first = status[t]
+    return first
+
+
+cdef Py_ssize_t _count_only(const multi_index_t[::1] index, int64_t[::1] counts, Py_ssize_t size, int mode):
+    cdef Py_ssize_t k, j
+    for k in range(index.shape[0]):
+        j = <Py_ssize_t>index[k]
+        if j < 0 or j >= size:
+            if mode == MODE_RAISE:
+                return k
+            continue
+        counts[j] += 1
+    return -1
+
+
+def multi_squares(const multi_real_t[:, :, ::1] src, const multi_index_t[::1] index, multi_real_t[:, :, ::1] work,
+                  int num_threads=0):
+    """work[o, j, inner + f] += (src[o, k, f] - work[o, j, f])**2 for each entry k with j = index[k], in index
+    order (entries out of range skipped: `multi_reduce` has checked them); `work` is (outer, size, 2 * inner):
+    the means, then the sums of squares."""
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = work.shape[1]
+    cdef Py_ssize_t block = 64 // sizeof(multi_real_t)
+    cdef int parts, t
+    if index.shape[0] != n:
+        raise ValueError(f"multi_squares: index has {index.shape[0]} entries for {n} rows of src")
+    if work.shape[0] != outer or work.shape[2] != 2 * inner:
+        raise ValueError(f"multi_squares: work shape {(work.shape[0], size, work.shape[2])} does not fit "
+                         f"({outer}, size, {2 * inner})")
+    if n == 0 or outer == 0 or inner == 0 or size == 0:
+        return
+    parts = min(team_size(num_threads, outer * n * inner), max(1, inner // block), 64)
+    if parts <= 1:
+        _squares_part(&src[0, 0, 0], &index[0], &work[0, 0, 0], outer, n, inner, size, 0, inner)
+        return
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _squares_part(&src[0, 0, 0], &index[0], &work[0, 0, 0], outer, n, inner, size,
+                      _column_cut(inner, parts, t, block), _column_cut(inner, parts, t + 1, block))

@@ -31,7 +31,9 @@ from grad._groups import (
     scatter_std,
     scatter_var,
     segment,
+    segment_ranges,
 )
+from grad._multi import gather_scatter_multi, scatter_multi, segment_multi
 from grad._quantile import scatter_nanquantile, scatter_quantile
 from grad._scan import scatter_scan
 from grad._scatter import scatter, scatter_into
@@ -39,7 +41,8 @@ from grad._scatter import scatter, scatter_into
 __all__ = ["scatter", "scatter_into", "gather", "gather_into",
            "scatter_logsumexp", "scatter_softmax", "scatter_log_softmax", "scatter_var", "scatter_std",
            "segment", "gather_segment", "scatter_argmax", "scatter_argmin", "gather_scatter",
-           "scatter_scan", "scatter_nanvar", "scatter_nanstd", "scatter_quantile", "scatter_nanquantile"]
+           "scatter_scan", "scatter_nanvar", "scatter_nanstd", "scatter_quantile", "scatter_nanquantile",
+           "segment_ranges", "scatter_multi", "segment_multi", "gather_scatter_multi"]
 
 for _public in (scatter, scatter_into, gather, gather_into, scatter_logsumexp, scatter_softmax,
                 scatter_log_softmax, scatter_var, scatter_std, gather_scatter, scatter_scan, scatter_nanvar,

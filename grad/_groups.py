@@ -24,13 +24,16 @@ from autograd.extend import defjvp, defvjp
 from autograd.tracer import getval
 
 import cyscatter as cs
-from cyscatter._api.segment import batched_indptr, check_indptr, merge_batch, segment_axis
+from cyscatter._api.ranges import ranges_index
+from cyscatter._api.segment import batched_indptr, check_indptr, initial_for, merge_batch, segment_axis
+from cyscatter._backends import host
 from cyscatter._plan.index import plan_index
 from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.values import fill_for
 from grad._args import layout, require_inexact, require_inexact_traced, valid_entries
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive
-from grad._scatter import _broadcast, _expanded, _unbroadcast, scatter
+from grad._scatter import _broadcast, _expanded, _unbroadcast, scatter, scatter_into
 from grad._where import where
 
 if TYPE_CHECKING:
@@ -392,11 +395,12 @@ def _rows_along(src, axis) -> int:
 
 
 def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
-            fill_value: FillValue | None = None) -> Any:
+            fill_value: FillValue | None = None, initial: FillValue | None = None) -> Any:
     """Differentiable `cyscatter.segment`: `grad.scatter` with the index ``segment_ids(indptr)``.
 
     The same values, bit for bit, and the same derivatives to any order; it runs the scatter kernel, not the
-    CSR one.
+    CSR one. With `initial`: `grad.scatter_into` of a constant table holding it (mean, sqrt_n, nanmean: the
+    sums from there, divided by the constant counts; equal to `cyscatter.segment` to rounding).
 
     Parameters
     ----------
@@ -406,7 +410,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
         CSR pointer, as in `cyscatter.segment` (batched too).
     op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first"}, default "add"
         As in `cyscatter.segment`.
-    axis, fill_value : optional
+    axis, fill_value, initial : optional
         As in `cyscatter.segment` (keyword-only).
 
     Returns
@@ -418,11 +422,74 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     if np.ndim(indptr) > 1:   # pytorch_scatter's batched pointer: one 1-D pointer over the merged batch rows
         k = segment_axis(indptr, axis, np.ndim(src))
         flat, batch, nseg, _ = batched_indptr(indptr, np.shape(src), rows=np.shape(src)[k])
-        out = scatter(merge_batch(src, k), cs.segment_ids(flat), op, dim_size=flat.size - 1, fill_value=fill_value)
+        out = _segment_ids_reduce(merge_batch(src, k), cs.segment_ids(flat), op, flat.size - 1, 0, fill_value,
+                                  initial)
         return out.reshape(batch + (nseg,) + np.shape(src)[k + 1:])
     axis = 0 if axis is None else axis
     ptr = check_indptr(indptr, _rows_along(src, axis))
-    return scatter(src, cs.segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
+    return _segment_ids_reduce(src, cs.segment_ids(ptr), op, ptr.size - 1, axis, fill_value, initial)
+
+
+def _segment_ids_reduce(src, ids, op, nseg, axis, fill_value, initial):
+    """The scatter that `segment` equals, from `initial` where it is given."""
+    if initial is None:   # (any op scatter takes, the order statistics included)
+        return scatter(src, ids, op, dim_size=nseg, axis=axis, fill_value=fill_value)
+    op = cs.get_op(op)
+    if op.winner:
+        return scatter(src, ids, op.name, dim_size=nseg, axis=axis,
+                       fill_value=initial if fill_value is None else fill_value)
+    value = np.asarray(getval(src))
+    result_dtype = op.result_dtype(value.dtype)
+    start = initial_for(initial, op, result_dtype)
+    fill = fill_for(fill_value, result_dtype)
+    k = normalize_axis(axis, np.ndim(value), 1)
+    shape = np.shape(value)[:k] + (nseg,) + np.shape(value)[k + 1:]
+    table = np.full(shape, start, np.result_type(start))
+    counts = None
+    if op.counts or fill_value is not None:
+        present = (value == value) if op.skips_nan else np.ones(np.shape(value), bool)
+        counts = cs.scatter(present.astype(np.int64), ids, "add", dim_size=nseg, axis=axis)
+    if op.counts:
+        sums = scatter_into(table, src, ids, "nansum" if op.skips_nan else "add", axis=axis)
+        divisor = np.maximum(counts, 1).astype(np.result_type(start).type(0).real.dtype)
+        out = sums / (np.sqrt(divisor) if op.sqrt_counts else divisor)
+    else:
+        out = scatter_into(table, src, ids, op.name, axis=axis)
+    if fill is not None:
+        out = where(counts == 0, fill, out)
+    return out.astype(result_dtype) if np.result_type(getval(out)) != result_dtype else out
+
+
+def segment_ranges(src: ArrayInput, starts: ArrayInput, stops: ArrayInput, op: OpLike = "add", *,
+                   axis: SupportsIndex = 0, fill_value: FillValue | None = None,
+                   initial: FillValue | None = None) -> Any:
+    """Differentiable `cyscatter.segment_ranges`: `segment` of the rows in range order (`grad.gather` of them, or
+    a slice where the ranges follow one another).
+
+    Parameters
+    ----------
+    src : array_like, shape B + (n,) + F
+        Values; the ranges index its n rows along `axis`.
+    starts, stops : 1-D int arrays of length R
+        As in `cyscatter.segment_ranges`.
+    op : str, default "add"
+        As in `cyscatter.segment_ranges`.
+    axis, fill_value, initial : optional
+        As in `cyscatter.segment_ranges` (keyword-only).
+
+    Returns
+    -------
+    out : ndarray, shape B + (R,) + F
+        The result of `cyscatter.segment_ranges`.
+    """
+    require_inexact_traced(src, "src", "segment_ranges")
+    k = normalize_axis(axis, np.ndim(getval(src)), 1)
+    ranges = ranges_index(starts, stops, np.shape(getval(src))[k], host)
+    if ranges.index is None:
+        rows = src[(slice(None),) * k + (slice(ranges.offset, ranges.offset + int(ranges.indptr[-1])),)]
+    else:
+        rows = gather(src, ranges.index, axis=k)
+    return segment(rows, ranges.indptr, op, axis=k, fill_value=fill_value, initial=initial)
 
 
 def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None) -> Any:

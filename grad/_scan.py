@@ -144,8 +144,8 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
         Values (float to be differentiated).
     index : int array or tuple of int arrays, shape I
         Group of each entry, as in `cyscatter.scatter_scan`.
-    op : {"add", "mul", "max", "min"}, default "add"
-        As in `cyscatter.scatter_scan`.
+    op : {"add", "mul", "max", "min", "nansum", "nanprod", "fmax", "fmin"}, default "add"
+        As in `cyscatter.scatter_scan`; a NaN entry of a NaN-skipping op has derivative 0.
     dim_size, axis, mode, exclusive, reverse : optional
         As in `cyscatter.scatter_scan` (keyword-only).
 
@@ -157,6 +157,11 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     entry = scan_op(op)
     if isinstance(src, Box):   # being differentiated
         require_inexact(src, "src", "scatter_scan")
+    if entry.skips_nan:   # the twin's scan with each NaN entry the identity (a constant: its derivative is 0)
+        value = getval(src)
+        if np.result_type(value).kind in "fc":
+            src = where(np.isnan(value), entry.identity(np.result_type(value)), src)
+        entry = cs.get_op(entry.twin)
     args = (index, dim_size, axis, mode, flag("exclusive", exclusive), flag("reverse", reverse))
     if entry.linear:
         return _scan_add(src, *args)

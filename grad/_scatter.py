@@ -63,7 +63,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter`.
     op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum", "nanprod", \
-"fmax", "fmin", "nanmean"}, default "add"
+"fmax", "fmin", "nanmean", "nanlast", "nanfirst"}, default "add"
         As in `cyscatter.scatter` (aliases "sum", "prod", "amax", "amin", "last", "nanadd", "nanmul", "nanmax",
         "nanmin" too). The NaN-skipping ops pass zero to NaN entries.
     dim_size, axis, fill_value, dtype, mode, indices_are_sorted, num_threads : optional
@@ -111,7 +111,7 @@ def scatter_into(dst: ArrayInput, src: ArrayInput, index: IndexLike, op: OpLike 
     index : int array or tuple of int arrays, shape I
         Destination of each entry, as in `cyscatter.scatter_into`.
     op : {"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum", "nanprod", \
-"fmax", "fmin", "nanmean"}, default "add"
+"fmax", "fmin", "nanmean", "nanlast", "nanfirst"}, default "add"
         As in `cyscatter.scatter_into`.
     axis, mode : optional
         As in `cyscatter.scatter_into` (keyword-only).

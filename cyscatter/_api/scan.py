@@ -66,6 +66,17 @@ class ScanView:
         self.reverse, self.exclusive = flag("reverse", reverse), flag("exclusive", exclusive)
         self.src3 = self.rows(src)
         self.name = name
+        # a NaN-skipping scan is its twin's over src with each NaN entry (complex: either part) made the
+        # identity, so the running value carries through it (np.nancumsum's NaN as 0); `present3` marks the
+        # others for the reverse functions (None: every entry counts)
+        self.present3 = None
+        if self.op.skips_nan:
+            self.op = get_op(self.op.twin)
+            if self.src3.dtype.kind in "fc":
+                present = self.src3 == self.src3
+                if not bool(present.all()):
+                    self.present3 = present
+                    self.src3 = self.xp.where(present, self.src3, self.identity()[()])
 
     @property
     def xp(self):
@@ -96,6 +107,12 @@ class ScanView:
 
     def valid3(self):
         return self.plan.valid()[None, :, None]
+
+    def absent_to_zero(self, a3):
+        """`a3` with 0 at the NaN entries of a NaN-skipping scan (their derivatives: they take no part)."""
+        if self.present3 is None:
+            return a3
+        return self.xp.where(self.present3, a3, a3.dtype.type(0))
 
     def pick(self, v3, arg3):
         """v3[o, arg3[o, k, f], f] (0 where arg3 < 0): the value at the position each output came from."""
@@ -145,8 +162,8 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     """Grouped (segmented) scan: ``out[b, k, f] = op(src[b, p, f] for p <= k with index[p] == index[k])``.
 
     The running add, mul, max or min within each group, in index order, shaped like `src`: numpy_groupies'
-    ``aggregate(index, src, func="cumsum")`` ("cumprod", "cummax", "cummin"), pandas'
-    ``groupby(index).cumsum()``, a segment cumsum as TensorFlow and JAX users write it. Unlike those, the
+    ``aggregate(index, src, func="cumsum")`` ("cumprod", "cummax", "cummin"; "nancumsum" for the NaN-skipping
+    nansum), pandas' ``groupby(index).cumsum()``, a segment cumsum as TensorFlow and JAX users write it. Unlike those, the
     groups need not be sorted or contiguous, the dims before `axis` are batch dims and those after it features
     (NNlib's layout), and a tuple index groups by several coordinates. The CPU makes one pass over the index
     with a running value per destination row; updates follow the core's element rules (NaN wins max/min,
@@ -158,8 +175,12 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
         Values: integers, floats or complex (not for max/min). Small integers and float16 are computed as
         `scatter` computes them (int64, float32) and cast back, so integer sums wrap as NumPy's do.
     {index}
-    op : {{"add", "mul", "max", "min"}}, default "add"
-        The running op; aliases "sum", "prod", "amax", "amin". Others raise ValueError.
+    op : {{"add", "mul", "max", "min", "nansum", "nanprod", "fmax", "fmin"}}, default "add"
+        The running op; aliases "sum", "prod", "amax", "amin", "nanadd", "nanmul", "nanmax", "nanmin". Others
+        raise ValueError. The NaN-skipping twins treat a NaN entry (complex: either part) as the op's identity,
+        so the running value carries through it: ``np.nancumsum`` / ``np.nancumprod`` per group (NaN as 0 / 1);
+        fmax/fmin give the identity (-inf / +inf) before a group's first non-NaN entry, where
+        ``np.fmax.accumulate`` keeps the NaN (an all-NaN group of ``scatter(..., "fmax")`` is empty too).
     {dim_size}
     {axis}
     {mode}
@@ -177,7 +198,7 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
         Unknown op type, a non-integer index, an unsupported dtype (bool, object; complex for max/min), or
         NumPy and CuPy arrays mixed in one call (both named).
     ValueError
-        An op other than add, mul, max, min; unknown mode, mismatched shapes, a negative or wrongly sized
+        An op without a running form (see `op`); unknown mode, mismatched shapes, a negative or wrongly sized
         `dim_size`, an `axis` that does not fit.
     IndexError
         An out-of-range index entry under ``mode="raise"``; nothing has been written when it is raised.
@@ -243,8 +264,8 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
 
     Parameters
     ----------
-    op : {{"add", "mul", "max", "min"}}
-        The op given to `scatter_scan`.
+    op : {{"add", "mul", "max", "min", "nansum", "nanprod", "fmax", "fmin"}}
+        The op given to `scatter_scan` (a NaN entry of a NaN-skipping op gets a derivative of 0).
     grad_out : array_like, shape of `src`
         Cotangent of the output.
     src : array_like, shape B + I + F
@@ -285,7 +306,7 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
         else:
             after = g3 + view.linear(x3 * g3, x3, reverse=not view.reverse, exclusive=True)
         grad3 = view.xp.where(view.valid3(), before * after, dtype.type(0))
-    return view.finish(grad3, dtype)
+    return view.finish(view.absent_to_zero(grad3), dtype)
 
 
 @overload
@@ -309,8 +330,8 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
 
     Parameters
     ----------
-    op : {{"add", "mul", "max", "min"}}
-        The op given to `scatter_scan`.
+    op : {{"add", "mul", "max", "min", "nansum", "nanprod", "fmax", "fmin"}}
+        The op given to `scatter_scan` (a NaN entry of a NaN-skipping op gets a derivative of 0).
     src : array_like, shape B + I + F
         The `src` given to `scatter_scan`.
     {index}
@@ -339,6 +360,7 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
         raise unexpected_keywords("scatter_scan_jvp", porting)
     view, dtype, x3, t3 = _reverse_view("scatter_scan_jvp", op, src, index, src_dot, "src_dot", dim_size, axis,
                                         mode, reverse, exclusive)
+    t3 = view.absent_to_zero(t3)   # a NaN entry's tangent, whatever it is, does not reach the output
     if view.op.linear:
         out3, _ = view.scan(t3)
     elif view.op.selects:

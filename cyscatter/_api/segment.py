@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cyscatter._api.gather import gather
-from cyscatter._api.scatter import scatter
+from cyscatter._api.scatter import scatter, scatter_into
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends import host
-from cyscatter._backends.reduce import finish_fresh
+from cyscatter._backends.reduce import divide, finish_fresh
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, sized_by
@@ -87,7 +87,7 @@ def segment_ids(indptr: ArrayInput, **porting: object) -> Any:
 
 @fill_doc
 def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
-            fill_value: FillValue | None = None, **porting: object) -> Any:
+            fill_value: FillValue | None = None, initial: FillValue | None = None, **porting: object) -> Any:
     """Reduce consecutive segments of rows: ``out[b, s, f] = op-reduction of src[b, indptr[s]:indptr[s+1], f]``.
 
     pytorch_scatter's ``segment_csr`` and NumPy's ``op.reduceat(src, indptr[:-1])``, but an empty segment gets
@@ -114,6 +114,13 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     fill_value : scalar, optional
         Value of the empty segments (default: the op's identity, 0 for mean); for a NaN-skipping op (nansum,
         nanprod, nanmean, fmax/nanmax, fmin/nanmin), of the output elements whose entries are all NaN too.
+    initial : scalar, optional
+        The value each segment's reduction starts from instead of the op's identity, as ``torch.segment_reduce``'s
+        `initial`: an empty segment (or an all-NaN element of a NaN-skipping op) gets it, a max segment is
+        ``max(initial, rows...)``, a sum ``initial + rows...`` in row order; mean, sqrt_n and nanmean divide
+        ``initial + sum`` by the count (or its square root) as torch does, ``initial`` alone for an empty
+        segment; set/first: the empty segments' value. `fill_value`, when also given, still decides the empty
+        segments. Cast to the result dtype by `fill_value`'s rule.
 
     Returns
     -------
@@ -123,7 +130,8 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     Raises
     ------
     TypeError
-        Unknown op type, non-integer `indptr`, an unsupported dtype (bool, object; complex for max/min).
+        Unknown op type, non-integer `indptr`, an unsupported dtype (bool, object; complex for max/min), an
+        `initial` or `fill_value` the result dtype cannot take.
     ValueError
         Unknown op name, an `axis` that does not fit (or differs from ``indptr.ndim - 1`` for a batched
         `indptr`), an `indptr` without entries, whose batch dims do not fit src's, that does not start at 0,
@@ -154,23 +162,29 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
         src = be.asarray(src)
         axis = segment_axis(indptr, axis, src.ndim)
         flat, batch, nseg, _ = batched_indptr(indptr, src.shape, be, rows=src.shape[axis])
-        out = segment(merge_batch(src, axis), flat, op, axis=0, fill_value=fill_value)
+        out = segment(merge_batch(src, axis), flat, op, axis=0, fill_value=fill_value, initial=initial)
         return out.reshape(batch + (nseg,) + src.shape[axis + 1:])
     axis = 0 if axis is None else axis
+    if stat and initial is not None:
+        raise ValueError(f"initial has no meaning for op {op!r} (an order statistic starts from no value); use "
+                         f"fill_value for the empty segments")
+    if not stat and op.winner and initial is not None and fill_value is None:   # an assignment starts from nothing
+        fill_value = initial
     # a backend without segment kernels (the GPU), and the assignments (set, first: the scatter's winner pass and
     # gather), run the equivalent scatter
     if stat or be.segment_reduce is None or op.winner:
-        return _segment_by_scatter(be, src, indptr, op, axis, fill_value)
+        return _segment_by_scatter(be, src, indptr, op, axis, fill_value, None if stat or op.winner else initial)
     src = be.asarray(src)
     result_dtype = op.result_dtype(src.dtype)
     axis = normalize_axis(axis, src.ndim, 1)
     rows = src.shape[axis]
     ptr = check_indptr(indptr, rows, be=be)
     fill = fill_for(fill_value, result_dtype, be.xp)
+    start = op.identity(result_dtype) if initial is None else initial_for(initial, op, result_dtype, be.xp)
     batch, feat = src.shape[:axis], src.shape[axis + 1:]
     nseg = ptr.size - 1
     outer, inner = prod(batch), prod(feat)
-    work3 = be.fresh_table((outer, nseg, inner), op.compute_dtype(result_dtype), op.identity(result_dtype))
+    work3 = be.fresh_table((outer, nseg, inner), op.compute_dtype(result_dtype), start)
     src3 = be.rows_view(src, work3.dtype, outer, rows, inner)
     # the counts to finish with: the segment lengths, or where nanmean or a fill_value needs them the non-NaN
     # entries per output element (an all-NaN element is empty), counted by the kernel as it reduces
@@ -178,13 +192,51 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     return finish_fresh(op, work3, counts, fill, result_dtype, be).reshape(batch + (nseg,) + feat)
 
 
-def _segment_by_scatter(be, src, indptr, op, axis, fill_value):
+def initial_for(initial, op, result_dtype, xp=np):
+    """`initial` as a scalar of the compute dtype, by `fill_for`'s rule (its errors name `initial`)."""
+    try:
+        value = fill_for(initial, result_dtype, xp)
+    except (TypeError, ValueError) as error:
+        raise type(error)(str(error).replace("fill_value=", "initial=", 1)) from None
+    return value.astype(op.compute_dtype(result_dtype))[()]
+
+
+def _segment_by_scatter(be, src, indptr, op, axis, fill_value, initial=None):
     """`segment` as the equivalent scatter, on a backend without segment kernels (the GPU: the sorted order of the
-    ids is not exploited there)."""
+    ids is not exploited there); with `initial`, a scatter_into of the sums (or of the op) into a table that
+    starts there, divided and filled as `finish_fresh` does."""
     src = be.asarray(src)
     axis = normalize_axis(axis, src.ndim, 1)
     ptr = check_indptr(indptr, src.shape[axis], be=be)
-    return scatter(src, segment_ids(ptr), op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
+    ids = segment_ids(ptr)
+    if initial is None:
+        return scatter(src, ids, op, dim_size=ptr.size - 1, axis=axis, fill_value=fill_value)
+    xp = be.xp
+    result_dtype = op.result_dtype(src.dtype)
+    compute = op.compute_dtype(result_dtype)
+    start = initial_for(initial, op, result_dtype, xp)
+    fill = fill_for(fill_value, result_dtype, xp)
+    batch, feat, nseg = src.shape[:axis], src.shape[axis + 1:], ptr.size - 1
+    work3 = xp.full((prod(batch), nseg, prod(feat)), start, compute)
+    # mean, sqrt_n, nanmean: (initial + sum) / divisor
+    sums = get_op("nansum" if op.skips_nan else "add") if op.counts else op
+    scatter_into(work3.reshape(batch + (nseg,) + feat), src.astype(compute, copy=False), ids, sums, axis=axis)
+    counts = None
+    if op.counts or fill is not None:
+        if op.skips_nan:   # the non-NaN entries of each element
+            counts = scatter((src == src).astype(np.int64), ids, "add", dim_size=nseg, axis=axis).reshape(work3.shape)
+        else:
+            counts = xp.diff(ptr).astype(np.int64)
+    empty = None if fill is None else (counts == 0)
+    if op.counts:
+        divide(op, work3, counts, be)
+    if empty is not None:
+        if empty.ndim == 3:
+            work3[empty] = fill.astype(compute)[()]
+        else:
+            work3[:, empty] = fill.astype(compute)[()]
+    work = work3.reshape(batch + (nseg,) + feat)
+    return work.astype(result_dtype, copy=False)
 
 
 @fill_doc

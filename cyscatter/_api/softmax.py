@@ -2,6 +2,7 @@
 gather kernels (each group is shifted by its own maximum before `exp`)."""
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -10,7 +11,7 @@ from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._docs import fill_doc
 from cyscatter._plan.groups import dst_shape, group_view, src_shape
 from cyscatter._plan.index import sized_by
-from cyscatter._plan.values import size_arg
+from cyscatter._plan.values import check_out, size_arg
 from cyscatter._registry.ops import get_op
 
 if TYPE_CHECKING:
@@ -56,6 +57,34 @@ def mask_dropped(ctx, a3, value):
     return ctx.xp.where(ctx.valid3(), a3, a3.dtype.type(value))
 
 
+def _check_out(ctx, out, shape, result):
+    """The checked array of `out` (`check_out`'s rules and errors; these functions take no dtype=)."""
+    try:
+        return check_out(ctx.be, out, shape, result)
+    except TypeError as error:
+        raise TypeError(str(error).replace(" (dtype= chooses it)", "")) from None
+
+
+def _finish(result, target, out):
+    """`result`, or `out` once `target` (its checked array) holds it: made whole first, so `out` may be `src`."""
+    if target is None:
+        return result
+    target[...] = result
+    return out
+
+
+def _dims_of_out(out, index, axis):
+    """D read off `out`'s shape (as scatter's `out=`): its dims at the index position, or None (inferred from the
+    index, and `out` then checked against that) where `axis` is negative or `out` has too few dims."""
+    m = len(index) if isinstance(index, tuple) else 1
+    start = operator.index(axis)
+    shape = getattr(out, "shape", None)
+    if shape is None or start < 0 or len(shape) < start + m:
+        return None
+    dims = tuple(int(d) for d in shape[start:start + m])
+    return dims[0] if m == 1 and not isinstance(index, tuple) else dims
+
+
 # ---- public functions --------------------------------------------------------------------------------------------
 
 _NONFINITE = """A group whose maximum is +inf or NaN gives NaN for each member, and so does a group whose members
@@ -71,7 +100,7 @@ def _softmax_doc(func: _FuncT) -> _FuncT:
 
 @fill_doc
 def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                      mode: Mode = "raise", **porting: object) -> Any:
+                      mode: Mode = "raise", out: Any = None, **porting: object) -> Any:
     """Log-sum-exp of each group: ``out[b, j, f] = log(sum(exp(src[b, k, f]) for k with index[k] == j))``.
 
     pytorch_scatter's ``scatter_logsumexp``; per group it equals ``scipy.special.logsumexp``. Computed as
@@ -81,6 +110,13 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
     Parameters
     ----------
     {group_args_broadcast}
+    out : ndarray, optional
+        An array of exactly the result's shape B + D + F and dtype (byte order aside) that receives the result
+        and is returned (NumPy's ``out=``); its values are not read. With `out` and no `dim_size`, D is read off
+        `out`'s shape. pytorch_scatter's ``out=`` differs: its values join each group as further members (use
+        ``np.logaddexp(out, scatter_logsumexp(...))`` for that). A wrong shape raises ValueError, a wrong dtype
+        or a non-array TypeError, a read-only `out` ValueError, all naming `out`; on any error `out` is left as
+        it was.
 
     Returns
     -------
@@ -100,15 +136,18 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
     """
     if porting:
         raise unexpected_keywords("scatter_logsumexp", porting)
+    if out is not None and dim_size is None:
+        dim_size = _dims_of_out(out, index, axis)
     ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode)
+    target = None if out is None else _check_out(ctx, out, dst_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        out = logsumexp3(ctx).astype(result, copy=False)
-    return out.reshape(dst_shape(ctx, batch, feat))
+        lse = logsumexp3(ctx).astype(result, copy=False)
+    return _finish(lse.reshape(dst_shape(ctx, batch, feat)), target, out)
 
 
 @_softmax_doc
 def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                    mode: Mode = "raise", **porting: object) -> Any:
+                    mode: Mode = "raise", out: Any = None, **porting: object) -> Any:
     """Softmax within each group: ``out[b, k, f] = exp(src[b, k, f] - m) / sum(exp(src[b, k', f] - m))`` over
     the members k' of k's group (``index[k'] == index[k]``), m the group maximum.
 
@@ -118,6 +157,11 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
     Parameters
     ----------
     {group_args}
+    out : ndarray, optional
+        An array of exactly `src`'s shape and the result dtype (byte order aside) that receives the result and
+        is returned (NumPy's ``out=``); its values are not read, so ``out=src`` computes in place (a float
+        `src` of the result dtype). A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a
+        read-only `out` ValueError, all naming `out`; on any error `out` is left as it was.
 
     Returns
     -------
@@ -142,14 +186,15 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
         raise unexpected_keywords("scatter_softmax", porting)
     ctx, result, batch, feat = group_view("scatter_softmax", src, index, dim_size, axis, mode,
                                           broadcast=False)
+    target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        out = softmax3(ctx).astype(result, copy=False)
-    return out.reshape(src_shape(ctx, batch, feat))
+        probs = softmax3(ctx).astype(result, copy=False)
+    return _finish(probs.reshape(src_shape(ctx, batch, feat)), target, out)
 
 
 @_softmax_doc
 def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None, axis: SupportsIndex = 0,
-                        mode: Mode = "raise", **porting: object) -> Any:
+                        mode: Mode = "raise", out: Any = None, **porting: object) -> Any:
     """Log-softmax within each group: ``out[b, k, f] = src[b, k, f] - m - log(sum(exp(src[b, k', f] - m)))``
     over the members k' of k's group, m the group maximum.
 
@@ -159,6 +204,11 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
     Parameters
     ----------
     {group_args}
+    out : ndarray, optional
+        An array of exactly `src`'s shape and the result dtype (byte order aside) that receives the result and
+        is returned (NumPy's ``out=``); its values are not read, so ``out=src`` computes in place (a float
+        `src` of the result dtype). A wrong shape raises ValueError, a wrong dtype or a non-array TypeError, a
+        read-only `out` ValueError, all naming `out`; on any error `out` is left as it was.
 
     Returns
     -------
@@ -183,6 +233,7 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
         raise unexpected_keywords("scatter_log_softmax", porting)
     ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode,
                                           broadcast=False)
+    target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        out = log_softmax3(ctx).astype(result, copy=False)
-    return out.reshape(src_shape(ctx, batch, feat))
+        probs = log_softmax3(ctx).astype(result, copy=False)
+    return _finish(probs.reshape(src_shape(ctx, batch, feat)), target, out)

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from cyscatter import assign_kernels, kernels
+from cyscatter._arrays.dtypes import float_kind
+from cyscatter._registry.ops import get_op
 
 
 def host_winners(plan: Any, last: bool, counts: np.ndarray | None = None) -> np.ndarray:
@@ -56,3 +58,39 @@ def winner_mask(be: Any, plan: Any, last: bool) -> Any:
     if plan.size == 0:
         return xp.zeros(plan.n, bool)
     return valid & (win[rows] == positions)
+
+
+# ---- the NaN-skipping assignments (nanfirst / nanlast): a winner per element --------------------------------------
+
+def skips_nan(src3: Any) -> bool:
+    """Whether a NaN-skipping assignment needs winners per element: float or complex values (others hold no NaN,
+    and take the row winners of their twin)."""
+    return float_kind(src3.dtype) in "fc"
+
+
+def element_winners(be: Any, src3: Any, plan: Any, last: bool) -> Any:
+    """(outer, size, inner) int64: per output element, the position of its last (first) non-NaN entry in index
+    order (NumPy's isnan; complex: either part), -1 (plan.n) where none: a max (min) scatter of the positions
+    of the non-NaN entries, on backend `be` (its own reduction kernels; the winner is the same whatever order
+    they combine in)."""
+    xp = be.xp
+    outer, n, inner = src3.shape
+    none = -1 if last else n
+    positions = xp.arange(n, dtype=np.int64)[None, :, None]
+    present = src3 == src3
+    pos3 = xp.where(present, positions, np.int64(none))
+    win3 = be.fresh_table((outer, plan.size, inner), np.dtype(np.int64), np.int64(none))
+    be.run_scatter(get_op("max" if last else "min"), pos3, plan, win3)
+    return win3
+
+
+def run_nan(be: Any, last: bool, src3: Any, plan: Any, out3: Any) -> None:
+    """out3[o, j, f] = src3[o, w, f] for the last (first) non-NaN entry w of each element; elements without
+    one keep their values."""
+    if out3.size == 0:
+        return
+    win3 = element_winners(be, src3, plan, last)
+    xp = be.xp
+    has = (win3 >= 0) & (win3 < src3.shape[1])
+    picked = xp.take_along_axis(src3, xp.where(has, win3, 0), axis=1) if src3.shape[1] else out3
+    xp.copyto(out3, picked.astype(out3.dtype, copy=False), where=has)

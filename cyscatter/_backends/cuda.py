@@ -12,11 +12,13 @@ subnormals are flushed to zero.
 from __future__ import annotations
 
 import functools
+import sys
 
 import cupy
 import numpy as np
 
 from cyscatter._arrays.protocols import host_index, refuse_bfloat16_on_gpu, where_is
+from cyscatter._backends import assign as _assign_rules
 from cyscatter._backends import host as _canonical
 from cyscatter._backends import sorted_scan as _sorted_scan
 from cyscatter._backends.cuda_kernels import (
@@ -120,6 +122,9 @@ def run_scatter(op: Op, src3, plan, out3, counts=None, threads: int = 0) -> None
     """
     if counts is not None and plan.n:
         build(COUNT_ROWS)(plan.flat, plan.size, counts)
+    if op.winner and op.skips_nan and _assign_rules.skips_nan(src3):   # nanfirst / nanlast: per element
+        _assign_rules.run_nan(sys.modules[__name__], op.winner == "last", src3, plan, out3)
+        return
     if op.winner:   # an assignment: the winner of each row, then a gather of the winners' rows
         _assign(op.winner, src3, plan, out3)
         return

@@ -7,6 +7,7 @@ are copied once, here and nowhere else.
 from __future__ import annotations
 
 import functools
+import sys
 
 import numpy as np
 
@@ -213,6 +214,9 @@ def run_scatter(op: Op, src3: np.ndarray, plan, out3: np.ndarray, counts: np.nda
                 return None
     if not src3.flags.aligned:   # e.g. a partial unpickled from another process (cyscatter.dask)
         src3 = src3.copy()
+    if op.winner and op.skips_nan and _assign.skips_nan(src3):   # nanfirst / nanlast: a winner per element
+        precheck(plan)
+        return _assign.run_nan(sys.modules[__name__], op.winner == "last", src3, plan, out3)
     if op.winner:   # an assignment: winner pass, then a gather (see cyscatter._backends.assign)
         return _assign.run_host(op.winner == "last", src3, plan, out3, counts, threads)
     status = kernels.scatter_reduce(op.opcode, src3, plan.flat, out3, counts, plan.kernel_mode, threads)

@@ -17,6 +17,8 @@ from cyscatter._arrays.dtypes import float_kind, is_bfloat16, native
 
 # Op codes of the assignment ops, after the reduction codes of `kernels.OpCode` (0-5).
 OP_SET, OP_FIRST = 6, 7
+# ... and of their NaN-skipping twins, after the NaN-skipping reductions' codes
+OP_NANLAST, OP_NANFIRST = 16, 17
 
 # Value dtypes the compiled kernels take as they are; others are widened (see `Op.compute_dtype`).
 KERNEL_DTYPES = tuple(np.dtype(t) for t in
@@ -73,7 +75,9 @@ class Op:
         second derivatives), and gather_scatter's reverse passes materialise the messages for them.
     negates : each entry enters the output negated (sub: dst - sum), so its derivative is -1.
     scans : `scatter_scan` takes the op: it has a running form per group (add, mul, max, min; sub and div are not
-        associative, mean's running form is a running sum over a running count).
+        associative, mean's running form is a running sum over a running count), and so do the NaN-skipping twins
+        of those (nansum, nanprod, fmax, fmin: a NaN entry is the identity, so the running value carries through
+        it, as np.nancumsum / np.nancumprod treat NaN as 0 / 1).
     """
 
     name: str
@@ -222,15 +226,23 @@ OPS = (
     # group's nanmax is the fmax of its members, and numpy_groupies' nanmax of an all-NaN group (an empty group
     # here) is the fill, as fmax.at from the identity gives.
     Op("nansum", ("nanadd",), kernels.OpCode.OP_NANADD, "zero", combine="add", rule="nansum", gpu_update="nanadd",
-       skips_nan=True, twin="add"),
+       skips_nan=True, twin="add", scans=True),
     Op("nanprod", ("nanmul",), kernels.OpCode.OP_NANMUL, "one", combine="mul", rule="nanprod", gpu_update="nanmul",
-       gpu_cas=True, skips_nan=True, twin="mul", partials="nan_products"),
+       gpu_cas=True, skips_nan=True, twin="mul", partials="nan_products", scans=True),
     Op("fmax", ("nanmax",), kernels.OpCode.OP_FMAX, "lowest", combine="fmax", rule="nan_extreme", ordered=True,
-       gpu_update="fmax", gpu_cas=True, skips_nan=True, twin="max"),
+       gpu_update="fmax", gpu_cas=True, skips_nan=True, twin="max", scans=True),
     Op("fmin", ("nanmin",), kernels.OpCode.OP_FMIN, "highest", combine="fmin", rule="nan_extreme", ordered=True,
-       gpu_update="fmin", gpu_cas=True, skips_nan=True, twin="min"),
+       gpu_update="fmin", gpu_cas=True, skips_nan=True, twin="min", scans=True),
     Op("nanmean", (), kernels.OpCode.OP_NANADD, "zero", combine="add", rule="nanmean", true_division=True,
        counts=True, gpu_update="nanadd", skips_nan=True, twin="mean"),
+    # numpy_groupies' nanlast / nanfirst: per output element the value of its last (first) non-NaN entry in index
+    # order, a winner per element (`cyscatter._backends.assign.element_winners`); an element whose entries are
+    # all NaN is empty (0, or fill_value). Not `linear`: which entry wins depends on src's NaN pattern, so the
+    # tangent is the winner's (the rules), not the op applied to the tangents.
+    Op("nanlast", (), OP_NANLAST, "zero", combine="nanlast", rule="nan_assign_last", winner="last",
+       skips_nan=True, twin="set"),
+    Op("nanfirst", (), OP_NANFIRST, "zero", combine="nanfirst", rule="nan_assign_first", winner="first",
+       skips_nan=True, twin="first"),
 )
 
 _BY_NAME = {name: op for op in OPS for name in (op.name, *op.aliases)}
@@ -269,7 +281,7 @@ def get_op(op: str | Op) -> Op:
     ----------
     op : str
         An op name ("add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "set", "first", "nansum",
-        "nanprod", "fmax", "fmin", "nanmean") or alias ("sum", "prod", "amax", "amin", "last", "nanadd", "nanmul",
+        "nanprod", "fmax", "fmin", "nanmean", "nanlast", "nanfirst") or alias ("sum", "prod", "amax", "amin", "last", "nanadd", "nanmul",
         "nanmax", "nanmin").
 
     Returns

@@ -248,6 +248,26 @@ def _nanprod_src(ctx, g3):
     return ctx.xp.where(_not_nan(ctx), _mul_src(_without_nan(ctx), g3), 0).astype(ctx.dtype, copy=False)
 
 
+def _nan_assign_src(last: bool):
+    """vjp_src of nanlast / nanfirst: g at each element's winning non-NaN entry, 0 elsewhere."""
+    def vjp_src(ctx, g3):
+        if not _assign.skips_nan(ctx.src3):   # integers and bools: the twin's row winners
+            return _assign_src(last)(ctx, g3)
+        win3 = _assign.element_winners(ctx.be, ctx.src3, ctx.plan, last)
+        positions = ctx.xp.arange(ctx.src3.shape[1], dtype=np.int64)[None, :, None]
+        return ctx.xp.where(ctx.take(win3) == positions, ctx.take(g3), 0).astype(g3.dtype, copy=False) \
+            if ctx.plan.size else ctx.xp.zeros(ctx.src3.shape, g3.dtype)
+    return vjp_src
+
+
+def _nan_assign_dst(ctx, g3):
+    """vjp_dst of nanlast / nanfirst: g where no non-NaN entry reached the element (dst's value survives)."""
+    if not _assign.skips_nan(ctx.src3):
+        return _assign_dst(ctx, g3)
+    reached = ctx.put(_not_nan(ctx).astype(np.int64)) > 0
+    return ctx.xp.where(reached, 0, g3).astype(g3.dtype, copy=False)
+
+
 @dataclass(frozen=True)
 class Rules:
     """An op family's reverse rules: each takes a `Reverse` context and the output's cotangent (outer, size, inner)
@@ -274,4 +294,6 @@ RULES: dict[str, Rules] = {
     "nanprod": Rules(vjp_src=_nanprod_src, vjp_dst=lambda ctx, g3: _mul_dst(_without_nan(ctx), g3)),
     "nan_extreme": Rules(vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
                          vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True)),
+    "nan_assign_last": Rules(vjp_src=_nan_assign_src(True), vjp_dst=_nan_assign_dst),
+    "nan_assign_first": Rules(vjp_src=_nan_assign_src(False), vjp_dst=_nan_assign_dst),
 }

@@ -70,7 +70,10 @@ def combine_partials(parts, *, op):
     for other3, other_counts in parts[1:]:
         if merge.winner:   # an assignment: the later partial's reached rows win (set), or the earlier's (first)
             take = other_counts > 0 if merge.winner == "last" else (other_counts > 0) & (counts == 0)
-            work3[:, take] = other3[:, take]
+            if take.ndim == 3:   # nanlast / nanfirst: element counts, a winner per element
+                np.copyto(work3, other3, where=take)
+            else:
+                work3[:, take] = other3[:, take]
         else:
             run_scatter(merge, other3, every_row, work3)
         if counts is not None:

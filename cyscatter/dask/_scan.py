@@ -53,8 +53,9 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
         to match src along I. A NumPy `src` is cut like the index. No broadcasting: the result has src's shape.
     index : Dask or NumPy int array of shape I, or tuple of m of them
         Group of each entry, as for ``cyscatter.scatter_scan``: any integer dtype; known chunk sizes.
-    op : {{"add", "mul", "max", "min"}}, default "add"
-        The running op; aliases "sum", "prod", "amax", "amin". Others raise ValueError.
+    op : {{"add", "mul", "max", "min", "nansum", "nanprod", "fmax", "fmin"}}, default "add"
+        The running op, as for ``cyscatter.scatter_scan`` (aliases too); the NaN-skipping twins treat a NaN
+        entry as the identity in every chunk and carry. Others raise ValueError.
     dim_size : int or tuple of m ints
         Destination shape D (the groups). Required: inferring it would compute the whole index.
     {axis}
@@ -79,7 +80,7 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
         Missing `dim_size`, a non-integer index, a dtype the op refuses (bool, object; complex for max/min),
         `exclusive` / `reverse` not bools, a `dtype` `src` cannot be cast to, an `out` that is not None.
     ValueError
-        An op other than add, mul, max, min; unknown mode, a src not shaped B + I + F around the index,
+        An op without a running form (see `op`); unknown mode, a src not shaped B + I + F around the index,
         unknown chunk sizes, a `dim_size` whose table could not exist.
     IndexError
         When computed: an out-of-range entry under ``mode="raise"``; the message names the position within

@@ -45,6 +45,8 @@ def _jax(a):
 
 def _pandas(a):
     import pandas as pd
+    if np.ndim(a) > 1:   # (scatter_multi's outputs and cotangents are 2-d: a DataFrame is not an array)
+        pytest.skip("a pandas Series holds 1-d data only")
     return pd.Series(np.array(a))
 
 

@@ -284,3 +284,22 @@ def test_empty_src_in_several_empty_chunks(chunks):
     assert_same(got, cs.scatter_scan(np.zeros((2, 0)), index, "max", dim_size=2, axis=1))
     assert_same(threads(csd.scatter(src, da.from_array(index, chunks=-1), "add", dim_size=2, axis=1)),
                 cs.scatter(np.zeros((2, 0)), index, "add", dim_size=2, axis=1))
+
+
+@pytest.mark.parametrize("exclusive,reverse", FLAGS)
+@pytest.mark.parametrize("chunks", CHUNKS)
+@pytest.mark.parametrize("op", ("nansum", "nanprod", "fmax", "fmin"))
+def test_nan_scans_skip_nan_across_chunks(op, chunks, exclusive, reverse):
+    """The NaN-skipping scans: a NaN entry is the identity in every chunk and in the carries, so the result is the
+    twin's on src with NaN made the identity (loop reference) and the in-memory call's."""
+    rng = np.random.default_rng(zlib.crc32(f"{op} {chunks}".encode()))
+    index, dims = make_index(rng, "int", "raise", DIMS)
+    src = make_values(rng, (N, 2), "float64")
+    src[rng.random(src.shape) < 0.3] = np.nan
+    twin = cs.get_op(op).twin
+    clean = np.where(np.isnan(src), {"add": 0.0, "mul": 1.0, "max": -np.inf, "min": np.inf}[twin], src)
+    kw = dict(dim_size=dims, exclusive=exclusive, reverse=reverse)
+    got = threads(csd.scatter_scan(da.from_array(src, chunks=(CHUNKS[chunks], 1)), chunked(index, CHUNKS[chunks]),
+                                   op, **kw))
+    assert_matches(got, ref_scan(clean, index, twin, **kw), twin)
+    assert_matches(got, cs.scatter_scan(src, index, op, **kw), twin)

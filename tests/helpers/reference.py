@@ -9,10 +9,10 @@ import numpy as np
 
 IDENTITY = {"add": "zero", "sub": "zero", "mean": "zero", "sqrt_n": "zero", "mul": "one", "div": "one",
             "max": "lowest", "min": "highest", "set": "zero", "first": "zero", "nansum": "zero", "nanprod": "one",
-            "fmax": "lowest", "fmin": "highest", "nanmean": "zero"}
+            "fmax": "lowest", "fmin": "highest", "nanmean": "zero", "nanlast": "zero", "nanfirst": "zero"}
 ALIASES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "last": "set", "nanadd": "nansum",
            "nanmul": "nanprod", "nanmax": "fmax", "nanmin": "fmin"}
-NAN_OPS = ("nansum", "nanprod", "fmax", "fmin", "nanmean")   # a NaN src entry counts as absent
+NAN_OPS = ("nansum", "nanprod", "fmax", "fmin", "nanmean", "nanlast", "nanfirst")   # a NaN src entry is absent
 
 
 def identity(op, dtype):
@@ -81,6 +81,9 @@ def _fmin(a, b):
 
 UPDATE.update({"nansum": _skip_nan(np.add), "nanprod": _skip_nan(np.multiply), "fmax": _fmax,
                "fmin": _fmin, "nanmean": _skip_nan(np.add)})
+# nanlast: set where the entry is not NaN; nanfirst: the same, only while the element has no non-NaN entry yet
+# (ref_scatter and ref_segment pass that state as `elements`)
+UPDATE.update(nanlast=_skip_nan(_assign), nanfirst=_skip_nan(_assign))
 UPDATE.update(nanadd=UPDATE["nansum"], nanmul=UPDATE["nanprod"])   # the GPU update names (emulated_cupy.py)
 # divisor of the group sums by group count: mean's count, and TensorFlow's unsorted_segment_sqrt_n definition
 # (``sum / sqrt(N)``, N the number of entries of the group, an empty group 0); nanmean's count is per element
@@ -165,7 +168,8 @@ def ref_scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None,
         if op == "first" and counts[target] > 1:   # the first entry of a row wins: later ones are skipped
             continue
         for b in np.ndindex(*batch):
-            acc[b + target] = UPDATE[op](acc[b + target], src_c[b + k])
+            new = UPDATE[op](acc[b + target], src_c[b + k])
+            acc[b + target] = np.where(elements[b + target] > 0, acc[b + target], new) if op == "nanfirst" else new
             elements[b + target] += ~_isnan(src_c[b + k])
     hit = (counts > 0).reshape((1,) * len(batch) + dims + (1,) * len(feat))
     if op in NAN_OPS:   # an element whose entries are all NaN is an empty group

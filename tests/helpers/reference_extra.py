@@ -81,8 +81,9 @@ def ref_scatter_arg(src, index, kind, *, dim_size=None, axis=0, mode="raise"):
 
 # ---- CSR segments ----------------------------------------------------------------------------------------------
 
-def ref_segment(src, indptr, op, *, axis=0, fill_value=None):
-    """Row-by-row updates in order, as scatter with the segment ids would do."""
+def ref_segment(src, indptr, op, *, axis=0, fill_value=None, initial=None):
+    """Row-by-row updates in order, as scatter with the segment ids would do; from `initial` where given
+    (torch.segment_reduce's: mean divides initial + sum by the count; an assignment's empty segments get it)."""
     op = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min", "last": "set"}.get(op, op)
     src = np.asarray(src)
     axis = axis + src.ndim if axis < 0 else axis
@@ -90,7 +91,10 @@ def ref_segment(src, indptr, op, *, axis=0, fill_value=None):
     rdtype = result_dtype(op, src.dtype)
     cdtype = compute_dtype(op, rdtype)
     nseg = len(indptr) - 1
-    acc = np.full((nseg,) + rows.shape[1:], identity(op, rdtype), cdtype)
+    if initial is not None and op in ("set", "first"):
+        fill_value, initial = (initial if fill_value is None else fill_value), None
+    start = identity(op, rdtype) if initial is None else np.array(initial).astype(rdtype).astype(cdtype)
+    acc = np.full((nseg,) + rows.shape[1:], start, cdtype)
     for s in range(nseg):
         count = int(indptr[s + 1]) - int(indptr[s])
         for p in range(int(indptr[s]), int(indptr[s + 1])):

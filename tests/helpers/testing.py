@@ -15,7 +15,9 @@ OPS = OP_NAMES
 REDUCTION_OPS = tuple(op.name for op in _REGISTRY if not op.winner)
 # the NaN-skipping twins run in scatter/scatter_into, segment, gather_scatter, their reverse
 # functions, grad and dask (tests/ops/test_nan_ops.py, test_segment_nan.py, test_gather_scatter_nan.py)
-NAN_OPS = tuple(name for name in OPS if get_op(name).skips_nan)
+NAN_OPS = tuple(name for name in OPS if get_op(name).skips_nan and not get_op(name).winner)
+# nanlast / nanfirst: NaN-skipping assignments (tests/ops/test_nan_assign.py)
+NAN_ASSIGN_OPS = tuple(name for name in OPS if get_op(name).skips_nan and get_op(name).winner)
 PLAIN_OPS = tuple(name for name in OPS if not get_op(name).skips_nan)
 # the ops gather_scatter and its reverse functions take: the reductions (the assignments are refused there with
 # a ValueError); the NaN-skipping ones are tested on inputs with NaN in tests/gather_scatter/test_gather_scatter_nan.py

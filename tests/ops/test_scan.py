@@ -273,3 +273,113 @@ def test_scan_kernel_entry_points_refuse_what_would_go_out_of_bounds():
         scan_kernels.route(src, np.full((1, 4, 2), 4, np.int64), np.zeros_like(src))
     with pytest.raises(ValueError, match="grad's shape"):
         scan_kernels.route(src, np.zeros((1, 4, 1), np.int64), np.zeros_like(src))
+
+
+# ---- NaN-skipping scans: a NaN entry is the identity, the running value carries through it -----------------------
+
+NAN_SCANS = {"nansum": lambda g: np.nancumsum(g, axis=0), "nanprod": lambda g: np.nancumprod(g, axis=0),
+             # np.fmax.accumulate from the identity: a leading NaN gives -inf (+inf), as an all-NaN group's fmax
+             "fmax": lambda g: np.fmax.accumulate(np.concatenate([np.full((1,) + g.shape[1:], -np.inf), g]))[1:],
+             "fmin": lambda g: np.fmin.accumulate(np.concatenate([np.full((1,) + g.shape[1:], np.inf), g]))[1:]}
+
+
+def _per_group(src, index, func):
+    out = np.empty_like(src)
+    for j in np.unique(index):
+        members = np.flatnonzero(index == j)
+        out[members] = func(src[members])
+    return out
+
+
+@pytest.mark.parametrize("op", NAN_SCANS)
+@pytest.mark.parametrize("dtype", ("float64", "float32", "float16", "complex128", "int64"))
+@pytest.mark.valid(lambda op, dtype: op_supports(op, dtype))
+def test_nan_scan_matches_numpy_per_group(backend, op, dtype):
+    rng = np.random.default_rng(21)
+    index = rng.integers(0, 5, 60)
+    src = values(rng, (60, 3), dtype)
+    if np.dtype(dtype).kind in "fc":
+        src[rng.random(src.shape) < 0.3] = np.nan
+        src[index == 4] = np.nan   # an all-NaN group
+        if dtype == "complex128":
+            src[5, 0] = complex(1.0, np.nan)   # a NaN part alone
+    if op == "nanprod":
+        src = (src / 4 + 1).astype(dtype)   # products of moderate size
+    got = backend.call(cs.scatter_scan, src, index, op)
+    want = _per_group(src.astype(np.result_type(src, np.float32)) if dtype == "float16" else src, index,
+                      NAN_SCANS[op]).astype(dtype)
+    assert_same(got, want, *_tol(backend, cs.get_op(op).twin, want.dtype, src))
+
+
+@pytest.mark.parametrize("op", NAN_SCANS)
+@pytest.mark.parametrize("exclusive", (False, True))
+@pytest.mark.parametrize("reverse", (False, True))
+@pytest.mark.parametrize("mode", ("raise", "drop"))
+def test_nan_scan_flags_equal_the_twin_on_the_identity(backend, op, exclusive, reverse, mode):
+    """With the flags and modes: equal to the twin's loop reference over src with NaN made the identity."""
+    rng = np.random.default_rng(22)
+    index = rng.integers(0, 6 if mode == "drop" else 5, 40)
+    src = rng.standard_normal((40, 2))
+    src[rng.random(src.shape) < 0.3] = np.nan
+    twin = cs.get_op(op).twin
+    clean = np.where(np.isnan(src), {"add": 0.0, "mul": 1.0, "max": -np.inf, "min": np.inf}[twin], src)
+    got = backend.call(cs.scatter_scan, src, index, op, dim_size=5, mode=mode, exclusive=exclusive,
+                       reverse=reverse)
+    want = ref_scan(clean, index, twin, dim_size=5, mode=mode, exclusive=exclusive, reverse=reverse)
+    assert_same(got, want, *_tol(backend, twin, want.dtype, src))
+
+
+@pytest.mark.parametrize("op", NAN_SCANS)
+@pytest.mark.parametrize("exclusive", (False, True))
+@pytest.mark.parametrize("reverse", (False, True))
+def test_nan_scan_reverse_functions(backend, op, exclusive, reverse):
+    """VJP against central differences of the forward over the non-NaN entries (a NaN entry's is 0); the JVP its
+    transpose."""
+    rng = np.random.default_rng(23)
+    index = np.array([0, 1, 2, 0, 1, 1, 2, 0, 2, 1])
+    src = rng.standard_normal((10, 2)) + 2.0
+    src[[3, 5, 4], 0] = np.nan
+    src[[6], 1] = np.nan
+    kw = dict(exclusive=exclusive, reverse=reverse)
+    g = rng.standard_normal(src.shape)
+    vjp = backend.call(cs.scatter_scan_vjp, op, g, src, index, **kw)
+    numeric = np.zeros_like(src)
+    for i in zip(*np.nonzero(~np.isnan(src))):
+        step = np.zeros_like(src)
+        step[i] = 1e-6
+        plus, minus = cs.scatter_scan(src + step, index, op, **kw), cs.scatter_scan(src - step, index, op, **kw)
+        with np.errstate(invalid="ignore"):   # an exclusive scan starts at -inf (+inf): no change there
+            numeric[i] = (np.where(plus == minus, 0.0, plus - minus) * g).sum() / 2e-6
+    np.testing.assert_allclose(vjp, numeric, atol=1e-7)
+    v = rng.standard_normal(src.shape)
+    v[np.isnan(src)] = np.inf   # a NaN entry's tangent never reaches the output
+    jvp = backend.call(cs.scatter_scan_jvp, op, src, index, v, **kw)
+    v[np.isnan(src)] = 0
+    np.testing.assert_allclose((jvp * g).sum(), (vjp * v).sum(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("op", NAN_SCANS)
+def test_grad_nan_scan(op):
+    pytest.importorskip("autograd")
+    from autograd.test_util import check_grads
+
+    import grad
+    rng = np.random.default_rng(24)
+    index = np.array([0, 1, 2, 0, 1, 1, 2, 0, 2, 1])
+    src = rng.standard_normal((10, 2)) + 2.0
+    src[[3, 5, 4], 0] = np.nan
+    np.testing.assert_array_equal(grad.scatter_scan(src, index, op), cs.scatter_scan(src, index, op))
+    check_grads(lambda s: grad.scatter_scan(s, index, op), modes=["rev", "fwd"], order=2)(src)
+
+
+def test_nancumsum_matches_numpy_groupies():
+    npg = pytest.importorskip("numpy_groupies")
+    rng = np.random.default_rng(25)
+    index = rng.integers(0, 7, 200)
+    src = rng.standard_normal(200)
+    src[rng.random(200) < 0.2] = np.nan
+    try:
+        want = npg.aggregate(index, src, func="nancumsum")
+    except (NotImplementedError, ValueError):
+        pytest.skip("this numpy_groupies has no nancumsum")
+    np.testing.assert_allclose(cs.scatter_scan(src, index, "nansum"), want, rtol=1e-13)

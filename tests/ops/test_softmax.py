@@ -107,3 +107,64 @@ def test_errors(func):
         func(np.ones(2), np.array([0, 3]), dim_size=2)
     with pytest.raises(ValueError, match="does not hold the index shape"):
         func(np.ones(3), np.array([0, 1]))
+
+
+# ---- out= (NumPy's: receives the result, its values unread) ------------------------------------------------------
+
+@pytest.mark.parametrize("func", ["logsumexp", "softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", ("float64", "float32", "int32"))
+@pytest.mark.parametrize("index_kind", INDEX_KINDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_out_receives_the_result(backend, func, dtype, index_kind, layout):
+    src, index, dim_size, axis = make_case(13, index_kind, layout, "raise", dtype)
+    if func == "logsumexp":
+        want = ref_logsumexp(src, index, dim_size=dim_size, axis=axis)
+    else:
+        want = ref_softmax(src, index, log=func == "log_softmax", dim_size=dim_size, axis=axis)
+    xp = backend.xp
+    out = xp.full(want.shape, 7, _result_dtype(dtype))
+    got = getattr(cs, "scatter_" + func)(backend.asarray(src), backend.asarray(index), dim_size=dim_size,
+                                         axis=axis, out=out)
+    assert got is out
+    np.testing.assert_allclose(backend.to_numpy(out), want, rtol=_rtol(dtype), atol=_rtol(dtype))
+    if func == "logsumexp" and axis >= 0:   # D read off out's shape
+        out2 = xp.zeros(want.shape, _result_dtype(dtype))
+        getattr(cs, "scatter_" + func)(backend.asarray(src), backend.asarray(index), axis=axis, out=out2)
+        np.testing.assert_allclose(backend.to_numpy(out2), want, rtol=_rtol(dtype), atol=_rtol(dtype))
+
+
+@pytest.mark.parametrize("log", (False, True), ids=("softmax", "log_softmax"))
+def test_softmax_in_place(backend, log):
+    """out=src: the whole result is made before `out` is written."""
+    src = np.array([[1.0, -2.0], [3.0, 0.5], [0.0, 4.0], [2.0, 2.0]])
+    index = np.array([0, 1, 0, 1])
+    want = ref_softmax(src, index, log=log)
+    x = backend.asarray(src.copy())
+    func = cs.scatter_log_softmax if log else cs.scatter_softmax
+    assert func(x, backend.asarray(index), out=x) is x
+    np.testing.assert_allclose(backend.to_numpy(x), want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("func", [cs.scatter_logsumexp, cs.scatter_softmax, cs.scatter_log_softmax])
+def test_out_errors_leave_out_untouched(func):
+    src, index = np.array([1.0, 2.0, 3.0]), np.array([0, 2, 0])
+    shape = (3,)
+    for bad, error, match in [(np.full(shape, 5.0, np.float32), TypeError, "out has dtype float32 but the result "
+                                                                           "dtype is float64$"),
+                              (np.full((3, 1), 5.0), ValueError, "out has shape"),
+                              (np.full(4, 5.0) if func is cs.scatter_softmax else np.full((3, 2), 5.0), ValueError,
+                               "out has shape")]:
+        before = bad.copy()
+        with pytest.raises(error, match=match):
+            func(src, index, out=bad)
+        np.testing.assert_array_equal(bad, before)
+    readonly = np.full(shape, 5.0)
+    readonly.flags.writeable = False
+    with pytest.raises(ValueError, match="out"):
+        func(src, index, out=readonly)
+    with pytest.raises(TypeError, match="out must be an ndarray"):
+        func(src, index, out=[0.0, 0.0, 0.0])
+    with pytest.raises(IndexError):   # an index error leaves out as it was too
+        keep = np.full(shape, 5.0)
+        func(src, np.array([0, 9, 0]), dim_size=3, out=keep)
+    np.testing.assert_array_equal(keep, 5.0)

@@ -37,9 +37,6 @@ _DIM_CHUNKS = """    dim_chunks : int or sequence of int, optional
 _SPLIT = """    split_every : int, default 4
         On Dask: partials merged per task.
 """
-_NOT_PRODUCTS = """    NotImplementedError
-        On Dask: mul, div and nanprod (their rules need the products of the other entries across blocks).
-"""
 
 
 def _as_dask(arr, arg):
@@ -63,7 +60,7 @@ def _mini_index(coords, lead=None):
     return parts if len(parts) > 1 else parts[0]
 
 
-@mirror(_scatter_vjp_src, params=_DIM_CHUNKS, raises=_NOT_PRODUCTS)
+@mirror(_scatter_vjp_src, params=_DIM_CHUNKS)
 def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
                     dst: ArrayInput | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
                     dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None) -> da.Array:
@@ -73,7 +70,8 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     message-passing call from their own position (``cyscatter.dask.gather_scatter_vjp_src`` with a gather index
     of positions), so each (src chunk, destination partition) pair runs the in-memory rule with its cotangent
     scaled by its share of each output element (mean's counts, max/min's tied winners, the initial `dst` a
-    candidate of max/min); exact where one pair holds all of an element's entries, else to rounding.
+    candidate of max/min; for mul and nanprod, by the product of the other pairs' entries and of `dst`); exact
+    where one pair holds all of an element's entries, else to rounding.
     """
     op = _check_op(op, "scatter_vjp_src")
     src, grad, out, dst = (_as_dask(a, n) for a, n in ((src, "src"), (grad_out, "grad_out"), (out, "out"),
@@ -94,20 +92,24 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     extra = None
     if dst is not None and op.selects:   # the initial dst is a candidate: its winners join the total
         extra = da.map_blocks(eb.winners_of, dst, out.rechunk(dst.chunks), dtype=np.float64)
+    elif dst is not None and op.partials in eb.PRODUCTS:   # the initial dst is a factor of every product
+        extra = dst
     targets = tuple(c.rechunk(chunks) for c in coords) if m > 1 else coords[0].rechunk(chunks)
     grad_src = vjp_src_graph(op, grad, src, positions if ni > 1 else positions[0], targets, out, None, dims, axis,
                              mode, None, None, dim_chunks, 4, extra)
     return grad_src.astype(dtype)
 
 
-@mirror(_scatter_vjp_dst, raises=_NOT_PRODUCTS)
+@mirror(_scatter_vjp_dst)
 def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: IndexLike,
                     out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_vjp_dst`` of Dask arrays: the cotangent of `dst` (shape of `dst`, chunks of
     `grad_out`).
 
     Each block of `dst` runs the in-memory rule; for max/min and fmax/fmin its cotangent is first shared with
-    the tied src winners, counted by a Dask scatter-add (``src == out[index]``), as the in-memory rule splits it.
+    the tied src winners, counted by a Dask scatter-add (``src == out[index]``), as the in-memory rule splits it;
+    for mul, div and nanprod it is first multiplied by the Dask scatter of `src` with the op (from 1), in the
+    result dtype (to rounding).
     """
     op = _check_op(op, "scatter_vjp_dst")
     grad, dst, src, out = (_as_dask(a, n) for a, n in ((grad_out, "grad_out"), (dst, "dst"), (src, "src"),
@@ -122,6 +124,9 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     dst, out = dst.rechunk(grad.chunks), out.rechunk(grad.chunks)
     task = partial(_dst_block, op=op.name, src_dtype=src.dtype, empty_index=_mini_index(coords, (0,) * ni), ni=ni,
                    m=m, axis=axis, dtype=dtype)
+    if op.partials:
+        factor = scatter(src.astype(dtype), index, op.name, dim_size=dims, axis=axis, mode=mode)
+        return da.map_blocks(task, grad, dst, out, None, factor.rechunk(grad.chunks), dtype=dtype)
     if not op.selects:
         return da.map_blocks(task, grad, dst, out, dtype=dtype)
     wins = da.map_blocks(partial(eb.winners_of, skip_nan=op.skips_nan), src,
@@ -130,7 +135,10 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     return da.map_blocks(task, grad, dst, out, total, dtype=dtype)
 
 
-def _dst_block(grad, dst, out, total=None, *, op, src_dtype, empty_index, ni, m, axis, dtype):
+def _dst_block(grad, dst, out, total=None, factor=None, *, op, src_dtype, empty_index, ni, m, axis, dtype):
+    if factor is not None:   # the product of the src entries: the in-memory rule on no entries then gives g
+        with np.errstate(invalid="ignore", over="ignore"):
+            grad = grad * factor
     if total is not None:
         mine = eb.winners_of(dst, out)
         total = total + mine

@@ -122,7 +122,7 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
         if arr.shape != grad.shape:
             raise ValueError(f"{arg} has shape {arr.shape} but grad_out has shape {grad.shape}")
     dst, out = dst.rechunk(grad.chunks), out.rechunk(grad.chunks)
-    task = partial(_dst_block, op=op.name, src_dtype=src.dtype, empty_index=_mini_index(coords, (0,) * ni), ni=ni,
+    task = partial(_dst_block, op=op.name, src_dtype=src.dtype, empty_index=_mini_index(coords, (0,) * max(ni, 1)), ni=max(ni, 1),
                    m=m, axis=axis, dtype=dtype)
     if op.partials:
         factor = scatter(src.astype(dtype), index, op.name, dim_size=dims, axis=axis, mode=mode)
@@ -147,7 +147,8 @@ def _dst_block(grad, dst, out, total=None, factor=None, *, op, src_dtype, empty_
         if not np.all(factor[mine > 0] == 1):
             real = grad.dtype if grad.dtype.kind in "fc" else np.dtype(np.float64)
             grad = grad * factor.astype(np.empty(0, real).real.dtype)
-    # no src entries: the in-memory rule of dst alone, on the cotangent shared out above
+    # no src entries (a 1-D empty index: a 0-d one is an entry): the in-memory rule of dst alone, on the cotangent
+    # shared out above
     src = np.zeros(dst.shape[:axis] + (0,) * ni + dst.shape[axis + m:], src_dtype)
     return _scatter_vjp_dst(op, grad, dst, src, empty_index, out, axis=axis, mode="drop").astype(dtype, copy=False)
 

@@ -23,7 +23,7 @@ from cyscatter._api.segment import segment as _segment
 from cyscatter._api.softmax import scatter_log_softmax as _log_softmax
 from cyscatter._api.softmax import scatter_logsumexp as _logsumexp
 from cyscatter._api.softmax import scatter_softmax as _softmax
-from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.layout import normalize_axis, src_layout
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
 from cyscatter.dask._graph import as_coords, known_shape
@@ -40,15 +40,35 @@ def _dask(arr, arg):
     return known_shape(arr, arg) if isinstance(arr, da.Array) else da.asarray(np.asarray(arr))
 
 
+def broadcast_src(src, expected: tuple, axis: int, coords: tuple):
+    """`src` (Dask) broadcast lazily to `expected` (B + I + F, `src_layout`'s): the index dims chunked as the
+    index (one chunk for an in-memory one), so no block is larger than the index's chunks make it."""
+    lead = len(expected) - src.ndim
+    chunks = []
+    for j, n in enumerate(expected):
+        own = j - lead
+        if own >= 0 and src.shape[own] == n:
+            chunks.append(src.chunks[own])
+        elif axis <= j < axis + coords[0].ndim and isinstance(coords[0], da.Array):
+            chunks.append(coords[0].chunks[j - axis])
+        else:
+            chunks.append((n,))
+    return da.broadcast_to(src, expected, chunks=tuple(chunks))
+
+
 class _Groups:
     """A checked group call: src (B + I + F) in the compute dtype, the index, D, and the in-memory result dtype."""
 
-    def __init__(self, fun, src, index, dim_size, axis, mode, **kwargs):
+    def __init__(self, fun, src, index, dim_size, axis, mode, broadcasts=True, **kwargs):
         if dim_size is None:
             raise TypeError("dim_size is required for Dask inputs (inferring it would compute the whole index)")
         src = _dask(src, "src")
         coords = as_coords(index)
         self.ni, self.m = coords[0].ndim, len(coords)
+        if broadcasts:   # as in memory: a src that broadcasts to B + I + F stands for its broadcast
+            axis, _, _, expected = src_layout(src.shape, coords, axis, expanded_check=False)
+            if tuple(src.shape) != expected:
+                src = broadcast_src(src, expected, axis, coords)
         self.axis = normalize_axis(axis, src.ndim, self.ni, array="src")
         mini_src = np.zeros(src.shape[:self.axis] + (1,) * self.ni + src.shape[self.axis + self.ni:], src.dtype)
         mini_index = tuple(np.zeros((1,) * self.ni, np.int64) for _ in coords)
@@ -58,7 +78,7 @@ class _Groups:
         compute = np.dtype(np.float32) if self.dtype == np.float16 else self.dtype
         if src.shape[self.axis:self.axis + self.ni] != coords[0].shape:
             raise ValueError(f"src shape {src.shape} does not hold the index shape {coords[0].shape} at axis "
-                             f"{self.axis}; on Dask, src must have its full shape (no broadcasting)")
+                             f"{self.axis}")
         self.src = src.astype(compute) if src.dtype != compute else src
         self.index, self.dim_size, self.mode = index, dim_size, mode
         self.nf = src.ndim - self.axis - self.ni
@@ -96,7 +116,8 @@ def _log_plus(a, b):
 
 
 _GROUP_NOTES = """On Dask: `dim_size` is required (TypeError without it: inferring it would compute the whole index);
-    `src` must have its full shape (no broadcasting). The arguments are checked when the graph is built, by the
+    a `src` that broadcasts (where the in-memory function takes one) is broadcast lazily, its index dims chunked
+    as the index. The arguments are checked when the graph is built, by the
     in-memory function run on one entry of the same dtypes; an out-of-range entry under ``mode="raise"`` raises
     IndexError when computed. Sums are grouped by chunk: equal to the in-memory result to rounding."""
 _SEGMENT_PARAMS = """    dim_chunks : int or sequence of int, optional
@@ -131,7 +152,7 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axi
                     mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_softmax`` of Dask arrays; shape and chunks of `src`; 0 for the entries
     ``mode="drop"`` drops. Raises as the in-memory function, at graph time; `dim_size` is required."""
-    g = _Groups(_softmax, src, index, dim_size, axis, mode)
+    g = _Groups(_softmax, src, index, dim_size, axis, mode, broadcasts=False)
     shifted = _ew(_exp_minus, g.src, g.take(_peak(g)))
     probs = _ew(np.divide, shifted, g.take(g.put(shifted)))
     if mode in ("drop", "normalize_drop"):
@@ -144,7 +165,7 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize,
                         mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_log_softmax`` of Dask arrays; shape and chunks of `src`; -inf for the entries
     ``mode="drop"`` drops. Raises as the in-memory function, at graph time; `dim_size` is required."""
-    g = _Groups(_log_softmax, src, index, dim_size, axis, mode)
+    g = _Groups(_log_softmax, src, index, dim_size, axis, mode, broadcasts=False)
     shifted = _ew(np.subtract, g.src, g.take(_peak(g)))
     logp = _ew(np.subtract, shifted, g.take(_ew(np.log, g.put(_ew(np.exp, shifted)))))
     if mode in ("drop", "normalize_drop"):

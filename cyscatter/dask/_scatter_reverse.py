@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import dask.array as da
 import numpy as np
 
-from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.layout import normalize_axis, src_layout
 from cyscatter._reverse.scatter import gather_vjp_src as _gather_vjp_src
 from cyscatter._reverse.scatter import scatter_vjp_dst as _scatter_vjp_dst
 from cyscatter._reverse.scatter import scatter_vjp_src as _scatter_vjp_src
@@ -21,6 +21,7 @@ from cyscatter.dask._docs import mirror
 from cyscatter.dask._edges import mini
 from cyscatter.dask._gather import gather
 from cyscatter.dask._graph import as_coords, known_shape
+from cyscatter.dask._groups import broadcast_src
 from cyscatter.dask._message_reverse import _check_op, vjp_src_graph
 from cyscatter.dask._scatter import scatter
 
@@ -45,6 +46,24 @@ def _as_dask(arr, arg):
     return known_shape(arr, arg) if isinstance(arr, da.Array) else da.asarray(np.asarray(arr))
 
 
+def _broadcast(src, index, out, axis):
+    """(`src` broadcast lazily to B + I + F, the axis) where it has another shape that broadcasts to that one (as
+    the in-memory functions take it: B and F of `out`), else None; ValueError where it does not broadcast."""
+    coords = as_coords(index)
+    axis, _, _, expected = src_layout(src.shape, coords, axis, table_shape=out.shape, table_arg="out",
+                                      expanded_check=False)
+    if tuple(src.shape) == expected:
+        return None
+    return broadcast_src(src, expected, axis, coords), axis
+
+
+def _unbroadcast(full, shape):
+    """The sum of `full` over the dims a src of `shape` was broadcast along: an array of `shape`."""
+    lead = full.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(j + lead for j, n in enumerate(shape) if n == 1 and full.shape[j + lead] != 1)
+    return full.sum(axis=dims, dtype=full.dtype).reshape(shape) if dims else full.reshape(shape)
+
+
 def _layout(src, index, out, axis, arg="src"):
     """(coords, axis, m, index shape I, destination shape D) of a scatter of `src` (B + I + F) into `out`."""
     coords = as_coords(index)
@@ -66,7 +85,8 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
                     dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None) -> da.Array:
     """Lazy ``cyscatter.scatter_vjp_src`` of Dask arrays: the cotangent of `src` (its shape and chunks).
 
-    `src` must have its full shape B + I + F (no broadcasting on Dask). The entries are the edges of a
+    A `src` that broadcasts to B + I + F (B and F of `out`) is broadcast lazily, and its cotangent summed over
+    the broadcast dims (to rounding: Dask's sums). The entries are the edges of a
     message-passing call from their own position (``cyscatter.dask.gather_scatter_vjp_src`` with a gather index
     of positions), so each (src chunk, destination partition) pair runs the in-memory rule with its cotangent
     scaled by its share of each output element (mean's counts, max/min's tied winners, the initial `dst` a
@@ -76,15 +96,17 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     op = _check_op(op, "scatter_vjp_src")
     src, grad, out, dst = (_as_dask(a, n) for a, n in ((src, "src"), (grad_out, "grad_out"), (out, "out"),
                                                          (dst, "dst")))
+    broadcast = _broadcast(src, index, out, axis)
+    if broadcast is not None:   # the cotangent of the broadcast src, summed over the dims src broadcast along
+        full = scatter_vjp_src(op, grad, broadcast[0], index, out, dst=dst, axis=broadcast[1], mode=mode,
+                               dim_chunks=dim_chunks)
+        return _unbroadcast(full, src.shape)
     coords, axis, m, ishape, dims = _layout(src, index, out, axis)
     ni = len(ishape)
     _scatter_vjp_src(op, mini(grad, axis + m), mini(src, axis + ni), _mini_index(coords), mini(out, axis + m),
                      dst=mini(dst, axis + m), axis=axis, mode=mode)   # the in-memory checks, on one entry
     dtype = _scatter_vjp_src(op, mini(grad, axis + m), mini(src, axis + ni), _mini_index(coords),
                              mini(out, axis + m), dst=mini(dst, axis + m), axis=axis, mode=mode).dtype
-    if tuple(src.shape[axis:axis + ni]) != ishape:
-        raise ValueError(f"src shape {src.shape} does not hold the index shape {ishape} at axis {axis}: on Dask, "
-                         "src must have its full shape (no broadcasting)")
     chunks = src.chunks[axis:axis + ni]
     positions = tuple(da.broadcast_to(da.arange(n, chunks=c).reshape((1,) * k + (n,) + (1,) * (ni - k - 1)), ishape,
                                       chunks=chunks)
@@ -114,6 +136,9 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     op = _check_op(op, "scatter_vjp_dst")
     grad, dst, src, out = (_as_dask(a, n) for a, n in ((grad_out, "grad_out"), (dst, "dst"), (src, "src"),
                                                          (out, "out")))
+    broadcast = _broadcast(src, index, out, axis)
+    if broadcast is not None:
+        src, axis = broadcast
     coords, axis, m, ishape, dims = _layout(src, index, out, axis)
     ni = len(ishape)
     dtype = _scatter_vjp_dst(op, mini(grad, axis + m), mini(dst, axis + m), mini(src, axis + ni),

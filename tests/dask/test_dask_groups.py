@@ -101,6 +101,25 @@ def test_gather_segment_matches_in_memory(chunks):
     np.testing.assert_array_equal(got.compute(), cs.gather_segment(src, indptr))
 
 
+@pytest.mark.parametrize("shape", [(1, 2), (), (1, 1), (N, 1)])
+@pytest.mark.parametrize("func", GROUP_FUNCS)
+def test_group_functions_with_src_that_broadcasts(func, shape):
+    # as in memory: the group statistics take a src that broadcasts to I + F; softmax's result has src's shape,
+    # so it needs the index dims (and refuses otherwise, as in memory)
+    rng = np.random.default_rng(8)
+    src = (rng.standard_normal(shape) * 3)
+    index = rng.integers(0, 7, N)
+    lazy_index = da.from_array(index, chunks=CHUNKS["uneven_empty"])
+    try:
+        expected = getattr(cs, func)(src, index, dim_size=7)
+    except ValueError as err:
+        with pytest.raises(ValueError) as got:
+            getattr(csd, func)(da.from_array(src), lazy_index, dim_size=7)
+        assert str(got.value) == str(err)
+        return
+    close(getattr(csd, func)(da.from_array(src), lazy_index, dim_size=7).compute(), expected)
+
+
 BATCH_CHUNKS = {"one": (2, 3, N, 2), "uneven": (1, (2, 1), (5, 0, 1, N - 6), 1), "singles": (1, 1, 1, 1)}
 
 

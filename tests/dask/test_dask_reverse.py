@@ -135,6 +135,35 @@ def test_products_in_other_dtypes_match_in_memory(op, dtype):
         np.testing.assert_allclose(got, expected, **tol)
 
 
+@pytest.mark.parametrize("shape", [(1, F), (), (N_EDGES, 1), (1, 1), (F,)])
+@pytest.mark.parametrize("op", ["add", "mean", "max", "mul", "div", "nanprod", "fmin"])
+def test_scatter_reverse_with_src_that_broadcasts(op, shape):
+    # src stands for its broadcast to I + F (as NumPy's ufunc.at); its cotangent sums over the broadcast dims
+    rng = np.random.default_rng(zlib.crc32(repr((op, shape)).encode()))
+    src = rng.integers(-2, 3, shape).astype(np.float64)
+    t = rng.integers(0, N_DST, N_EDGES)
+    init = rng.integers(-2, 3, (N_DST, F)).astype(np.float64)
+    grad = rng.standard_normal((N_DST, F))
+    full = np.broadcast_to(src, (N_EDGES, F))
+    for dst in (None, init):
+        out = cs.scatter(full, t, op, dim_size=N_DST) if dst is None else cs.scatter_into(init.copy(), full, t, op)
+        close(csd.scatter_vjp_src(op, grad, da.from_array(src), da.from_array(t, chunks=(11, 0, 1, 24)), out,
+                                  dst=dst, dim_chunks=(3, 4)).compute(),
+              cs.scatter_vjp_src(op, grad, src, t, out, dst=dst))
+    close(csd.scatter_vjp_dst(op, grad, init, da.from_array(src), da.from_array(t, chunks=5), out).compute(),
+          cs.scatter_vjp_dst(op, grad, init, src, t, out))
+
+
+def test_scatter_reverse_refuses_src_that_does_not_broadcast():
+    t = np.arange(N_EDGES) % N_DST
+    grad = np.ones((N_DST, F))
+    with pytest.raises(ValueError, match="does not broadcast") as expected:
+        cs.scatter_vjp_src("add", grad, np.ones(3), t, grad)
+    with pytest.raises(ValueError) as got:
+        csd.scatter_vjp_src("add", grad, da.ones(3), t, grad)
+    assert str(got.value) == str(expected.value)
+
+
 @pytest.mark.parametrize("mode", ["raise", "drop", "wrap"])
 def test_gather_vjp_src_matches_in_memory(mode):
     rng = np.random.default_rng(3)

@@ -34,7 +34,7 @@ _SIDES = {"scatter": "result", "scatter_argmax": "result", "scatter_argmin": "re
 # drops the axis from the result (None: the result keeps its shape). A shape argument (gather_vjp_src's
 # src_shape) gets a 1 at `axis`.
 _SRC, _DST = ("src", "src_dot"), ("grad_out", "out")
-_EXPANDS = {
+EXPANDS = {
     # (scatter_vjp_src's graph needs index dims: its src gets the axis too, for a 1-D index of one entry)
     "scatter_vjp_src": ((("index", ("src", "grad_out", "out", "dst"), (1,), True),), "src", "index"),
     "scatter_vjp_dst": ((("index", ("grad_out", "dst", "out"), (), True),), "src", "index"),
@@ -68,7 +68,7 @@ def _no_sizes(value: Any, arg: str) -> None:
 
 def accept_empty_tuple(fn: _F) -> _F:
     """`fn` (a public function of `cyscatter.dask`) taking ``index=()`` as the 0-d index 0 into a size-1 axis."""
-    if fn.__name__ in _EXPANDS:
+    if fn.__name__ in EXPANDS:
         return _expanding(fn)
     side = _SIDES[fn.__name__]
     signature = inspect.signature(fn)
@@ -105,7 +105,7 @@ def accept_empty_tuple(fn: _F) -> _F:
 def _expanding(fn: _F) -> _F:
     """`fn` taking empty index tuples: the arrays of shape B + F that such an index addresses get the size-1 axis
     at `axis` (B + (1,) + F), the index is the 0-d index 0 (of that axis), and the axis leaves the result."""
-    indices, ref, squeeze_by = _EXPANDS[fn.__name__]
+    indices, ref, squeeze_by = EXPANDS[fn.__name__]
     signature = inspect.signature(fn)
 
     @functools.wraps(fn)

@@ -189,6 +189,71 @@ def local_stat(src, pair, w, out, *, op, nb, m):
     return _scatter(wins.astype(np.float64), rows, "add", dim_size=plan.size, axis=1)
 
 
+def product_stat(src, pair, w, *, op, nb, m):
+    """mul/nanprod: the pair's (product of its nonzero messages, count of its zero messages) per output element,
+    (outer, rows, inner) each; a NaN message of nanprod counts as 1 (absent). Products of the other pairs' stats
+    give each pair the factor that makes its in-memory (exclusive products) rule the whole call's."""
+    op = get_op(op)
+    plan = unbox(pair).plan
+    call = prepare("gather_scatter", _flat_src(src, nb, m, plan.src_size), (None, None), op, weight=w, plan=plan,
+                   axis=nb)
+    outer, inner = call.outer, call.inner
+    dtype = np.result_type(call.compute if call.vdtype.kind in "fc" else call.vdtype, np.float64)
+    msgs3, keep = messages(rows_view(call.src, call.vdtype, outer, plan.src_size, inner), plan, call.w, call.heads,
+                           call.feat, dtype)
+    return _product_pair(msgs3, plan.scatter[keep], plan.size, op.skips_nan)
+
+
+def _product_pair(values3, rows, size, skip_nan):
+    zero = values3 == 0
+    one = zero | np.isnan(values3) if skip_nan else zero
+    with np.errstate(over="ignore", invalid="ignore"):
+        prod3 = _scatter(np.where(one, 1, values3), rows, "mul", dim_size=size, axis=1)
+    return prod3, _scatter(zero.astype(np.int64), rows, "add", dim_size=size, axis=1)
+
+
+def product_extra(a, *, nb, md):
+    """An initial dst block (B + D + F) as a product statistic (itself where nonzero, its zeros counted)."""
+    a = np.asarray(a)
+    a3 = a.astype(np.result_type(a.dtype, np.float64), copy=False).reshape(
+        prod(a.shape[:nb]), prod(a.shape[nb:nb + md]), prod(a.shape[nb + md:]))
+    zero = a3 == 0
+    return np.where(zero, 1, a3), zero.astype(np.int64)
+
+
+def mul_stats(parts):
+    """Product statistics combined: the products multiply, the zero counts add; None for none."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    total, zeros = parts[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for p, z in parts[1:]:
+            total, zeros = total * p, zeros + z
+    return total, zeros
+
+
+def product_factor(others, like):
+    """The product of the other pairs' entries in a dtype `like` can be scaled by: their nonzero product, times 0
+    where one of them is 0 (so NaN or inf times 0 is NaN, as the in-memory products give it)."""
+    if others is None:
+        return None
+    total, zeros = others
+    with np.errstate(invalid="ignore"):
+        factor = np.where(zeros > 0, total * 0, total)
+    if like.kind in "fc" and factor.dtype.kind == like.kind:
+        factor = factor.astype(like, copy=False)
+    return factor
+
+
+def _times(grad, factor, *, nb, rows):
+    if factor is None:
+        return grad
+    outer, inner = prod(grad.shape[:nb]), prod(grad.shape[nb + 1:])
+    with np.errstate(invalid="ignore"):
+        return (grad.reshape(outer, rows, inner) * factor).reshape(grad.shape[:nb] + (rows,) + grad.shape[nb + 1:])
+
+
 def add_stats(parts):
     parts = [p for p in parts if p is not None]
     if not parts:
@@ -217,11 +282,21 @@ def scaled(op, grad, local, total, *, nb, rows):
     return (grad.reshape(outer, rows, inner) * factor).reshape(grad.shape)
 
 
+def _share(op, grad_f, src, pair, w, out_f, total, *, nb, m, rows):
+    """The pair's cotangent: scaled by its local statistic, or (mul, nanprod) by the other pairs' product."""
+    if get_op(op).partials in PRODUCTS:
+        return _times(grad_f, product_factor(total, grad_f.dtype), nb=nb, rows=rows)
+    return scaled(op, grad_f, local_stat(src, pair, w, out_f, op=op, nb=nb, m=m), total, nb=nb, rows=rows)
+
+
+PRODUCTS = ("products", "nan_products")
+
+
 def vjp_src_pair(src, pair, grad, out, total, w, *, op, nb, m, md, threads):
     """One pair's share of the src cotangent: shape of the src block."""
     plan = unbox(pair).plan
     src_f, grad_f, out_f = _flatten(src, grad, out, nb, m, md, plan)
-    grad_f = scaled(op, grad_f, local_stat(src, pair, w, out_f, op=op, nb=nb, m=m), total, nb=nb, rows=plan.size)
+    grad_f = _share(op, grad_f, src, pair, w, out_f, total, nb=nb, m=m, rows=plan.size)
     res = gather_scatter_vjp_src(op, grad_f, src_f, out=out_f, weight=w, plan=plan, axis=nb, num_threads=threads)
     return res.reshape(src.shape)
 
@@ -230,12 +305,12 @@ def vjp_weight_pair(src, pair, grad, out, total, w, *, op, nb, m, md, threads):
     """One pair's share of the weight cotangent: (its edges,) + the weight's trailing dims."""
     plan = unbox(pair).plan
     src_f, grad_f, out_f = _flatten(src, grad, out, nb, m, md, plan)
-    grad_f = scaled(op, grad_f, local_stat(src, pair, w, out_f, op=op, nb=nb, m=m), total, nb=nb, rows=plan.size)
+    grad_f = _share(op, grad_f, src, pair, w, out_f, total, nb=nb, m=m, rows=plan.size)
     return gather_scatter_vjp_weight(op, grad_f, src_f, out=out_f, weight=w, plan=plan, axis=nb,
                                      num_threads=threads)
 
 
-def jvp_pair(src, pair, out, src_dot, w, w_dot, *, op, nb, m, md, threads):
+def jvp_pair(src, pair, out, src_dot, w, w_dot, others=None, *, op, nb, m, md, threads):
     """(tangent3 times phi(local), local) of one pair: partials that add up across pairs (see `jvp_finish`)."""
     plan = unbox(pair).plan
     src_f, _, out_f = _flatten(src, None, out, nb, m, md, plan)
@@ -243,6 +318,8 @@ def jvp_pair(src, pair, out, src_dot, w, w_dot, *, op, nb, m, md, threads):
     tangent = gather_scatter_jvp(op, src_f, out=out_f, src_dot=dot_f, weight=w, weight_dot=w_dot, plan=plan,
                                  axis=nb, num_threads=threads)
     t3 = tangent.reshape(prod(tangent.shape[:nb]), plan.size, prod(tangent.shape[nb + 1:]))
+    if get_op(op).partials in PRODUCTS:   # the pair's tangent times the other pairs' product: they add up
+        return _times(t3, product_factor(others, t3.dtype), nb=1, rows=plan.size), None
     local = local_stat(src, pair, w, out_f, op=op, nb=nb, m=m)
     if local is None:
         return t3, None

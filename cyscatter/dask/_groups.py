@@ -17,13 +17,13 @@ from cyscatter._api.moments import scatter_nanstd as _nanstd
 from cyscatter._api.moments import scatter_nanvar as _nanvar
 from cyscatter._api.moments import scatter_std as _std
 from cyscatter._api.moments import scatter_var as _var
-from cyscatter._api.segment import check_indptr, segment_axis
+from cyscatter._api.segment import batched_indptr, check_indptr, segment_axis
 from cyscatter._api.segment import gather_segment as _gather_segment
 from cyscatter._api.segment import segment as _segment
 from cyscatter._api.softmax import scatter_log_softmax as _log_softmax
 from cyscatter._api.softmax import scatter_logsumexp as _logsumexp
 from cyscatter._api.softmax import scatter_softmax as _softmax
-from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.layout import normalize_axis, src_layout
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
 from cyscatter.dask._graph import as_coords, known_shape
@@ -40,15 +40,35 @@ def _dask(arr, arg):
     return known_shape(arr, arg) if isinstance(arr, da.Array) else da.asarray(np.asarray(arr))
 
 
+def broadcast_src(src, expected: tuple, axis: int, coords: tuple):
+    """`src` (Dask) broadcast lazily to `expected` (B + I + F, `src_layout`'s): the index dims chunked as the
+    index (one chunk for an in-memory one), so no block is larger than the index's chunks make it."""
+    lead = len(expected) - src.ndim
+    chunks = []
+    for j, n in enumerate(expected):
+        own = j - lead
+        if own >= 0 and src.shape[own] == n:
+            chunks.append(src.chunks[own])
+        elif axis <= j < axis + coords[0].ndim and isinstance(coords[0], da.Array):
+            chunks.append(coords[0].chunks[j - axis])
+        else:
+            chunks.append((n,))
+    return da.broadcast_to(src, expected, chunks=tuple(chunks))
+
+
 class _Groups:
     """A checked group call: src (B + I + F) in the compute dtype, the index, D, and the in-memory result dtype."""
 
-    def __init__(self, fun, src, index, dim_size, axis, mode, **kwargs):
+    def __init__(self, fun, src, index, dim_size, axis, mode, broadcasts=True, **kwargs):
         if dim_size is None:
             raise TypeError("dim_size is required for Dask inputs (inferring it would compute the whole index)")
         src = _dask(src, "src")
         coords = as_coords(index)
         self.ni, self.m = coords[0].ndim, len(coords)
+        if broadcasts:   # as in memory: a src that broadcasts to B + I + F stands for its broadcast
+            axis, _, _, expected = src_layout(src.shape, coords, axis, expanded_check=False)
+            if tuple(src.shape) != expected:
+                src = broadcast_src(src, expected, axis, coords)
         self.axis = normalize_axis(axis, src.ndim, self.ni, array="src")
         mini_src = np.zeros(src.shape[:self.axis] + (1,) * self.ni + src.shape[self.axis + self.ni:], src.dtype)
         mini_index = tuple(np.zeros((1,) * self.ni, np.int64) for _ in coords)
@@ -58,7 +78,7 @@ class _Groups:
         compute = np.dtype(np.float32) if self.dtype == np.float16 else self.dtype
         if src.shape[self.axis:self.axis + self.ni] != coords[0].shape:
             raise ValueError(f"src shape {src.shape} does not hold the index shape {coords[0].shape} at axis "
-                             f"{self.axis}; on Dask, src must have its full shape (no broadcasting)")
+                             f"{self.axis}")
         self.src = src.astype(compute) if src.dtype != compute else src
         self.index, self.dim_size, self.mode = index, dim_size, mode
         self.nf = src.ndim - self.axis - self.ni
@@ -96,7 +116,8 @@ def _log_plus(a, b):
 
 
 _GROUP_NOTES = """On Dask: `dim_size` is required (TypeError without it: inferring it would compute the whole index);
-    `src` must have its full shape (no broadcasting). The arguments are checked when the graph is built, by the
+    a `src` that broadcasts (where the in-memory function takes one) is broadcast lazily, its index dims chunked
+    as the index. The arguments are checked when the graph is built, by the
     in-memory function run on one entry of the same dtypes; an out-of-range entry under ``mode="raise"`` raises
     IndexError when computed. Sums are grouped by chunk: equal to the in-memory result to rounding."""
 _SEGMENT_PARAMS = """    dim_chunks : int or sequence of int, optional
@@ -131,7 +152,7 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize, axi
                     mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_softmax`` of Dask arrays; shape and chunks of `src`; 0 for the entries
     ``mode="drop"`` drops. Raises as the in-memory function, at graph time; `dim_size` is required."""
-    g = _Groups(_softmax, src, index, dim_size, axis, mode)
+    g = _Groups(_softmax, src, index, dim_size, axis, mode, broadcasts=False)
     shifted = _ew(_exp_minus, g.src, g.take(_peak(g)))
     probs = _ew(np.divide, shifted, g.take(g.put(shifted)))
     if mode in ("drop", "normalize_drop"):
@@ -144,7 +165,7 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize,
                         mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_log_softmax`` of Dask arrays; shape and chunks of `src`; -inf for the entries
     ``mode="drop"`` drops. Raises as the in-memory function, at graph time; `dim_size` is required."""
-    g = _Groups(_log_softmax, src, index, dim_size, axis, mode)
+    g = _Groups(_log_softmax, src, index, dim_size, axis, mode, broadcasts=False)
     shifted = _ew(np.subtract, g.src, g.take(_peak(g)))
     logp = _ew(np.subtract, shifted, g.take(_ew(np.log, g.put(_ew(np.exp, shifted)))))
     if mode in ("drop", "normalize_drop"):
@@ -206,13 +227,10 @@ def scatter_nanstd(src: ArrayInput, index: IndexLike, *, ddof: float = 0, dim_si
 # ---- segments: a CSR pointer held in memory, its segment ids made per chunk -----------------------------------
 
 def _indptr(indptr, rows, fun):
-    if isinstance(indptr, da.Array):   # documented: the pointer (S + 1 integers) is computed at graph time
+    if isinstance(indptr, da.Array):   # documented: the pointer (B' x (S + 1) integers) is computed at graph time
         indptr = indptr.compute()
     ptr = np.asarray(indptr)
-    if ptr.ndim != 1:
-        raise ValueError(f"cyscatter.dask.{fun} takes a 1-D indptr (got shape {ptr.shape}); batched pointers are "
-                         "not supported on Dask")
-    return check_indptr(ptr, rows)
+    return ptr if ptr.ndim > 1 else check_indptr(ptr, rows)
 
 
 def _ids_block(pos, *, indptr):
@@ -224,18 +242,47 @@ def _segment_ids(indptr, chunks):
     return pos.map_blocks(_ids_block, indptr=indptr, dtype=np.int64)
 
 
+def _batched_block(block, *, flat, batch, nseg, rows, coord, block_info=None):
+    """Coordinate `coord` (a batch dim, or the segment for the last) of the positions B + (rows,) of one block:
+    their row of the flat pointer (`batched_indptr`'s translation) gives batch row and segment."""
+    where = [slice(lo, hi) for lo, hi in block_info[None]["array-location"]]
+    grid = np.ogrid[tuple(where)]
+    if coord < len(batch):
+        return np.broadcast_to(grid[coord], block.shape).astype(np.int64)
+    b = np.ravel_multi_index(tuple(grid[:-1]), batch) if batch else np.zeros((), np.int64)
+    seg = np.searchsorted(flat, b * rows + grid[-1], "right").astype(np.int64) - 1 - b * nseg
+    return np.broadcast_to(seg, block.shape).astype(np.int64)
+
+
+def _batched_coords(flat, batch, nseg, rows, chunks):
+    """The index (batch coordinates, segment) of the rows B + (rows,) of a batched pointer: Dask arrays chunked by
+    `chunks`, made per block."""
+    grid = da.zeros(batch + (rows,), dtype=np.int8, chunks=chunks)
+    return tuple(grid.map_blocks(_batched_block, flat=flat, batch=batch, nseg=nseg, rows=rows, coord=c,
+                                 dtype=np.int64) for c in range(len(batch) + 1))
+
+
 @mirror(_segment, params=_SEGMENT_PARAMS)
 def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: SupportsIndex | None = None,
             fill_value: FillValue | None = None, dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None,
             split_every: SupportsIndex = 4) -> da.Array:
     """Lazy ``cyscatter.segment`` of a Dask `src`: ``cyscatter.dask.scatter(src, segment_ids(indptr), op,
     dim_size=S)``, which the in-memory function equals bit for bit (float sums here to rounding: grouped by
-    chunk). `indptr` is a 1-D NumPy pointer (a Dask one is computed at graph time: S + 1 integers); its segment
-    ids are made lazily per chunk of `src`. Raises as the in-memory function at graph time (TypeError,
-    ValueError naming `indptr`), and ValueError for a batched `indptr`."""
+    chunk). `indptr` is a NumPy pointer (a Dask one is computed at graph time: B' x (S + 1) integers); its segment
+    ids are made lazily per chunk of `src`. A batched `indptr` (B' + (S + 1,)) scatters with the index (batch
+    coordinates, segment ids) of shape B + (n,) into B + (S,) at axis 0 (`dim_chunks` then cuts the first
+    batch dim). Raises as the in-memory function at graph time (TypeError, ValueError naming `indptr`)."""
     src = _dask(src, "src")
-    axis = segment_axis(np.zeros(1, np.int64), axis, src.ndim)
-    ptr = _indptr(indptr, src.shape[axis], "segment")
+    ptr = _indptr(indptr, None, "segment")
+    axis = segment_axis(ptr, axis, src.ndim)
+    if ptr.ndim > 1:
+        flat, batch, nseg, rows = batched_indptr(ptr, src.shape, rows=src.shape[axis])
+        _segment(np.zeros((1,) + src.shape[axis + 1:], src.dtype), np.array([0, 1]), op,
+                 fill_value=fill_value)   # the in-memory checks of op, dtype and fill_value
+        coords = _batched_coords(flat, batch, nseg, rows, src.chunks[:axis + 1])
+        return scatter(src, coords, op, dim_size=batch + (nseg,), axis=0, fill_value=fill_value,
+                       dim_chunks=dim_chunks, split_every=split_every)
+    ptr = check_indptr(ptr, src.shape[axis])
     _segment(np.zeros(src.shape[:axis] + (1,) + src.shape[axis + 1:], src.dtype), np.array([0, 1]), op, axis=axis,
              fill_value=fill_value)   # the in-memory checks of op, dtype and fill_value
     ids = _segment_ids(ptr, src.chunks[axis])
@@ -247,11 +294,17 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
 def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None,
                    chunks: Any = "auto") -> da.Array:
     """Lazy ``cyscatter.gather_segment`` of a Dask `src`: row s of `src` repeated over segment s
-    (``cyscatter.dask.gather(src, segment_ids(indptr))``), exact. `indptr` as for ``segment``; `chunks` the
-    output's chunks along `axis` (default: Dask's "auto"). Raises as the in-memory function at graph time."""
+    (``cyscatter.dask.gather(src, segment_ids(indptr))``), exact. `indptr` as for ``segment`` (batched: a gather
+    with the index (batch coordinates, segment ids) of shape B + (n,)); `chunks` the output's chunks along `axis`
+    (default: Dask's "auto"). Raises as the in-memory function at graph time."""
     src = _dask(src, "src")
-    axis = segment_axis(np.zeros(1, np.int64), axis, src.ndim)
     ptr = _indptr(indptr, None, "gather_segment")
+    axis = segment_axis(ptr, axis, src.ndim)
+    if ptr.ndim > 1:
+        flat, batch, nseg, rows = batched_indptr(ptr, src.shape, segments=src.shape[axis])
+        out_chunks = da.core.normalize_chunks(src.chunks[:axis] + (chunks,), batch + (rows,), dtype=np.int64)
+        return gather(src, _batched_coords(flat, batch, nseg, rows, out_chunks), axis=0)
+    ptr = check_indptr(ptr, None)
     if len(ptr) - 1 != src.shape[axis]:
         _gather_segment(np.zeros((1,) * axis + (src.shape[axis],), src.dtype), ptr, axis=axis)   # its ValueError
     ids = _segment_ids(ptr, chunks)

@@ -39,21 +39,13 @@ _NOTES = """On Dask: the arrays may be Dask or NumPy arrays (`grad_out` and `out
     messages; nanmean: among its non-NaN messages), each pair's cotangent is first scaled by its own count over
     the whole count (one more pass over the pairs counts them; for max/min and nanmean it forms each pair's
     messages, E_pair x F). The shares then add up: exact where one pair holds all of an element's edges, else
-    to rounding. The arguments are checked when the graph is built (the in-memory function runs on one edge of
+    to rounding. mul and nanprod scale each pair's cotangent (tangent) by the product of the other pairs'
+    messages, from per-pair products of the nonzero messages and counts of the zero ones (prefix and suffix
+    products over the pairs, no division: exact with zeros, to rounding); div's rule needs only `out`. The arguments are checked when the graph is built (the in-memory function runs on one edge of
     the same dtypes and feature shape); an out-of-range entry under ``mode="raise"`` raises IndexError when
     computed."""
-_RAISES = """    NotImplementedError
-        On Dask: mul, div and nanprod, whose rules need the product of each group's other members across pairs.
-"""
-
-
 def _check_op(op, fun):
-    op = get_op(op)
-    if op.partials:
-        raise NotImplementedError(f"cyscatter.dask.{fun} does not support op {op.name!r}: its derivative needs the "
-                                  "product of each group's other members across block pairs; use the in-memory "
-                                  f"cyscatter.{fun} on computed arrays")
-    return op
+    return get_op(op)
 
 
 def _setup(op, fun, src, gather_index, scatter_index, weight, plan, dim_size, axis, mode, dim_chunks, num_threads,
@@ -68,6 +60,8 @@ def _setup(op, fun, src, gather_index, scatter_index, weight, plan, dim_size, ax
 def _totals(g, op, layer, out, wkeys, split_every, extra=None):
     """Per (b, d, f), the key of the whole statistic (the sum of the pairs' local ones, and of the output-shaped
     `extra`, the initial dst's winners, when given); none if the op has no statistic."""
+    if op.partials in eb.PRODUCTS:
+        return _others(g, op, layer, wkeys, extra)
     if not (op.selects or op.counts):
         return {}
     totals = {}
@@ -89,7 +83,45 @@ def _totals(g, op, layer, out, wkeys, split_every, extra=None):
     return totals
 
 
-@mirror(_vjp_src, params=_PARAMS, notes=_NOTES, raises=_RAISES)
+def _others(g, op, layer, wkeys, extra):
+    """mul/nanprod: per (b, d, f, s), the key of the product statistic of every pair but s (and of `extra`, the
+    initial dst), from prefix and suffix products over the source partitions (no division: exact with zeros)."""
+    task = partial(eb.product_stat, op=op.name, nb=g.nb, m=g.m)
+    ns = len(g.plan.src_chunks)
+    others = {}
+    for b, f in g.outer_blocks():
+        for d in range(len(g.plan.dim_chunks)):
+            stats = []
+            for s in range(ns):
+                key = (g.name + "-prod", *b, d, *f, s)
+                layer[key] = (task, g.src_key(g.src, b, s, f), g.pair_key(s, d), wkeys[(s, d)])
+                stats.append(key)
+            base = None
+            if extra is not None:
+                base = (g.name + "-prod-extra", *b, d, *f)
+                layer[base] = (partial(eb.product_extra, nb=g.nb, md=g.md), g.out_key(extra, b, d, f))
+            prefix, suffix = [base], [None]
+            for s in range(ns - 1):
+                key = (g.name + "-prod-prefix", *b, d, *f, s)
+                layer[key] = (eb.mul_stats, [prefix[-1], stats[s]])
+                prefix.append(key)
+            for s in range(ns - 1, 0, -1):
+                key = (g.name + "-prod-suffix", *b, d, *f, s)
+                layer[key] = (eb.mul_stats, [suffix[-1], stats[s]])
+                suffix.append(key)
+            suffix.reverse()   # suffix[s]: the pairs after s
+            for s in range(ns):
+                key = (g.name + "-prod-others", *b, d, *f, s)
+                layer[key] = (eb.mul_stats, [prefix[s], suffix[s]])
+                others[(b, d, f, s)] = key
+    return others
+
+
+def _stat(totals, b, d, f, s):
+    return totals.get((b, d, f), totals.get((b, d, f, s)))
+
+
+@mirror(_vjp_src, params=_PARAMS, notes=_NOTES)
 def gather_scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, gather_index: IndexLike | None = None,
                            scatter_index: IndexLike | None = None, out: ArrayInput | None = None, *,
                            weight: ArrayInput | None = None, dim_size: DimSize | None = None,
@@ -127,14 +159,14 @@ def vjp_src_graph(op, grad_out, src, gather_index, scatter_index, out, weight, d
             for d in range(len(g.plan.dim_chunks)):
                 key = (name + "-pair", *b, s, *f, d)
                 layer[key] = (task, g.src_key(g.src, b, s, f), g.pair_key(s, d), g.out_key(grad, b, d, f),
-                              g.out_key(out, b, d, f), totals.get((b, d, f)), wkeys[(s, d)])
+                              g.out_key(out, b, d, f), _stat(totals, b, d, f, s), wkeys[(s, d)])
                 keys.append(key)
             top = tree_reduce(layer, name + "-merge", (*b, s, *f), keys, eb.add_arrays, split_every)
             layer[(name, *b, s, *(0,) * (g.m - 1), *f)] = (partial(_as_dtype, dtype=dtype), top)
     return new_array(name, layer, g.deps(grad, out, extra), g.src.chunks, dtype)
 
 
-@mirror(_vjp_weight, params=_PARAMS, notes=_NOTES, raises=_RAISES)
+@mirror(_vjp_weight, params=_PARAMS, notes=_NOTES)
 def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
                               gather_index: IndexLike | None = None, scatter_index: IndexLike | None = None,
                               out: ArrayInput | None = None, *, weight: ArrayInput | None = None,
@@ -166,7 +198,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
             for d in range(len(plan.dim_chunks)):
                 key = (name + "-pair", *b, s, *f, d)
                 layer[key] = (task, g.src_key(g.src, b, s, f), g.pair_key(s, d), g.out_key(grad, b, d, f),
-                              g.out_key(out, b, d, f), totals.get((b, d, f)), wkeys[(s, d)])
+                              g.out_key(out, b, d, f), _stat(totals, b, d, f, s), wkeys[(s, d)])
                 for e in range(len(edge_blocks)):
                     piece = (name + "-piece", *b, s, *f, d, e)
                     layer[piece] = (partial(eb.weight_piece, e=e), key, g.pair_key(s, d), (plan.pieces.name, e, s, d))
@@ -179,7 +211,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
     return new_array(name, layer, g.deps(grad, out), chunks, dtype)
 
 
-@mirror(_jvp, params=_PARAMS, notes=_NOTES, raises=_RAISES)
+@mirror(_jvp, params=_PARAMS, notes=_NOTES)
 def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | None = None,
                        scatter_index: IndexLike | None = None, out: ArrayInput | None = None,
                        src_dot: ArrayInput | None = None, *, weight: ArrayInput | None = None,
@@ -204,6 +236,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     layer = {}
     wkeys = g.weight_keys(layer, g.weight, "weight")
     dkeys = g.weight_keys(layer, weight_dot, "weight-dot")
+    others = _others(g, op, layer, wkeys, None) if op.partials in eb.PRODUCTS else {}
     task = partial(eb.jvp_pair, op=op.name, nb=g.nb, m=g.m, md=g.md, threads=g.threads)
     chunks = g.out_chunks()
     for b, f in g.outer_blocks():
@@ -213,7 +246,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
                 key = (name + "-pair", *b, d, *f, s)
                 layer[key] = (task, g.src_key(g.src, b, s, f), g.pair_key(s, d), g.out_key(out, b, d, f),
                               None if src_dot is None else g.src_key(src_dot, b, s, f), wkeys[(s, d)],
-                              dkeys[(s, d)])
+                              dkeys[(s, d)], others.get((b, d, f, s)))
                 keys.append(key)
             top = tree_reduce(layer, name + "-merge", (*b, d, *f), keys, eb.jvp_combine, split_every)
             where = (*b, d, *(0,) * (g.md - 1), *f)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import dask.array as da
 import numpy as np
 
-from cyscatter._plan.layout import normalize_axis
+from cyscatter._plan.layout import normalize_axis, src_layout
 from cyscatter._reverse.scatter import gather_vjp_src as _gather_vjp_src
 from cyscatter._reverse.scatter import scatter_vjp_dst as _scatter_vjp_dst
 from cyscatter._reverse.scatter import scatter_vjp_src as _scatter_vjp_src
@@ -21,6 +21,7 @@ from cyscatter.dask._docs import mirror
 from cyscatter.dask._edges import mini
 from cyscatter.dask._gather import gather
 from cyscatter.dask._graph import as_coords, known_shape
+from cyscatter.dask._groups import broadcast_src
 from cyscatter.dask._message_reverse import _check_op, vjp_src_graph
 from cyscatter.dask._scatter import scatter
 
@@ -37,15 +38,30 @@ _DIM_CHUNKS = """    dim_chunks : int or sequence of int, optional
 _SPLIT = """    split_every : int, default 4
         On Dask: partials merged per task.
 """
-_NOT_PRODUCTS = """    NotImplementedError
-        On Dask: mul, div and nanprod (their rules need the products of the other entries across blocks).
-"""
 
 
 def _as_dask(arr, arg):
     if arr is None:
         return None
     return known_shape(arr, arg) if isinstance(arr, da.Array) else da.asarray(np.asarray(arr))
+
+
+def _broadcast(src, index, out, axis):
+    """(`src` broadcast lazily to B + I + F, the axis) where it has another shape that broadcasts to that one (as
+    the in-memory functions take it: B and F of `out`), else None; ValueError where it does not broadcast."""
+    coords = as_coords(index)
+    axis, _, _, expected = src_layout(src.shape, coords, axis, table_shape=out.shape, table_arg="out",
+                                      expanded_check=False)
+    if tuple(src.shape) == expected:
+        return None
+    return broadcast_src(src, expected, axis, coords), axis
+
+
+def _unbroadcast(full, shape):
+    """The sum of `full` over the dims a src of `shape` was broadcast along: an array of `shape`."""
+    lead = full.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(j + lead for j, n in enumerate(shape) if n == 1 and full.shape[j + lead] != 1)
+    return full.sum(axis=dims, dtype=full.dtype).reshape(shape) if dims else full.reshape(shape)
 
 
 def _layout(src, index, out, axis, arg="src"):
@@ -63,30 +79,34 @@ def _mini_index(coords, lead=None):
     return parts if len(parts) > 1 else parts[0]
 
 
-@mirror(_scatter_vjp_src, params=_DIM_CHUNKS, raises=_NOT_PRODUCTS)
+@mirror(_scatter_vjp_src, params=_DIM_CHUNKS)
 def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
                     dst: ArrayInput | None = None, axis: SupportsIndex = 0, mode: Mode = "raise",
                     dim_chunks: SupportsIndex | Sequence[SupportsIndex] | None = None) -> da.Array:
     """Lazy ``cyscatter.scatter_vjp_src`` of Dask arrays: the cotangent of `src` (its shape and chunks).
 
-    `src` must have its full shape B + I + F (no broadcasting on Dask). The entries are the edges of a
+    A `src` that broadcasts to B + I + F (B and F of `out`) is broadcast lazily, and its cotangent summed over
+    the broadcast dims (to rounding: Dask's sums). The entries are the edges of a
     message-passing call from their own position (``cyscatter.dask.gather_scatter_vjp_src`` with a gather index
     of positions), so each (src chunk, destination partition) pair runs the in-memory rule with its cotangent
     scaled by its share of each output element (mean's counts, max/min's tied winners, the initial `dst` a
-    candidate of max/min); exact where one pair holds all of an element's entries, else to rounding.
+    candidate of max/min; for mul and nanprod, by the product of the other pairs' entries and of `dst`); exact
+    where one pair holds all of an element's entries, else to rounding.
     """
     op = _check_op(op, "scatter_vjp_src")
     src, grad, out, dst = (_as_dask(a, n) for a, n in ((src, "src"), (grad_out, "grad_out"), (out, "out"),
                                                          (dst, "dst")))
+    broadcast = _broadcast(src, index, out, axis)
+    if broadcast is not None:   # the cotangent of the broadcast src, summed over the dims src broadcast along
+        full = scatter_vjp_src(op, grad, broadcast[0], index, out, dst=dst, axis=broadcast[1], mode=mode,
+                               dim_chunks=dim_chunks)
+        return _unbroadcast(full, src.shape)
     coords, axis, m, ishape, dims = _layout(src, index, out, axis)
     ni = len(ishape)
     _scatter_vjp_src(op, mini(grad, axis + m), mini(src, axis + ni), _mini_index(coords), mini(out, axis + m),
                      dst=mini(dst, axis + m), axis=axis, mode=mode)   # the in-memory checks, on one entry
     dtype = _scatter_vjp_src(op, mini(grad, axis + m), mini(src, axis + ni), _mini_index(coords),
                              mini(out, axis + m), dst=mini(dst, axis + m), axis=axis, mode=mode).dtype
-    if tuple(src.shape[axis:axis + ni]) != ishape:
-        raise ValueError(f"src shape {src.shape} does not hold the index shape {ishape} at axis {axis}: on Dask, "
-                         "src must have its full shape (no broadcasting)")
     chunks = src.chunks[axis:axis + ni]
     positions = tuple(da.broadcast_to(da.arange(n, chunks=c).reshape((1,) * k + (n,) + (1,) * (ni - k - 1)), ishape,
                                       chunks=chunks)
@@ -94,24 +114,31 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     extra = None
     if dst is not None and op.selects:   # the initial dst is a candidate: its winners join the total
         extra = da.map_blocks(eb.winners_of, dst, out.rechunk(dst.chunks), dtype=np.float64)
+    elif dst is not None and op.partials in eb.PRODUCTS:   # the initial dst is a factor of every product
+        extra = dst
     targets = tuple(c.rechunk(chunks) for c in coords) if m > 1 else coords[0].rechunk(chunks)
     grad_src = vjp_src_graph(op, grad, src, positions if ni > 1 else positions[0], targets, out, None, dims, axis,
                              mode, None, None, dim_chunks, 4, extra)
     return grad_src.astype(dtype)
 
 
-@mirror(_scatter_vjp_dst, raises=_NOT_PRODUCTS)
+@mirror(_scatter_vjp_dst)
 def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: ArrayInput, index: IndexLike,
                     out: ArrayInput, *, axis: SupportsIndex = 0, mode: Mode = "raise") -> da.Array:
     """Lazy ``cyscatter.scatter_vjp_dst`` of Dask arrays: the cotangent of `dst` (shape of `dst`, chunks of
     `grad_out`).
 
     Each block of `dst` runs the in-memory rule; for max/min and fmax/fmin its cotangent is first shared with
-    the tied src winners, counted by a Dask scatter-add (``src == out[index]``), as the in-memory rule splits it.
+    the tied src winners, counted by a Dask scatter-add (``src == out[index]``), as the in-memory rule splits it;
+    for mul, div and nanprod it is first multiplied by the Dask scatter of `src` with the op (from 1), in the
+    result dtype (to rounding).
     """
     op = _check_op(op, "scatter_vjp_dst")
     grad, dst, src, out = (_as_dask(a, n) for a, n in ((grad_out, "grad_out"), (dst, "dst"), (src, "src"),
                                                          (out, "out")))
+    broadcast = _broadcast(src, index, out, axis)
+    if broadcast is not None:
+        src, axis = broadcast
     coords, axis, m, ishape, dims = _layout(src, index, out, axis)
     ni = len(ishape)
     dtype = _scatter_vjp_dst(op, mini(grad, axis + m), mini(dst, axis + m), mini(src, axis + ni),
@@ -120,8 +147,11 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
         if arr.shape != grad.shape:
             raise ValueError(f"{arg} has shape {arr.shape} but grad_out has shape {grad.shape}")
     dst, out = dst.rechunk(grad.chunks), out.rechunk(grad.chunks)
-    task = partial(_dst_block, op=op.name, src_dtype=src.dtype, empty_index=_mini_index(coords, (0,) * ni), ni=ni,
+    task = partial(_dst_block, op=op.name, src_dtype=src.dtype, empty_index=_mini_index(coords, (0,) * max(ni, 1)), ni=max(ni, 1),
                    m=m, axis=axis, dtype=dtype)
+    if op.partials:
+        factor = scatter(src.astype(dtype), index, op.name, dim_size=dims, axis=axis, mode=mode)
+        return da.map_blocks(task, grad, dst, out, None, factor.rechunk(grad.chunks), dtype=dtype)
     if not op.selects:
         return da.map_blocks(task, grad, dst, out, dtype=dtype)
     wins = da.map_blocks(partial(eb.winners_of, skip_nan=op.skips_nan), src,
@@ -130,7 +160,10 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     return da.map_blocks(task, grad, dst, out, total, dtype=dtype)
 
 
-def _dst_block(grad, dst, out, total=None, *, op, src_dtype, empty_index, ni, m, axis, dtype):
+def _dst_block(grad, dst, out, total=None, factor=None, *, op, src_dtype, empty_index, ni, m, axis, dtype):
+    if factor is not None:   # the product of the src entries: the in-memory rule on no entries then gives g
+        with np.errstate(invalid="ignore", over="ignore"):
+            grad = grad * factor
     if total is not None:
         mine = eb.winners_of(dst, out)
         total = total + mine
@@ -139,7 +172,8 @@ def _dst_block(grad, dst, out, total=None, *, op, src_dtype, empty_index, ni, m,
         if not np.all(factor[mine > 0] == 1):
             real = grad.dtype if grad.dtype.kind in "fc" else np.dtype(np.float64)
             grad = grad * factor.astype(np.empty(0, real).real.dtype)
-    # no src entries: the in-memory rule of dst alone, on the cotangent shared out above
+    # no src entries (a 1-D empty index: a 0-d one is an entry): the in-memory rule of dst alone, on the cotangent
+    # shared out above
     src = np.zeros(dst.shape[:axis] + (0,) * ni + dst.shape[axis + m:], src_dtype)
     return _scatter_vjp_dst(op, grad, dst, src, empty_index, out, axis=axis, mode="drop").astype(dtype, copy=False)
 

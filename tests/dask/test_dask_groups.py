@@ -101,6 +101,76 @@ def test_gather_segment_matches_in_memory(chunks):
     np.testing.assert_array_equal(got.compute(), cs.gather_segment(src, indptr))
 
 
+@pytest.mark.parametrize("shape", [(1, 2), (), (1, 1), (N, 1)])
+@pytest.mark.parametrize("func", GROUP_FUNCS)
+def test_group_functions_with_src_that_broadcasts(func, shape):
+    # as in memory: the group statistics take a src that broadcasts to I + F; softmax's result has src's shape,
+    # so it needs the index dims (and refuses otherwise, as in memory)
+    rng = np.random.default_rng(8)
+    src = (rng.standard_normal(shape) * 3)
+    index = rng.integers(0, 7, N)
+    lazy_index = da.from_array(index, chunks=CHUNKS["uneven_empty"])
+    try:
+        expected = getattr(cs, func)(src, index, dim_size=7)
+    except ValueError as err:
+        with pytest.raises(ValueError) as got:
+            getattr(csd, func)(da.from_array(src), lazy_index, dim_size=7)
+        assert str(got.value) == str(err)
+        return
+    close(getattr(csd, func)(da.from_array(src), lazy_index, dim_size=7).compute(), expected)
+
+
+BATCH_CHUNKS = {"one": (2, 3, N, 2), "uneven": (1, (2, 1), (5, 0, 1, N - 6), 1), "singles": (1, 1, 1, 1)}
+
+
+def batched_indptr(rng, shape, rows, segments):
+    inner = np.sort(rng.integers(0, rows + 1, shape + (segments - 1,)), axis=-1)
+    return np.concatenate([np.zeros(shape + (1,), np.int64), inner, np.full(shape + (1,), rows)], axis=-1)
+
+
+@pytest.mark.parametrize("ptr_batch", [(2, 3), (1, 3), (2, 1)])
+@pytest.mark.parametrize("chunks", list(BATCH_CHUNKS))
+@pytest.mark.parametrize("op", ["add", "max", "mean", "set", "first", "nanprod"])
+def test_segment_with_batched_indptr_matches_in_memory(op, chunks, ptr_batch):
+    # one pointer per batch row (or broadcast along a batch dim of 1), as pytorch_scatter's segment_csr
+    rng = np.random.default_rng(6)
+    src = rng.integers(-3, 4, (2, 3, N, 2)).astype(np.float64)
+    src[0, 1, 3, 0] = np.nan
+    indptr = batched_indptr(rng, ptr_batch, N, 5)
+    expected = cs.segment(src, indptr, op, fill_value=-9.0)
+    got = csd.segment(da.from_array(src, chunks=BATCH_CHUNKS[chunks]), indptr, op, fill_value=-9.0, dim_chunks=1)
+    close(got.compute(), expected)
+    got = csd.segment(da.from_array(src, chunks=BATCH_CHUNKS[chunks]), da.from_array(indptr, chunks=1), op, axis=2,
+                      fill_value=-9.0)
+    close(got.compute(), expected)
+
+
+@pytest.mark.parametrize("ptr_batch", [(2, 3), (1, 3), (2, 1)])
+@pytest.mark.parametrize("chunks", [3, 1, "auto"])
+def test_gather_segment_with_batched_indptr_matches_in_memory(chunks, ptr_batch):
+    rng = np.random.default_rng(7)
+    src = rng.standard_normal((2, 3, 5, 2))
+    indptr = batched_indptr(rng, ptr_batch, 9, 5)
+    got = csd.gather_segment(da.from_array(src, chunks=(1, 2, 2, 1)), indptr, chunks=chunks)
+    np.testing.assert_array_equal(got.compute(), cs.gather_segment(src, indptr))
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: csd.segment(s, np.array([[0, 2, N], [1, 2, N]]), "add"),                 # a row not from 0
+    lambda s: csd.segment(s, np.array([[0, 2, N], [0, 3, 2]]), "add"),                 # ends short, decreases
+    lambda s: csd.segment(s, np.zeros((3, 3), np.int64), "add"),                        # batch dims differ
+    lambda s: csd.segment(s, np.array([[0, 2, N], [0, 3, N]]), "add", axis=0),          # axis differs
+    lambda s: csd.gather_segment(s, np.array([[0, 2, 4], [0, 1, 5]])),                 # different row counts
+])
+def test_batched_indptr_errors_at_graph_time(call):
+    src = np.ones((2, N, 2))
+    with pytest.raises(ValueError, match="indptr") as expected:
+        call(src)
+    with pytest.raises(ValueError) as got:
+        call(da.from_array(src, chunks=1))
+    assert str(got.value) == str(expected.value)
+
+
 @pytest.mark.distributed
 def test_group_functions_on_local_cluster(client):
     rng = np.random.default_rng(5)

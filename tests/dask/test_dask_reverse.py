@@ -10,9 +10,8 @@ from testing import REDUCTION_OPS
 
 import cyscatter as cs
 import cyscatter.dask as csd
-from cyscatter._registry.ops import get_op
 
-REVERSE_OPS = tuple(op for op in REDUCTION_OPS if not get_op(op).partials)   # mul/div/nanprod: NotImplementedError
+REVERSE_OPS = REDUCTION_OPS
 N_SRC, N_DST, N_EDGES, F = 10, 7, 36, 2
 CHUNKINGS = {   # (src rows, edges, destination rows)
     "one": ((N_SRC,), (N_EDGES,), None),
@@ -93,6 +92,78 @@ def test_scatter_reverse_matches_in_memory(op, chunking, dst):
               cs.scatter_vjp_dst(op, grad, init, src, t, out))
 
 
+@pytest.mark.parametrize("op", ["mul", "nanprod"])
+def test_products_with_zeros_across_pairs_are_exact(op):
+    # each destination's entries lie in different source partitions: one zero, two zeros, a zero and a NaN,
+    # a zero in the initial dst; small integers, so the products are exact and so must be the cotangents
+    src = np.array([[0., 2.], [2., 0.], [3., np.nan], [0., 5.], [4., 0.], [np.nan, 1.]])
+    g = np.array([0, 1, 2, 3, 4, 5, 0, 2, 4])
+    t = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    init = np.array([[1., 2.], [0., 3.], [2., 1.]])
+    grad = np.array([[1., 2.], [3., 5.], [7., 11.]])
+    xs = da.from_array(src, chunks=((1, 2, 3), 1))
+    kw = {"dim_size": 3, "dim_chunks": (1, 2), "split_every": 2}
+    out = cs.gather_scatter(src, g, t, op, dim_size=3)
+    for got, expected in [
+            (csd.gather_scatter_vjp_src(op, grad, xs, g, t, out, **kw), cs.gather_scatter_vjp_src(op, grad, src, g, t, out, dim_size=3)),
+            (csd.gather_scatter_jvp(op, xs, g, t, out, src + 1, **kw), cs.gather_scatter_jvp(op, src, g, t, out, src + 1, dim_size=3))]:
+        np.testing.assert_array_equal(got.compute(), expected)
+    msgs = src[g]
+    out = cs.scatter_into(init.copy(), msgs, t, op)
+    got = csd.scatter_vjp_src(op, grad, da.from_array(msgs, chunks=(2, 1)), t, out, dst=init, dim_chunks=(2, 1))
+    np.testing.assert_array_equal(got.compute(), cs.scatter_vjp_src(op, grad, msgs, t, out, dst=init))
+    got = csd.scatter_vjp_dst(op, grad, init, da.from_array(msgs, chunks=(4, 1)), t, out)
+    np.testing.assert_array_equal(got.compute(), cs.scatter_vjp_dst(op, grad, init, msgs, t, out))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.complex128])
+@pytest.mark.parametrize("op", ["mul", "div", "nanprod"])
+def test_products_in_other_dtypes_match_in_memory(op, dtype):
+    rng = np.random.default_rng(zlib.crc32(repr((op, np.dtype(dtype).name)).encode()))
+    src = rng.integers(-2, 3, (N_SRC, F)).astype(dtype)
+    g, t = rng.integers(0, N_SRC, N_EDGES), rng.integers(0, N_DST, N_EDGES)
+    w = rng.integers(1, 3, N_EDGES).astype(dtype)
+    out = cs.gather_scatter(src, g, t, op, weight=w, dim_size=N_DST)
+    grad = rng.standard_normal((N_DST, F)).astype(np.float32 if dtype == np.float32 else np.float64)
+    xs, gs = da.from_array(src, chunks=((3, 0, 1, 6), 1)), da.from_array(g, chunks=(11, 0, 1, 24))
+    kw = {"weight": w, "dim_size": N_DST, "dim_chunks": (2, 0, 1, 4)}
+    tol = {"rtol": 1e-4, "atol": 1e-4 * np.abs(out).max()} if dtype == np.float32 else {"rtol": 1e-12}
+    for fun in ("gather_scatter_vjp_src", "gather_scatter_vjp_weight"):
+        got = getattr(csd, fun)(op, grad, xs, gs, t, out, **kw).compute()
+        expected = getattr(cs, fun)(op, grad, src, g, t, out, weight=w, dim_size=N_DST)
+        assert got.dtype == expected.dtype
+        np.testing.assert_allclose(got, expected, **tol)
+
+
+@pytest.mark.parametrize("shape", [(1, F), (), (N_EDGES, 1), (1, 1), (F,)])
+@pytest.mark.parametrize("op", ["add", "mean", "max", "mul", "div", "nanprod", "fmin"])
+def test_scatter_reverse_with_src_that_broadcasts(op, shape):
+    # src stands for its broadcast to I + F (as NumPy's ufunc.at); its cotangent sums over the broadcast dims
+    rng = np.random.default_rng(zlib.crc32(repr((op, shape)).encode()))
+    src = rng.integers(-2, 3, shape).astype(np.float64)
+    t = rng.integers(0, N_DST, N_EDGES)
+    init = rng.integers(-2, 3, (N_DST, F)).astype(np.float64)
+    grad = rng.standard_normal((N_DST, F))
+    full = np.broadcast_to(src, (N_EDGES, F))
+    for dst in (None, init):
+        out = cs.scatter(full, t, op, dim_size=N_DST) if dst is None else cs.scatter_into(init.copy(), full, t, op)
+        close(csd.scatter_vjp_src(op, grad, da.from_array(src), da.from_array(t, chunks=(11, 0, 1, 24)), out,
+                                  dst=dst, dim_chunks=(3, 4)).compute(),
+              cs.scatter_vjp_src(op, grad, src, t, out, dst=dst))
+    close(csd.scatter_vjp_dst(op, grad, init, da.from_array(src), da.from_array(t, chunks=5), out).compute(),
+          cs.scatter_vjp_dst(op, grad, init, src, t, out))
+
+
+def test_scatter_reverse_refuses_src_that_does_not_broadcast():
+    t = np.arange(N_EDGES) % N_DST
+    grad = np.ones((N_DST, F))
+    with pytest.raises(ValueError, match="does not broadcast") as expected:
+        cs.scatter_vjp_src("add", grad, np.ones(3), t, grad)
+    with pytest.raises(ValueError) as got:
+        csd.scatter_vjp_src("add", grad, da.ones(3), t, grad)
+    assert str(got.value) == str(expected.value)
+
+
 @pytest.mark.parametrize("mode", ["raise", "drop", "wrap"])
 def test_gather_vjp_src_matches_in_memory(mode):
     rng = np.random.default_rng(3)
@@ -110,8 +181,6 @@ def test_reverse_argument_errors_at_graph_time():
         csd.gather_scatter_vjp_src("add", np.ones((N_DST + 1, F)), xs, g, t, dim_size=N_DST)
     with pytest.raises(ValueError, match="src_dot"):
         csd.gather_scatter_jvp("add", xs, g, t, None, np.ones((3, F)), dim_size=N_DST)
-    with pytest.raises(NotImplementedError, match="div"):
-        csd.scatter_vjp_src("div", np.ones((N_DST, F)), np.ones((N_EDGES, F)), t, np.ones((N_DST, F)))
     with pytest.raises(ValueError, match="grad_out"):
         csd.gather_vjp_src(np.ones((3, F)), t, (N_DST, F))
 

@@ -89,6 +89,10 @@ def _as_numpy(value):
         return tuple(_as_numpy(v) for v in value)
     if isinstance(value, cs.GatherScatterPlan):
         return tuple(getattr(value, k) for k in ("gather", "scatter", "indptr", "edge_ids", "cols"))
+    if type(value).__module__.startswith("cyscatter.dask"):   # a Dask plan: what it computes (its chunks may differ)
+        import dask.array as da
+        n = value.src_dims[0]
+        return cs.dask.gather_scatter(da.from_array(np.arange(1.0, n + 1)), op="add", plan=value).compute()
     if hasattr(value, "dask"):
         return value.compute(scheduler="sync")
     return value

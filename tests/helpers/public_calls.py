@@ -219,6 +219,15 @@ def _baselines() -> dict[str, Callable[[], dict]]:
                                                            split_every=2))
            for kind in ("any", "all")},
     }
+    # the other Dask functions take their in-memory namesakes' arguments, every array chunked in two
+    dask_new = sorted(name for name in csd.__all__ if f"cyscatter.dask.{name}" not in base
+                      and f"cyscatter.{name}" in base)
+    for name in dask_new:
+        core = base[f"cyscatter.{name}"]
+        params = signature(getattr(csd, name)).parameters
+        base[f"cyscatter.dask.{name}"] = (lambda core=core, params=params: {
+            k: chunked(v) if isinstance(v, np.ndarray) and v.ndim else v
+            for k, v in core().items() if k in params})
     # grad: the autograd primitives take the arguments of their namesakes (without num_threads)
     for name in csgrad.__all__:
         core = base[f"cyscatter.{name}"]

@@ -52,7 +52,7 @@ from cyscatter.dask._quantile import scatter_nanquantile, scatter_quantile, with
 from cyscatter.dask._scan import scatter_scan
 from cyscatter.dask._scatter import scatter
 from cyscatter.dask._scatter_reverse import gather_vjp_src, scatter_vjp_dst, scatter_vjp_src
-from cyscatter.dask._whole import EXPANDS
+from cyscatter.dask._whole import EXPANDS as _EXPANDS
 from cyscatter.dask._whole import accept_empty_tuple as _accept_empty_tuple
 
 scatter = with_order_stats(scatter)   # the ops median / nanmedian: whole groups (cyscatter.dask._quantile)
@@ -96,7 +96,7 @@ __all__ += [
     "segment",
 ]
 for _name in __all__:
-    if _name in EXPANDS:
+    if _name in _EXPANDS:
         globals()[_name] = _accept_empty_tuple(globals()[_name])
 del _name
 _take_foreign_in(globals(), [n for n in __all__ if n != "GatherScatterPlan"])

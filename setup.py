@@ -6,6 +6,11 @@ Environment switches (read at build time):
   the test suite; its C files go to ``build/cython``), compiled with ``-g`` and not stripped.
 - ``CYSCATTER_SANITIZE=1``: AddressSanitizer and UndefinedBehaviorSanitizer flags (GCC/Clang), with ``-g``, not
   stripped (``tools/sanitize.sh`` runs the tests against such a build).
+- ``CYSCATTER_JAX_FFI=0``: skip the optional C++ extension ``cyscatter.jax._ffi`` (the XLA FFI bridge through
+  which jitted ``cyscatter.jax`` functions get XLA's buffers without copies). It is built only where ``jaxlib``
+  imports and ships the XLA FFI headers (``jaxlib/include/xla/ffi/api/ffi.h``), so not in an isolated build
+  environment without jaxlib (``pip install --no-build-isolation``, or ``build_ext --inplace``, with JAX
+  installed); if it is missing or fails to compile, ``cyscatter.jax`` falls back to ``jax.pure_callback``.
 - ``CYSCATTER_OPENMP=0``: build without OpenMP (the kernels then run on one thread). With the default (``1``) a
   tiny OpenMP program is compiled and linked first; if the compiler cannot, the build goes on without OpenMP and
   says so in a warning.
@@ -39,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEBUG = os.environ.get("CYSCATTER_DEBUG", "0") == "1"
 SANITIZE = os.environ.get("CYSCATTER_SANITIZE", "0") == "1"
 OPENMP = os.environ.get("CYSCATTER_OPENMP", "1") == "1"
+JAX_FFI = os.environ.get("CYSCATTER_JAX_FFI", "1") == "1"
 CACHE = os.path.join(HERE, "build", "cyscatter-cache")
 KEEP = 3   # builds kept per module in CACHE
 HEADERS = ("include/_cpu.h", "include/_cdiv.h", "include/_fused.h", "include/_halfconv.h", "include/_stage.h")   # setuptools does not scan includes
@@ -157,7 +163,7 @@ class cyscatter_build_ext(build_ext):
         """Everything the compiled `ext` depends on, hashed."""
         h = hashlib.sha256()
         package = os.path.join(HERE, "cyscatter")
-        files = [ext.name.replace(".", "/") + ".pyx", "setup.py"] + sorted(
+        files = [ext._cyscatter_source, "setup.py"] + sorted(
             f"cyscatter/{f}" for f in os.listdir(package) if f.endswith((".pxd", ".pxi"))) + list(HEADERS_PATHS)
         for path in files:
             h.update(path.encode() + b"\0")
@@ -171,7 +177,7 @@ class cyscatter_build_ext(build_ext):
         for part in (ext.name, Cython.__version__, np.__version__, sys.version, sysconfig.get_platform(),
                      sysconfig.get_config_var("EXT_SUFFIX"), str(getattr(self.compiler, "compiler_so", "")),
                      compiler_id, repr(ext.extra_compile_args), repr(ext.extra_link_args), repr(ext.define_macros),
-                     repr(sorted(directives.items())), repr(self.debug)):
+                     repr(sorted(directives.items())), repr(self.debug), getattr(ext, "_cyscatter_versions", "")):
             h.update(str(part).encode() + b"\0")
         return h.hexdigest()[:20]
 
@@ -179,8 +185,11 @@ class cyscatter_build_ext(build_ext):
         compile_args, link_args, summary = self._choose_flags()
         print(f"cyscatter build flags ({summary})")
         for ext in self.extensions:
-            ext.extra_compile_args = compile_args
-            ext.extra_link_args = link_args
+            ext.extra_compile_args = list(compile_args)
+            ext.extra_link_args = list(link_args)
+            ext._cyscatter_source = ext.sources[0]
+            if ext.language == "c++":
+                ext.extra_compile_args.append("/std:c++17" if self.compiler.compiler_type == "msvc" else "-std=c++17")
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         to_build = []
         for ext in self.extensions:
@@ -196,9 +205,10 @@ class cyscatter_build_ext(build_ext):
         if not to_build:
             return
         from Cython.Build import cythonize   # once, here: Cython is not safe to run in build_ext's -j threads
-        for ext, cythonized in zip(to_build, cythonize(to_build, compiler_directives=directives, force=self.force,
-                                                       build_dir="build/cython" if DEBUG else None,
-                                                       nthreads=self.parallel or 0)):
+        cython = [ext for ext in to_build if ext.sources[0].endswith(".pyx")]
+        for ext, cythonized in zip(cython, cythonize(cython, compiler_directives=directives, force=self.force,
+                                                     build_dir="build/cython" if DEBUG else None,
+                                                     nthreads=self.parallel or 0)):
             ext.sources = cythonized.sources
             ext.depends = cythonized.depends
         # compile them even where build_ext's own check finds an output newer than its sources: that output may be
@@ -211,6 +221,8 @@ class cyscatter_build_ext(build_ext):
             self.extensions, self.force = every, force
         os.makedirs(CACHE, exist_ok=True)
         for ext in to_build:
+            if not os.path.exists(self.get_ext_fullpath(ext.name)):   # an optional extension that failed
+                continue
             shutil.copyfile(self.get_ext_fullpath(ext.name), ext._cyscatter_cached + ".tmp")
             os.replace(ext._cyscatter_cached + ".tmp", ext._cyscatter_cached)
             # the newest KEEP builds of each module (a release and a debug build, say, side by side)
@@ -230,5 +242,27 @@ extensions = [
     )
     for module in ("kernels", "group_kernels", "fused_kernels", "assign_kernels", "scan_kernels", "nan_kernels")
 ]
+
+
+
+def _jax_ffi_extension():
+    """``cyscatter.jax._ffi`` where jaxlib's XLA FFI headers are at hand, else None (see the docstring)."""
+    if not JAX_FFI:
+        return None
+    try:
+        import jaxlib
+    except ImportError:
+        return None
+    include = os.path.join(os.path.dirname(jaxlib.__file__), "include")
+    if not os.path.exists(os.path.join(include, "xla", "ffi", "api", "ffi.h")):
+        return None
+    ext = Extension("cyscatter.jax._ffi", ["cyscatter/jax/_ffi.cc"], include_dirs=[np.get_include(), include],
+                    language="c++", optional=True,   # a compiler error leaves the pure_callback fallback
+                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
+    ext._cyscatter_versions = f"jaxlib {getattr(jaxlib, '__version__', '')}"
+    return ext
+
+
+extensions += [ext for ext in (_jax_ffi_extension(),) if ext is not None]
 
 setup(ext_modules=extensions, cmdclass={"build_ext": cyscatter_build_ext})

@@ -2,8 +2,9 @@
 ``jax.jvp`` and ``jax.vmap``, run by cyscatter's CPU kernels.
 
 Each function is a JAX primitive (`cyscatter.jax._primitives`): eagerly it calls cyscatter on the arrays; under
-``jax.jit`` it lowers to a ``jax.pure_callback`` of the same call; its derivatives are linear primitives built from
-cyscatter's split reverse functions (``scatter_vjp_src``, ``scatter_jvp``, ``gather_scatter_vjp_src``, ...), each
+``jax.jit`` it lowers to a call through XLA's FFI that hands cyscatter XLA's buffers without copying them (the
+optional extension ``cyscatter.jax._ffi``; a ``jax.pure_callback`` where it is not built); its derivatives are
+linear primitives built from cyscatter's split reverse functions (``scatter_vjp_src``, ``scatter_jvp``, ``gather_scatter_vjp_src``, ...), each
 the other's transpose, so reverse and forward mode compose to any order where the op's partials are locally
 constant (add, sub, mean, sqrt_n, max, min, gather, gather_scatter in src, the add/max/min scans). Output shapes
 are static: under jit pass ``dim_size`` (``num_segments``), or a `cyscatter.GatherScatterPlan` made outside. ``segment_sum``, ``segment_max``,

@@ -2,7 +2,9 @@
 
 Each cyscatter function becomes a JAX primitive (the way ``jax/_src/lax/slicing.py`` fills in a primitive's rules
 right beside it): evaluated eagerly by calling cyscatter on the host arrays, under ``jax.jit`` lowered to a
-``jax.pure_callback`` of the same call, its output shape found from the operands' shapes (a static size such as
+call of the same function through XLA's FFI (`cyscatter.jax._ffi`, which hands it the buffers XLA gives as
+NumPy views, no copy; a ``jax.pure_callback``, which copies every operand, where that extension is not built), its
+output shape found from the operands' shapes (a static size such as
 ``dim_size`` is a parameter), and batched (``jax.vmap``) by moving the batch axis to the end of the value
 operands, where it is one more feature axis that the kernels treat independently (an index or a per-edge weight
 with a batch axis instead runs one call per batch element through ``lax.map``).
@@ -20,6 +22,7 @@ a second derivative raises NotImplementedError rather than return a silently wro
 from __future__ import annotations
 
 import functools
+import os
 
 import jax
 import jax.numpy as jnp
@@ -83,14 +86,73 @@ def host_primitive(name: str, host, result, *, values=(0,)) -> Primitive:
 
     def lower(*args, **params):
         shape, dtype = result(*args, **params)
-        return jax.pure_callback(functools.partial(run, **params), jax.ShapeDtypeStruct(tuple(shape), dtype), *args,
-                                 vmap_method="sequential")
+        fn = functools.partial(run, **params)
+        if host_call() == "ffi":
+            return jax.ffi.ffi_call(_TARGET, jax.ShapeDtypeStruct(tuple(shape), dtype))(
+                *args, key=np.int64(_key(prim.name, params, fn)))
+        return jax.pure_callback(fn, jax.ShapeDtypeStruct(tuple(shape), dtype), *args, vmap_method="sequential")
 
     prim.def_impl(impl)
     prim.def_abstract_eval(abstract)
     mlir.register_lowering(prim, mlir.lower_fun(lower, multiple_results=False))
     batching.primitive_batchers[prim] = functools.partial(_batch, prim, values)
     return prim
+
+
+# ---- the host call under jit -----------------------------------------------------------------------------------------
+
+_TARGET = "cyscatter_host_call"
+_CALLS: list = []          # key -> run(*arrays) of one primitive with its parameters
+_KEYS: dict = {}           # (primitive name, parameters) -> key, so retracing reuses a key
+_MODE = {"value": None}    # "ffi" or "callback", decided on first use
+
+
+def host_call() -> str:
+    """How a jitted primitive calls cyscatter: ``"ffi"`` (the compiled bridge `cyscatter.jax._ffi`: no copies) or
+    ``"callback"`` (``jax.pure_callback``: the fallback where the bridge was not built, or where the environment
+    sets ``CYSCATTER_JAX_FFI=0``)."""
+    if _MODE["value"] is None:
+        set_host_call("callback" if os.environ.get("CYSCATTER_JAX_FFI", "1") == "0" else "ffi")
+    return _MODE["value"]
+
+
+def set_host_call(mode: str) -> str:
+    """Choose how functions traced from now on call cyscatter (``"ffi"`` falls back to ``"callback"`` when the
+    bridge is unavailable); returns the mode in force. Functions already compiled keep theirs."""
+    if mode not in ("ffi", "callback"):
+        raise ValueError(f"mode must be 'ffi' or 'callback', got {mode!r}")
+    _MODE["value"] = "ffi" if mode == "ffi" and _bridge() else "callback"
+    return _MODE["value"]
+
+
+@functools.cache
+def _bridge() -> bool:
+    try:
+        from cyscatter.jax import _ffi
+    except ImportError:
+        return False
+    _ffi.set_dispatch(_dispatch)
+    jax.ffi.register_ffi_target(_TARGET, _ffi.handler(), platform="cpu")
+    return True
+
+
+def _key(name, params, fn) -> int:
+    try:
+        ident = (name, tuple(sorted(params.items())))
+        hash(ident)
+    except TypeError:   # an unhashable parameter: a key of its own
+        ident = None
+    if ident is not None and ident in _KEYS:
+        return _KEYS[ident]
+    _CALLS.append(fn)
+    if ident is not None:
+        _KEYS[ident] = len(_CALLS) - 1
+    return len(_CALLS) - 1
+
+
+def _dispatch(key, args, rets):
+    """Called by the FFI handler with read-only views of the operands and the writable result buffer."""
+    rets[0][...] = _CALLS[key](*args)
 
 
 def _batch(prim, values, args, dims, **params):

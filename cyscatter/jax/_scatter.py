@@ -150,7 +150,7 @@ def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise
     """`cyscatter.scatter` as a JAX function: ``out[index[i]] op= src[i]`` along axis 0.
 
     Works under ``jax.jit``, ``jax.grad``/``jax.vjp``, ``jax.jvp`` and ``jax.vmap``; the kernels run on the host
-    (CPU) through ``jax.pure_callback`` under jit.
+    (CPU) through XLA's FFI under jit (``jax.pure_callback`` where the extension ``cyscatter.jax._ffi`` is absent).
 
     Parameters
     ----------

@@ -195,3 +195,20 @@ def test_bad_arguments_raise_clear_errors():
         cst.scatter(src, INDEX, dim_size=2)
     with pytest.raises((ValueError, KeyError), match="nope"):
         cst.scatter(src, INDEX, "nope")
+
+
+@pytest.mark.parametrize("op, torch_reduce", [("add", "sum"), ("max", "amax"), ("min", "amin"), ("mul", "prod")])
+def test_bfloat16_matches_scatter_reduce(op, torch_reduce):
+    pytest.importorskip("ml_dtypes")
+    g = torch.Generator().manual_seed(5)
+    src = torch.randn(7, 3, generator=g).to(torch.bfloat16).requires_grad_()
+    index = torch.tensor([0, 2, 2, 1, 0, 2, 1])
+    got = cst.scatter(src, index, op, dim_size=3)
+    want = torch.zeros(3, 3, dtype=torch.bfloat16).scatter_reduce(0, index.view(-1, 1).expand(7, 3), src.detach(),
+                                                                   torch_reduce, include_self=False)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.detach(), want)
+    if op == "add":
+        got.backward(torch.ones(3, 3, dtype=torch.bfloat16))
+        assert src.grad.dtype == torch.bfloat16 and torch.equal(src.grad, torch.ones(7, 3, dtype=torch.bfloat16))
+    torch.testing.assert_close(cst.gather(src.detach(), index), src.detach()[index])

@@ -92,6 +92,8 @@ def result_dtype(kind: str, dtype: torch.dtype, *args) -> torch.dtype:
         out = cs.segment(src, np.zeros(2, np.int64), args[0])
     elif kind in ("logsumexp", "softmax", "log_softmax") or kind in ("var", "std", "nanvar", "nanstd"):
         out = getattr(cs, f"scatter_{kind}")(src, index, dim_size=1)
+    elif kind == "quantile":
+        out = cs.scatter_quantile(src, index, 0.5, dim_size=1)
     elif kind == "scan":
         out = cs.scatter_scan(src, index, args[0], dim_size=1)
     else:   # pragma: no cover - every caller names a kind above

@@ -205,3 +205,17 @@ def scan(src: torch.Tensor, index: torch.Tensor, op: str, dim_size: int, axis: i
 @scan.register_fake
 def _(src, index, op, dim_size, axis, mode, exclusive, reverse):
     return src.new_empty(src.shape, dtype=result_dtype("scan", src.dtype, op))
+
+
+@lib.custom_op("cyscatter::quantile", mutates_args=())
+def quantile(src: torch.Tensor, index: torch.Tensor, q: float, nan: bool, method: str, dim_size: int, axis: int,
+             mode: str, fill_value: float | None) -> torch.Tensor:
+    """`cyscatter.scatter_quantile` (nan: `scatter_nanquantile`) of one scalar q; median is q = 0.5, linear."""
+    fn = cs.scatter_nanquantile if nan else cs.scatter_quantile
+    return tensor(fn(array(src), array(index), q, method=method, dim_size=dim_size, axis=axis, mode=mode,
+                     fill_value=fill_value))
+
+
+@quantile.register_fake
+def _(src, index, q, nan, method, dim_size, axis, mode, fill_value):
+    return src.new_empty(_rows(src.shape, axis, index.dim(), dim_size), dtype=result_dtype("quantile", src.dtype))

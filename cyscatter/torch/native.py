@@ -20,6 +20,7 @@ from torch.autograd import forward_ad
 
 import cyscatter as cs
 from cyscatter._arrays.keywords import HINTS, hide_catch_all, unexpected_keywords
+from cyscatter._registry.ops import ORDER_STATS
 from cyscatter.torch import _autograd  # noqa: F401  (registers the autograd formulas)
 from cyscatter.torch._bridge import array, plan_handle, tensor
 
@@ -44,8 +45,10 @@ __all__ = [
     "scatter_logsumexp",
     "scatter_nanargmax",
     "scatter_nanargmin",
+    "scatter_nanquantile",
     "scatter_nanstd",
     "scatter_nanvar",
+    "scatter_quantile",
     "scatter_scan",
     "scatter_softmax",
     "scatter_std",
@@ -123,6 +126,15 @@ def _op(op) -> str:
     return cs.get_op(op).name
 
 
+def _median(op) -> bool | None:
+    """For "median" / "nanmedian" (order statistics, not registry ops): whether NaN is skipped; else None."""
+    return ORDER_STATS.get(op) if isinstance(op, str) else None
+
+
+def _quantile(src, index, q, nan, method, dim_size, axis, mode, fill_value):
+    return ops.quantile(src, index, float(q), nan, method, dim_size, axis, mode, _float(fill_value))
+
+
 def _float(value):
     return None if value is None else float(value)
 
@@ -164,6 +176,14 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     _no_porting("scatter", porting)
     src, index = _tensor(src, "src"), _index(index)
     axis = _axis(axis, src, index.dim())
+    if _median(op) is not None:
+        result = _quantile(src, index, 0.5, _median(op), "linear", _dim_size(dim_size if out is None else
+                                                                          out.shape[axis], index),
+                           axis, mode, fill_value)
+        if out is None:
+            return result
+        _in_place(_tensor(out, "out"), "out", src)
+        return out.copy_(result)
     if out is not None:
         out = _tensor(out, "out")
         _in_place(out, "out", src)
@@ -272,6 +292,9 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
         raise TypeError("gather_scatter needs scatter_index or a plan")
     else:
         size = _dim_size(dim_size, si)
+    if _median(op) is not None and plan is None and weight is None:
+        messages = src if gi is None else ops.gather(src, gi, _axis(axis, src), mode or "raise", None)
+        return _quantile(messages, si, 0.5, _median(op), "linear", size, _axis(axis, src), mode or "raise", None)
     return ops.gather_scatter(src, gi, si, weight, _op(op), size, _axis(axis, src), mode, plan_handle(plan))
 
 
@@ -286,6 +309,9 @@ def segment(src, indptr, op="add", *, axis=None, fill_value=None, **porting):
     """`cyscatter.segment`: ``out[i] = op over src[indptr[i]:indptr[i+1]]`` along `axis` (CSR segments)."""
     _no_porting("segment", porting)
     src, indptr = _tensor(src, "src"), _index(indptr, "indptr")
+    if _median(op) is not None and indptr.dim() == 1:
+        return _quantile(src, segment_ids(indptr), 0.5, _median(op), "linear", indptr.shape[0] - 1,
+                         _segment_axis(axis, src, indptr), "raise", fill_value)
     return ops.segment(src, indptr, _op(op), _segment_axis(axis, src, indptr), _float(fill_value))
 
 
@@ -334,6 +360,27 @@ def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise", **port
     """`cyscatter.scatter_logsumexp`: ``log(sum(exp(src)))`` per group (empty groups: -inf)."""
     _no_porting("scatter_logsumexp", porting)
     return _softmax("logsumexp", src, index, dim_size, axis, mode)
+
+
+@hide_catch_all
+def scatter_quantile(src, index, q=0.5, *, method="linear", dim_size=None, axis=0, fill_value=None, mode="raise",
+                     **porting):
+    """`cyscatter.scatter_quantile` of one scalar `q` (NumPy's quantile per group); differentiable once in
+    `src` (`cyscatter.scatter_quantile_vjp`)."""
+    _no_porting("scatter_quantile", porting)
+    src, index = _tensor(src, "src"), _index(index)
+    return _quantile(src, index, q, False, method, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
+                     fill_value)
+
+
+@hide_catch_all
+def scatter_nanquantile(src, index, q=0.5, *, method="linear", dim_size=None, axis=0, fill_value=None,
+                        mode="raise", **porting):
+    """`cyscatter.scatter_nanquantile`: `scatter_quantile` skipping NaN (NumPy's nanquantile per group)."""
+    _no_porting("scatter_nanquantile", porting)
+    src, index = _tensor(src, "src"), _index(index)
+    return _quantile(src, index, q, True, method, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
+                     fill_value)
 
 
 def _moment(kind, src, index, ddof, dim_size, axis, mode):

@@ -226,6 +226,8 @@ def _softmax_backward(ctx, g):
     kind, dim_size, axis, mode = ctx.args
     if not _second_order():
         return R.softmax_vjp(kind, g, src, index, out, dim_size, axis, mode), None, None, None, None, None
+    if dim_size < 0:   # inferred in the forward; the double backward's scatter-add needs it (eager only)
+        dim_size = int(index.max()) + 1 if index.numel() else 0
     if kind == "softmax":
         grad = out * (g - _gather(_scatter_add(g * out, index, dim_size, axis, mode), index, axis, mode))
     elif kind == "log_softmax":

@@ -136,8 +136,10 @@ def _(src, indptr, axis, total):
 @lib.custom_op("cyscatter::softmax", mutates_args=())
 def softmax(src: torch.Tensor, index: torch.Tensor, kind: str, dim_size: int, axis: int,
             mode: str) -> torch.Tensor:
-    """kind: "softmax", "log_softmax" (shaped like src) or "logsumexp" (one row per group)."""
-    return tensor(getattr(cs, f"scatter_{kind}")(array(src), array(index), dim_size=dim_size, axis=axis, mode=mode))
+    """kind: "softmax", "log_softmax" (shaped like src; dim_size -1: inferred) or "logsumexp" (one row per
+    group)."""
+    return tensor(getattr(cs, f"scatter_{kind}")(array(src), array(index), dim_size=None if dim_size < 0 else dim_size,
+                                                 axis=axis, mode=mode))
 
 
 @softmax.register_fake

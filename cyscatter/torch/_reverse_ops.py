@@ -80,7 +80,8 @@ def softmax_vjp(kind: str, grad_out: torch.Tensor, src: torch.Tensor, index: tor
     if kind == "logsumexp":
         result = cs.scatter_logsumexp_vjp(g, array(src), i, o, axis=axis, mode=mode)
     else:
-        result = getattr(cs, f"scatter_{kind}_vjp")(g, o, i, dim_size=dim_size, axis=axis, mode=mode)
+        result = getattr(cs, f"scatter_{kind}_vjp")(g, o, i, dim_size=None if dim_size < 0 else dim_size,
+                                                    axis=axis, mode=mode)
     return _like(src, result)
 
 

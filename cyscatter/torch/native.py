@@ -338,7 +338,10 @@ def segment_ids(indptr, **porting):
 
 def _softmax(kind, src, index, dim_size, axis, mode):
     src, index = _tensor(src, "src"), _index(index)
-    return ops.softmax(src, index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
+    # softmax and log_softmax are shaped like src: without dim_size the kernel infers it (-1), so that
+    # torch.compile traces the call without reading the index
+    size = -1 if dim_size is None and kind != "logsumexp" else _dim_size(dim_size, index)
+    return ops.softmax(src, index, kind, size, _axis(axis, src, index.dim()), mode)
 
 
 @hide_catch_all

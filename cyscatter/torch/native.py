@@ -68,6 +68,12 @@ def _tensor(x, name: str) -> torch.Tensor:
         raise NotImplementedError(f"cyscatter.torch: forward-mode AD (torch.func.jvp, torch.autograd.forward_ad) "
                                   f"is not implemented: {name} carries a tangent; use reverse mode "
                                   "(torch.autograd.grad, .backward())")
+    if not torch.compiler.is_compiling() and torch._C._functorch.is_gradtrackingtensor(x):
+        # torch's custom ops run their autograd formula in an autograd.Function that torch.func cannot transform
+        raise NotImplementedError("cyscatter.torch: torch.func.grad, vjp and jacrev do not differentiate "
+                                  "torch.library custom ops' autograd formulas (a PyTorch limitation); use "
+                                  "torch.autograd.grad or .backward() (torch.autograd.functional.jacobian for "
+                                  "a Jacobian)")
     return x
 
 

@@ -154,3 +154,16 @@ def test_gather_scatter_with_op_in_place_of_an_index():
     edge_index = torch.tensor([[0, 1, 2], [1, 1, 0]])
     with pytest.raises(TypeError, match="scatter_index must be a torch.Tensor.*'add'.*gather_index=edge_index"):
         native.gather_scatter(_x(), edge_index, "add")
+
+
+@pytest.mark.parametrize("transform", ["grad", "jacrev"])
+def test_func_transforms_refused_with_a_way_out(transform):
+    def f(s):
+        return ts.scatter(s, IDX, 0, dim_size=2).sum()
+    fn = torch.func.grad(f) if transform == "grad" else torch.func.jacrev(f)
+    with pytest.raises(NotImplementedError, match="torch.autograd.grad"):
+        fn(_x())
+    # the way out computes what torch's own scatter_add gives
+    jac = torch.autograd.functional.jacobian(lambda s: ts.scatter(s, IDX, 0, dim_size=2), _x())
+    want = torch.autograd.functional.jacobian(lambda s: torch.zeros(2).index_add(0, IDX, s), _x())
+    torch.testing.assert_close(jac, want)

@@ -183,13 +183,12 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     src, index = _tensor(src, "src"), _index(index)
     axis = _axis(axis, src, index.dim())
     if _median(op) is not None:
-        result = _quantile(src, index, 0.5, _median(op), "linear", _dim_size(dim_size if out is None else
-                                                                          out.shape[axis], index),
-                           axis, mode, fill_value)
-        if out is None:
-            return result
-        _in_place(_tensor(out, "out"), "out", src)
-        return out.copy_(result)
+        if out is not None:
+            _in_place(_tensor(out, "out"), "out", src)
+            dim_size = out.shape[axis]
+        result = _quantile(src, index, 0.5, _median(op), "linear", _dim_size(dim_size, index), axis, mode,
+                           fill_value)
+        return result if out is None else out.copy_(result)
     if out is not None:
         out = _tensor(out, "out")
         _in_place(out, "out", src)

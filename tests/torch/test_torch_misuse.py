@@ -4,10 +4,10 @@ calls on tensors autograd follows, loose sizes, peers' keywords. Expected behavi
 import pytest
 
 torch = pytest.importorskip("torch")
-import torch.autograd.forward_ad as fwAD  # noqa: E402
+import torch.autograd.forward_ad as fwAD
 
-import cyscatter.torch as ts  # noqa: E402
-from cyscatter.torch import native  # noqa: E402
+import cyscatter.torch as ts
+from cyscatter.torch import native
 
 IDX = torch.tensor([0, 1, 1])
 

@@ -44,7 +44,7 @@ def _remember_name(name):
 
 
 for _name in ("scatter_vjp_src", "scatter_vjp_dst", "gather_scatter_vjp", "segment_vjp_src", "softmax_vjp",
-              "moment_vjp", "scan_vjp"):
+              "moment_vjp", "scan_vjp", "quantile_vjp"):
     getattr(R, _name).register_autograd(_once_only, setup_context=_remember_name(_name))
 
 
@@ -226,6 +226,8 @@ def _softmax_backward(ctx, g):
     kind, dim_size, axis, mode = ctx.args
     if not _second_order():
         return R.softmax_vjp(kind, g, src, index, out, dim_size, axis, mode), None, None, None, None, None
+    if dim_size < 0:   # inferred in the forward; the double backward's scatter-add needs it (eager only)
+        dim_size = int(index.max()) + 1 if index.numel() else 0
     if kind == "softmax":
         grad = out * (g - _gather(_scatter_add(g * out, index, dim_size, axis, mode), index, axis, mode))
     elif kind == "log_softmax":
@@ -280,3 +282,19 @@ def _scan_backward(ctx, g):
 
 
 F.scan.register_autograd(_scan_backward, setup_context=_scan_setup)
+
+
+# ---- quantiles (median) ---------------------------------------------------------------------------------------------
+
+def _quantile_setup(ctx, inputs, output):
+    src, index, q, nan, method, _dim_size, axis, mode, _fill_value = inputs
+    ctx.args = (q, nan, method, axis, mode)
+    ctx.save_for_backward(src, index)
+
+
+def _quantile_backward(ctx, g):
+    src, index = ctx.saved_tensors
+    return (R.quantile_vjp(g, src, index, *ctx.args), *(None,) * 8)
+
+
+F.quantile.register_autograd(_quantile_backward, setup_context=_quantile_setup)

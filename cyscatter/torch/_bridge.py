@@ -22,6 +22,8 @@ def array(t: torch.Tensor | None):
         return None
     t = t.detach()
     if t.device.type == "cpu":
+        if t.dtype == torch.bfloat16:   # NumPy has no bfloat16: the same bits as ml_dtypes', which the core takes
+            return t.view(torch.int16).numpy().view(_bfloat16())
         return t.resolve_conj().resolve_neg().numpy()
     if t.device.type == "cuda":
         try:
@@ -38,6 +40,8 @@ def tensor(a) -> torch.Tensor:
     if isinstance(a, np.ndarray):
         if not a.flags.writeable:   # from_numpy refuses read-only memory; a result cyscatter made is writeable
             a = a.copy()
+        if a.dtype.name == "bfloat16":
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(a)
     if isinstance(a, np.generic):
         return torch.from_numpy(np.asarray(a).copy())
@@ -52,11 +56,23 @@ _NUMPY_OF = {torch.bool: np.bool_, torch.uint8: np.uint8, torch.int8: np.int8, t
 _TORCH_OF = {np.dtype(v): k for k, v in _NUMPY_OF.items()}
 
 
+def _bfloat16():
+    try:
+        import ml_dtypes
+    except ImportError:   # pragma: no cover - depends on the environment
+        raise TypeError("cyscatter.torch reads bfloat16 tensors as ml_dtypes.bfloat16 arrays: pip install ml_dtypes "
+                        "(or convert the tensor with .float())") from None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
 def torch_dtype(dtype: np.dtype) -> torch.dtype:
-    return _TORCH_OF[np.dtype(dtype)]
+    dtype = np.dtype(dtype)
+    return torch.bfloat16 if dtype.name == "bfloat16" else _TORCH_OF[dtype]
 
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    if dtype == torch.bfloat16:
+        return _bfloat16()
     try:
         return np.dtype(_NUMPY_OF[dtype])
     except KeyError:
@@ -76,6 +92,8 @@ def result_dtype(kind: str, dtype: torch.dtype, *args) -> torch.dtype:
         out = cs.segment(src, np.zeros(2, np.int64), args[0])
     elif kind in ("logsumexp", "softmax", "log_softmax") or kind in ("var", "std", "nanvar", "nanstd"):
         out = getattr(cs, f"scatter_{kind}")(src, index, dim_size=1)
+    elif kind == "quantile":
+        out = cs.scatter_quantile(src, index, 0.5, dim_size=1)
     elif kind == "scan":
         out = cs.scatter_scan(src, index, args[0], dim_size=1)
     else:   # pragma: no cover - every caller names a kind above

@@ -136,8 +136,10 @@ def _(src, indptr, axis, total):
 @lib.custom_op("cyscatter::softmax", mutates_args=())
 def softmax(src: torch.Tensor, index: torch.Tensor, kind: str, dim_size: int, axis: int,
             mode: str) -> torch.Tensor:
-    """kind: "softmax", "log_softmax" (shaped like src) or "logsumexp" (one row per group)."""
-    return tensor(getattr(cs, f"scatter_{kind}")(array(src), array(index), dim_size=dim_size, axis=axis, mode=mode))
+    """kind: "softmax", "log_softmax" (shaped like src; dim_size -1: inferred) or "logsumexp" (one row per
+    group)."""
+    return tensor(getattr(cs, f"scatter_{kind}")(array(src), array(index), dim_size=None if dim_size < 0 else dim_size,
+                                                 axis=axis, mode=mode))
 
 
 @softmax.register_fake
@@ -205,3 +207,17 @@ def scan(src: torch.Tensor, index: torch.Tensor, op: str, dim_size: int, axis: i
 @scan.register_fake
 def _(src, index, op, dim_size, axis, mode, exclusive, reverse):
     return src.new_empty(src.shape, dtype=result_dtype("scan", src.dtype, op))
+
+
+@lib.custom_op("cyscatter::quantile", mutates_args=())
+def quantile(src: torch.Tensor, index: torch.Tensor, q: float, nan: bool, method: str, dim_size: int, axis: int,
+             mode: str, fill_value: float | None) -> torch.Tensor:
+    """`cyscatter.scatter_quantile` (nan: `scatter_nanquantile`) of one scalar q; median is q = 0.5, linear."""
+    fn = cs.scatter_nanquantile if nan else cs.scatter_quantile
+    return tensor(fn(array(src), array(index), q, method=method, dim_size=dim_size, axis=axis, mode=mode,
+                     fill_value=fill_value))
+
+
+@quantile.register_fake
+def _(src, index, q, nan, method, dim_size, axis, mode, fill_value):
+    return src.new_empty(_rows(src.shape, axis, index.dim(), dim_size), dtype=result_dtype("quantile", src.dtype))

@@ -80,7 +80,8 @@ def softmax_vjp(kind: str, grad_out: torch.Tensor, src: torch.Tensor, index: tor
     if kind == "logsumexp":
         result = cs.scatter_logsumexp_vjp(g, array(src), i, o, axis=axis, mode=mode)
     else:
-        result = getattr(cs, f"scatter_{kind}_vjp")(g, o, i, dim_size=dim_size, axis=axis, mode=mode)
+        result = getattr(cs, f"scatter_{kind}_vjp")(g, o, i, dim_size=None if dim_size < 0 else dim_size,
+                                                    axis=axis, mode=mode)
     return _like(src, result)
 
 
@@ -110,4 +111,16 @@ def scan_vjp(op: str, grad_out: torch.Tensor, src: torch.Tensor, index: torch.Te
 
 @scan_vjp.register_fake
 def _(op, grad_out, src, index, dim_size, axis, mode, exclusive, reverse):
+    return torch.empty_like(src)
+
+
+@lib.custom_op("cyscatter::quantile_vjp", mutates_args=())
+def quantile_vjp(grad_out: torch.Tensor, src: torch.Tensor, index: torch.Tensor, q: float, nan: bool, method: str,
+                 axis: int, mode: str) -> torch.Tensor:
+    fn = cs.scatter_nanquantile_vjp if nan else cs.scatter_quantile_vjp
+    return _like(src, fn(array(grad_out), array(src), array(index), q, method=method, axis=axis, mode=mode))
+
+
+@quantile_vjp.register_fake
+def _(grad_out, src, index, q, nan, method, axis, mode):
     return torch.empty_like(src)

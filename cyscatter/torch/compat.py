@@ -9,7 +9,9 @@ is exact with zeros (torch_scatter divides by src).
 """
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 
 import torch
 
@@ -18,7 +20,16 @@ from cyscatter.torch import native
 # ---- torch_scatter's index broadcasting --------------------------------------------------------------------------
 
 
+def _int(value, name: str) -> int:
+    """torch_scatter's int-only sizes: a float (even 2.0) or a string is refused, naming the argument."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+
+
 def _dim(dim: int, src: torch.Tensor) -> int:
+    dim = _int(dim, "dim")
     if not -src.dim() <= dim < max(src.dim(), 1):
         raise IndexError(f"dim {dim} is out of range for src of {src.dim()} dims")
     return dim % max(src.dim(), 1)
@@ -64,8 +75,29 @@ def _size(index, dim_size, out, dim):
     if out is not None:
         return out.shape[dim]
     if dim_size is not None:
-        return int(dim_size)
-    return int(index.max()) + 1 if index.numel() else 0
+        return _int(dim_size, "dim_size")
+    return native._dim_size(None, index)
+
+
+def _check_out(out, src, dim, expected=None):
+    """torch_scatter's checks of ``out=`` before anything is written: a tensor of src's dtype, shaped like the
+    result (`expected`; by default src's shape with any size along `dim`)."""
+    if out is None:
+        return
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if out.dtype != src.dtype:
+        raise RuntimeError(f"out has dtype {out.dtype} but src has {src.dtype}: Expected self.dtype to be equal to "
+                           "src.dtype (torch_scatter accumulates into out without casting)")
+    if expected is None:
+        expected = [*src.shape[:dim], out.shape[dim] if out.dim() == src.dim() else "any",
+                    *src.shape[dim + 1:]]
+        ok = out.dim() == src.dim() and all(e == "any" or e == n for e, n in zip(expected, out.shape))
+    else:
+        ok = tuple(out.shape) == tuple(expected)
+    if not ok:
+        raise ValueError(f"out has shape {tuple(out.shape)} but the result has shape "
+                         f"({', '.join(map(str, expected))})")
 
 
 def _reduce(src, index, dim, dim_size, op, **kw):
@@ -79,7 +111,9 @@ def _reduce(src, index, dim, dim_size, op, **kw):
 
 def _into_out(out, result, combine):
     """torch_scatter's ``out=``: combine the given tensor with the result, in place."""
-    return out.copy_(combine(out, result))
+    # combine may save `out` for its backward (mul does): it must see a copy, not the tensor overwritten next
+    before = out.clone() if torch.is_grad_enabled() and (out.requires_grad or result.requires_grad) else out
+    return out.copy_(combine(before, result))
 
 
 # ---- scatter ------------------------------------------------------------------------------------------------------
@@ -87,6 +121,7 @@ def _into_out(out, result, combine):
 def scatter_sum(src, index, dim=-1, out=None, dim_size=None):
     """torch_scatter's ``scatter_sum``: ``out[..., i, ...] += src[..., j, ...]`` where ``index[j] == i``."""
     dim = _dim(dim, src)
+    _check_out(out, src, dim)
     result = _reduce(src, index, dim, _size(index, dim_size, out, dim), "add")
     return result if out is None else _into_out(out, result, torch.add)
 
@@ -97,6 +132,7 @@ scatter_add = scatter_sum
 def scatter_mul(src, index, dim=-1, out=None, dim_size=None):
     """torch_scatter's ``scatter_mul``: the product of each group (empty: 1), times `out` when given."""
     dim = _dim(dim, src)
+    _check_out(out, src, dim)
     result = _reduce(src, index, dim, _size(index, dim_size, out, dim), "mul")
     return result if out is None else _into_out(out, result, torch.mul)
 
@@ -104,6 +140,7 @@ def scatter_mul(src, index, dim=-1, out=None, dim_size=None):
 def scatter_mean(src, index, dim=-1, out=None, dim_size=None):
     """torch_scatter's ``scatter_mean``: sum over count (empty: 0); integers round down (floor division)."""
     dim = _dim(dim, src)
+    _check_out(out, src, dim)
     size = _size(index, dim_size, out, dim)
     if out is None and src.is_floating_point():
         return _reduce(src, index, dim, size, "mean")
@@ -118,6 +155,7 @@ def scatter_mean(src, index, dim=-1, out=None, dim_size=None):
 
 def _extreme(src, index, dim, out, dim_size, which):
     dim = _dim(dim, src)
+    _check_out(out, src, dim)
     size = _size(index, dim_size, out, dim)
     line = _along(index, src, dim)
     n = src.shape[dim]
@@ -189,13 +227,15 @@ def segment_csr(src, indptr, out=None, reduce="sum"):
     if indptr.dim() > 1:
         indptr = indptr.expand(*src.shape[:dim], indptr.shape[-1])
     n, op = src.shape[dim], "add" if reduce in ("sum", "add") else reduce
+    _check_out(out, src, dim, [*src.shape[:dim], indptr.shape[-1] - 1, *src.shape[dim + 1:]])
     if reduce in ("min", "max"):
-        if indptr.dim() > 1:
-            raise NotImplementedError("segment_csr min/max with a batched indptr: use a 1-D indptr")
-        ids = native.segment_ids(indptr)
         values = native.segment(src, indptr, reduce, fill_value=0)
         argfn = native.scatter_argmax if reduce == "max" else native.scatter_argmin
-        arg = argfn(src, ids, dim_size=indptr.shape[-1] - 1, axis=dim, fill_value=n)
+        arg = values.new_empty(values.shape, dtype=torch.int64)
+        # one batch row at a time: each row of a batched indptr cuts its own row of src
+        for b in itertools.product(*map(range, indptr.shape[:-1])):
+            ids = native.segment_ids(indptr[b])
+            arg[b] = argfn(src[b], ids, dim_size=indptr.shape[-1] - 1, axis=0, fill_value=n)
         if out is not None:
             _into_out(out, values, lambda _o, v: v)
             values = out
@@ -267,6 +307,9 @@ def segment_max_coo(src, index, out=None, dim_size=None):
 def gather_csr(src, indptr, out=None):
     """torch_scatter's ``gather_csr``: row i of `src` repeated ``indptr[i+1] - indptr[i]`` times."""
     dim = indptr.dim() - 1
+    if out is not None:
+        total = int(indptr[..., -1].max()) if indptr.numel() else 0
+        _check_out(out, src, dim, [*src.shape[:dim], total, *src.shape[dim + 1:]])
     result = native.gather_segment(src, indptr, axis=dim)
     return result if out is None else _into_out(out, result, lambda _o, r: r)
 

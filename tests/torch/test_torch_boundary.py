@@ -113,3 +113,26 @@ def test_import_cyscatter_does_not_import_torch():
     import sys
     code = "import sys, cyscatter; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_torch_compile_softmax_without_dim_size():
+    src = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([0, 2, 2, 1, 0, 2])
+
+    def f(s):
+        return (cst.scatter_softmax(s, index) * cst.scatter_log_softmax(s, index)).sum()
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    value = compiled(src)
+    (grad,) = torch.autograd.grad(value, src)
+    # reference: torch's softmax over each group's rows
+    want = torch.zeros_like(src)
+    for j in range(3):
+        rows = index == j
+        want[rows] = torch.softmax(src.detach()[rows], 0)
+    torch.testing.assert_close(cst.scatter_softmax(src.detach(), index), want)
+    with torch.enable_grad():
+        s2 = src.detach().clone().requires_grad_()
+        ref = sum((torch.softmax(s2[index == j], 0) * torch.log_softmax(s2[index == j], 0)).sum() for j in range(3))
+        (ref_grad,) = torch.autograd.grad(ref, s2)
+    torch.testing.assert_close(value, ref.detach())
+    torch.testing.assert_close(grad, ref_grad)

@@ -159,3 +159,20 @@ def test_bad_reduce():
         torch_scatter.scatter(torch.ones(3), torch.tensor([0, 1, 0]), reduce="median")
     with pytest.raises(ValueError, match="floating point"):
         torch_scatter.scatter_softmax(torch.ones(3, dtype=torch.int64), torch.tensor([0, 1, 0]))
+
+
+@pytest.mark.parametrize("reduce", ["min", "max"])
+def test_segment_csr_min_max_with_batched_indptr(reduce):
+    g = torch.Generator().manual_seed(3)
+    src = torch.randn(2, 6, 3, generator=g)
+    indptr = torch.tensor([[0, 2, 2, 6], [0, 1, 4, 6]])
+    values, arg = torch_scatter.segment_csr(src, indptr, reduce=reduce)
+    for b in range(2):
+        for i in range(3):
+            lo, hi = int(indptr[b, i]), int(indptr[b, i + 1])
+            if hi == lo:                       # torch_scatter: empty segments give 0 and src.size(dim)
+                assert torch.equal(values[b, i], torch.zeros(3)) and torch.equal(arg[b, i], torch.full((3,), 6))
+                continue
+            want = src[b, lo:hi].max(0) if reduce == "max" else src[b, lo:hi].min(0)
+            assert torch.equal(values[b, i], want.values)
+            assert torch.equal(arg[b, i], want.indices + lo)

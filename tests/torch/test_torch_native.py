@@ -195,3 +195,58 @@ def test_bad_arguments_raise_clear_errors():
         cst.scatter(src, INDEX, dim_size=2)
     with pytest.raises((ValueError, KeyError), match="nope"):
         cst.scatter(src, INDEX, "nope")
+
+
+@pytest.mark.parametrize("op, torch_reduce", [("add", "sum"), ("max", "amax"), ("min", "amin"), ("mul", "prod")])
+def test_bfloat16_matches_scatter_reduce(op, torch_reduce):
+    pytest.importorskip("ml_dtypes")
+    g = torch.Generator().manual_seed(5)
+    src = torch.randn(7, 3, generator=g).to(torch.bfloat16).requires_grad_()
+    index = torch.tensor([0, 2, 2, 1, 0, 2, 1])
+    got = cst.scatter(src, index, op, dim_size=3)
+    want = torch.zeros(3, 3, dtype=torch.bfloat16).scatter_reduce(0, index.view(-1, 1).expand(7, 3), src.detach(),
+                                                                   torch_reduce, include_self=False)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.detach(), want)
+    if op == "add":
+        got.backward(torch.ones(3, 3, dtype=torch.bfloat16))
+        assert src.grad.dtype == torch.bfloat16 and torch.equal(src.grad, torch.ones(7, 3, dtype=torch.bfloat16))
+    torch.testing.assert_close(cst.gather(src.detach(), index), src.detach()[index])
+
+
+@pytest.mark.parametrize("op, reference", [("median", np.median), ("nanmedian", np.nanmedian)])
+def test_median_routes_and_differentiates(op, reference):
+    g = torch.Generator().manual_seed(2)
+    values = torch.randn(9, generator=g, dtype=torch.float64)
+    values[4] = float("nan")
+    index = torch.tensor([0, 1, 1, 2, 2, 2, 1, 0, 2])
+    src = values.clone().requires_grad_()
+    got = cst.scatter(src, index, op)
+    want = [reference(values[index == j].numpy()) for j in range(3)]
+    np.testing.assert_allclose(got.detach().numpy(), want)
+    # segment and gather_scatter take the same op
+    order = torch.argsort(index, stable=True)
+    indptr = torch.tensor([0, *torch.bincount(index).cumsum(0).tolist()])
+    np.testing.assert_allclose(cst.segment(values[order], indptr, op).numpy(), want)
+    np.testing.assert_allclose(cst.gather_scatter(values, torch.arange(9), index, op).numpy(), want)
+    # the gradient of an odd group's median picks its middle entry (torch.median's rule)
+    got[0:1].sum().backward() if op == "median" else got[1:2].sum().backward()
+    j = 0 if op == "median" else 1
+    members = torch.nonzero(index == j).flatten()
+    if op == "median":   # group 0 has two entries: linear interpolation gives each half
+        expected = torch.zeros(9, dtype=torch.float64)
+        expected[members] = 0.5
+    else:
+        expected = torch.zeros(9, dtype=torch.float64)
+        expected[members[torch.argsort(values[members])[1]]] = 1.0
+    torch.testing.assert_close(src.grad, expected)
+
+
+def test_scatter_quantile_matches_numpy():
+    g = torch.Generator().manual_seed(4)
+    src = torch.randn(10, 2, generator=g, dtype=torch.float64)
+    index = torch.tensor([0, 1, 1, 0, 2, 2, 2, 1, 0, 0])
+    for fn, ref in ((cst.scatter_quantile, np.quantile), (cst.scatter_nanquantile, np.nanquantile)):
+        got = fn(src, index, 0.3)
+        want = np.stack([ref(src[index == j].numpy(), 0.3, axis=0) for j in range(3)])
+        np.testing.assert_allclose(got.numpy(), want)

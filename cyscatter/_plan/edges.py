@@ -137,7 +137,7 @@ class GatherScatterPlan:
                 f"mode={self.mode!r}, edges={int(self.indptr[-1])} of {self.n_edges})")
 
 
-def _missing_index(gather_index, scatter_index) -> str:
+def missing_index(gather_index, scatter_index) -> str:
     """Why gather_scatter has no usable pair of indices, with the cyscatter spelling of the usual port: PyG's
     ``edge_index`` of shape (2, E) passed whole, an op name in the scatter_index position."""
     if isinstance(scatter_index, str):
@@ -183,7 +183,7 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
         if dim_size is not None and check_sizes(dim_size, "dim_size") != plan.dims:
             raise ValueError(f"dim_size={dim_size!r} differs from the plan's destination shape {plan.dims}")
     elif gather_index is None or scatter_index is None or isinstance(scatter_index, str):
-        raise TypeError(_missing_index(gather_index, scatter_index))
+        raise TypeError(missing_index(gather_index, scatter_index))
     m = len(plan.src_dims) if plan is not None else \
         (len(gather_index) if isinstance(gather_index, tuple) else 1)
     axis = normalize_axis(axis, src.ndim, m, array="src")

@@ -199,14 +199,16 @@ def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise
         The destination row of each entry.
     op : str
         Any name of `cyscatter.OPS` (add, sub, mul, div, max, min, mean, sqrt_n, set, first, nansum, nanprod,
-        fmax, fmin, nanmean and their aliases).
+        fmax, fmin, nanmean and their aliases), or the order statistics "median" / "nanmedian" (NumPy's median
+        per group; their derivatives are `cyscatter.scatter_quantile_vjp` / ``_jvp`` at q=0.5, "linear").
     dim_size : int, optional
         Rows of the output; required when `index` is traced (under ``jax.jit`` or ``jax.vmap``); otherwise
         ``max(index) + 1`` as `cyscatter.scatter` reads it.
     fill_value : scalar, optional
         The value of an empty group (default: the op's, `cyscatter.scatter`'s: -inf for max, 0 for mean).
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
-        Out-of-range indices, as `cyscatter.scatter`; under jit "raise" reports an error at run time.
+        Out-of-range indices, as `cyscatter.scatter`; under jit "raise" reports an error at run time, as a
+        ``jax.errors.JaxRuntimeError`` whose message holds the IndexError's (docs/jax.rst; "drop" avoids it).
     indices_are_sorted : bool
         A promise that `index` is sorted (the kernels then skip a pass).
 
@@ -361,7 +363,7 @@ def segment(src, indptr, op="add", *, fill_value=None):
     indptr : jax.Array of int, shape (k + 1,)
         Non-decreasing offsets (CSR), ``indptr[-1] <= n``.
     op : str
-        Any name of `cyscatter.OPS` but the assignments.
+        Any name of `cyscatter.OPS` but the assignments, or "median" / "nanmedian" (as `scatter`).
     fill_value : scalar, optional
         The value of an empty segment (default: the op's).
 

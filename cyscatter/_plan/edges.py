@@ -137,7 +137,7 @@ class GatherScatterPlan:
                 f"mode={self.mode!r}, edges={int(self.indptr[-1])} of {self.n_edges})")
 
 
-def _missing_index(gather_index, scatter_index) -> str:
+def missing_index(gather_index, scatter_index) -> str:
     """Why gather_scatter has no usable pair of indices, with the cyscatter spelling of the usual port: PyG's
     ``edge_index`` of shape (2, E) passed whole, an op name in the scatter_index position."""
     if isinstance(scatter_index, str):
@@ -145,12 +145,28 @@ def _missing_index(gather_index, scatter_index) -> str:
                 "arrays: gather_scatter(src, gather_index, scatter_index, op) or op=...")
     else:
         said = "gather_scatter needs gather_index and scatter_index, or a plan"
-    shape = getattr(gather_index, "shape", None)
-    if not isinstance(gather_index, tuple) and shape is not None and len(shape) == 2 and shape[0] == 2:
-        said += (f"; gather_index has shape {tuple(shape)}, as PyG's edge_index: split it, "
-                 "gather_scatter(src, edge_index[0], edge_index[1], op) gathers from the sources (row 0) and "
-                 "reduces into the targets (row 1)")
-    return said
+    return said + edge_index_hint(gather_index)
+
+
+def edge_index_hint(gather_index, arg: str = "gather_index") -> str:
+    """"; <arg> has shape ...: split it ..." when `gather_index` looks like PyG's edge_index, (2, E), or its
+    transpose (E, 2), given as an array or a nested list; "" otherwise."""
+    if isinstance(gather_index, tuple) or gather_index is None or isinstance(gather_index, str):
+        return ""
+    try:
+        shape = tuple(getattr(gather_index, "shape", None) or np.shape(gather_index))
+    except (TypeError, ValueError):   # a ragged list: not an edge_index
+        return ""
+    if len(shape) != 2:
+        return ""
+    if shape[0] == 2:
+        return (f"; {arg} has shape {shape}, as PyG's edge_index: split it, "
+                "gather_scatter(src, edge_index[0], edge_index[1], op) gathers from the sources (row 0) and "
+                "reduces into the targets (row 1)")
+    if shape[1] == 2:
+        return (f"; {arg} has shape {shape}, as PyG's edge_index transposed (one (source, target) pair per "
+                "row): split it, gather_scatter(src, edges[:, 0], edges[:, 1], op)")
+    return ""
 
 
 def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np):
@@ -167,7 +183,7 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
         if dim_size is not None and check_sizes(dim_size, "dim_size") != plan.dims:
             raise ValueError(f"dim_size={dim_size!r} differs from the plan's destination shape {plan.dims}")
     elif gather_index is None or scatter_index is None or isinstance(scatter_index, str):
-        raise TypeError(_missing_index(gather_index, scatter_index))
+        raise TypeError(missing_index(gather_index, scatter_index))
     m = len(plan.src_dims) if plan is not None else \
         (len(gather_index) if isinstance(gather_index, tuple) else 1)
     axis = normalize_axis(axis, src.ndim, m, array="src")
@@ -270,7 +286,8 @@ def cast_like(result, like):
     return result.astype(native(dtype), copy=False)
 
 
-def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, src_size: DimSize | None = None,
+def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike | None = None, *,
+                        src_size: DimSize | None = None,
                         dim_size: DimSize | None = None, mode: Mode = "raise", **porting: object) -> GatherScatterPlan:
     """Validate and group the edges of a graph once, for many `gather_scatter` calls and their reverse passes.
 
@@ -300,7 +317,8 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
     Raises
     ------
     TypeError
-        A non-integer index.
+        A non-integer index; no `scatter_index` (naming PyG's ``edge_index`` split when `gather_index` looks like
+        one).
     ValueError
         Index arrays of different shapes (both named), a bad `src_size`/`dim_size` or mode.
     IndexError
@@ -316,6 +334,9 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
     """
     if porting:
         raise unexpected_keywords("gather_scatter_plan", porting)
+    if scatter_index is None or isinstance(scatter_index, str):   # required: None only to name the usual port
+        raise TypeError("gather_scatter_plan() missing 1 required positional argument: 'scatter_index'"
+                        + edge_index_hint(gather_index))
     check_mode(mode)
     gather_coords = parse_coords(gather_index, "gather_index")
     scatter_coords = parse_coords(scatter_index, "scatter_index")

@@ -9,16 +9,17 @@ __all__ = ["float_dtypes", "group_view", "dst_shape", "src_shape"]
 
 
 def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_ok=False, src_arg="src",
-               broadcast=True):
+               broadcast=True, dims_arg="dim_size"):
     """(context, result dtype, batch shape B, feature shape F) of a group op on `src` (NumPy or CuPy).
 
     The context holds the validated index plan, `src` as (outer, n, inner) in the compute dtype (`compute`, or
     the `float_dtypes` rule), and the core's take (gather) and put (scatter) helpers on the arrays' backend.
     `src_arg` is the argument that holds `src`, for the errors. `broadcast`: `src` may broadcast against the
     shape B + I + F it stands for (see `cyscatter._plan.layout.src_layout`); False where it must have that shape.
+    `dims_arg`: what `dim_size` came from, for a bound error ("grad_out.shape" where a reverse function read it).
     """
     call = prepare("group", src, index, dim_size=dim_size, axis=axis, mode=mode, dtype=compute, name=name,
-                   complex_ok=complex_ok, src_arg=src_arg, broadcast=broadcast)
+                   complex_ok=complex_ok, src_arg=src_arg, broadcast=broadcast, dims_arg=dims_arg)
     return Reverse(call.be, call.plan, call.src3(), None, None), call.result_dtype, call.batch, call.feat
 
 

@@ -24,6 +24,8 @@ _INT64_MAX = np.iinfo(np.int64).max
 _INT32_MAX = np.iinfo(np.int32).max
 # the arguments by which a caller sizes the indexed axes: a bound error names the one given (it may be too small)
 _SIZE_ARGS = ("dim_size", "src_size")
+# a size read off another argument's shape (a reverse function's grad_out): the bound error says where it came from
+_SHAPE_ARGS = ("grad_out.shape",)
 _MODE_DROP, _MODE_RAISE = kernels.IndexMode.MODE_DROP, kernels.IndexMode.MODE_RAISE
 
 
@@ -46,7 +48,7 @@ class IndexPlan:
     def __init__(self, flat, shape: tuple, dims: tuple, mode: str, coords: tuple, arg: str = "index",
                  sized_by: str | None = None):
         self.flat, self.shape, self.dims, self.mode, self.coords, self.arg = flat, shape, dims, mode, coords, arg
-        self.sized_by = sized_by   # "dim_size=3" when the caller gave the sizes: a bound error names it
+        self.sized_by = sized_by   # "dim_size=3 was given" when the caller gave the sizes: a bound error names it
         self.n = flat.shape[0]
         self.size = math.prod(dims)
         self.drops = mode in DROPPING
@@ -80,8 +82,8 @@ class IndexPlan:
                 break
         label = self.arg if len(self.coords) == 1 else f"{self.arg}[{axis}]"
         pos = ", ".join(str(int(w)) for w in where)
-        # a negative entry is out of range whatever the size: only one past the end blames the given size
-        given = f"; {self.sized_by} was given: it may be too small" if self.sized_by and value > 0 else ""
+        # a negative entry is out of range whatever the size: one at or past the end blames the given size
+        given = f"; {self.sized_by}: it may be too small" if self.sized_by and value >= 0 else ""
         return IndexError(
             f"{label}[{pos}] = {value} is out of bounds for an indexed axis of size {self.dims[axis]}{given} "
             f"(mode='raise'; use mode='drop', 'wrap', 'clip' or 'normalize_drop' to accept it)")
@@ -260,7 +262,12 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
         be = coords.be
     xp = be.xp
     dims = _dims_from(dim_size, coords, dims_arg, be)
-    given_sizes = f"{dims_arg}={dim_size!r}" if dim_size is not None and dims_arg in _SIZE_ARGS else None
+    given_sizes = None
+    if dim_size is not None and dims_arg in _SIZE_ARGS:
+        given_sizes = f"{dims_arg}={dim_size!r} was given"
+    elif dim_size is not None and dims_arg in _SHAPE_ARGS:
+        name = dims_arg.split(".")[0]
+        given_sizes = f"the size {tuple(dims)} was read from {name}'s shape ({name} has a row per group)"
     m = len(coords)
     if m == 0:
         # the one entry of the empty tuple index: row 0 of the single row that no indexed axes make

@@ -125,7 +125,7 @@ _WITH_OP = frozenset({"scatter", "scatter_into", "gather_scatter", "reverse"})  
 def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None, axis=0, mode: str = "raise",
             fill_value=None, dtype=None, name: str = "", complex_ok: bool = False, src_arg: str = "src",
             broadcast: bool = True, extra: tuple = (), weight=None, plan=None, cotangents: dict | None = None,
-            fun: str = "gather_scatter", be: ModuleType | None = None) -> Any:
+            fun: str = "gather_scatter", be: ModuleType | None = None, dims_arg: str = "dim_size") -> Any:
     """Validate a call of form `kind` (see the module docstring) once and return its `Call`."""
     if kind in _WITH_OP:   # a name's entry read directly; anything else gets get_op's checks and messages
         op = (_BY_NAME.get(op) if type(op) is str else None) or get_op(op)
@@ -144,7 +144,7 @@ def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None
     if kind == "reverse":
         return _reverse(op, src, index, out, dst, axis, mode, extra)
     if kind == "group":
-        return _group(name, src, index, dim_size, axis, mode, dtype, complex_ok, src_arg, broadcast)
+        return _group(name, src, index, dim_size, axis, mode, dtype, complex_ok, src_arg, broadcast, dims_arg)
     raise ValueError(f"unknown call kind {kind!r}")
 
 
@@ -294,7 +294,7 @@ def float_dtypes(dtype, name: str, *, complex_ok: bool = False, arg: str = "src"
     raise TypeError(f"{name} does not support {arg} dtype {dtype} (supported: {allowed})")
 
 
-def _group(name, src, index, dim_size, axis, mode, compute, complex_ok, src_arg, broadcast) -> Call:
+def _group(name, src, index, dim_size, axis, mode, compute, complex_ok, src_arg, broadcast, dims_arg) -> Call:
     be = backend_of(src=src, index=index)
     src = be.asarray(src)
     result, rule_compute = float_dtypes(src.dtype, name, complex_ok=complex_ok, arg=src_arg)
@@ -305,7 +305,7 @@ def _group(name, src, index, dim_size, axis, mode, compute, complex_ok, src_arg,
         src = expand_cast(src, expected, len(feat), compute, be.xp)
     else:
         axis, batch, feat = split_src(src, coords, axis, src_arg)
-    plan = plan_index(None, dim_size, mode, coords=coords)
+    plan = plan_index(None, dim_size, mode, coords=coords, dims_arg=dims_arg)
     outer, inner = math.prod(batch), math.prod(feat)
     sized = size_arg(dim_size, plan)
     check_table_bytes((outer, plan.size, inner), compute, *sized)

@@ -90,7 +90,8 @@ def _view(name, src, index, axis, mode, *, dims=None, grad_out=None, src_dot=Non
     if grad_out is not None:
         dims = grad_out.shape[axis:axis + len(coords)]
     src = expand_cast(src, expected, len(feat), dtype, be.xp)
-    ctx = group_view(name, src, index, dims, axis, mode, compute=dtype)[0]
+    ctx = group_view(name, src, index, dims, axis, mode, compute=dtype,
+                     dims_arg="dim_size" if grad_out is None else "grad_out.shape")[0]
     return ctx, batch, feat, expected, dtype
 
 

@@ -72,3 +72,40 @@ __all__ = [
     "segment_prod",
     "segment_sum",
 ]
+
+
+# the core's hints (`cyscatter._arrays.keywords.HINTS`) where they hold here too; these differ for JAX's frontend
+_OWN_HINTS = {
+    "dim": ("torch_scatter's name for the indexed axis: cyscatter.jax indexes axis 0, features last (move the "
+            "indexed axis first with jnp.moveaxis; torch_scatter's dim=0 is the default)"),
+    "axis": "cyscatter.jax indexes axis 0, features last: move the indexed axis first with jnp.moveaxis",
+    "device": "cyscatter.jax runs its kernels on the host (CPU) whatever the device of the arrays",
+}
+
+
+def _hinting(fn):
+    """`fn` whose TypeError for a peer's keyword (reduce=, dim=, num_segments=, device=, ...) names the cyscatter
+    spelling; the wrapper costs one frame per call, nothing beside a JAX primitive's bind."""
+    import functools
+    import inspect
+
+    from cyscatter._arrays.keywords import HINTS
+
+    params = inspect.signature(fn).parameters
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            unknown = [key for key in kwargs if key not in params]
+            hint = (_OWN_HINTS.get(unknown[0]) or HINTS.get(unknown[0])) if unknown else None
+            if hint is None:
+                raise
+            raise TypeError(f"{fn.__name__}() got an unexpected keyword argument {unknown[0]!r}: {hint}") from None
+    return call
+
+
+for _name in __all__:
+    globals()[_name] = _hinting(globals()[_name])
+del _name

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 import cyscatter as cs
+from cyscatter._plan.edges import missing_index
+from cyscatter._registry.ops import ORDER_STATS
 from cyscatter.jax import _primitives as P
 from cyscatter.jax._scatter import (
     _scatter_dtype,
@@ -197,7 +199,11 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     Raises
     ------
     ValueError
-        Neither a plan nor both indices; `dim_size` missing for a traced index.
+        Neither a plan nor both indices; `dim_size` missing for a traced index; op "median" / "nanmedian" (not
+        taken here: scatter the gathered rows).
+    TypeError
+        A string in the `scatter_index` position (an op name: it goes after both indices; a (2, E) `gather_index`
+        is PyG's edge_index, to split).
     NotImplementedError
         A second derivative through a weight or of an op whose partials depend on the values (mul, div).
 
@@ -209,6 +215,11 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     src = as_values(src)
     if src.ndim < 1:
         raise ValueError(f"src must have at least one dimension, got shape {tuple(src.shape)}")
+    if isinstance(scatter_index, str):   # an op where the index goes; gather_index maybe PyG's edge_index whole
+        raise TypeError(missing_index(gather_index, scatter_index))
+    if isinstance(op, str) and op in ORDER_STATS:
+        raise ValueError(f"cyscatter.jax.gather_scatter does not take op {op!r} (cyscatter.gather_scatter does): "
+                         f"use cyscatter.jax.scatter(cyscatter.jax.gather(src, gather_index), scatter_index, {op!r})")
     op = cs.get_op(op).name
     if mode is not None:
         check_mode(mode)
@@ -218,7 +229,7 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     has_index = gather_index is not None or scatter_index is not None
     if has_index:
         if gather_index is None or scatter_index is None:
-            raise ValueError("gather_scatter needs both gather_index and scatter_index, or a plan")
+            raise ValueError(missing_index(gather_index, scatter_index))
         operands += [as_index(gather_index, "gather_index"), as_index(scatter_index, "scatter_index")]
     if plan is not None:
         if not isinstance(plan, cs.GatherScatterPlan):

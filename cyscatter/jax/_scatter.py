@@ -6,10 +6,12 @@ functions validate their arguments at trace time and bind the primitive once.
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
 import cyscatter as cs
+from cyscatter._registry.ops import ORDER_STATS
 from cyscatter.jax import _primitives as P
 
 # ---- arguments ------------------------------------------------------------------------------------------------------
@@ -40,8 +42,11 @@ def static_size(size, index, arg: str, mode: str, fun: str):
     """The output's leading size: `size` as an int, or read from a concrete `index` as cyscatter reads it; a traced
     index (under jax.jit or jax.vmap) needs it given, since JAX's shapes are static."""
     if size is not None:
+        # operator.index, as the core: a float or a bool size is an error (jax.ops.segment_sum's too), not truncated
+        if isinstance(size, (bool, np.bool_)) or is_traced(size):
+            raise TypeError(f"{arg} must be an int, got {size!r}")
         try:
-            size = int(size)
+            size = operator.index(size)
         except TypeError as err:
             raise TypeError(f"{arg} must be an int, got {size!r}") from err
         if size < 0:
@@ -127,9 +132,43 @@ def no_fill(params):
     return {**params, "fill_value": None}
 
 
+# median / nanmedian (`cs.ORDER_STATS`): a sort, not a registry op. Their tangent map is the quantile's selection
+# weights at q=0.5 "linear", piecewise constant in src, so the residual's derivative is zero (second order exact).
+def _is_order_stat(op: str) -> bool:
+    return op in ORDER_STATS
+
+
+def _op_name(op) -> str:
+    return op if isinstance(op, str) and _is_order_stat(op) else cs.get_op(op).name
+
+
+def _quantile_fun(op: str, kind: str):
+    return getattr(cs, f"scatter_{'nan' if ORDER_STATS[op] else ''}quantile_{kind}")
+
+
+median_lin_p = P.host_primitive(
+    "median_jvp",
+    lambda t, src, index, *, op, dim_size, mode: _quantile_fun(op, "jvp")(
+        src, index, t, 0.5, dim_size=dim_size, mode=mode),
+    lambda t, src, index, *, op, dim_size, mode: ((dim_size, *src.shape[index.ndim:]), np.dtype(t.dtype)),
+    values=(0, 1))
+
+median_lin_t_p = P.host_primitive(
+    "median_vjp",
+    lambda ct, src, index, *, op, mode: _quantile_fun(op, "vjp")(ct, src, index, 0.5, mode=mode),
+    lambda ct, src, index, *, op, mode: (src.shape, np.dtype(ct.dtype)), values=(0, 1))
+
+P.def_linear(median_lin_p, lambda ct, src, index, *, aval0, op, dim_size, mode: median_lin_t_p.bind(
+    ct, src, index, op=op, mode=mode))
+P.def_linear(median_lin_t_p, lambda ct, src, index, *, aval0, op, mode: median_lin_p.bind(
+    ct, src, index, op=op, dim_size=aval0.shape[0], mode=mode))
+
+
 def _scatter_tangent(tangents, primals, out, **params):
     src, index = primals
     t = P.instantiate(tangents[0], src)
+    if _is_order_stat(params["op"]):
+        return median_lin_p.bind(t, src, index, op=params["op"], dim_size=params["dim_size"], mode=params["mode"])
     if cs.get_op(params["op"]).linear:   # the forward is its own tangent map, transposed by scatter_t_p
         return scatter_p.bind(t, index, **no_fill(params))
     return scatter_lin_p.bind(t, src, index, out, op=params["op"], mode=params["mode"])
@@ -160,14 +199,16 @@ def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise
         The destination row of each entry.
     op : str
         Any name of `cyscatter.OPS` (add, sub, mul, div, max, min, mean, sqrt_n, set, first, nansum, nanprod,
-        fmax, fmin, nanmean and their aliases).
+        fmax, fmin, nanmean and their aliases), or the order statistics "median" / "nanmedian" (NumPy's median
+        per group; their derivatives are `cyscatter.scatter_quantile_vjp` / ``_jvp`` at q=0.5, "linear").
     dim_size : int, optional
         Rows of the output; required when `index` is traced (under ``jax.jit`` or ``jax.vmap``); otherwise
         ``max(index) + 1`` as `cyscatter.scatter` reads it.
     fill_value : scalar, optional
         The value of an empty group (default: the op's, `cyscatter.scatter`'s: -inf for max, 0 for mean).
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
-        Out-of-range indices, as `cyscatter.scatter`; under jit "raise" reports an error at run time.
+        Out-of-range indices, as `cyscatter.scatter`; under jit "raise" reports an error at run time, as a
+        ``jax.errors.JaxRuntimeError`` whose message holds the IndexError's (docs/jax.rst; "drop" avoids it).
     indices_are_sorted : bool
         A promise that `index` is sorted (the kernels then skip a pass).
 
@@ -192,7 +233,7 @@ def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise
     """
     src, index = as_values(src), as_index(index)
     check_leading(src, index)
-    op = cs.get_op(op).name
+    op = _op_name(op)
     mode = check_mode(mode)
     dim_size = static_size(dim_size, index, "dim_size", mode, "scatter")
     return scatter_p.bind(src, index, op=op, dim_size=dim_size, fill_value=static_scalar(fill_value), mode=mode,
@@ -293,6 +334,10 @@ segment_lin_t_p = P.host_primitive(
 def _segment_tangent(tangents, primals, out, *, op, fill_value):
     src, indptr = primals
     t = P.instantiate(tangents[0], src)
+    if _is_order_stat(op):   # the scatter's rule, on the segment ids of the (validated) offsets
+        import jax.numpy as jnp
+        ids = jnp.searchsorted(indptr, jnp.arange(src.shape[0], dtype=indptr.dtype), side="right") - 1
+        return median_lin_p.bind(t, src, ids, op=op, dim_size=indptr.shape[0] - 1, mode="raise")
     if cs.get_op(op).linear:
         return segment_p.bind(t, indptr, op=op, fill_value=None)
     return segment_lin_p.bind(t, src, indptr, out, op=op)
@@ -318,7 +363,7 @@ def segment(src, indptr, op="add", *, fill_value=None):
     indptr : jax.Array of int, shape (k + 1,)
         Non-decreasing offsets (CSR), ``indptr[-1] <= n``.
     op : str
-        Any name of `cyscatter.OPS` but the assignments.
+        Any name of `cyscatter.OPS` but the assignments, or "median" / "nanmedian" (as `scatter`).
     fill_value : scalar, optional
         The value of an empty segment (default: the op's).
 
@@ -337,12 +382,25 @@ def segment(src, indptr, op="add", *, fill_value=None):
     src, indptr = as_values(src), as_index(indptr, "indptr")
     if indptr.ndim != 1 or indptr.shape[0] < 1:
         raise ValueError(f"indptr must be one-dimensional and non-empty, got shape {tuple(indptr.shape)}")
-    return segment_p.bind(src, indptr, op=cs.get_op(op).name, fill_value=static_scalar(fill_value))
+    return segment_p.bind(src, indptr, op=_op_name(op), fill_value=static_scalar(fill_value))
+
+
+def _total_matches(indptr, total_size):
+    """ValueError unless the concrete `indptr` ends at `total_size` (the output's rows, fixed before the run)."""
+    if indptr.size and int(indptr[-1]) != total_size:
+        raise ValueError(f"cyscatter.jax.gather_segment: total_size={total_size} was given but indptr[-1] = "
+                         f"{int(indptr[-1])}: the output has indptr[-1] rows")
+
+
+def _gather_segment_host(src, indptr, *, total):
+    out = cs.gather_segment(src, indptr)   # the core's checks of indptr first (start, steps, length)
+    _total_matches(indptr, total)
+    return out
 
 
 gather_segment_p = P.host_primitive(
     "gather_segment",
-    lambda src, indptr, *, total: cs.gather_segment(src, indptr),
+    _gather_segment_host,
     lambda src, indptr, *, total: ((total, *src.shape[1:]), np.dtype(src.dtype)))
 
 gather_segment_t_p = P.host_primitive(
@@ -366,7 +424,8 @@ def gather_segment(src, indptr, *, total_size=None):
     indptr : jax.Array of int, shape (k + 1,)
         Non-decreasing offsets (CSR).
     total_size : int, optional
-        ``indptr[-1] - indptr[0]``, the output's rows; required when `indptr` is traced.
+        ``indptr[-1]``, the output's rows (``indptr[0]`` is 0, as `cyscatter.gather_segment` requires); required
+        when `indptr` is traced.
 
     Returns
     -------
@@ -376,15 +435,29 @@ def gather_segment(src, indptr, *, total_size=None):
     Raises
     ------
     ValueError
-        `total_size` missing for a traced `indptr`.
+        `total_size` missing for a traced `indptr`, negative, or not ``indptr[-1]`` (eagerly; under jit at run
+        time, see docs/jax.rst); `indptr` not 1-D or not one entry longer than `src`'s rows; bad offsets (as
+        `cyscatter.gather_segment`).
+    TypeError
+        A non-integer `indptr` or `total_size`.
     """
     src, indptr = as_values(src), as_index(indptr, "indptr")
+    if indptr.ndim != 1 or indptr.shape[0] < 1:
+        raise ValueError(f"indptr must be one-dimensional and non-empty, got shape {tuple(indptr.shape)}")
+    if src.ndim < 1 or src.shape[0] != indptr.shape[0] - 1:
+        raise ValueError(f"src must have one row per segment, len(indptr) - 1 = {indptr.shape[0] - 1}, got shape "
+                         f"{tuple(src.shape)}")
     if total_size is None:
         if is_traced(indptr):
             raise ValueError("cyscatter.jax.gather_segment: pass total_size= (an int) when indptr is traced")
+        total_size = int(np.asarray(indptr)[-1])
+    else:
+        total_size = static_size(total_size, indptr, "total_size", "raise", "gather_segment")
+    if not is_traced(indptr):
         ip = np.asarray(indptr)
-        total_size = int(ip[-1] - ip[0]) if ip.size else 0
-    return gather_segment_p.bind(src, indptr, total=int(total_size))
+        cs.gather_segment(np.zeros((ip.shape[0] - 1, 0)), ip)   # the core's offset checks, on no features
+        _total_matches(ip, total_size)
+    return gather_segment_p.bind(src, indptr, total=total_size)
 
 
 # ---- integer and boolean reductions (no derivative) -----------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter.jax._scatter import as_index, as_values, scatter
+from cyscatter.jax._scatter import as_index, as_values, is_traced, scatter, static_size
 
 # JAX's GatherScatterMode names -> cyscatter's modes
 _MODES = {None: "drop", "fill": "drop", "drop": "drop", "fill_or_drop": "drop", "clip": "clip",
@@ -40,19 +40,23 @@ def _segment(op: str, data, segment_ids, num_segments, indices_are_sorted, uniqu
     if segment_ids.ndim != 1 or data.ndim < 1 or data.shape[0] != segment_ids.shape[0]:
         raise ValueError(f"segment_ids must be one-dimensional and as long as data's first axis, got shapes "
                          f"{tuple(segment_ids.shape)} and {tuple(data.shape)}")
-    if num_segments is None:
-        from cyscatter.jax._scatter import is_traced
+    if num_segments is not None:
+        num_segments = static_size(num_segments, segment_ids, "num_segments", "drop", f"segment_{op}")
+    else:
         if is_traced(segment_ids):
             raise ValueError(f"cyscatter.jax.segment_{op}: pass num_segments= (an int) when segment_ids is traced "
                              "(under jax.jit or jax.vmap), as jax.ops.segment_* needs it there")
         ids = np.asarray(segment_ids)
         num_segments = int(ids.max()) + 1 if ids.size else 0
-    if data.dtype == bool and op in ("max", "min"):   # JAX's bool max/min are any/all
-        from cyscatter.jax._scatter import scatter_all, scatter_any
-        return (scatter_any if op == "max" else scatter_all)(data, segment_ids, dim_size=int(num_segments),
-                                                              mode=_mode(mode))
-    return scatter(data, segment_ids, op, dim_size=int(num_segments), fill_value=_identity(op, data.dtype),
-                   mode=_mode(mode), indices_are_sorted=indices_are_sorted)
+    try:
+        if data.dtype == bool and op in ("max", "min"):   # JAX's bool max/min are any/all
+            from cyscatter.jax._scatter import scatter_all, scatter_any
+            return (scatter_any if op == "max" else scatter_all)(data, segment_ids, dim_size=num_segments,
+                                                                  mode=_mode(mode))
+        return scatter(data, segment_ids, op, dim_size=num_segments, fill_value=_identity(op, data.dtype),
+                       mode=_mode(mode), indices_are_sorted=indices_are_sorted)
+    except MemoryError as err:   # the core names its dim_size, which is this function's num_segments
+        raise MemoryError(f"num_segments={num_segments} asks for more memory than can be allocated") from err
 
 
 _DOC = """``jax.ops.segment_{name}`` run by cyscatter: the {what} of the rows of `data` with equal `segment_ids`.
@@ -82,7 +86,11 @@ _DOC = """``jax.ops.segment_{name}`` run by cyscatter: the {what} of the rows of
     Raises
     ------
     ValueError
-        `num_segments` missing for traced ids; mismatched shapes; an unknown `mode`.
+        `num_segments` missing for traced ids or negative; mismatched shapes; an unknown `mode`.
+    TypeError
+        A non-integer `num_segments` (a float or a bool, as ``jax.ops.segment_*``).
+    MemoryError
+        An output of `num_segments` rows too large to allocate.
     """
 
 

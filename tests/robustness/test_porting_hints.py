@@ -104,6 +104,36 @@ def test_an_edge_index_passed_whole_is_told_to_split(call):
     assert "shape (2, 4)" in message and "edge_index[0], edge_index[1]" in message
 
 
+@pytest.mark.parametrize("call", [
+    lambda x: cs.gather_scatter(x, EDGE_INDEX.tolist(), "add"),
+    lambda x: cs.gather_scatter_plan(EDGE_INDEX, src_size=4, dim_size=4),
+    lambda x: cs.gather_scatter_plan(EDGE_INDEX.tolist(), src_size=4, dim_size=4),
+], ids=["edge_index as a list", "plan of edge_index", "plan of an edge_index list"])
+def test_an_edge_index_list_or_plan_is_told_to_split(call):
+    with pytest.raises(TypeError) as caught:
+        call(np.ones((4, 3)))
+    message = str(caught.value)
+    assert "shape (2, 4)" in message and "edge_index[0], edge_index[1]" in message
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: cs.gather_scatter(x, EDGE_INDEX.T, "add"),
+    lambda x: cs.gather_scatter(x, EDGE_INDEX.T.tolist(), "add"),
+    lambda x: cs.gather_scatter_plan(EDGE_INDEX.T, src_size=4, dim_size=4),
+], ids=["array", "list", "plan"])
+def test_a_transposed_edge_index_is_told_to_split_its_columns(call):
+    with pytest.raises(TypeError) as caught:
+        call(np.ones((4, 3)))
+    message = str(caught.value)
+    assert "shape (4, 2)" in message and "[:, 0]" in message and "[:, 1]" in message
+
+
+def test_a_plan_without_scatter_index_says_it_is_missing():
+    with pytest.raises(TypeError, match=r"missing 1 required positional argument: 'scatter_index'") as caught:
+        cs.gather_scatter_plan(np.array([0, 1, 2]), dim_size=3)
+    assert "edge_index" not in str(caught.value)   # a 1-D index is no edge_index
+
+
 def test_an_op_in_the_scatter_index_position_names_the_op_position():
     with pytest.raises(TypeError, match=r"scatter_index='add' is a string: the op goes in the op position"):
         cs.gather_scatter(np.ones((4, 3)), np.array([0, 1]), "add")
@@ -153,6 +183,22 @@ def test_a_bound_error_names_the_size_that_was_given(call, label):
         "dim_size=(3, 9)" if "[0][2]" in label else "dim_size=3"
     assert f"{given} was given: it may be too small" in message
     call("drop")   # the same call is valid once the entry may be dropped
+
+
+def test_a_bound_error_blames_a_zero_dim_size():
+    with pytest.raises(IndexError) as caught:
+        cs.scatter(np.ones(2), np.array([0, 3]), dim_size=0)
+    assert "index[0] = 0" in str(caught.value) and "dim_size=0 was given: it may be too small" in str(caught.value)
+
+
+@pytest.mark.parametrize("fn", [cs.scatter_quantile_vjp, cs.scatter_nanquantile_vjp])
+def test_a_reverse_bound_error_names_grad_out_not_dim_size(fn):
+    # the size comes from grad_out's shape: the function has no dim_size to blame
+    with pytest.raises(IndexError) as caught:
+        fn(np.ones(2), np.array([2., 5, 5, 1]), np.array([0, 0, 0, 2]), 0.5)
+    message = str(caught.value)
+    assert "index[3] = 2" in message and "dim_size" not in message
+    assert "read from grad_out's shape" in message and "it may be too small" in message
 
 
 def test_a_bound_error_without_dim_size_does_not_blame_it():

@@ -191,7 +191,7 @@ def _self_overlapping(a: np.ndarray) -> bool:
     return False
 
 
-def run_scatter(op: Op, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
+def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray, counts: np.ndarray | None = None,
                 threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
     (`op` a registry `Op`; the kernel takes its op code)."""

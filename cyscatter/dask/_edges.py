@@ -150,7 +150,7 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
     token = tokenize(g_rows, t_rows, s_chunks, d_chunks)
     pieces_name, pairs_name = "cyscatter-edge-pieces-" + token, "cyscatter-edge-pairs-" + token
     edge_blocks = positions(g_rows.numblocks)
-    layer = {}
+    layer: dict[tuple[object, ...], object] = {}
     for e, where in enumerate(edge_blocks):
         bucket = (pieces_name + "-bucket", e)
         layer[bucket] = (partial(eb.bucket_edges, src_bounds=src_bounds, dst_bounds=dst_bounds),

@@ -62,6 +62,7 @@ class GatherScatterPlan:
 
     @property
     def n_edge_blocks(self) -> int:
+        """The number of edge chunks, each bucketed once into the block pairs."""
         return self.pieces.shape[0]
 
     def persist(self, **kwargs) -> GatherScatterPlan:

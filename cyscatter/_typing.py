@@ -31,7 +31,7 @@ else:   # at run time the alias names the class without importing the registry (
 # every name `scatter(..., op=...)` accepts: the registry's names and aliases, in the registry's order
 ScatterOp = Literal["add", "sum", "sub", "mul", "prod", "div", "max", "amax", "min", "amin", "mean", "sqrt_n",
                     "set", "last", "first", "nansum", "nanadd", "nanprod", "nanmul", "fmax", "nanmax", "fmin",
-                    "nanmin", "nanmean"]
+                    "nanmin", "nanmean", "nanlast", "nanfirst"]
 # the ops a grouped scan (`scatter_scan`) takes: add, mul, max, min and their aliases
 ScanOp = Literal["add", "sum", "mul", "prod", "max", "amax", "min", "amin"]
 # the out-of-range index modes (`cyscatter._plan.index.MODES`)

@@ -1,8 +1,9 @@
 # cython: language_level=3
-"""CPU kernels of the assignment ops ("set" / "last" and "first"): the winner pass over the index.
+"""CPU kernels of the assignment ops ("set" / "last" and "first"): the winner pass over the index, and the
+NaN-skipping assignments ("nanlast" / "nanfirst").
 
-The rows themselves move with the core's gather kernel (``kernels.gather`` on the winners, mode drop), so only
-the winner pass lives here; see ``assign_kernels.pxd``.
+The rows of "set" / "first" move with the core's gather kernel (``kernels.gather`` on the winners, mode drop), so
+only their winner pass lives here; see ``assign_kernels.pxd``.
 """
 cimport cython
 from libc.stdint cimport int32_t, int64_t, uint64_t
@@ -48,3 +49,39 @@ def winners(const index_t[::1] index not None, int64_t[::1] winner not None, int
         status = winner_rows(&index[0] if n else NULL, n, size, last, &winner[0] if size else NULL, counts_ptr,
                              mode)
     return status
+
+
+# ---- NaN-skipping assignment ----------------------------------------------------------------------------------
+
+ctypedef fused nan_value_t:
+    float
+    double
+    float complex
+    double complex
+
+
+def nan_assign(const nan_value_t[:, :, :] src not None, const index_t[::1] index not None,
+               nan_value_t[:, :, :] out not None, bint last=True):
+    """out[o, index[k], f] = src[o, k, f] for the last (`last`) or first non-NaN entry (complex: neither part
+    NaN) of each output element; elements without one keep their values, entries outside ``[0, out.shape[1])``
+    are skipped (a raising plan is checked before). One pass in index order for last, in reverse for first, so
+    the final write is the winner: no memory beyond `out`."""
+    cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = out.shape[1]
+    cdef Py_ssize_t o, i, k, f
+    cdef uint64_t usize = <uint64_t>size
+    cdef index_t j
+    cdef nan_value_t v
+    if index.shape[0] != n or out.shape[0] != outer or out.shape[2] != inner:
+        raise ValueError(f"nan_assign: src {tuple(src.shape)[:3]}, index ({index.shape[0]},), "
+                         f"out {tuple(out.shape)[:3]} do not match")
+    with nogil:
+        for o in range(outer):
+            for i in range(n):
+                k = i if last else n - 1 - i
+                j = index[k]
+                if <uint64_t>j >= usize:
+                    continue
+                for f in range(inner):
+                    v = src[o, k, f]
+                    if v == v:
+                        out[o, j, f] = v

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from cyscatter import fused_kernels, group_kernels, kernels, nan_kernels, scan_kernels
+from cyscatter import assign_kernels, fused_kernels, group_kernels, kernels, nan_kernels, scan_kernels
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._arrays.protocols import shape_of as _shape_of
@@ -216,6 +216,8 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
         src3 = src3.copy()
     if op.winner and op.skips_nan and _assign.skips_nan(src3):   # nanfirst / nanlast: a winner per element
         precheck(plan)
+        if src3.dtype == out3.dtype and src3.dtype.char in "fdFD":   # in place, nothing beyond out3
+            return assign_kernels.nan_assign(src3, plan.flat, out3, op.winner == "last")
         return _assign.run_nan(sys.modules[__name__], op.winner == "last", src3, plan, out3)
     if op.winner:   # an assignment: winner pass, then a gather (see cyscatter._backends.assign)
         return _assign.run_host(op.winner == "last", src3, plan, out3, counts, threads)

@@ -153,7 +153,8 @@ def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0, sp
     if counts is not None and counts.ndim == 3:
         lazy = counts if isinstance(counts, ElementCounts) else ElementCounts.holding(counts)
         # (nanlast / nanfirst move float16 and bfloat16 as they are, which the NaN-count kernels do not take)
-        if run_scatter in HOST_RUNNERS and lazy.xp is np and lazy.contiguous and not op.winner:
+        if run_scatter in HOST_RUNNERS and lazy.xp is np and lazy.contiguous and (
+                not op.winner or src3.dtype.kind in "biu" or src3.dtype.char in "fdFD"):
             return _run_counted_host(run_scatter, op, src3, plan, work3, lazy, threads, split)
         counts = lazy.array()
         run_scatter(op, src3, plan, work3, None, threads)

@@ -85,13 +85,17 @@ GRAD_PARAMETERS = {
     "scatter_nanstd": ["src", "index", "ddof", "dim_size", "axis", "mode"],
     "scatter_quantile": ["src", "index", "q", "method", "dim_size", "axis", "fill_value", "mode"],
     "scatter_nanquantile": ["src", "index", "q", "method", "dim_size", "axis", "fill_value", "mode"],
-    "segment": ["src", "indptr", "op", "axis", "fill_value"],
+    "segment": ["src", "indptr", "op", "axis", "fill_value", "initial"],
     "gather_segment": ["src", "indptr", "axis"],
     "scatter_argmax": ["src", "index", "dim_size", "axis", "fill_value", "mode"],
     "scatter_argmin": ["src", "index", "dim_size", "axis", "fill_value", "mode"],
     "scatter_scan": ["src", "index", "op", "dim_size", "axis", "mode", "exclusive", "reverse"],
     "gather_scatter": ["src", "gather_index", "scatter_index", "op", "weight", "dim_size", "axis", "fill_value",
                        "mode", "plan", "num_threads"],
+    "scatter_multi": ["src", "index", "ops", "dim_size", "axis", "mode", "ddof"],
+    "segment_multi": ["src", "indptr", "ops", "axis", "ddof"],
+    "gather_scatter_multi": ["src", "gather_index", "scatter_index", "ops", "weight", "dim_size", "ddof"],
+    "segment_ranges": ["src", "starts", "stops", "op", "axis", "fill_value", "initial"],
 }
 
 

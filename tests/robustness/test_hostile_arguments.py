@@ -447,10 +447,15 @@ def _exceptions() -> dict:
         exc[(fn, "src_dot", "None")] = OK       # weight_dot alone is a tangent
         exc[(fn, "weight_dot", "None")] = OK
     exc[("cyscatter.gather_scatter_jvp", "weight", "None")] = "raise:weight_dot"   # weight_dot needs a weight
-    for k in HOSTILE_SIZES:
-        exc[("cyscatter.gather_scatter_plan", "src_size", k)] = OK
-    exc[("cyscatter.gather_scatter_plan", "src_size", "2**64")] = RAISE
-    exc[("cyscatter.gather_scatter_plan", "src_size", "list")] = SAME
+    for fn in ("cyscatter.gather_scatter_plan", "cyscatter.dask.gather_scatter_plan"):
+        for k in HOSTILE_SIZES:
+            exc[(fn, "src_size", k)] = OK
+        exc[(fn, "src_size", "2**64")] = RAISE
+        exc[(fn, "src_size", "list")] = SAME
+    exc[("cyscatter.dask.gather_scatter_plan", "src_size", "None")] = RAISE   # documented: required for Dask
+    for k in HOSTILE_SIZES:   # a Dask plan allocates nothing per destination row: only its users' outputs do
+        exc[("cyscatter.dask.gather_scatter_plan", "dim_size", k)] = OK
+    exc[("cyscatter.dask.gather_scatter_plan", "dim_size", "2**64")] = RAISE
     for fn in ("cyscatter.gather_scatter", "grad.gather_scatter", "cyscatter.gather_scatter_vjp_src",
                "cyscatter.gather_scatter_vjp_weight", "cyscatter.gather_scatter_jvp"):
         # three src rows still hold the gathered rows 0 and 1; a src of one row (extra dim at axis 0) does not
@@ -570,6 +575,11 @@ def _assert_unchanged(kwargs: dict, before: dict, skip=()) -> None:
         assert new.tobytes() == old.tobytes(), f"{name} was modified"
 
 
+def _dask_plan_result(plan) -> np.ndarray:
+    n = plan.src_dims[0]
+    return cs.dask.gather_scatter(da.from_array(np.arange(1.0, n + 1), chunks=2), op="add", plan=plan).compute()
+
+
 def _same(got, expected) -> None:
     if isinstance(expected, tuple):
         assert isinstance(got, tuple) and len(got) == len(expected)
@@ -580,6 +590,10 @@ def _same(got, expected) -> None:
         assert isinstance(got, cs.GatherScatterPlan)
         for name in ("index_shape", "src_dims", "dims", "mode", "gather", "scatter", "indptr", "edge_ids", "cols"):
             _same(getattr(got, name), getattr(expected, name))
+        return
+    if type(expected).__module__.startswith("cyscatter.dask"):   # a Dask plan has no value equality: compare
+        assert type(got) is type(expected)                          # what it computes (its chunks may differ)
+        _same(_dask_plan_result(got), _dask_plan_result(expected))
         return
     if not isinstance(expected, np.ndarray):
         assert got == expected or (got is None and expected is None)

@@ -74,7 +74,8 @@ class EdgeGraph:
         arr = known_shape(arr, arg) if isinstance(arr, da.Array) else np.asarray(arr)
         expected = self.src.shape[:self.nb] + self.plan.dims + self.feat
         if tuple(arr.shape) != expected:
-            raise ValueError(f"{arg} has shape {tuple(arr.shape)} but the output of the call has shape {expected}")
+            raise ValueError(f"{arg} has shape {tuple(arr.shape)} but the output of the call (src's batch dims, "
+                             f"dim_size={self.plan.dims}, src's feature dims) has shape {expected}")
         chunks = self.src.chunks[:self.nb] + (self.plan.dim_chunks,) + tuple((d,) for d in self.plan.dims[1:]) + \
             self.src.chunks[self.nb + self.m:]
         return as_dask(arr).rechunk(chunks)

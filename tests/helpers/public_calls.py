@@ -225,9 +225,11 @@ def _baselines() -> dict[str, Callable[[], dict]]:
     for name in dask_new:
         core = base[f"cyscatter.{name}"]
         params = signature(getattr(csd, name)).parameters
-        base[f"cyscatter.dask.{name}"] = (lambda core=core, params=params: {
+        own = {k: p.default for k, p in params.items()   # the Dask-only arguments (dim_chunks, ...) at their defaults
+               if p.default is not p.empty and f"cyscatter.{name}" in base and k not in core()}
+        base[f"cyscatter.dask.{name}"] = (lambda core=core, params=params, own=own: {
             k: chunked(v) if isinstance(v, np.ndarray) and v.ndim else v
-            for k, v in core().items() if k in params})
+            for k, v in core().items() if k in params} | own)
     # grad: the autograd primitives take the arguments of their namesakes (without num_threads)
     for name in csgrad.__all__:
         core = base[f"cyscatter.{name}"]

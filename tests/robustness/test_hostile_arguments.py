@@ -299,7 +299,7 @@ def role_of(function: str, arg: str) -> str:
 
 _DASK = ("cyscatter.dask.",)
 _GATHERS = ("cyscatter.gather", "grad.gather", "cyscatter.gather_segment", "grad.gather_segment",
-            "cyscatter.dask.gather")
+            "cyscatter.dask.gather", "cyscatter.dask.gather_segment")
 
 
 def _exceptions() -> dict:
@@ -356,7 +356,7 @@ def _exceptions() -> dict:
         exc[(fn, "dst", "str")] = OK           # NumPy's same_kind casts numbers to strings (documented cast)
         exc[(fn, "dst", "bytes")] = OK
     exc[("cyscatter.gather_segment", "src", "object")] = OK   # np.repeat of the rows: any dtype (documented)
-    for fn in ("cyscatter.gather_segment", "grad.gather_segment"):
+    for fn in ("cyscatter.gather_segment", "grad.gather_segment", "cyscatter.dask.gather_segment"):
         exc[(fn, "indptr", "not ending at n")] = OK   # any total length: it is the output's
     for name in ("other shape", "not ending at n"):
         exc[("cyscatter.segment_ids", "indptr", name)] = OK
@@ -489,7 +489,8 @@ def _exceptions() -> dict:
         exc[(fn, "index", "extra dim")] = OK   # (a 0-d src still meets a src_dot of the baseline's shape: raise)
     # axis None is the batched-pointer default, indptr.ndim - 1: 0 for the baseline's 1-D indptr
     for fn in ("cyscatter.segment", "cyscatter.gather_segment", "cyscatter.segment_vjp_src", "cyscatter.segment_jvp",
-               "cyscatter.gather_segment_vjp_src", "grad.segment", "grad.gather_segment"):
+               "cyscatter.gather_segment_vjp_src", "grad.segment", "grad.gather_segment", "cyscatter.dask.segment",
+               "cyscatter.dask.gather_segment"):
         exc[(fn, "axis", "None")] = SAME
     # scatter_scan: exclusive/reverse are flags that change the result (1 is True)
     for fn in ("cyscatter.scatter_scan", "cyscatter.scatter_scan_vjp", "cyscatter.scatter_scan_jvp",

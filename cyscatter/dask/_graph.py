@@ -24,6 +24,15 @@ def known_shape(arr: da.Array, arg: str) -> da.Array:
     return arr
 
 
+def as_dask(arr) -> da.Array:
+    """`arr` as a Dask array; an in-memory object array in one chunk (Dask cannot size object chunks), so the
+    in-memory function's graph-time checks accept or refuse its dtype as they do in memory."""
+    if isinstance(arr, da.Array):
+        return arr
+    arr = np.asarray(arr)
+    return da.from_array(arr, chunks=-1 if arr.dtype.hasobject else "auto")
+
+
 def as_coords(index) -> tuple:
     """The coordinate arrays of an integer or tuple index as Dask arrays, checked as the core checks them."""
     parts = index if isinstance(index, tuple) else (index,)

@@ -26,7 +26,7 @@ from cyscatter._api.softmax import scatter_softmax as _softmax
 from cyscatter._plan.layout import normalize_axis, src_layout
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
-from cyscatter.dask._graph import as_coords, known_shape
+from cyscatter.dask._graph import as_coords, as_dask, known_shape
 from cyscatter.dask._scatter import scatter
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 def _dask(arr, arg):
-    return known_shape(arr, arg) if isinstance(arr, da.Array) else da.asarray(np.asarray(arr))
+    return known_shape(arr, arg) if isinstance(arr, da.Array) else as_dask(arr)
 
 
 def broadcast_src(src, expected: tuple, axis: int, coords: tuple):

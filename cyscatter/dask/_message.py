@@ -15,7 +15,7 @@ from cyscatter._registry.ops import get_op
 from cyscatter.dask import _blocks
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._edges import GatherScatterPlan, as_plan, mini
-from cyscatter.dask._graph import known_shape, new_array, positions, tree_reduce
+from cyscatter.dask._graph import as_dask, known_shape, new_array, positions, tree_reduce
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,7 +46,7 @@ class EdgeGraph:
                                  f"against the feature shape {self.feat}")
             w_shape = tuple(weight.shape[self.ni:])
             self.w_dims = len(w_shape)
-            weight = da.asarray(weight).rechunk(plan.edge_chunks + tuple((s,) for s in w_shape))
+            weight = as_dask(weight).rechunk(plan.edge_chunks + tuple((s,) for s in w_shape))
             heads = len(w_shape)
             while heads and w_shape[heads - 1] == 1:
                 heads -= 1
@@ -74,10 +74,11 @@ class EdgeGraph:
         arr = known_shape(arr, arg) if isinstance(arr, da.Array) else np.asarray(arr)
         expected = self.src.shape[:self.nb] + self.plan.dims + self.feat
         if tuple(arr.shape) != expected:
-            raise ValueError(f"{arg} has shape {tuple(arr.shape)} but the output of the call has shape {expected}")
+            raise ValueError(f"{arg} has shape {tuple(arr.shape)} but the output of the call (src's batch dims, "
+                             f"dim_size={self.plan.dims}, src's feature dims) has shape {expected}")
         chunks = self.src.chunks[:self.nb] + (self.plan.dim_chunks,) + tuple((d,) for d in self.plan.dims[1:]) + \
             self.src.chunks[self.nb + self.m:]
-        return da.asarray(arr).rechunk(chunks)
+        return as_dask(arr).rechunk(chunks)
 
     def like_src(self, arr, arg: str):
         if arr is None:
@@ -85,7 +86,7 @@ class EdgeGraph:
         arr = known_shape(arr, arg) if isinstance(arr, da.Array) else np.asarray(arr)
         if tuple(arr.shape) != self.src.shape:
             raise ValueError(f"{arg} has shape {tuple(arr.shape)} but src has shape {self.src.shape}")
-        return da.asarray(arr).rechunk(self.src.chunks)
+        return as_dask(arr).rechunk(self.src.chunks)
 
     def like_weight(self, arr, arg: str):
         if arr is None:
@@ -94,7 +95,7 @@ class EdgeGraph:
         if self.weight is None or tuple(arr.shape) != self.weight.shape:
             raise ValueError(f"{arg} has shape {tuple(arr.shape)} but weight has shape "
                              f"{None if self.weight is None else self.weight.shape}")
-        return da.asarray(arr).rechunk(self.weight.chunks)
+        return as_dask(arr).rechunk(self.weight.chunks)
 
     # ---- keys ------------------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._edges import mini
 from cyscatter.dask._gather import gather
-from cyscatter.dask._graph import as_coords, known_shape
+from cyscatter.dask._graph import as_coords, as_dask, known_shape
 from cyscatter.dask._groups import broadcast_src
 from cyscatter.dask._message_reverse import _check_op, vjp_src_graph
 from cyscatter.dask._scatter import scatter
@@ -43,7 +43,7 @@ _SPLIT = """    split_every : int, default 4
 def _as_dask(arr, arg):
     if arr is None:
         return None
-    return known_shape(arr, arg) if isinstance(arr, da.Array) else da.asarray(np.asarray(arr))
+    return known_shape(arr, arg) if isinstance(arr, da.Array) else as_dask(arr)
 
 
 def _broadcast(src, index, out, axis):

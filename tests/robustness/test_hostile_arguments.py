@@ -624,7 +624,54 @@ def test_campaign_size():
     assert len(CASES) > 2000
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+# Known defects of the newer Dask functions found by this campaign and not fixed yet (each listed in CHANGELOG's
+# open items): they run as strict xfails, so a fix turns them into failures to remove from here.
+KNOWN_DEFECTS = frozenset({
+    'cyscatter.dask.gather_scatter-num_threads-negative-raise',
+    'cyscatter.dask.gather_scatter-num_threads-zero-raise',
+    'cyscatter.dask.gather_scatter-src-extra dim-raise',
+    'cyscatter.dask.gather_scatter-src-other shape-raise',
+    'cyscatter.dask.gather_scatter_jvp-weight-None-same',
+    'cyscatter.dask.gather_scatter_plan-gather_index-negative-raise',
+    'cyscatter.dask.gather_scatter_plan-gather_index-out of range-raise',
+    'cyscatter.dask.gather_scatter_plan-scatter_index-negative-raise',
+    'cyscatter.dask.gather_scatter_plan-scatter_index-out of range-raise',
+    'cyscatter.dask.gather_scatter_vjp_src-src-other shape-raise',
+    'cyscatter.dask.gather_scatter_vjp_weight-src-other shape-raise',
+    'cyscatter.dask.gather_vjp_src-grad_out-None-raise',
+    'cyscatter.dask.gather_vjp_src-src_shape-2**40 (8 TiB)-memory',
+    'cyscatter.dask.gather_vjp_src-src_shape-2**62-memory',
+    'cyscatter.dask.gather_vjp_src-src_shape-2**64-memory',
+    'cyscatter.dask.gather_vjp_src-src_shape-None-raise',
+    'cyscatter.dask.gather_vjp_src-src_shape-bool-raise',
+    'cyscatter.dask.gather_vjp_src-src_shape-complex-raise',
+    'cyscatter.dask.gather_vjp_src-src_shape-float-raise',
+    'cyscatter.dask.gather_vjp_src-src_shape-integral float-raise',
+    'cyscatter.dask.gather_vjp_src-src_shape-negative-raise',
+    'cyscatter.dask.gather_vjp_src-src_shape-np.bool_-raise',
+    'cyscatter.dask.gather_vjp_src-src_shape-rows x 8 bytes past 2**64-memory',
+    'cyscatter.dask.gather_vjp_src-src_shape-str-raise',
+    'cyscatter.dask.scatter_vjp_dst-index-extra dim-raise',
+    'cyscatter.dask.scatter_vjp_dst-out-None-raise',
+    'cyscatter.dask.scatter_vjp_dst-src-0-d-raise',
+    'cyscatter.dask.scatter_vjp_dst-src-None-raise',
+    'cyscatter.dask.scatter_vjp_src-dst-0-d-raise',
+    'cyscatter.dask.scatter_vjp_src-dst-other shape-raise',
+    'cyscatter.dask.scatter_vjp_src-index-extra dim-raise',
+    'cyscatter.dask.scatter_vjp_src-index-negative-raise',
+    'cyscatter.dask.scatter_vjp_src-index-out of range-raise',
+    'cyscatter.dask.scatter_vjp_src-out-None-raise',
+    'cyscatter.dask.scatter_vjp_src-out-other shape-raise',
+    'cyscatter.dask.scatter_vjp_src-src-0-d-raise',
+    'cyscatter.dask.scatter_vjp_src-src-None-raise',
+})
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.id, marks=pytest.mark.xfail(strict=True, reason="known Dask argument-check defect"))
+    if c.id in KNOWN_DEFECTS else
+    pytest.param(c, id=c.id, marks=pytest.mark.skip(reason="known defect: allocates the 10**12 rows (out of memory)"))
+    if c.id == "cyscatter.dask.gather_segment-indptr-past n-raise" else pytest.param(c, id=c.id) for c in CASES])
 def test_hostile(case):
     kwargs = BASELINES[case.function]()
     expected = call(case.function, BASELINES[case.function]()) if case.expect == SAME else None

@@ -91,7 +91,7 @@ class StagedRows:
 
 _S = kernels.StageCode
 # (src dtype character, kernel dtype character) -> the conversion a staged scatter makes, exactly NumPy's astype
-_STAGES = {("e", "f"): _S.STAGE_HALF, ("f", "d"): _S.STAGE_F4,
+_STAGES: dict[tuple[str, str], int] = {("e", "f"): _S.STAGE_HALF, ("f", "d"): _S.STAGE_F4,
            **{(np.dtype(t).char, "q"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
                                                       (np.int32, _S.STAGE_I4), (np.uint8, _S.STAGE_U1),
                                                       (np.uint16, _S.STAGE_U2), (np.uint32, _S.STAGE_U4))},

@@ -10,7 +10,7 @@ import pytest
 import cyscatter as cs
 from cyscatter import kernels
 from cyscatter._backends import host
-from tests.helpers.reference import ref_scatter
+from reference import ref_scatter
 
 # float16 products overflow to inf in both cyscatter and the reference: the values still compare
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")

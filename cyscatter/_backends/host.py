@@ -131,7 +131,7 @@ def rows_source(arr: np.ndarray, dtype, outer: int, rows: int, inner: int):
     return StagedRows(a3, dtype, int(code), transpose)
 
 
-STAGE_CHUNK_BYTES = 1 << 20   # converted rows a chunked family holds at once (a share of the L2)
+STAGE_CHUNK_BYTES = 4 << 20   # converted rows a chunked family holds at once (a share of the L3)
 
 
 def converted_chunks(source: StagedRows, chunk_bytes: int | None = None):

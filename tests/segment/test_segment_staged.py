@@ -3,6 +3,7 @@
 boundaries, against the loop reference of the equivalent scatter (the segment ids as index), bit for bit: rows
 are combined in the same order."""
 import itertools
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -92,3 +93,22 @@ def test_chunks_cover_every_row_once(monkeypatch):
     seen = [(r0, r1, rows3.copy()) for r0, r1, rows3 in host.converted_chunks(source, chunk_bytes=4096)]
     assert seen[0][0] == 0 and seen[-1][1] == 1000 and all(a[1] == b[0] for a, b in itertools.pairwise(seen))
     np.testing.assert_array_equal(np.concatenate([r for _, _, r in seen], axis=1), x.astype(np.float32))
+
+
+def test_float16_segment_allocates_no_converted_copy(monkeypatch):
+    monkeypatch.setattr(host, "STAGE_CHUNK_BYTES", 1 << 20)
+    rng = np.random.default_rng(5)
+    n, f = 100_000, 32
+    x = rng.standard_normal((n, f)).astype(np.float16)
+    indptr = np.linspace(0, n, 1001).astype(np.int64)
+    cs.segment(x[:100], np.array([0, 100]), "add")   # warm caches of the Python layer
+    tracemalloc.start()
+    try:
+        got = cs.segment(x, indptr, "add")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < n * f * 4 / 4, peak   # a 1 MiB chunk and the table (128 KB), not n x F float32 (12.8 MB)
+    want = np.add.reduceat(x.astype(np.float32), indptr[:-1], axis=0)
+    assert got.dtype == np.float16   # accumulated in float32, rounded once
+    np.testing.assert_allclose(got.astype(np.float32), want, rtol=1e-3, atol=1e-2)

@@ -382,7 +382,9 @@ def segment_reduce(op: Op, src3: np.ndarray | StagedRows, ptr: np.ndarray, work3
     rows = src3.shape[1]
     counted = op.skips_nan and work3.dtype.kind in "fc"
     counts = np.zeros(work3.shape if counted and counting else (0, 0, 0), np.int32 if rows < 2**31 - 1 else np.int64)
-    if type(src3) is StagedRows:
+    if type(src3) is StagedRows and not op.skips_nan and _segment_scatter(op, src3, ptr, work3):
+        pass
+    elif type(src3) is StagedRows:
         # a chunk of rows at a time, each segment continued from where the chunk before left it: rows are
         # combined in the same order, so the same bits as one call on the whole converted src
         for r0, r1, rows3 in converted_chunks(src3):
@@ -397,6 +399,19 @@ def segment_reduce(op: Op, src3: np.ndarray | StagedRows, ptr: np.ndarray, work3
     if counted and counting:
         return counts
     return np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds
+
+
+def _segment_scatter(op: Op, src3: StagedRows, ptr: np.ndarray, work3: np.ndarray) -> bool:
+    """The segments as the staged scatter of their ids (sorted: the same updates in the same order as the segment
+    kernel, so the same bits), which converts each row as it combines it where it can (add, max, min of
+    float16/bfloat16 and float32 -> float64); an index of 4 bytes a row instead of 4 MiB chunks converted apart.
+    False when the kernel found no memory for its buffers."""
+    nseg = ptr.size - 1
+    ids = np.repeat(np.arange(nseg, dtype=np.int32 if nseg < 2**31 else np.int64), np.diff(ptr))
+    status = kernels.scatter_staged(op.opcode, src3.code, src3.array, ids, work3, None, kernels.IndexMode.MODE_RAISE, 1)
+    if status >= 0:
+        raise AssertionError(f"staged scatter refused entry {status} of a validated indptr")
+    return status == -1
 
 
 def _segment_call(op: Op, counted: bool, src3, ptr, work3, counts, counting: bool) -> None:

@@ -90,15 +90,16 @@ class StagedRows:
 
 
 _S = kernels.StageCode
-# (src dtype character, kernel dtype character) -> the conversion a staged scatter makes, exactly NumPy's astype
-_STAGES: dict[tuple[str, str], int] = {("e", "f"): _S.STAGE_HALF, ("f", "d"): _S.STAGE_F4,
-           **{(np.dtype(t).char, "q"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
-                                                      (np.int32, _S.STAGE_I4), (np.uint8, _S.STAGE_U1),
-                                                      (np.uint16, _S.STAGE_U2), (np.uint32, _S.STAGE_U4))},
-           **{(np.dtype(t).char, "d"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
-                                                      (np.int32, _S.STAGE_I4), (np.int64, _S.STAGE_I8),
-                                                      (np.uint8, _S.STAGE_U1), (np.uint16, _S.STAGE_U2),
-                                                      (np.uint32, _S.STAGE_U4), (np.uint64, _S.STAGE_U8))}}
+# (src dtype name, kernel dtype name) -> the conversion a staged scatter makes, exactly NumPy's astype. Names, not
+# characters: int64 is "l" on Linux and "q" elsewhere, and a result dtype may come as either
+_STAGES: dict[tuple[str, str], int] = {("float16", "float32"): _S.STAGE_HALF, ("float32", "float64"): _S.STAGE_F4,
+           **{(np.dtype(t).name, "int64"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
+                                                          (np.int32, _S.STAGE_I4), (np.uint8, _S.STAGE_U1),
+                                                          (np.uint16, _S.STAGE_U2), (np.uint32, _S.STAGE_U4))},
+           **{(np.dtype(t).name, "float64"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
+                                                            (np.int32, _S.STAGE_I4), (np.int64, _S.STAGE_I8),
+                                                            (np.uint8, _S.STAGE_U1), (np.uint16, _S.STAGE_U2),
+                                                            (np.uint32, _S.STAGE_U4), (np.uint64, _S.STAGE_U8))}}
 _COPY_KINDS = frozenset("fdiqlQLFD")   # the kernels' own dtypes (int32/int64/uint64 under their C names)
 STAGE_MIN_ELEMENTS = 1 << 14   # smaller srcs are converted whole: the block loop's setup would dominate
 
@@ -110,7 +111,7 @@ def _stage_code(src: np.dtype, dtype: np.dtype):
         return None
     if src.name == "bfloat16" and dtype.char == "f":
         return _S.STAGE_BFLOAT
-    return _STAGES.get((src.char, dtype.char))
+    return _STAGES.get((src.name, dtype.name))
 
 
 def rows_source(arr: np.ndarray, dtype, outer: int, rows: int, inner: int):

@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 
 import cyscatter as cs
-from cyscatter.torch import _library as F
 from cyscatter.torch import _func
+from cyscatter.torch import _library as F
 from cyscatter.torch import _reverse_ops as R
 from cyscatter.torch._bridge import plan_of, tensor
 from cyscatter.torch._func import call, save

@@ -14,6 +14,9 @@ pieces, so second and higher derivatives follow:
 
 mul, div and nanprod (value-dependent partials), nanvar/nanstd and the scans but add differentiate once: their
 backward is the core's VJP op, whose own backward raises NotImplementedError rather than returning a wrong value.
+
+Every formula calls its pieces through `_func.call`, so that under ``torch.func`` (where these formulas run in the
+ops' autograd.Functions) the pieces are differentiable there too.
 """
 from __future__ import annotations
 

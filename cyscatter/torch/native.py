@@ -2,7 +2,8 @@
 
 Each function takes the arguments of its `cyscatter` namesake (same defaults, ops, modes and errors) and returns
 a tensor that owns the array cyscatter computed (no copy); the inputs are read in place. The float results are
-differentiable (`torch.autograd`, double backward where `cyscatter.torch._autograd` says so) and every function
+differentiable (`torch.autograd`, double backward where `cyscatter.torch._autograd` says so; ``torch.func`` and
+forward-mode AD through `cyscatter.torch._forward`) and every function
 is a ``torch.library`` custom op (``torch.ops.cyscatter.*``) with a fake kernel, so ``torch.compile`` traces it
 when the output's size is given (`dim_size`; otherwise it is read from the index, which needs the data).
 

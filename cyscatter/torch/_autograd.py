@@ -145,6 +145,7 @@ F.gather.register_autograd(_gather_backward, setup_context=_gather_setup)
 def _gather_scatter_setup(ctx, inputs, output):
     src, gather_index, scatter_index, weight, op, dim_size, axis, mode, plan = inputs
     ctx.args = (op, dim_size, axis, mode, plan)
+    ctx.plan = plan_of(plan)   # the handle finds the plan while it lives: the graph keeps it alive for the backward
     save(ctx, src, gather_index, scatter_index, weight, output)
 
 

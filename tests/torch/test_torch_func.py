@@ -210,3 +210,28 @@ def test_non_differentiable_results_under_transforms():
         return cst.scatter(s, INDEX, "add", dim_size=5).sum() + 0 * arg.sum()
     torch.testing.assert_close(grad(f)(x), torch.ones(7, 3, dtype=torch.float64))
     assert jvp(lambda s: cst.scatter_count(INDEX, 5) + 0 * s.sum(), (x,), (x,))[1].eq(0).all()
+
+
+def test_indices_and_plans_built_inside_the_transform():
+    """A PyG-style step builds its index inside the differentiated function (torch.func wraps it): the data is
+    read through the wrapper, and a plan made there lives as long as the graph that needs it."""
+    edge_index = torch.tensor([[0, 1, 2, 2, 0], [1, 1, 0, 2, 2]])
+    x = values(3, 2)
+
+    def ours(s):
+        senders, receivers = edge_index[0], edge_index[1]
+        plan = cst.gather_scatter_plan(senders, receivers, src_size=3, dim_size=3)
+        via_plan = cst.gather_scatter(s, op="mean", plan=plan)
+        return via_plan + ts.segment_csr(s, torch.tensor([0, 1, 3, 3]), reduce="max")[0].sum(0)
+
+    def reference(s):
+        means = torch.zeros(3, 2, dtype=s.dtype).index_reduce(0, edge_index[1], s[edge_index[0]], "mean",
+                                                               include_self=False)
+        return means + torch.stack([s[0], s[1:3].amax(0), torch.zeros_like(s[0])]).sum(0)
+    assert_transforms_agree(ours, reference, x)
+
+
+def test_vmap_over_data_read_outside_a_custom_op_is_refused():
+    indptrs = torch.tensor([[0, 1, 3], [0, 2, 3]])
+    with pytest.raises(TypeError, match="torch.vmap cannot batch"):
+        torch.vmap(cst.segment_ids)(indptrs)

@@ -47,7 +47,8 @@ def once_only_forward(ctx, *tangents):
 
 def _remember_name(name):
     def setup_context(ctx, inputs, output):
-        ctx.what = name if name != "scatter_vjp_src" else f"scatter with op {inputs[0]!r}"
+        named = {"scatter_vjp_src": "scatter", "scatter_vjp_dst": "scatter_into"}
+        ctx.what = f"{named[name]} with op {inputs[0]!r}" if name in named else name
     return setup_context
 
 

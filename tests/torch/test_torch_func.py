@@ -254,3 +254,19 @@ def test_vmap_over_data_read_outside_a_custom_op_is_refused():
     indptrs = torch.tensor([[0, 1, 3], [0, 2, 3]])
     with pytest.raises(TypeError, match="torch.vmap cannot batch"):
         torch.vmap(cst.segment_ids)(indptrs)
+
+
+@pytest.mark.parametrize("name", ["scatter_jvp", "softmax_jvp", "quantile_jvp"])
+def test_jvp_ops_fake_kernels_agree_with_the_real_ones(name):
+    """torch.library.opcheck: the core's JVPs as custom ops have a consistent schema and fake kernel."""
+    x, t = values(7, 3), values(7, 3, seed=1)
+    ops = torch.ops.cyscatter
+    args = {
+        "scatter_jvp": lambda: ("max", x, INDEX, ops.scatter(x, INDEX, "max", 5, 0, "raise", None), t, None, None,
+                                0, "raise"),
+        "softmax_jvp": lambda: ("softmax", x, INDEX, ops.softmax(x, INDEX, "softmax", 4, 0, "raise"), t, 4, 0,
+                                "raise"),
+        "quantile_jvp": lambda: (x, INDEX, ops.quantile(x, INDEX, 0.5, False, "linear", 5, 0, "raise", None), t,
+                                 0.5, False, "linear", 5, 0, "raise"),
+    }[name]()
+    torch.library.opcheck(getattr(ops, name).default, args, test_utils=("test_schema", "test_faketensor"))

@@ -21,7 +21,10 @@ import torch
 import cyscatter as cs
 from cyscatter._arrays.keywords import HINTS, hide_catch_all, unexpected_keywords
 from cyscatter._registry.ops import ORDER_STATS
-from cyscatter.torch import _forward  # noqa: F401  (registers the autograd and forward formulas)
+from cyscatter.torch import (
+    _forward,  # noqa: F401  (registers the autograd and forward formulas)
+    _vmap,  # noqa: F401  (registers the batching rules)
+)
 from cyscatter.torch._bridge import array, plan_handle, tensor
 from cyscatter.torch._func import call, has_tangent
 

@@ -14,7 +14,8 @@ from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp
 import cyscatter.torch as ts
 from cyscatter.torch import native as cst
 
-# jacrev, jacfwd and hessian vmap the custom ops, which have no batching rule yet: torch loops and says so
+# jacrev, jacfwd and hessian vmap the custom ops; segments and gather_scatter have no batching rule: torch loops
+# and says so
 pytestmark = pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")
 
 INDEX = torch.tensor([0, 3, 1, 0, 3, 3, 0])   # duplicates, and the empty groups 2 and 4
@@ -270,3 +271,26 @@ def test_jvp_ops_fake_kernels_agree_with_the_real_ones(name):
                                  0.5, False, "linear", 5, 0, "raise"),
     }[name]()
     torch.library.opcheck(getattr(ops, name).default, args, test_utils=("test_schema", "test_faketensor"))
+
+
+# ---- torch.vmap: one call with the batch as a leading dimension, or one call per entry -----------------------------
+
+@pytest.mark.parametrize("in_dims", [0, 2])
+def test_vmap_shared_index_is_one_call_along_a_shifted_axis(in_dims):
+    xs = values(4, 2, 7, 3)
+    batched = xs.movedim(0, in_dims)
+    for fn in (lambda s: cst.scatter(s, INDEX, "max", axis=1, dim_size=5),
+               lambda s: cst.gather(s, INDEX, axis=1),
+               lambda s: cst.scatter_softmax(s, INDEX, axis=1),
+               lambda s: cst.scatter_argmax(s, INDEX, axis=1, dim_size=5)):
+        torch.testing.assert_close(torch.vmap(fn, in_dims=in_dims)(batched), torch.stack([fn(x) for x in xs]))
+
+
+def test_vmap_batched_index_and_unbatched_data():
+    indices = torch.stack([INDEX, FULL, INDEX.flip(0)])
+    x = values(7, 3)
+    got = torch.vmap(lambda i: cst.scatter(x, i, "mean", dim_size=5))(indices)
+    torch.testing.assert_close(got, torch.stack([torch_reduce("mean", 5, i)(x) for i in indices]))
+    dsts = values(3, 5, 3, seed=2)   # dst batched, src shared: src expanded along the batch
+    got = torch.vmap(lambda d: cst.scatter_into(d, x, INDEX, "add"))(dsts)
+    torch.testing.assert_close(got, torch.stack([d.index_add(0, INDEX, x) for d in dsts]))

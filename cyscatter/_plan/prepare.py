@@ -44,6 +44,7 @@ from cyscatter._plan.values import (
     check_given,
     check_numeric,
     check_out,
+    check_real_derivative,
     direct,
     fill_for,
     python_scalar_as,
@@ -331,6 +332,9 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
     others = {name: (check_numeric(be.asarray(a), name) if name != "dst" else be.asarray(a), like)
               for name, a, like in extra if a is not None}
     src, out = arrays["src"], arrays["out"]
+    for name, (arr, _) in others.items():
+        if name != "dst":
+            check_real_derivative(name, arr, src, out, others.get("dst", (None,))[0])
     op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
     if "dst" in others:
         op.check_dtype(others["dst"][0].dtype, "dst")

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from cyscatter import assign_kernels, fused_kernels, group_kernels, kernels, nan_kernels, scan_kernels
+from cyscatter._arrays.dtypes import is_bfloat16
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._arrays.protocols import shape_of as _shape_of
@@ -262,9 +263,15 @@ def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> No
 
 
 exclusive_products = kernels.exclusive_products
-# A new C-ordered table of (shape, dtype) holding the identity: cache-line aligned rows, zero identities from
-# zeroed pages with no write pass.
-fresh_table = kernels.fresh_table
+
+
+def fresh_table(shape, dtype, identity):
+    """A new C-ordered table of (shape, dtype) holding the identity: cache-line aligned rows, zero identities from
+    zeroed pages with no write pass (the kernels' fill, for number and bool dtypes); np.full for the other dtypes
+    an assignment moves (datetimes keep their unit, records their fields)."""
+    if dtype.kind in "biufc" or is_bfloat16(dtype):
+        return kernels.fresh_table(shape, dtype, identity)
+    return np.full(shape, identity, dtype)
 
 
 def run_scatter_runs(op: Op, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,

@@ -142,6 +142,18 @@ def check_numeric(arr, arg: str):
     return arr
 
 
+def check_real_derivative(arg: str, arr, *primals) -> None:
+    """TypeError naming `arg` where a cotangent or tangent is complex but every primal array (src, out, dst: the
+    inputs and the output it belongs to) is real: the derivative of a real function w.r.t. a real input is real
+    (JAX's rule, and gather_scatter's), and a complex one would only carry an imaginary part made up by the
+    caller. One rule for every reverse function whose primal it is given."""
+    if arr.dtype.kind != "c" or any(p is not None and p.dtype.kind == "c" for p in primals):
+        return
+    real = ", ".join(sorted({str(p.dtype) for p in primals if p is not None}))
+    raise TypeError(f"{arg} is complex ({arr.dtype}) but the values it differentiates are real ({real}): the "
+                    f"derivative w.r.t. a real input is real; pass {arg}.real if its real part is what you mean")
+
+
 def check_given(arg: str, value, what: str = ""):
     """TypeError naming a required array argument given as None."""
     if value is None:

@@ -108,6 +108,12 @@ def _dim_size(dim_size, index: torch.Tensor) -> int:
         except TypeError:
             raise TypeError(f"cyscatter.torch: dim_size must be an int, got {type(dim_size).__name__} "
                             f"{dim_size!r}") from None
+    if index.device.type == "meta":
+        raise ValueError("cyscatter.torch: index is on device 'meta', which holds no values to read dim_size "
+                         "from: pass dim_size= (an int)")
+    if torch.compiler.is_compiling():
+        raise ValueError("cyscatter.torch: pass dim_size= (an int) under torch.compile: the output's size would "
+                         "otherwise be read from the index's values, which a compiled graph does not know")
     size = int(index.max()) + 1 if index.numel() else 0
     if size > _INT64_MAX:
         raise ValueError(f"index holds {size - 1}: the inferred dim_size {size} is larger than a tensor dimension "

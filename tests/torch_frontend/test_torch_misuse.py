@@ -146,3 +146,33 @@ def test_gather_scatter_with_op_in_place_of_an_index():
     edge_index = torch.tensor([[0, 1, 2], [1, 1, 0]])
     with pytest.raises(TypeError, match="scatter_index must be a torch.Tensor.*'add'.*gather_index=edge_index"):
         native.gather_scatter(_x(), edge_index, "add")
+
+
+# ---- dim_size read from an index whose values cannot be read -------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda i: native.scatter(torch.ones(3), i),
+    lambda i: ts.scatter(torch.ones(3), i, 0),
+], ids=["native", "compat"])
+def test_meta_index_without_dim_size_names_index_and_device(call):
+    with pytest.raises(ValueError, match=r"index is on device 'meta'.*pass dim_size="):
+        call(torch.tensor([0, 0, 1], device="meta"))
+
+
+def test_meta_tensors_with_dim_size_give_the_shape():
+    out = native.scatter(torch.ones(3, device="meta"), torch.tensor([0, 0, 1], device="meta"), dim_size=2)
+    assert out.device.type == "meta" and out.shape == (2,)
+
+
+@pytest.mark.full
+def test_fullgraph_compile_without_dim_size_says_pass_dim_size():
+    src, index = torch.ones(3), torch.tensor([0, 0, 1])
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"pass dim_size= \(an int\) under torch\.compile"):
+        torch.compile(lambda a, b: native.scatter(a, b, "add"), fullgraph=True)(src, index)
+    torch._dynamo.reset()   # with a graph break allowed, the size is read eagerly, as before
+    expected = torch.zeros(2).index_add_(0, index, src)
+    torch.testing.assert_close(torch.compile(lambda a, b: native.scatter(a, b, "add"))(src, index), expected)
+    torch._dynamo.reset()
+    torch.testing.assert_close(
+        torch.compile(lambda a, b: native.scatter(a, b, "add", dim_size=2), fullgraph=True)(src, index), expected)

@@ -166,12 +166,16 @@ def _float_dtype(*arrays) -> np.dtype:
     return dtype if dtype.kind in "fc" and dtype != np.float16 else np.dtype(np.float64)
 
 
-def flag(name: str, value) -> bool:
-    """A bool argument: True/False (NumPy's too) or the integers 0/1; anything else (a string, None, 2) raises
-    TypeError rather than being taken for its truth value."""
+def flag(name: str, value, none_is_false: bool = False) -> bool:
+    """A bool argument: True/False (NumPy's too) or the integers 0/1, and None where `none_is_false` (a hint not
+    given, as JAX's ``indices_are_sorted``); anything else (a string, 2) raises TypeError rather than being taken
+    for its truth value."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)) and value in (0, 1):
         return bool(value)
-    raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    if value is None and none_is_false:
+        return False
+    allowed = "a bool (or None: no hint)" if none_is_false else "a bool"
+    raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r}")
 

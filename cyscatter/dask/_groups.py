@@ -23,11 +23,12 @@ from cyscatter._api.segment import segment as _segment
 from cyscatter._api.softmax import scatter_log_softmax as _log_softmax
 from cyscatter._api.softmax import scatter_logsumexp as _logsumexp
 from cyscatter._api.softmax import scatter_softmax as _softmax
+from cyscatter._plan.index import check_table_bytes
 from cyscatter._plan.layout import normalize_axis, src_layout
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
 from cyscatter.dask._graph import as_coords, as_dask, known_shape
-from cyscatter.dask._scatter import scatter
+from cyscatter.dask._scatter import check_out_chunks, scatter
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -125,8 +126,12 @@ _SEGMENT_PARAMS = """    dim_chunks : int or sequence of int, optional
     split_every : int, default 4
         On Dask: partials merged per task.
 """
-_GATHER_SEGMENT_PARAMS = """    chunks : int, tuple or "auto", default "auto"
-        On Dask: chunks of the output along `axis` (its ``indptr[-1]`` rows).
+_GATHER_SEGMENT_PARAMS = """    chunks : "auto", -1, int or sequence of int, default "auto"
+        On Dask: chunks of the output along `axis` (its ``indptr[-1]`` rows): Dask's "auto" size, one chunk,
+        blocks of that many rows, or sizes adding up to the rows (TypeError / ValueError naming `chunks`
+        otherwise; MemoryError where more than 2**24 blocks would make a graph that does not fit in memory). An
+        ``indptr[-1]`` whose output no array could hold (past 2**63 - 1 bytes) raises the in-memory ValueError
+        when the graph is built; a large one that could exist is lazy, as any Dask array.
 """
 
 
@@ -237,8 +242,8 @@ def _ids_block(pos, *, indptr):
     return np.searchsorted(indptr, pos, "right").astype(np.int64) - 1
 
 
-def _segment_ids(indptr, chunks):
-    pos = da.arange(int(indptr[-1]), chunks=chunks, dtype=np.int64)
+def _segment_ids(indptr, chunks: tuple):
+    pos = da.arange(int(indptr[-1]), chunks=(chunks,), dtype=np.int64)
     return pos.map_blocks(_ids_block, indptr=indptr, dtype=np.int64)
 
 
@@ -290,6 +295,13 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
                    split_every=split_every)
 
 
+def _check_rows(src, axis, rows, batch=None):
+    """The in-memory ValueError for an output of `rows` rows along `axis` that no array could hold (past
+    2**63 - 1 bytes), now: the graph (its chunks) is sized by it, before any is listed."""
+    shape = (batch if batch is not None else src.shape[:axis]) + (rows,) + src.shape[axis + 1:]
+    check_table_bytes(shape, src.dtype, "indptr[-1]", rows)
+
+
 @mirror(_gather_segment, params=_GATHER_SEGMENT_PARAMS)
 def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex | None = None,
                    chunks: Any = "auto") -> da.Array:
@@ -302,10 +314,12 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex |
     axis = segment_axis(ptr, axis, src.ndim)
     if ptr.ndim > 1:
         flat, batch, nseg, rows = batched_indptr(ptr, src.shape, segments=src.shape[axis])
-        out_chunks = da.core.normalize_chunks(src.chunks[:axis] + (chunks,), batch + (rows,), dtype=np.int64)
+        _check_rows(src, axis, rows, batch)
+        out_chunks = src.chunks[:axis] + (check_out_chunks(chunks, rows, 8),)
         return gather(src, _batched_coords(flat, batch, nseg, rows, out_chunks), axis=0)
     ptr = check_indptr(ptr, None)
     if len(ptr) - 1 != src.shape[axis]:
         _gather_segment(np.zeros((1,) * axis + (src.shape[axis],), src.dtype), ptr, axis=axis)   # its ValueError
-    ids = _segment_ids(ptr, chunks)
+    _check_rows(src, axis, int(ptr[-1]))
+    ids = _segment_ids(ptr, check_out_chunks(chunks, int(ptr[-1]), 8))
     return gather(src, ids, axis=axis)

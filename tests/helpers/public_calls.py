@@ -272,13 +272,15 @@ def result(value):
 
 
 
-def call(function: str, kwargs: dict):
+def call(function: str, kwargs: dict, compute: bool = True):
+    """`function` called with `kwargs`; a lazy Dask result computed unless `compute` is False."""
     fn = resolve(function)
     params = signature(fn).parameters
     positional = [kwargs[p.name] for p in params.values() if p.kind == p.POSITIONAL_OR_KEYWORD and p.name in kwargs]
     keywords = {p.name: kwargs[p.name] for p in params.values() if p.kind == p.KEYWORD_ONLY and p.name in kwargs}
     try:
-        return result(fn(*positional, **keywords))
+        got = fn(*positional, **keywords)
+        return result(got) if compute else got
     finally:
         if function.endswith("set_num_threads"):
             cs.set_num_threads(None)

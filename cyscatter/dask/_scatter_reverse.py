@@ -18,6 +18,7 @@ from cyscatter._plan.values import check_given
 from cyscatter._reverse.scatter import gather_vjp_src as _gather_vjp_src
 from cyscatter._reverse.scatter import scatter_vjp_dst as _scatter_vjp_dst
 from cyscatter._reverse.scatter import scatter_vjp_src as _scatter_vjp_src
+from cyscatter.dask import _blocks
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._edges import mini
@@ -134,7 +135,12 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
         extra = da.map_blocks(eb.winners_of, dst, out.rechunk(dst.chunks), dtype=np.float64)
     elif dst is not None and op.partials in eb.PRODUCTS:   # the initial dst is a factor of every product
         extra = dst
-    targets = tuple(c.rechunk(chunks) for c in coords) if m > 1 else coords[0].rechunk(chunks)
+    targets = tuple(c.rechunk(chunks) for c in coords)
+    if mode == "raise" and any(isinstance(p, da.Array) for p in (index if isinstance(index, tuple) else (index,))):
+        # checked as this scatter's index (IndexError naming `index`) before the edges' plan meets it
+        targets = tuple(da.map_blocks(_blocks.checked_coord, *targets, k=k, dims=dims, mode=mode, dtype=t.dtype)
+                        for k, t in enumerate(targets))
+    targets = targets if m > 1 else targets[0]
     grad_src = vjp_src_graph(op, grad, src, positions if ni > 1 else positions[0], targets, out, None, dims, axis,
                              mode, None, None, dim_chunks, 4, extra)
     return grad_src.astype(dtype)

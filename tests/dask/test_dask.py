@@ -291,7 +291,7 @@ _OUT_OF_RANGE_CALLS = {   # each names the index `index` (scatter_vjp_src runs o
 def test_out_of_range_raises_when_computed():
     index = da.from_array(np.array([0, 1, 2, 9, 1]), chunks=2)
     src = da.ones(5, chunks=2)
-    for name, make in _OUT_OF_RANGE_CALLS.items():
+    for make in _OUT_OF_RANGE_CALLS.values():
         lazy = make(src, index)            # building the graph reads no data of a Dask index
         with pytest.raises(IndexError, match=r"^index\[1\] = 9 is out of bounds.*index chunk \[2:4\]"):
             threads(lazy)

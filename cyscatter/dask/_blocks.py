@@ -44,6 +44,11 @@ def checked_coord(*coords, k, dims, mode, block_info=None):
     return coords[k]
 
 
+def in_rows(flat, *, size):
+    """True for the planned rows in [0, size): the entries a mode kept (it puts dropped ones outside)."""
+    return (flat >= 0) & (flat < size)
+
+
 # ---- scatter: partials, their combination, the finished block ----------------------------------------------
 
 def scatter_partial(src, flat, *, op, result_dtype, nb, rows, count):

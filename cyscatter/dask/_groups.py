@@ -23,11 +23,13 @@ from cyscatter._api.segment import segment as _segment
 from cyscatter._api.softmax import scatter_log_softmax as _log_softmax
 from cyscatter._api.softmax import scatter_logsumexp as _logsumexp
 from cyscatter._api.softmax import scatter_softmax as _softmax
-from cyscatter._plan.index import check_table_bytes
+from cyscatter._arrays.integers import prod
+from cyscatter._plan.index import _dims_from, check_table_bytes
 from cyscatter._plan.layout import normalize_axis, src_layout
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
-from cyscatter.dask._graph import as_coords, as_dask, known_shape
+from cyscatter.dask import _blocks
+from cyscatter.dask._graph import as_coords, as_dask, flat_rows, known_shape
 from cyscatter.dask._scatter import check_out_chunks, scatter
 
 if TYPE_CHECKING:
@@ -91,11 +93,14 @@ class _Groups:
         return gather(table, self.index, axis=self.axis, mode=self.mode).rechunk(self.src.chunks)
 
     def valid(self):
-        """1 where an entry belongs to a group (0 where mode='drop' dropped it), shaped to broadcast against src."""
-        dims = tuple(np.atleast_1d(self.dim_size)) if not isinstance(self.dim_size, tuple) else self.dim_size
-        ones = da.ones(dims, np.int8)
-        flags = gather(ones, self.index, mode=self.mode)
-        return flags.reshape((1,) * self.axis + flags.shape + (1,) * self.nf) > 0
+        """True where an entry belongs to a group (False where mode='drop' dropped it), shaped to broadcast
+        against src: the entries' planned rows (dropped ones fall outside the rows), per index chunk, so nothing
+        the size of D is made."""
+        coords = as_coords(self.index)
+        dims = _dims_from(self.dim_size, coords, "dim_size")
+        flat = flat_rows(coords, coords[0].chunks, dims, self.mode)
+        flags = flat.map_blocks(_blocks.in_rows, size=prod(dims), dtype=bool)
+        return flags.reshape((1,) * self.axis + flags.shape + (1,) * self.nf)
 
 
 def _quietly(*blocks, fn):

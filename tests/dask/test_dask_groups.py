@@ -196,6 +196,8 @@ def test_graphs_are_built_without_computing():
     with dask.config.set(scheduler=no_compute):
         for func in GROUP_FUNCS:
             getattr(csd, func)(src, index, dim_size=7)
+        for func in ("scatter_softmax", "scatter_log_softmax"):   # nothing of D's size listed (2**23 blocks)
+            assert getattr(csd, func)(src, index, dim_size=2**50, mode="drop").numblocks == src.numblocks
         csd.segment(src, np.array([0, 5, N]), "mean")
         csd.gather_segment(src[:2], np.array([0, 5, N]))
         csd.scatter_vjp_src("max", da.ones((7, 2)), src, index, da.ones((7, 2)))

@@ -99,7 +99,7 @@ class _Groups:
         coords = as_coords(self.index)
         dims = _dims_from(self.dim_size, coords, "dim_size")
         flat = flat_rows(coords, coords[0].chunks, dims, self.mode)
-        flags = flat.map_blocks(_blocks.in_rows, size=prod(dims), dtype=bool)
+        flags = da.map_blocks(_blocks.in_rows, flat, size=prod(dims), dtype=bool)
         return flags.reshape((1,) * self.axis + flags.shape + (1,) * self.nf)
 
 

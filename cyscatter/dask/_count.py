@@ -58,7 +58,8 @@ def scatter_count(index: IndexLike, dim_size: DimSize, *, mode: Mode = "raise",
     ValueError
         Unknown mode, index arrays of different shapes, unknown chunk sizes, a bad `split_every`.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index, when the graph is built
+        for a NumPy one.
 
     Notes
     -----

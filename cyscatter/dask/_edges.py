@@ -129,7 +129,8 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
     ValueError
         Index arrays of different shapes, unknown chunk sizes, a bad `src_size`/`dim_size`/chunks or mode.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index, when the graph is built
+        for a NumPy one.
 
     Notes
     -----

@@ -75,8 +75,8 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
         Unknown mode, mismatched shapes, unknown chunk sizes, an `axis` that does not fit, a `fill_value` out of
         the range of the dtype of `src`.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
-        its index chunk and that chunk's location.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index (the message names the
+        position within its index chunk and that chunk's location), when the graph is built for a NumPy one.
 
     Notes
     -----

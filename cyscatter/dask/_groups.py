@@ -125,7 +125,8 @@ _GROUP_NOTES = """On Dask: `dim_size` is required (TypeError without it: inferri
     a `src` that broadcasts (where the in-memory function takes one) is broadcast lazily, its index dims chunked
     as the index. The arguments are checked when the graph is built, by the
     in-memory function run on one entry of the same dtypes; an out-of-range entry under ``mode="raise"`` raises
-    IndexError when computed. Sums are grouped by chunk: equal to the in-memory result to rounding."""
+    IndexError when computed (at once for a NumPy index). Sums are grouped by chunk: equal to the in-memory result
+    to rounding."""
 _SEGMENT_PARAMS = """    dim_chunks : int or sequence of int, optional
         On Dask: chunks of the output along the segment axis (``cyscatter.dask.scatter``'s `dim_chunks`).
     split_every : int, default 4

@@ -175,7 +175,8 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     fill_value : scalar, optional
         As for ``cyscatter.gather_scatter``.
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, optional
-        As for ``cyscatter.gather_scatter``; under "raise" an out-of-range entry raises IndexError when computed.
+        As for ``cyscatter.gather_scatter``; under "raise" an out-of-range entry raises IndexError (when
+        computed for a Dask index, at once for a NumPy one).
     plan : cyscatter.dask.GatherScatterPlan, optional
         The edges grouped once (``plan.persist()`` keeps the grouping for many calls).
     num_threads : int, optional
@@ -197,7 +198,8 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         As ``cyscatter.gather_scatter`` for the op, the dtypes, the shapes and the mode, at graph time; also
         missing `dim_size`, unknown chunk sizes, a `plan` that is not a ``cyscatter.dask.GatherScatterPlan``.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``, naming the index and its chunk.
+        An out-of-range entry under ``mode="raise"``, naming the index: when computed for a Dask index (and
+        its chunk), when the graph is built for a NumPy one.
 
     Notes
     -----

@@ -43,7 +43,7 @@ _NOTES = """On Dask: the arrays may be Dask or NumPy arrays (`grad_out` and `out
     messages, from per-pair products of the nonzero messages and counts of the zero ones (prefix and suffix
     products over the pairs, no division: exact with zeros, to rounding); div's rule needs only `out`. The arguments are checked when the graph is built (the in-memory function runs on one edge of
     the same dtypes and feature shape); an out-of-range entry under ``mode="raise"`` raises IndexError when
-    computed."""
+    computed (at once for a NumPy index)."""
 def _check_op(op, fun):
     return get_op(op)
 

@@ -83,8 +83,8 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
         An op without a running form (see `op`); unknown mode, a src not shaped B + I + F around the index,
         unknown chunk sizes, a `dim_size` whose table could not exist.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
-        its index chunk and that chunk's location.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index (the message names the
+        position within its index chunk and that chunk's location), when the graph is built for a NumPy one.
 
     Notes
     -----

@@ -105,8 +105,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         Unknown op or mode, mismatched shapes, unknown chunk sizes, `dim_chunks` that do not add up, a
         `dim_size` whose output could not exist (more than 2**63 - 1 bytes: the core's error, at graph time).
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
-        its index chunk and that chunk's location.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index (the message names the
+        position within its index chunk and that chunk's location), when the graph is built for a NumPy one.
 
     Notes
     -----

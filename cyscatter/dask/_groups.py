@@ -26,9 +26,9 @@ from cyscatter._api.softmax import scatter_softmax as _softmax
 from cyscatter._arrays.integers import prod
 from cyscatter._plan.index import _dims_from, check_table_bytes
 from cyscatter._plan.layout import normalize_axis, src_layout
+from cyscatter.dask import _blocks
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
-from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, as_dask, flat_rows, known_shape
 from cyscatter.dask._scatter import check_out_chunks, scatter
 

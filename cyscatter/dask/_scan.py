@@ -10,10 +10,10 @@ import numpy as np
 from dask.base import tokenize
 
 from cyscatter._api.scan import FLAGS_DOC, scan_op
-from cyscatter._plan.values import flag
 from cyscatter._arrays.integers import prod
 from cyscatter._docs import fill_doc
 from cyscatter._plan.layout import split_src
+from cyscatter._plan.values import flag
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, known_shape, new_array, positions, stand_in
 from cyscatter.dask._scatter import in_index_order, prepare, refuse_out

@@ -86,7 +86,7 @@ def _same_shape(out, **others):
     """The in-memory ValueError for a `grad_out` / `dst` whose shape is not `out`'s (B + D + F)."""
     for arg, arr in others.items():
         if arr is not None and arr.shape != out.shape:
-            raise ValueError(f"{'grad_out' if arg == 'grad' else arg} shape {arr.shape} != out shape {out.shape}")
+            raise ValueError(f"{arg} shape {arr.shape} != out shape {out.shape}")
 
 
 def _mini_index(coords, lead=None):
@@ -113,7 +113,7 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     _required(grad_out=grad_out, src=src, out=out)
     src, grad, out, dst = (_as_dask(a, n) for a, n in ((src, "src"), (grad_out, "grad_out"), (out, "out"),
                                                          (dst, "dst")))
-    _same_shape(out, grad=grad, dst=dst)
+    _same_shape(out, grad_out=grad, dst=dst)
     broadcast = _broadcast(src, index, out, axis)
     if broadcast is not None:   # the cotangent of the broadcast src, summed over the dims src broadcast along
         full = scatter_vjp_src(op, grad, broadcast[0], index, out, dst=dst, axis=broadcast[1], mode=mode,

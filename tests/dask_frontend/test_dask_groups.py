@@ -67,6 +67,14 @@ def test_group_function_dtypes(func, dtype):
     (lambda s, i: csd.segment(s, np.array([0, 5, N]), "nope"), ValueError, "nope"),
     (lambda s, i: csd.segment(s, np.array([[0, N]]), "add"), ValueError, "indptr"),
     (lambda s, i: csd.gather_segment(s, np.array([0, 2, 3])), ValueError, "indptr"),
+    # sizes from user values, refused before any chunk is listed (no hang, no huge graph)
+    (lambda s, i: csd.gather_segment(s[:2], np.array([0, 2, 2**62])), ValueError, r"indptr\[-1\]=4611686018427387904"),
+    (lambda s, i: csd.gather_segment(s[:2], np.array([0, 2, 10**12]), chunks=1), MemoryError, "chunks=1 cuts"),
+    (lambda s, i: csd.gather_segment(s[:2], np.array([0, 2, N]), chunks=0.5), TypeError, "chunks=0.5"),
+    (lambda s, i: csd.gather_segment(s[:2], np.array([0, 2, N]), chunks=True), TypeError, "chunks=True"),
+    (lambda s, i: csd.segment(s, np.array([0, 5, N]), dim_chunks=1.0), TypeError, "dim_chunks=1.0"),
+    (lambda s, i: csd.gather_vjp_src(s, i, (2**62, 2)), ValueError, "src_shape"),
+    (lambda s, i: csd.gather_vjp_src(s, i, (7, 2), split_every=2.0), TypeError, "split_every=2.0"),
 ])
 def test_argument_errors_at_graph_time(call, error, match):
     rng = np.random.default_rng(2)
@@ -196,6 +204,8 @@ def test_graphs_are_built_without_computing():
     with dask.config.set(scheduler=no_compute):
         for func in GROUP_FUNCS:
             getattr(csd, func)(src, index, dim_size=7)
+        for func in ("scatter_softmax", "scatter_log_softmax"):   # nothing of D's size listed (2**23 blocks)
+            assert getattr(csd, func)(src, index, dim_size=2**50, mode="drop").numblocks == src.numblocks
         csd.segment(src, np.array([0, 5, N]), "mean")
         csd.gather_segment(src[:2], np.array([0, 5, N]))
         csd.scatter_vjp_src("max", da.ones((7, 2)), src, index, da.ones((7, 2)))

@@ -11,7 +11,7 @@ from dask.base import tokenize
 from cyscatter._arrays.integers import prod
 from cyscatter._plan.index import check_table_bytes
 from cyscatter._plan.prepare import prepare
-from cyscatter._registry.ops import get_op
+from cyscatter._registry.ops import ORDER_STATS, get_op
 from cyscatter._runtime.threads import check_threads
 from cyscatter.dask import _blocks
 from cyscatter.dask import _edge_blocks as eb
@@ -219,6 +219,11 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     array([[ 5., 50.],
            [ 4., 40.]])
     """
+    if type(op) is str and op in ORDER_STATS:
+        raise ValueError(f"op {op!r}: cyscatter.dask.gather_scatter does not take the order statistics (a median "
+                         f"cannot be merged from the per-block partials this function combines); gather the "
+                         f"messages with cyscatter.dask.gather and reduce them with cyscatter.dask.scatter(..., "
+                         f"{op!r}), which keeps whole groups, or call the in-memory cyscatter.gather_scatter")
     op = get_op(op)
     split_every = check_split_every(split_every)
     g = EdgeGraph(src, gather_index, scatter_index, weight, plan, dim_size, axis, mode, dim_chunks,

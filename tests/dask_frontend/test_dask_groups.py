@@ -1,5 +1,7 @@
 """segment, gather_segment, the softmax family and the moments on Dask arrays against the in-memory functions,
 on random chunkings (one chunk, uneven with empty and size-1 chunks, all size-1) and every mode."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -211,3 +213,29 @@ def test_graphs_are_built_without_computing():
         csd.scatter_vjp_src("max", da.ones((7, 2)), src, index, da.ones((7, 2)))
         csd.scatter_vjp_dst("max", da.ones((7, 2)), da.ones((7, 2)), src, index, da.ones((7, 2)))
         csd.gather_vjp_src(src, index, (7, 2))
+
+
+@pytest.mark.parametrize("op, reduce", [("median", np.median), ("nanmedian", np.nanmedian)])
+@pytest.mark.parametrize("chunks", [20, 6, 1])
+def test_segment_median_by_whole_segments(op, reduce, chunks):
+    """segment's order statistics on Dask, against np.median / np.nanmedian per segment (empty: NaN)."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-3, 4, (20, 3)).astype(np.float64)
+    x[[3, 9], [1, 2]] = np.nan
+    ptr = np.array([0, 4, 4, 11, 20])
+    got = csd.segment(da.from_array(x, chunks=(chunks, 3)), ptr, op).compute()
+    want = np.array([reduce(x[a:b], axis=0) if b > a else np.full(3, np.nan) for a, b in itertools.pairwise(ptr)])
+    np.testing.assert_array_equal(got, want)
+    batched = np.array([[0, 3, 7], [0, 7, 7]])
+    y = rng.standard_normal((2, 7, 2))
+    got = csd.segment(da.from_array(y, chunks=(1, 3, 2)), batched, op).compute()
+    want = np.array([[reduce(y[b, p[s]:p[s + 1]], axis=0) if p[s + 1] > p[s] else np.full(2, np.nan)
+                      for s in range(2)] for b, p in enumerate(batched)])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_gather_scatter_refuses_order_statistics_with_the_way_out(op):
+    x = da.from_array(np.arange(6.0).reshape(3, 2), chunks=2)
+    with pytest.raises(ValueError, match=rf"op '{op}'.*cyscatter.dask.gather.*cyscatter.dask.scatter"):
+        csd.gather_scatter(x, np.array([0, 1, 2]), np.array([1, 0, 1]), op, dim_size=2)

@@ -198,7 +198,7 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
                 threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
     (`op` a registry `Op`; the kernel takes its op code)."""
-    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize:
+    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize and out3.size:   # (empty arrays: strides 0)
         return _scatter_strided_out(op, src3, plan, out3, counts, threads)
     if type(src3) is StagedRows:
         if plan.size == 0 or src3.transpose and (out3.shape[1] > 4 * max(plan.n, 1) or (
@@ -247,7 +247,7 @@ def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: 
         work = np.ascontiguousarray(out3)
         run_scatter(op, src3, plan, work, counts, threads)
         out3[...] = work
-        return None
+        return
     precheck(plan)
     arr, dtype = (src3.array, src3.dtype) if type(src3) is StagedRows else (src3, src3.dtype)
     step = max(8, STRIDED_BLOCK_BYTES // max(1, inner * dtype.itemsize))
@@ -259,7 +259,6 @@ def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: 
                                             counts if o == 0 else None, plan.kernel_mode, threads)
             if status >= 0:
                 raise plan.error(status + k0)
-    return None
 
 
 def precheck(plan) -> None:
@@ -273,11 +272,11 @@ def precheck(plan) -> None:
 def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
         raise TypeError("gather does not support src dtype object")
-    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize:   # a Fortran-ordered gather_into dst
+    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize and out3.size:   # a Fortran-ordered gather_into dst
         work = np.ascontiguousarray(out3)   # skipped entries (mode='drop') keep dst's values
         run_gather(src3, plan, work, threads)
         out3[...] = work
-        return None
+        return
     status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)

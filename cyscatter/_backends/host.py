@@ -203,7 +203,8 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
     if type(src3) is StagedRows:
         if plan.size == 0 or src3.transpose and (out3.shape[1] > 4 * max(plan.n, 1) or (
                 src3.code == _S.STAGE_COPY and op.opcode == kernels.OpCode.OP_ADD
-                and not kernels.layout_add_ready(src3.dtype, src3.shape[0]))):
+                and not (kernels.layout_add_ready(src3.dtype, src3.shape[0])
+                         and src3.array.strides[1] == src3.array.itemsize))):
             # transposing a table much larger than the entries costs more than it saves; and a sum of one-element
             # rows already in the kernel's dtype runs faster one batch slice at a time than staged (64 x 200000
             # float32 into 5000, one thread: 5.6 ms against 6.4 transposed; max 19.3 against 7.6, nansum 12.8

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from tests.helpers.reference import ref_gather
+from reference import ref_gather
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128, np.float16, np.int8]
 

@@ -5,9 +5,9 @@ modes, out= and gather_into, batch dims and 1 and 2 threads. Without AVX2 the sa
 path and must give the same values."""
 import numpy as np
 import pytest
+from reference import ref_gather
 
 import cyscatter as cs
-from reference import ref_gather
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.complex64, np.complex128, np.float16, np.int8]
 

@@ -7,11 +7,11 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from reference import ref_scatter
 
 import cyscatter as cs
 from cyscatter import kernels
 from cyscatter._backends import host
-from reference import ref_scatter
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint64, np.complex64, np.complex128]
 

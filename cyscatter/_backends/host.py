@@ -161,7 +161,8 @@ def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
 
 
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
-    """(work, direct): `dst` itself as (outer, rows, inner) when possible, else a converted copy to copy back."""
+    """(work, direct): `dst` itself as (outer, rows, inner) when possible (its row elements may be apart: the
+    runners handle such a view), else a converted copy to copy back."""
     if dst.dtype == dtype and dst.flags.aligned:
         try:
             d3 = np.reshape(dst, (outer, rows, inner), copy=False)
@@ -169,6 +170,8 @@ def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> 
             d3 = None
         if d3 is not None and (d3.strides[2] == d3.itemsize or d3.shape[2] <= 1):
             return _unit_inner_stride(d3), True
+        if d3 is not None:   # row elements apart (a Fortran-ordered dst): `run_scatter` writes it in place
+            return d3, True
     # np.array copies even a contiguous dst (ascontiguousarray would hand back a misaligned one unchanged)
     return np.array(dst, dtype=dtype, order="C").reshape(outer, rows, inner), False
 
@@ -215,13 +218,17 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
                 threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
     (`op` a registry `Op`; the kernel takes its op code)."""
+    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize and out3.size:   # (empty arrays: strides 0)
+        return _scatter_strided_out(op, src3, plan, out3, counts, threads)
     if type(src3) is StagedRows:
         if plan.size == 0 or src3.transpose and (out3.shape[1] > 4 * max(plan.n, 1) or (
-                src3.code == _S.STAGE_COPY and op.opcode == kernels.OpCode.OP_ADD)):
+                src3.code == _S.STAGE_COPY and op.opcode == kernels.OpCode.OP_ADD
+                and not (kernels.layout_add_ready(src3.dtype, src3.shape[0])
+                         and src3.array.strides[1] == src3.array.itemsize))):
             # transposing a table much larger than the entries costs more than it saves; and a sum of one-element
-            # rows already in the kernel's dtype runs faster one batch slice at a time (64 x 200000 float32 into
-            # 5000, one thread: 5.6 ms against 6.4 transposed; max 19.3 against 7.6, nansum 12.8 against 7.4,
-            # mul 7.6 against 6.9)
+            # rows already in the kernel's dtype runs faster one batch slice at a time than staged (64 x 200000
+            # float32 into 5000, one thread: 5.6 ms against 6.4 transposed; max 19.3 against 7.6, nansum 12.8
+            # against 7.4, mul 7.6 against 6.9), though not than the AVX2 tiles of `layout_add_ready`
             src3 = rows_view(src3.array, src3.dtype, *src3.shape)
         else:
             status = kernels.scatter_staged(op.opcode, src3.code, src3.array, plan.flat, out3, counts,
@@ -246,6 +253,35 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
         raise plan.error(status)
 
 
+STRIDED_BLOCK_BYTES = 1 << 18   # the transposed src block of `_scatter_strided_out`
+
+
+def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
+    """`run_scatter` into an `out3` whose row elements are not adjacent (a Fortran-ordered scatter_into dst),
+    in place: a block of entries at a time, its columns made adjacent (a transposed copy of at most
+    STRIDED_BLOCK_BYTES) and scattered as `inner` slices of one-element rows into the columns of out3. Blocks go
+    in index order, so every element gets its updates in the order of the reference. Where out3 is small next
+    to the entries (copying it costs less than the per-column passes: 5000 x 64 float32 from 200000 rows, 2.9
+    ms copied, 5-6 in place) and for assignments, a C-ordered copy is updated and copied back."""
+    outer, n, inner = src3.shape
+    if op.winner or out3.size * 4 < outer * n * inner:
+        work = np.ascontiguousarray(out3)
+        run_scatter(op, src3, plan, work, counts, threads)
+        out3[...] = work
+        return
+    precheck(plan)
+    arr, dtype = (src3.array, src3.dtype) if type(src3) is StagedRows else (src3, src3.dtype)
+    step = max(8, STRIDED_BLOCK_BYTES // max(1, inner * dtype.itemsize))
+    for o in range(outer):
+        columns = out3[o].T[:, :, None]   # (inner, size, 1): any strides serve one-element rows
+        for k0 in range(0, n, step):
+            block = cast(np.ascontiguousarray(arr[o, k0:k0 + step].T), dtype)
+            status = kernels.scatter_reduce(op.opcode, block[:, :, None], plan.flat[k0:k0 + step], columns,
+                                            counts if o == 0 else None, plan.kernel_mode, threads)
+            if status >= 0:
+                raise plan.error(status + k0)
+
+
 def precheck(plan) -> None:
     """Under mode='raise', fail before an in-place write touches the destination."""
     if plan.mode == "raise" and plan.n:
@@ -257,6 +293,11 @@ def precheck(plan) -> None:
 def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
         raise TypeError("gather does not support src dtype object")
+    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize and out3.size:   # a Fortran-ordered gather_into dst
+        work = np.ascontiguousarray(out3)   # skipped entries (mode='drop') keep dst's values
+        run_gather(src3, plan, work, threads)
+        out3[...] = work
+        return
     status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)

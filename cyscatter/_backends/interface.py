@@ -29,7 +29,7 @@ class Backend(Protocol):
 
     def writable_rows(self, dst: Any, dtype: Any, outer: int, rows: int, inner: int) -> tuple[Any, bool]:
         """(work, direct): `dst` itself as (outer, rows, inner) when possible, else a converted copy to copy
-        back."""
+        back. A backend whose `run_scatter` and `run_gather` take rows with apart elements may hand those out."""
 
     def check_writable(self, dst: Any, arg: str = "dst") -> Any:
         """The array to write for `dst` (ValueError / TypeError naming `arg` for one that cannot be written)."""

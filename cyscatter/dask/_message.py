@@ -12,7 +12,6 @@ from cyscatter._arrays.integers import as_int, prod
 from cyscatter._plan.index import check_table_bytes
 from cyscatter._plan.prepare import prepare
 from cyscatter._registry.ops import get_op
-from cyscatter.dask import _blocks
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._edges import GatherScatterPlan, as_plan, mini
 from cyscatter.dask._graph import as_dask, known_shape, new_array, positions, tree_reduce
@@ -234,7 +233,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     wkeys = g.weight_keys(layer, g.weight, "weight")
     chunks = g.out_chunks()
     task = partial(eb.edge_partial, op=op.name, nb=g.nb, m=g.m, count=count, threads=g.threads)
-    combine = partial(_blocks.combine_partials, op=op.name)
+    combine = partial(eb.merge_edge_partials, op=op.name)
     for b, f in g.outer_blocks():
         for d in range(len(g.plan.dim_chunks)):
             keys = []
@@ -245,6 +244,6 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
             top = tree_reduce(layer, name + "-merge", (*b, d, *f), keys, combine, int(split_every))
             where = (*b, d, *(0,) * (g.md - 1), *f)
             shape = tuple(c[k] for c, k in zip(chunks, where))
-            layer[(name, *where)] = (partial(_blocks.finish_partial, op=op.name, result_dtype=result_dtype,
+            layer[(name, *where)] = (partial(eb.finish_edge_partial, op=op.name, result_dtype=result_dtype,
                                              fill=fill, shape=shape), top)
     return new_array(name, layer, g.deps(), chunks, result_dtype)

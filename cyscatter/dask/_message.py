@@ -199,10 +199,11 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
 
     Notes
     -----
-    A pair task holds one src block, its pair's edges (and weights) and one partial of the destination block; a
-    merge task `split_every` partials. Work: every pair writes a whole destination block, so with `k` source
-    partitions each destination block is written `k` times before the merge: few large source partitions are
-    fastest. Results equal ``cyscatter.gather_scatter``'s exactly for integers and max/min (NaN wins, signed
+    A pair task holds one src block, its pair's edges (and weights) and one partial of the destination block,
+    which it keeps as the rows its edges reach (values, counts, row numbers) where that is smaller; a merge task
+    holds one destination block and `split_every` partials. Work: every pair fills a whole destination block, so
+    with `k` source partitions each destination block is written `k` times before the merge: few large source
+    partitions are fastest. Results equal ``cyscatter.gather_scatter``'s exactly for integers and max/min (NaN wins, signed
     zeros ordered) and to rounding (the partial sums are grouped by source partition) for sums, means and
     products.
 

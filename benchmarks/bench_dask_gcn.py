@@ -274,9 +274,10 @@ class PeakMemory:
 
 
 def spilled(dask_worker):
-    """Bytes this worker wrote to its spill directory so far."""
+    """(bytes written to, bytes read from) this worker's spill directory so far (pickled sizes, each time)."""
     metrics = getattr(dask_worker.data, "cumulative_metrics", {})
-    return sum(v for (label, unit), v in metrics.items() if label == "disk-write" and unit == "bytes")
+    return tuple(sum(v for (label, unit), v in metrics.items() if label == f"disk-{way}" and unit == "bytes")
+                 for way in ("write", "read"))
 
 
 def part_cluster(args):
@@ -306,10 +307,10 @@ def part_cluster(args):
         elapsed = time.perf_counter() - start
         peak.__exit__()
         workers = client.scheduler_info()["workers"]
-        disk = sum(client.run(spilled).values())
+        disk = np.sum(list(client.run(spilled).values()), axis=0) / 2**20
         print(f"  completed in {elapsed:.1f} s (graph, plan, feature generation and the step), loss "
               f"{float(got[0]):.6f}; {len(workers)} workers alive, {len(set(workers) - first)} restarted; peak worker process memory "
-              f"{peak.peak / 2**20:.0f} MiB; {disk / 2**20:.0f} MiB spilled to disk")
+              f"{peak.peak / 2**20:.0f} MiB; spill directories: {disk[0]:.0f} MiB written, {disk[1]:.0f} MiB read")
         senders, receivers, weight = client.gather(client.compute([senders, receivers, weight]))
     x, labels, mask = dask.compute(x_lazy, labels, mask, scheduler="threads")
     plan = cs.gather_scatter_plan(senders, receivers, src_size=n, dim_size=n)

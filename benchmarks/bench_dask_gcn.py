@@ -311,7 +311,9 @@ def part_cluster(args):
         print(f"  completed in {elapsed:.1f} s (graph, plan, feature generation and the step), loss "
               f"{float(got[0]):.6f}; {len(workers)} workers alive, {len(set(workers) - first)} restarted; peak worker process memory "
               f"{peak.peak / 2**20:.0f} MiB; spill directories: {disk[0]:.0f} MiB written, {disk[1]:.0f} MiB read")
-        senders, receivers, weight = client.gather(client.compute([senders, receivers, weight]))
+        # chunk by chunk to this process: a worker would hold the chunks and their concatenation at once
+        senders, receivers, weight = (np.concatenate(client.gather(client.compute(list(a.to_delayed().ravel()))))
+                                      for a in (senders, receivers, weight))
     x, labels, mask = dask.compute(x_lazy, labels, mask, scheduler="threads")
     plan = cs.gather_scatter_plan(senders, receivers, src_size=n, dim_size=n)
     expected = in_memory_step(params, x, labels, mask, n_lab, plan, weight, args.threads, blas_threads=1)

@@ -1,4 +1,4 @@
-"""GCN training-epoch benchmark (issue 21, item 6): cyscatter + autograd against torch, PyG, JAX and scipy.
+"""GCN training-epoch benchmark: cyscatter + autograd against torch, PyG, JAX and scipy.
 
     python benchmarks/bench_gcn.py                 # full run: writes benchmarks/GCN.md and benchmarks/gcn.png
     python benchmarks/bench_gcn.py --quick         # smoke run: digits and 1e4, 2 rounds of 2 epochs (temp folder)

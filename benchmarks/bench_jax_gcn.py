@@ -43,55 +43,13 @@ EPOCHS = {"digits": 10, "1e4": 5, "1e5": 2, "1e6": 1}
 
 def make_step(bg, aggr: str, propagate_of):
     """(jitted step(params, m, v, t, data), data) for one way of propagating."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-    from gcn_peers import BETA1, BETA2, EPS, LR, WEIGHT_DECAY
-    from jax.scipy.special import logsumexp
-
-    g = bg.graph
-    w = bg.edge_weight(aggr)
-    data = {"x": jnp.asarray(g.features), "src": jnp.asarray(g.src.astype(np.int32)),
-            "dst": jnp.asarray(g.dst.astype(np.int32)), "counts": jnp.asarray(bg.counts[:, None]),
-            "nodes": jnp.asarray(bg.labelled.astype(np.int32)),
-            "labels": jnp.asarray(g.labels[bg.labelled].astype(np.int32))}
-    if w is not None:
-        data["w"] = jnp.asarray(w[:, None])
-    propagate = propagate_of(bg, aggr)
-
-    def loss(params, d):
-        w1, b1, w2, b2 = params
-        hidden = jax.nn.relu(propagate(d["x"] @ w1, d) + b1)
-        picked = (propagate(hidden @ w2, d) + b2)[d["nodes"]]
-        ce = jnp.mean(logsumexp(picked, axis=1) - jnp.take_along_axis(picked, d["labels"][:, None], 1)[:, 0])
-        return ce + WEIGHT_DECAY * (jnp.sum(w1 * w1) + jnp.sum(w2 * w2))
-
-    def step(params, m, v, t, d):
-        value, grads = jax.value_and_grad(loss)(params, d)
-        t = t + 1
-        m = [BETA1 * a + (1 - BETA1) * gr for a, gr in zip(m, grads)]
-        v = [BETA2 * a + (1 - BETA2) * gr * gr for a, gr in zip(v, grads)]
-        c1, c2 = 1 - BETA1 ** t, 1 - BETA2 ** t
-        params = [p - LR * (a / c1) / (jnp.sqrt(b / c2) + EPS) for p, a, b in zip(params, m, v)]
-        return params, m, v, t, value, grads
-
-    return jax.jit(step), data
+    from gcn_peers import jax_data, jax_train_step
+    return jax_train_step(propagate_of(bg, aggr)), jax_data(bg, aggr)
 
 
 def native(bg, aggr):
-    import jax
-    import jax.numpy as jnp
-    n = bg.n_nodes
-
-    def propagate(h, d):
-        m = jnp.take(h, d["src"], axis=0)
-        if "w" in d:
-            m = m * d["w"]
-        if aggr == "max":
-            return jax.ops.segment_max(m, d["dst"], num_segments=n, indices_are_sorted=True)
-        out = jax.ops.segment_sum(m, d["dst"], num_segments=n, indices_are_sorted=True)
-        return out / d["counts"] if aggr == "mean" else out
-    return propagate
+    from gcn_peers import jax_native_propagation
+    return jax_native_propagation(bg, aggr)
 
 
 def with_cyscatter(bg, aggr):

@@ -10,6 +10,7 @@ Cases (`xc` float32 (200000, 64), 5000 groups; mean: 1e6 x 64 into 1e5):
        ``np.add.at`` on the transposed view, JAX ``segment_sum`` on the transposed data
 - F:   a Fortran-ordered src, ``scatter(np.asfortranarray(xc), idx)``; torch ``index_add_(0, ...)`` of it
 - h:   float16 / bfloat16 add and max against the float32 call
+- seg: float16 / bfloat16 ``segment`` (CSR pointer, segments as large as the groups) against float32
 - d:   ``dtype=np.float64`` on the float32 src against the plain float32 and float64 calls
 - m:   scatter mean against scatter add, JAX segment_sum + count
 - g:   gather along axis 1 of features-first data; np.take, torch index_select
@@ -103,6 +104,13 @@ def cases(scale: float):
             "torch index_add_ float16": (lambda: torch.zeros(groups, 64, dtype=torch.float16).index_add_(0, ti, t16))
             if torch and op == "add" else None,
         })
+    ptr = np.searchsorted(np.sort(idx), np.arange(groups + 1))   # segments of the same sizes as the groups
+    case("segment half", "cyscatter float32", {
+        "cyscatter float32": lambda: cs.segment(xc, ptr, "add"),
+        "cyscatter float16": lambda: cs.segment(x16, ptr, "add"),
+        "cyscatter bfloat16": (lambda: cs.segment(xb, ptr, "add")) if xb is not None else None,
+        "cyscatter float16 max": lambda: cs.segment(x16, ptr, "max"),
+    })
     x64 = xc.astype(np.float64)
     case("dtype=float64", "cyscatter float32", {
         "cyscatter float32": c_add,
@@ -162,5 +170,5 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--scale", type=float, default=1.0, help="entry counts times this (0.1: a smoke run)")
-    p.add_argument("--only", default="", help="comma-separated case-name prefixes (T, F, half, dtype, mean, gather)")
+    p.add_argument("--only", default="", help="comma-separated case-name prefixes (T, F, half, segment, dtype, mean, gather)")
     run(p.parse_args())

@@ -48,6 +48,12 @@ cdef extern from "include/_stage.h" nogil:
     void cyscatter_stage_copy8(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
     void cyscatter_stage_copy16(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs, Py_ssize_t cs, void* dst)
 
+cdef extern from "include/_convscatter.h" nogil:
+    ctypedef Py_ssize_t (*cyscatter_convscatter_fn)(const char* src, Py_ssize_t rs, const void* index,
+                                                    Py_ssize_t n, void* table, Py_ssize_t trs, Py_ssize_t size,
+                                                    Py_ssize_t width, Py_ssize_t ahead, int64_t* counts, int raise_)
+    cyscatter_convscatter_fn cyscatter_convscatter(int conv, int op, int index_bytes)
+
 cdef extern from "include/_cpu.h" nogil:
     Py_ssize_t cyscatter_rows_ahead(Py_ssize_t reach, Py_ssize_t row_bytes)
     int cyscatter_omp_max_threads()
@@ -1407,6 +1413,46 @@ cdef Py_ssize_t _scatter_staged_value(int opcode, ValueCode code, Staging* S, co
         return _scatter_staged(opcode, S, index, <double complex*>out, T, counts, mode, threads, transpose)
 
 
+cdef bint _convert_rows = True   # the row-converting loops of `_convscatter.h` where they apply
+
+
+def _tune_convert_rows(on=None):
+    """Test and benchmark knob: whether a staged scatter may convert each row as it combines it
+    (`_scatter_converted`; off: the blocks and bands above); returns the setting."""
+    global _convert_rows
+    if on is not None:
+        _convert_rows = on
+    return _convert_rows
+
+
+cdef Py_ssize_t _scatter_converted(int opcode, int stage_code, ValueCode code, const Staging* S,
+                                  const void* index, int index_bytes, void* out, const Layout* T, int64_t* counts,
+                                  int mode, int threads) noexcept nogil:
+    """One thread, rows of adjacent elements, float16/bfloat16 -> float32 or float32 -> float64, add/max/min:
+    each row converted in registers as it is combined (`_convscatter.h`), src read once at its own width and no
+    buffer between; NOT_DONE where that loop does not apply (other ops, dtypes or layouts, several threads, a
+    CPU without AVX2/F16C)."""
+    cdef cyscatter_convscatter_fn fn = NULL
+    cdef Py_ssize_t o, status, kernel_item = 8 if code == V_FLOAT64 else 4
+    cdef int op = 0 if opcode == OP_ADD else 1 if opcode == OP_MAX else 2 if opcode == OP_MIN else -1
+    if not _convert_rows or op < 0 or (S.col_stride != S.item and S.width != 1) or _threads_for(threads, S.outer * S.n * S.width) != 1:
+        return NOT_DONE
+    if not ((code == V_FLOAT32 and (stage_code == STAGE_HALF or stage_code == STAGE_BFLOAT))
+            or (code == V_FLOAT64 and stage_code == STAGE_F4)):
+        return NOT_DONE
+    fn = cyscatter_convscatter(stage_code, op, index_bytes)
+    if fn == NULL:
+        return NOT_DONE
+    cdef Py_ssize_t ahead = _prefetch_distance(S.width * kernel_item, T.size, S.n)
+    for o in range(S.outer):
+        status = fn(S.src + o * S.outer_stride, S.row_stride, index, S.n,
+                    <char*>out + o * T.table_outer_stride * kernel_item, T.table_row_stride, T.size, S.width, ahead,
+                    counts if o == 0 else NULL, mode == MODE_RAISE)
+        if status >= 0:
+            return status
+    return -1
+
+
 def scatter_staged(int opcode, int stage_code, cnp.ndarray src not None, cnp.ndarray index not None,
                    cnp.ndarray out not None, cnp.ndarray counts=None, int mode=MODE_RAISE, int num_threads=0,
                    bint transpose=False):
@@ -1461,6 +1507,11 @@ def scatter_staged(int opcode, int stage_code, cnp.ndarray src not None, cnp.nda
     else:
         S.outer, S.n, S.width = T.outer, T.n, T.inner
         S.outer_stride, S.row_stride, S.col_stride = strides[0], strides[1], strides[2]
+        with nogil:
+            status = _scatter_converted(opcode, stage_code, code, &S, index_ptr, width, out_ptr, &T, counts_ptr,
+                                        mode, num_threads)
+        if status != NOT_DONE:
+            return status
     with nogil:
         if width == 4:
             status = _scatter_staged_value(opcode, code, &S, <const int32_t*>index_ptr, out_ptr, &T, counts_ptr,
@@ -1469,6 +1520,38 @@ def scatter_staged(int opcode, int stage_code, cnp.ndarray src not None, cnp.nda
             status = _scatter_staged_value(opcode, code, &S, <const int64_t*>index_ptr, out_ptr, &T, counts_ptr,
                                            mode, num_threads, transpose)
     return status
+
+
+def stage_rows(int stage_code, cnp.ndarray src not None, cnp.ndarray out not None):
+    """out = src converted to out's kernel dtype by `stage_code` (a StageCode), exactly as NumPy's astype: one
+    chunk of the families that read a converted src a block of rows at a time instead of converting it whole
+    (segment kernels, gather_scatter, the group kernels). src (outer, n, inner) of any strides, aligned; out a
+    C-contiguous array of the same shape."""
+    cdef cyscatter_stage_fn fn
+    cdef ValueCode code = _value_code(out)
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(src), o, d, outer, n, inner, slab
+    cdef cnp.npy_intp* strides = cnp.PyArray_STRIDES(src)
+    cdef const char* s
+    cdef char* t
+    if (code == V_NONE or cnp.PyArray_NDIM(src) != 3 or cnp.PyArray_NDIM(out) != 3
+            or not cnp.PyArray_IS_C_CONTIGUOUS(out) or not cnp.PyArray_ISWRITEABLE(out)
+            or any(cnp.PyArray_DIM(src, d) != cnp.PyArray_DIM(out, d) for d in range(3))):
+        raise ValueError(f"stage_rows takes a 3-d src and a writeable C-contiguous out of a kernel dtype and the "
+                         f"same shape, got {(<object>src).dtype} {(<object>src).shape} into {(<object>out).dtype} "
+                         f"{(<object>out).shape}")
+    fn = _stage_fn(stage_code, code, cnp.PyArray_ITEMSIZE(out))
+    if fn == NULL or (stage_code == STAGE_COPY and not cnp.PyArray_EquivArrTypes(src, out)):
+        raise TypeError(f"no staging from {(<object>src).dtype} (code {stage_code}) to {(<object>out).dtype}")
+    if (<size_t>cnp.PyArray_DATA(src)) % item or any(strides[d] % item for d in range(3)):
+        raise ValueError(f"staged src must be aligned, got strides {(<object>src).strides}")
+    outer, n, inner = cnp.PyArray_DIM(src, 0), cnp.PyArray_DIM(src, 1), cnp.PyArray_DIM(src, 2)
+    if outer == 0 or n == 0 or inner == 0:
+        return
+    s, t = <const char*>cnp.PyArray_DATA(src), <char*>cnp.PyArray_DATA(out)
+    slab = n * inner * cnp.PyArray_ITEMSIZE(out)
+    with nogil:
+        for o in range(outer):
+            fn(s + o * strides[0], n, inner, strides[1], strides[2], t + o * slab)
 
 
 cdef Py_ssize_t _gather_items(Py_ssize_t item, const void* src, const index_t* index, void* out,

@@ -185,7 +185,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     nseg = ptr.size - 1
     outer, inner = prod(batch), prod(feat)
     work3 = be.fresh_table((outer, nseg, inner), op.compute_dtype(result_dtype), start)
-    src3 = be.rows_view(src, work3.dtype, outer, rows, inner)
+    src3 = be.rows_source(src, work3.dtype, outer, rows, inner)   # read a chunk of rows at a time where it can
     # the counts to finish with: the segment lengths, or where nanmean or a fill_value needs them the non-NaN
     # entries per output element (an all-NaN element is empty), counted by the kernel as it reduces
     counts = be.segment_reduce(op, src3, ptr, work3, op.counts or fill is not None)

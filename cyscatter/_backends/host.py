@@ -131,6 +131,24 @@ def rows_source(arr: np.ndarray, dtype, outer: int, rows: int, inner: int):
     return StagedRows(a3, dtype, int(code), transpose)
 
 
+STAGE_CHUNK_BYTES = 4 << 20   # converted rows a chunked family holds at once (a share of the L3)
+
+
+def converted_chunks(source: StagedRows, chunk_bytes: int | None = None):
+    """(r0, r1, rows3) over the rows of a `StagedRows` source: rows [r0, r1) of every batch slice converted to its
+    dtype (exactly NumPy's astype) into one reused C-ordered buffer of about `chunk_bytes`, for the families
+    that walk src rows in order (the segment kernels) and so need no n x F converted copy."""
+    arr3, dtype = source.array, source.dtype
+    outer, n, inner = arr3.shape
+    step = max(1, (chunk_bytes or STAGE_CHUNK_BYTES) // max(1, outer * inner * dtype.itemsize))
+    buf = np.empty(outer * min(step, n) * inner, dtype)
+    for r0 in range(0, n, step):
+        r1 = min(n, r0 + step)
+        rows3 = buf[:outer * (r1 - r0) * inner].reshape(outer, r1 - r0, inner)
+        kernels.stage_rows(source.code, arr3[:, r0:r1], rows3)
+        yield r0, r1, rows3
+
+
 def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
     if a3.strides[2] == a3.itemsize:
         return a3
@@ -355,24 +373,54 @@ def route(g3: np.ndarray, arg3: np.ndarray) -> np.ndarray:
 
 # ---- sorted segments (CSR) and the winners of max/min: kernels the GPU backend has no counterpart of ----------
 
-def segment_reduce(op: Op, src3: np.ndarray, ptr: np.ndarray, work3: np.ndarray, counting: bool):
+def segment_reduce(op: Op, src3: np.ndarray | StagedRows, ptr: np.ndarray, work3: np.ndarray, counting: bool):
     """Reduce the segments of `src3` (outer, rows, inner) cut by the validated pointer `ptr` into `work3` (outer,
     S, inner, at the identity) with the group kernels; returns the counts to finish with (`reduce.finish_fresh`):
     the segment lengths (int64), or with `counting` for a NaN-skipping op on floats the non-NaN entries per output
     element, counted by the kernel as it reduces (an all-NaN element is empty; int32 below 2**31 rows, as
     scatter's element counts)."""
     rows = src3.shape[1]
-    if op.skips_nan and work3.dtype.kind in "fc":
-        counts = np.zeros(work3.shape if counting else (0, 0, 0), np.int32 if rows < 2**31 - 1 else np.int64)
+    counted = op.skips_nan and work3.dtype.kind in "fc"
+    counts = np.zeros(work3.shape if counted and counting else (0, 0, 0), np.int32 if rows < 2**31 - 1 else np.int64)
+    if type(src3) is StagedRows and not op.skips_nan and _segment_scatter(op, src3, ptr, work3):
+        pass
+    elif type(src3) is StagedRows:
+        # a chunk of rows at a time, each segment continued from where the chunk before left it: rows are
+        # combined in the same order, so the same bits as one call on the whole converted src
+        for r0, r1, rows3 in converted_chunks(src3):
+            s0 = max(int(np.searchsorted(ptr, r0, "right")) - 1, 0)
+            s1 = int(np.searchsorted(ptr, r1, "left"))
+            if s1 > s0:
+                part = np.clip(ptr[s0:s1 + 1], r0, r1) - r0
+                _segment_call(op, counted, rows3, part, work3[:, s0:s1],
+                              counts[:, s0:s1] if counted and counting else counts, counting)
+    else:
+        _segment_call(op, counted, src3, ptr, work3, counts, counting)
+    if counted and counting:
+        return counts
+    return np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds
+
+
+def _segment_scatter(op: Op, src3: StagedRows, ptr: np.ndarray, work3: np.ndarray) -> bool:
+    """The segments as the staged scatter of their ids (sorted: the same updates in the same order as the segment
+    kernel, so the same bits), which converts each row as it combines it where it can (add, max, min of
+    float16/bfloat16 and float32 -> float64); an index of 4 bytes a row instead of 4 MiB chunks converted apart.
+    False when the kernel found no memory for its buffers."""
+    nseg = ptr.size - 1
+    ids = np.repeat(np.arange(nseg, dtype=np.int32 if nseg < 2**31 else np.int64), np.diff(ptr))
+    status = kernels.scatter_staged(op.opcode, src3.code, src3.array, ids, work3, None, kernels.IndexMode.MODE_RAISE, 1)
+    if status >= 0:
+        raise AssertionError(f"staged scatter refused entry {status} of a validated indptr")
+    return status == -1
+
+
+def _segment_call(op: Op, counted: bool, src3, ptr, work3, counts, counting: bool) -> None:
+    if counted:
         status = group_kernels.segment_reduce_counted(op.opcode, src3, ptr, work3, counts, counting)
-        if not counting:
-            counts = np.diff(ptr).astype(np.int64, copy=False)
     else:   # integers have no NaN: a NaN-skipping op counts its segment lengths, as its twin
         status = group_kernels.segment_reduce(op.opcode, src3, ptr, work3)
-        counts = np.diff(ptr).astype(np.int64, copy=False)   # the kernels take int64 counts whatever indptr holds
     if status >= 0:   # check_indptr lets nothing through that the kernel refuses
         raise AssertionError(f"segment kernel refused segment {status} of a validated indptr")
-    return counts
 
 
 def repeat_segments(src: np.ndarray, ptr: np.ndarray, axis: int) -> np.ndarray:

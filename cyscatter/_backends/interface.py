@@ -24,8 +24,8 @@ class Backend(Protocol):
         """`arr` as an (outer, rows, inner) array of `dtype` with unit inner stride, copied only when needed."""
 
     def rows_source(self, arr: Any, dtype: Any, outer: int, rows: int, inner: int) -> Any:
-        """What `run_scatter` (and it alone) reads a src from: `rows_view`'s array, or an object the backend's
-        scatter converts and lays out a block at a time instead of a whole copy."""
+        """What `run_scatter` and `segment_reduce` (they alone) read a src from: `rows_view`'s array, or an object
+        the backend's kernels convert and lay out a block at a time instead of a whole copy."""
 
     def writable_rows(self, dst: Any, dtype: Any, outer: int, rows: int, inner: int) -> tuple[Any, bool]:
         """(work, direct): `dst` itself as (outer, rows, inner) when possible, else a converted copy to copy

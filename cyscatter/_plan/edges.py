@@ -102,6 +102,11 @@ class GatherScatterPlan:
     def __delattr__(self, name):
         raise AttributeError(f"a GatherScatterPlan is immutable (cannot delete {name!r})")
 
+    def __reduce__(self):
+        # rebuilt through the constructor, so that a copy's arrays are frozen again (pickle would thaw them);
+        # the cache (reverse grouping, device copies) is remade on first need
+        return type(self), (self._gather_plan, self._scatter_plan, self.mode)
+
     def _group(self, key, size, other, other_size, size_arg, key_plan, other_plan):
         check_table_bytes((size + 1,), np.int64, size_arg, size)
         try:

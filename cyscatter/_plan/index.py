@@ -6,6 +6,7 @@ only ever see a flat int32/int64 vector.
 """
 from __future__ import annotations
 
+import importlib
 import math
 from contextlib import contextmanager
 from typing import Any
@@ -110,6 +111,14 @@ class Coords(tuple):
         self = super().__new__(cls, arrays)
         self.shape, self.be = tuple(shape), be
         return self
+
+    def __reduce__(self):
+        # a backend is a module, which pickle cannot store: it travels by name (plans go to worker processes)
+        return _coords_from, (tuple(self), self.shape, self.be.__name__)
+
+
+def _coords_from(arrays: tuple, shape: tuple, backend: str) -> Coords:
+    return Coords(arrays, shape, importlib.import_module(backend))
 
 
 def index_shape(coords: tuple) -> tuple:

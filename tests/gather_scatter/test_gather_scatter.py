@@ -371,6 +371,33 @@ def test_a_plan_cannot_be_changed():
             a.flags.writeable = True
 
 
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy", "copy"])
+@pytest.mark.parametrize("mode", ["raise", "drop", "wrap"])
+def test_a_plan_survives_pickling_and_copying(copier, mode):
+    """Plans go to worker processes (multiprocessing, joblib, dask.distributed): a copy computes what the plan
+    computes, and its arrays are frozen again."""
+    import copy
+    import pickle
+    rng = np.random.default_rng(3)
+    gi = (rng.integers(0, 4, 30), rng.integers(0, 3, 30))   # a tuple index over a (4, 3) source
+    si = rng.integers(-2, 7, 30) if mode != "raise" else rng.integers(0, 5, 30)
+    plan = cs.gather_scatter_plan(gi, si, src_size=(4, 3), dim_size=5, mode=mode)
+    twin = {"pickle": lambda p: pickle.loads(pickle.dumps(p)), "deepcopy": copy.deepcopy, "copy": copy.copy}[copier](plan)
+    src, w = rng.standard_normal((4, 3, 2)), rng.standard_normal(30)
+    for op in ("add", "max", "mean"):
+        expected = ref_gather_scatter(src, gi, si, op, weight=w, dim_size=5, mode=mode)
+        out = cs.gather_scatter(src, op=op, weight=w, plan=twin)
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+        g = rng.standard_normal(out.shape)
+        np.testing.assert_allclose(cs.gather_scatter_vjp_src(op, g, src, out=out, weight=w, plan=twin),
+                                   ref_gather_scatter_vjp(op, g, src, gi, si, out, weight=w, dim_size=5,
+                                                          mode=mode)[0], rtol=1e-12, atol=1e-12)
+    assert (twin.mode, twin.dims, twin.src_dims, twin.n_edges) == (plan.mode, plan.dims, plan.src_dims, plan.n_edges)
+    for name in ("gather", "scatter", "indptr", "edge_ids", "cols", "counts"):
+        with pytest.raises(ValueError):
+            getattr(twin, name).flags.writeable = True
+
+
 def test_messages_name_the_argument_at_fault():
     src, gi, si = np.array([1.0, 2.0]), np.array([0, 1]), np.array([0, 0])
     out = np.array([2.0])

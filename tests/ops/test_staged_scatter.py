@@ -10,7 +10,7 @@ import pytest
 import cyscatter as cs
 from cyscatter import kernels
 from cyscatter._backends import host
-from tests.helpers.reference import ref_scatter
+from reference import ref_scatter
 
 # float16 products overflow to inf in both cyscatter and the reference: the values still compare
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
@@ -19,19 +19,24 @@ OPS = ["add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "na
        "nanmean", "set"]
 
 
-@pytest.fixture(params=[(True, 512), (True, 1 << 14), (False, 512), (False, 1 << 18)],
-                ids=["tiny-bands", "bands", "tiny-blocks", "blocks"])
+@pytest.fixture(params=[(True, 512, False), (True, 1 << 14, False), (False, 512, False), (False, 1 << 18, False),
+                        (False, 1 << 18, True)],
+                ids=["tiny-bands", "bands", "tiny-blocks", "blocks", "rows"])
 def staged_everywhere(request):
     """Every size takes the staged path, in the one-thread bands or the blocks of the core kernel, of `param`
-    bytes (tiny ones: many bands or blocks, and column blocks)."""
+    bytes (tiny ones: many bands or blocks, and column blocks), or ("rows") with the loops that convert each row
+    as they combine it where those apply (float16/bfloat16 -> float32 and float32 -> float64 add/max/min)."""
     knobs = ("stage_bands", "stage_band_bytes", "stage_bytes")
     old_min, old = host.STAGE_MIN_ELEMENTS, {k: kernels._tune()[k] for k in knobs}
+    old_rows = kernels._tune_convert_rows()
     host.STAGE_MIN_ELEMENTS = 0
-    bands, size = request.param
+    bands, size, rows = request.param
     kernels._tune(stage_bands=bands, stage_band_bytes=size, stage_bytes=size)
+    kernels._tune_convert_rows(rows)
     yield request.param
     host.STAGE_MIN_ELEMENTS = old_min
     kernels._tune(**old)
+    kernels._tune_convert_rows(old_rows)
 
 
 def _values(rng, shape, dtype, nan=False):
@@ -260,3 +265,72 @@ def test_kernel_transposed_copy_matches_the_loops(staged_everywhere, dtype):
                                     idx, out, None, 0, 1, True)
     assert status == -1
     _check(out[:, :, 0], ref_scatter(x, idx, "add", dim_size=12, axis=1))
+
+
+def _special(rng, shape, dtype, op):
+    """Values with signed zeros, infinities and NaN of one payload: the order of the operands of a sum of two
+    NaN is the compiler's (both results are NaN, but their payloads may differ between builds), so sums get no
+    -inf either (inf - inf makes the negative default NaN)."""
+    x = rng.standard_normal(shape) * 3
+    for value, share in ((0.0, 0.05), (-0.0, 0.05), (np.inf, 0.02), (-np.inf, 0.02 * (op in ("max", "min"))),
+                         (np.nan, 0.05)):
+        x[rng.random(shape) < share] = value
+    return x.astype(np.float32).astype(dtype)
+
+
+@pytest.mark.parametrize("src_dtype, dtype", [("float16", None), ("bfloat16", None), ("float32", np.float64)])
+@pytest.mark.parametrize("op", ["add", "max", "min", "mean"])
+@pytest.mark.parametrize("width", [1, 3, 8, 13, 16, 64, 70])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("rows", ["c", "strided-rows", "batch"])
+def test_rows_converted_as_combined_match_the_loops(src_dtype, dtype, op, width, index_dtype, rows):
+    """The loops that convert each row in registers as they combine it (`_convscatter.h`, one thread), every
+    vector width and tail, against the plain loops on the converted src, bit for bit."""
+    if src_dtype == "bfloat16":
+        src_dtype = pytest.importorskip("ml_dtypes").bfloat16
+    rng = np.random.default_rng(width)
+    old_min, host.STAGE_MIN_ELEMENTS = host.STAGE_MIN_ELEMENTS, 0
+    try:
+        x = _special(rng, (2, 150, width) if rows == "batch" else (150, width), src_dtype, op)
+        idx = rng.integers(0, 23, 150).astype(index_dtype)
+        src = np.repeat(x, 3, axis=0)[::3] if rows == "strided-rows" else x
+        axis = 1 if rows == "batch" else 0
+        got = cs.scatter(src, idx, op, dim_size=23, axis=axis, dtype=dtype, num_threads=1)
+        want = ref_scatter(x.astype(np.float32 if dtype is None else dtype), idx, op, dim_size=23, axis=axis)
+        if dtype is None:
+            want = want.astype(x.dtype)
+        _check(got, want)
+    finally:
+        host.STAGE_MIN_ELEMENTS = old_min
+
+
+@pytest.mark.parametrize("op", ["max", "min", "add"])
+def test_every_float16_bit_pattern_through_the_row_loops(op):
+    """Signalling NaN included: F16C's conversion quiets it, the loop restores NumPy's bits."""
+    bits = np.arange(65536, dtype=np.uint32).astype(np.uint16).reshape(-1, 16)
+    src = bits.view(np.float16)
+    got = cs.scatter(src, np.arange(4096), op, dtype=np.float32, num_threads=1)
+    want = src.astype(np.float32)
+    if op == "add":   # 0 + x: NaN payloads quieted, -0.0 turned +0.0, as the core's sum
+        want = np.float32(0) + want
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_kernel_converts_rows_as_numpy():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(12)
+    for src_dtype, dtype, code in ((np.float16, np.float32, kernels.StageCode.STAGE_HALF),
+                                   (ml_dtypes.bfloat16, np.float32, kernels.StageCode.STAGE_BFLOAT),
+                                   (np.float32, np.float64, kernels.StageCode.STAGE_F4),
+                                   (np.int8, np.int64, kernels.StageCode.STAGE_I1)):
+        x = _values(rng, (3, 40, 7), src_dtype)
+        for src in (x, np.asfortranarray(x), x[:, ::2]):
+            out = np.empty(src.shape, dtype)
+            kernels.stage_rows(int(code), src, out)
+            _check(out, src.astype(dtype))
+    with pytest.raises(TypeError, match="no staging"):
+        kernels.stage_rows(int(kernels.StageCode.STAGE_HALF), np.zeros((1, 2, 2), np.float16),
+                           np.zeros((1, 2, 2)))
+    with pytest.raises(ValueError, match="same shape"):
+        kernels.stage_rows(int(kernels.StageCode.STAGE_HALF), np.zeros((1, 2, 2), np.float16),
+                           np.zeros((1, 3, 2), np.float32))

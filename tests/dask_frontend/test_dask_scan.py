@@ -201,7 +201,7 @@ def test_scan_graph_is_a_chain_of_small_tasks():
 def client():
     distributed = pytest.importorskip("dask.distributed")
     import os
-    environ = dict(os.environ)   # the nanny sets OMP_NUM_THREADS=1 here (tests/dask/test_dask.py)
+    environ = dict(os.environ)   # the nanny sets OMP_NUM_THREADS=1 here (tests/dask_frontend/test_dask.py)
     try:
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                       worker_dashboard_address=None) as cluster, \

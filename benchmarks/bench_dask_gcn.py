@@ -252,16 +252,19 @@ def lazy_graph(n, degree, seed, chunks):
 
 
 class PeakMemory:
-    """The largest process memory (RSS, as the workers' heartbeats report it to the scheduler) of any worker,
-    polled every half second while the `with` block runs."""
+    """The largest process memory (RSS, as the workers' heartbeats report it to the scheduler) of any worker and
+    the worker addresses seen (a restarted worker comes back at a new one), polled every half second while the
+    `with` block runs."""
 
     def __init__(self, cluster):
         self.cluster, self.peak, self.stop = cluster, 0, threading.Event()
+        self.seen = set(cluster.scheduler.workers)
 
     def poll(self):
         while not self.stop.wait(0.5):
-            for ws in list(self.cluster.scheduler.workers.values()):
+            for address, ws in list(self.cluster.scheduler.workers.items()):
                 self.peak = max(self.peak, ws.memory.process)
+                self.seen.add(address)
 
     def __enter__(self):
         self.thread = threading.Thread(target=self.poll, daemon=True)
@@ -294,7 +297,6 @@ def part_cluster(args):
     params = init_params(f, args.cluster_hidden, args.classes, args.seed)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=args.cluster_memory,
                       dashboard_address=None) as cluster, Client(cluster) as client:
-        first = set(client.scheduler_info()["workers"])
         peak = PeakMemory(cluster).__enter__()
         start = time.perf_counter()
         senders, receivers, weight = client.persist(list(lazy_graph(n, args.cluster_degree, args.seed + 3,
@@ -309,7 +311,7 @@ def part_cluster(args):
         workers = client.scheduler_info()["workers"]
         disk = np.sum(list(client.run(spilled).values()), axis=0) / 2**20
         print(f"  completed in {elapsed:.1f} s (graph, plan, feature generation and the step), loss "
-              f"{float(got[0]):.6f}; {len(workers)} workers alive, {len(set(workers) - first)} restarted; peak worker process memory "
+              f"{float(got[0]):.6f}; {len(workers)} workers alive, {len(peak.seen) - 2} restarts; peak worker process memory "
               f"{peak.peak / 2**20:.0f} MiB; spill directories: {disk[0]:.0f} MiB written, {disk[1]:.0f} MiB read")
         # chunk by chunk to this process: a worker would hold the chunks and their concatenation at once
         senders, receivers, weight = (np.concatenate(client.gather(client.compute(list(a.to_delayed().ravel()))))

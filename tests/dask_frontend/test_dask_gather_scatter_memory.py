@@ -81,7 +81,8 @@ def test_dask_sizes_a_pair_plan_by_the_bytes_it_holds():
 
     def build():
         block = task[0]([pieces[e, 0, 0] for e in range(pieces.shape[0])])
-        next(iter(block.reshape(-1).tolist())).plan.transpose   # the reverse grouping, made by a reverse pass
+        grouping = block.reshape(-1)[0].plan.transpose   # the reverse grouping, made by a reverse pass
+        assert len(grouping) == 3
         return block
     block, held = measured_bytes(build)
     assert 0.8 * held <= sizeof(block) <= 1.25 * held

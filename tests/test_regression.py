@@ -984,7 +984,8 @@ def test_indices_are_sorted_takes_only_bools(fun, value):
     hint, reads as False)."""
     src, index = np.ones(3), np.array([2, 0, 1])
     args = (src, index) if fun == "scatter" else (np.zeros(3), src, index)
-    with pytest.raises(TypeError, match=f"^indices_are_sorted must be a bool, got {type(value).__name__} "):
+    with pytest.raises(TypeError, match=f"^indices_are_sorted must be a bool \\(or None: no hint\\), got "
+                                        f"{type(value).__name__} "):
         getattr(cs, fun)(*args, indices_are_sorted=value)
 
 

@@ -81,7 +81,7 @@ MUTANTS = (
            "return not op.winner and op.result_dtype(dtype) == dtype",
            "the fast path admits mean (no division)"),
     Mutant("ops-bool-reductions", "cyscatter/_registry/ops.py",
-           'if self.winner and dtype.kind == "b":', 'if dtype.kind == "b":',
+           'if self.winner:   # an assignment moves bytes', 'if self.winner or dtype.kind == "b":   #',
            "the reductions accept a bool src (only the assignments may)"),
     # ---- index planning ----------------------------------------------------------------------------------------
     Mutant("index-clip-bound", "cyscatter/_plan/index.py",

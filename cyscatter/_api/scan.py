@@ -229,12 +229,13 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
 
 
 def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode, reverse, exclusive):
-    from cyscatter._plan.values import _float_dtype, check_given, check_numeric
+    from cyscatter._plan.values import _float_dtype, check_given, check_numeric, check_real_derivative
     check_given("src", src)
     check_given(other_name, other)
     backend_of(src=src, index=index, **{other_name: other})   # other's refusals too (a tensor needing grad, ...)
     view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive)
     other = check_numeric(view.be.asarray(other), other_name)
+    check_real_derivative(other_name, other, np.empty(0, view.result))
     if other.shape != view.shape:
         raise ValueError(f"{name}: {other_name} shape {other.shape} != src shape {view.shape}")
     dtype = _float_dtype(np.empty(0, view.result), other)   # src's own dtype: float16/bfloat16 give float64

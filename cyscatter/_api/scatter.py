@@ -105,7 +105,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         if simple is not None:
             return simple
     # None (no hint) reads as False; anything else must be a bool (a string is not taken for its truth value)
-    indices_are_sorted = indices_are_sorted is not None and flag("indices_are_sorted", indices_are_sorted)
+    indices_are_sorted = flag("indices_are_sorted", indices_are_sorted, none_is_false=True)
     if type(op) is str and op in ORDER_STATS:
         return median(src, index, ORDER_STATS[op], dim_size=dim_size, axis=axis, fill_value=fill_value, mode=mode,
                       dtype=dtype, out=out)
@@ -183,6 +183,6 @@ def scatter_into(dst: _DstT, src: ArrayInput, index: IndexLike, op: OpLike = "ad
         if kernels.scatter_into_simple(dst, src, index, opcode, dst.dtype in identities, threads):
             return dst
     # None (no hint) reads as False; anything else must be a bool (a string is not taken for its truth value)
-    indices_are_sorted = indices_are_sorted is not None and flag("indices_are_sorted", indices_are_sorted)
+    indices_are_sorted = flag("indices_are_sorted", indices_are_sorted, none_is_false=True)
     call = prepare("scatter_into", src, index, op, dst=dst, axis=axis, mode=mode)
     return calls.scatter_into(call, indices_are_sorted, threads)

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from cyscatter import assign_kernels, fused_kernels, group_kernels, kernels, nan_kernels, scan_kernels
+from cyscatter._arrays.dtypes import is_bfloat16
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._arrays.protocols import shape_of as _shape_of
@@ -90,15 +91,16 @@ class StagedRows:
 
 
 _S = kernels.StageCode
-# (src dtype character, kernel dtype character) -> the conversion a staged scatter makes, exactly NumPy's astype
-_STAGES: dict[tuple[str, str], int] = {("e", "f"): _S.STAGE_HALF, ("f", "d"): _S.STAGE_F4,
-           **{(np.dtype(t).char, "q"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
-                                                      (np.int32, _S.STAGE_I4), (np.uint8, _S.STAGE_U1),
-                                                      (np.uint16, _S.STAGE_U2), (np.uint32, _S.STAGE_U4))},
-           **{(np.dtype(t).char, "d"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
-                                                      (np.int32, _S.STAGE_I4), (np.int64, _S.STAGE_I8),
-                                                      (np.uint8, _S.STAGE_U1), (np.uint16, _S.STAGE_U2),
-                                                      (np.uint32, _S.STAGE_U4), (np.uint64, _S.STAGE_U8))}}
+# (src dtype name, kernel dtype name) -> the conversion a staged scatter makes, exactly NumPy's astype. Names, not
+# characters: int64 is "l" on Linux and "q" elsewhere, and a result dtype may come as either
+_STAGES: dict[tuple[str, str], int] = {("float16", "float32"): _S.STAGE_HALF, ("float32", "float64"): _S.STAGE_F4,
+           **{(np.dtype(t).name, "int64"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
+                                                          (np.int32, _S.STAGE_I4), (np.uint8, _S.STAGE_U1),
+                                                          (np.uint16, _S.STAGE_U2), (np.uint32, _S.STAGE_U4))},
+           **{(np.dtype(t).name, "float64"): c for t, c in ((np.int8, _S.STAGE_I1), (np.int16, _S.STAGE_I2),
+                                                            (np.int32, _S.STAGE_I4), (np.int64, _S.STAGE_I8),
+                                                            (np.uint8, _S.STAGE_U1), (np.uint16, _S.STAGE_U2),
+                                                            (np.uint32, _S.STAGE_U4), (np.uint64, _S.STAGE_U8))}}
 _COPY_KINDS = frozenset("fdiqlQLFD")   # the kernels' own dtypes (int32/int64/uint64 under their C names)
 STAGE_MIN_ELEMENTS = 1 << 14   # smaller srcs are converted whole: the block loop's setup would dominate
 
@@ -110,7 +112,7 @@ def _stage_code(src: np.dtype, dtype: np.dtype):
         return None
     if src.name == "bfloat16" and dtype.char == "f":
         return _S.STAGE_BFLOAT
-    return _STAGES.get((src.char, dtype.char))
+    return _STAGES.get((src.name, dtype.name))
 
 
 def rows_source(arr: np.ndarray, dtype, outer: int, rows: int, inner: int):
@@ -261,9 +263,15 @@ def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> No
 
 
 exclusive_products = kernels.exclusive_products
-# A new C-ordered table of (shape, dtype) holding the identity: cache-line aligned rows, zero identities from
-# zeroed pages with no write pass.
-fresh_table = kernels.fresh_table
+
+
+def fresh_table(shape, dtype, identity):
+    """A new C-ordered table of (shape, dtype) holding the identity: cache-line aligned rows, zero identities from
+    zeroed pages with no write pass (the kernels' fill, for number and bool dtypes); np.full for the other dtypes
+    an assignment moves (datetimes keep their unit, records their fields)."""
+    if dtype.kind in "biufc" or is_bfloat16(dtype):
+        return kernels.fresh_table(shape, dtype, identity)
+    return np.full(shape, identity, dtype)
 
 
 def run_scatter_runs(op: Op, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,

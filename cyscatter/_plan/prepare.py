@@ -44,6 +44,7 @@ from cyscatter._plan.values import (
     check_given,
     check_numeric,
     check_out,
+    check_real_derivative,
     direct,
     fill_for,
     python_scalar_as,
@@ -152,12 +153,24 @@ def prepare(kind: str, src, index, op=None, *, dst=None, out=None, dim_size=None
 _CHECKED_BYTES = 1 << 62
 
 
+def _scalar_for_dtype(src, dtype, xp):
+    """A Python scalar `src` taken by value in the `dtype=` asked for, as in out's (NEP 50): an int that does not
+    fit is a ValueError, never a silent wrap-around; a dtype that is none is left to `check_dtype_arg`."""
+    try:
+        asked = native(np.dtype(dtype))
+    except (TypeError, ValueError):
+        return src
+    return python_scalar_as(src, asked, xp, "result")
+
+
 def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -> Call:
     be = backend_of(src=src, index=index, out=out)
     xp = be.xp
     out_dtype = getattr(out, "dtype", None)
     if type(src) in _PYTHON_KIND and dtype is None and isinstance(out_dtype, np.dtype):
         src = python_scalar_as(src, out_dtype.newbyteorder("="), xp, "out")   # weak, as NumPy 2's (NEP 50)
+    elif type(src) in _PYTHON_KIND and dtype is not None:
+        src = _scalar_for_dtype(src, dtype, xp)
     if type(src) is not np.ndarray:
         src = be.asarray(src)
     cast = None if dtype is None else check_dtype_arg(dtype, src.dtype)
@@ -228,6 +241,8 @@ def _gather(src, index, axis, mode, fill_value, dtype, out) -> Call:
     out_dtype = getattr(out, "dtype", None)
     if type(src) in _PYTHON_KIND and dtype is None and isinstance(out_dtype, np.dtype):
         src = python_scalar_as(src, native(out_dtype), xp, "out")   # weak, as NumPy 2's (NEP 50) and scatter's
+    elif type(src) in _PYTHON_KIND and dtype is not None:
+        src = _scalar_for_dtype(src, dtype, xp)
     src = be.asarray(src)
     if src.dtype.hasobject:
         raise TypeError(f"gather does not support src dtype {src.dtype}")
@@ -331,6 +346,9 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
     others = {name: (check_numeric(be.asarray(a), name) if name != "dst" else be.asarray(a), like)
               for name, a, like in extra if a is not None}
     src, out = arrays["src"], arrays["out"]
+    for name, (arr, _) in others.items():
+        if name != "dst":
+            check_real_derivative(name, arr, src, out, others.get("dst", (None,))[0])
     op.check_dtype(src.dtype)   # the forward pass refused these; the rules would return zeros for them
     if "dst" in others:
         op.check_dtype(others["dst"][0].dtype, "dst")

@@ -142,6 +142,18 @@ def check_numeric(arr, arg: str):
     return arr
 
 
+def check_real_derivative(arg: str, arr, *primals) -> None:
+    """TypeError naming `arg` where a cotangent or tangent is complex but every primal array (src, out, dst: the
+    inputs and the output it belongs to) is real: the derivative of a real function w.r.t. a real input is real
+    (JAX's rule, and gather_scatter's), and a complex one would only carry an imaginary part made up by the
+    caller. One rule for every reverse function whose primal it is given."""
+    if arr.dtype.kind != "c" or any(p is not None and p.dtype.kind == "c" for p in primals):
+        return
+    real = ", ".join(sorted({str(p.dtype) for p in primals if p is not None}))
+    raise TypeError(f"{arg} is complex ({arr.dtype}) but the values it differentiates are real ({real}): the "
+                    f"derivative w.r.t. a real input is real; pass {arg}.real if its real part is what you mean")
+
+
 def check_given(arg: str, value, what: str = ""):
     """TypeError naming a required array argument given as None."""
     if value is None:
@@ -154,12 +166,16 @@ def _float_dtype(*arrays) -> np.dtype:
     return dtype if dtype.kind in "fc" and dtype != np.float16 else np.dtype(np.float64)
 
 
-def flag(name: str, value) -> bool:
-    """A bool argument: True/False (NumPy's too) or the integers 0/1; anything else (a string, None, 2) raises
-    TypeError rather than being taken for its truth value."""
+def flag(name: str, value, none_is_false: bool = False) -> bool:
+    """A bool argument: True/False (NumPy's too) or the integers 0/1, and None where `none_is_false` (a hint not
+    given, as JAX's ``indices_are_sorted``); anything else (a string, 2) raises TypeError rather than being taken
+    for its truth value."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)) and value in (0, 1):
         return bool(value)
-    raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    if value is None and none_is_false:
+        return False
+    allowed = "a bool (or None: no hint)" if none_is_false else "a bool"
+    raise TypeError(f"{name} must be {allowed}, got {type(value).__name__} {value!r}")
 

@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from cyscatter import kernels
-from cyscatter._arrays.dtypes import float_kind, is_bfloat16, native
+from cyscatter._arrays.dtypes import float_kind, holds_numbers, is_bfloat16, native
 
 # Op codes of the assignment ops, after the reduction codes of `kernels.OpCode` (0-5).
 OP_SET, OP_FIRST = 6, 7
@@ -146,6 +146,10 @@ class Op:
     def identity(self, dtype) -> np.generic:
         """The value a fresh output holds before any update (NNlib's init), in `dtype`."""
         dtype = native(dtype)
+        if self.winner and not holds_numbers(dtype):
+            # an assignment's fresh rows where no entry lands: NaT for datetime64 (its zero, 1970-01-01, would
+            # pass for a date), else the dtype's zero as np.zeros makes it ("" for strings, 0 for timedelta64)
+            return np.array("NaT", dtype)[()] if dtype.kind == "M" else np.zeros((), dtype)[()]
         if self.identity_kind in ("zero", "one"):
             return dtype.type(0 if self.identity_kind == "zero" else 1)
         if float_kind(dtype) == "f":
@@ -165,7 +169,10 @@ class Op:
 
     def check_dtype(self, dtype, arg: str = "src") -> None:
         dtype = native(dtype)
-        if self.winner and dtype.kind == "b":   # an assignment moves bytes: bool is as good as any
+        if self.winner:   # an assignment moves bytes: any dtype gather moves (all but object)
+            if dtype.hasobject:
+                raise TypeError(f"op {self.name!r} does not support {arg} dtype {dtype} (it moves items as bytes: "
+                                f"any dtype but object)")
             return
         if dtype.kind not in "iu" and dtype not in _FLOAT_DTYPES and not is_bfloat16(dtype):
             supported = "integers, float16/32/64, bfloat16" + ("" if self.ordered else ", complex64/128")

@@ -62,7 +62,8 @@ _DOC = """Lazy ``cyscatter.scatter_arg{which}`` of Dask arrays: the position of 
     ValueError
         Unknown mode, mismatched shapes, unknown chunk sizes, `dim_chunks` that do not add up.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index, when the graph is built
+        for a NumPy one.
 
     Notes
     -----

@@ -37,6 +37,18 @@ def flat_rows(*coords, dims, mode, block_info=None):
     return plan.flat.reshape(plan.shape)
 
 
+def checked_coord(*coords, k, dims, mode, block_info=None):
+    """Coordinate `k` of one index block, unchanged, once `flat_rows` has checked the block (IndexError naming
+    the index): where a function runs on another's graph that would name the index otherwise."""
+    flat_rows(*coords, dims=dims, mode=mode, block_info=block_info)
+    return coords[k]
+
+
+def in_rows(flat, *, size):
+    """True for the planned rows in [0, size): the entries a mode kept (it puts dropped ones outside)."""
+    return (flat >= 0) & (flat < size)
+
+
 # ---- scatter: partials, their combination, the finished block ----------------------------------------------
 
 def scatter_partial(src, flat, *, op, result_dtype, nb, rows, count):

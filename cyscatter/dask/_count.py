@@ -7,11 +7,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 from dask.base import tokenize
 
-from cyscatter._arrays.integers import as_int, prod
+from cyscatter._arrays.integers import prod
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import _dims_from, check_mode
 from cyscatter.dask import _blocks
-from cyscatter.dask._graph import as_coords, flat_rows, new_array, positions, tree_reduce
+from cyscatter.dask._graph import (
+    as_coords,
+    check_in_memory_index,
+    check_split_every,
+    flat_rows,
+    new_array,
+    positions,
+    tree_reduce,
+)
 
 if TYPE_CHECKING:
     from typing import SupportsIndex
@@ -50,7 +58,8 @@ def scatter_count(index: IndexLike, dim_size: DimSize, *, mode: Mode = "raise",
     ValueError
         Unknown mode, index arrays of different shapes, unknown chunk sizes, a bad `split_every`.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index, when the graph is built
+        for a NumPy one.
 
     Notes
     -----
@@ -67,8 +76,8 @@ def scatter_count(index: IndexLike, dim_size: DimSize, *, mode: Mode = "raise",
     check_mode(mode)
     coords = as_coords(index)
     dims = _dims_from(dim_size, coords, "dim_size")
-    if as_int(split_every, f"split_every={split_every!r} must be an integer >= 2") < 2:
-        raise ValueError(f"split_every={split_every!r} must be an integer >= 2")
+    split_every = check_split_every(split_every)
+    check_in_memory_index(index, dims, mode)
     flat = flat_rows(coords, coords[0].chunks, dims, mode)
     size = prod(dims)
     name = "cyscatter-scatter-count-" + tokenize(flat, dims)

@@ -15,7 +15,15 @@ from cyscatter._arrays.integers import prod
 from cyscatter._plan.index import check_mode, check_sizes
 from cyscatter._plan.layout import normalize_axis
 from cyscatter.dask import _edge_blocks as eb
-from cyscatter.dask._graph import as_coords, known_shape, new_array, partitions, positions, stand_in
+from cyscatter.dask._graph import (
+    as_coords,
+    check_in_memory_index,
+    known_shape,
+    new_array,
+    partitions,
+    positions,
+    stand_in,
+)
 from cyscatter.dask._scatter import check_dim_chunks
 
 if TYPE_CHECKING:
@@ -133,7 +141,8 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
     ValueError
         Index arrays of different shapes, unknown chunk sizes, a bad `src_size`/`dim_size`/chunks or mode.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index, when the graph is built
+        for a NumPy one.
 
     Notes
     -----
@@ -152,8 +161,10 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
                          f"{scatter[0].shape}: one entry of each per edge")
     src_dims = _dims(src_size, gather, "src_size")
     dims = _dims(dim_size, scatter, "dim_size")
-    s_chunks = check_dim_chunks(src_chunks, src_dims[0]) if src_chunks is not None else (src_dims[0],)
+    s_chunks = check_dim_chunks(src_chunks, src_dims[0], "src_chunks", "src_size")
     d_chunks = check_dim_chunks(dim_chunks, dims[0])
+    check_in_memory_index(gather_index, src_dims, mode, "gather_index", "src_size")
+    check_in_memory_index(scatter_index, dims, mode, "scatter_index", "dim_size")
     edge_chunks = gather[0].chunks
     g_rows = _rows(gather, edge_chunks, src_dims, mode, "gather_index", "src_size")
     t_rows = _rows(scatter, edge_chunks, dims, mode, "scatter_index", "dim_size")

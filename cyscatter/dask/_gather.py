@@ -14,7 +14,16 @@ from cyscatter._plan.index import DROPPING, check_mode
 from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.values import check_dtype_arg, fill_for
 from cyscatter.dask import _blocks
-from cyscatter.dask._graph import as_coords, block_shape, flat_rows, known_shape, new_array, partitions, positions
+from cyscatter.dask._graph import (
+    as_coords,
+    block_shape,
+    check_in_memory_index,
+    flat_rows,
+    known_shape,
+    new_array,
+    partitions,
+    positions,
+)
 from cyscatter.dask._scatter import refuse_out
 
 if TYPE_CHECKING:
@@ -66,8 +75,8 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
         Unknown mode, mismatched shapes, unknown chunk sizes, an `axis` that does not fit, a `fill_value` out of
         the range of the dtype of `src`.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
-        its index chunk and that chunk's location.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index (the message names the
+        position within its index chunk and that chunk's location), when the graph is built for a NumPy one.
 
     Notes
     -----
@@ -105,6 +114,7 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
     dims = src.shape[axis:axis + m]
     if m > 1:
         src = src.rechunk({axis + k: -1 for k in range(1, m)})
+    check_in_memory_index(index, dims, mode, dims_arg="src")
     flat = flat_rows(coords, coords[0].chunks, dims, mode)
 
     nb, nf = axis, src.ndim - axis - m

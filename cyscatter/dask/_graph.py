@@ -8,7 +8,9 @@ import dask.array as da
 import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 
-from cyscatter._plan.index import parse_coords
+from cyscatter._arrays.integers import as_int
+from cyscatter._backends.host import precheck
+from cyscatter._plan.index import parse_coords, plan_index
 from cyscatter.dask import _blocks
 
 
@@ -41,6 +43,24 @@ def as_coords(index) -> tuple:
     stand_ins = tuple(stand_in(c) for c in coords)
     parse_coords(stand_ins if isinstance(index, tuple) else stand_ins[0])
     return coords
+
+
+def check_in_memory_index(index, dims, mode: str, arg: str = "index", dims_arg: str = "dim_size") -> None:
+    """An in-memory index (NumPy, not Dask) is checked now, as the in-memory function checks it: its values are at
+    hand, so an out-of-range entry under mode='raise' raises IndexError (naming `arg`) when the graph is built.
+    A Dask index's values are checked by the tasks that read them (`flat_rows`), when computed."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if not parts or any(isinstance(p, da.Array) for p in parts):
+        return
+    precheck(plan_index(index, dims, mode, arg=arg, dims_arg=dims_arg))
+
+
+def check_split_every(split_every) -> int:
+    """`split_every` as an int >= 2 (partials merged per task); TypeError / ValueError naming it otherwise."""
+    what = f"split_every={split_every!r} must be an integer >= 2"
+    if as_int(split_every, what) < 2:
+        raise ValueError(what)
+    return int(split_every)
 
 
 def flat_rows(coords: tuple, chunks: tuple, dims: tuple, mode: str) -> da.Array:

@@ -23,11 +23,17 @@ from cyscatter._api.segment import segment as _segment
 from cyscatter._api.softmax import scatter_log_softmax as _log_softmax
 from cyscatter._api.softmax import scatter_logsumexp as _logsumexp
 from cyscatter._api.softmax import scatter_softmax as _softmax
+from cyscatter._arrays.integers import prod
+from cyscatter._plan.index import _dims_from, check_table_bytes
 from cyscatter._plan.layout import normalize_axis, src_layout
+from cyscatter.dask import _blocks
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
-from cyscatter.dask._graph import as_coords, as_dask, known_shape
-from cyscatter.dask._scatter import scatter
+from cyscatter.dask._graph import as_coords, as_dask, flat_rows, known_shape
+from cyscatter.dask._quantile import with_order_stats
+from cyscatter.dask._scatter import check_out_chunks, scatter
+
+_scatter_or_median = with_order_stats(scatter)   # segment takes median / nanmedian, as in memory
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -90,11 +96,14 @@ class _Groups:
         return gather(table, self.index, axis=self.axis, mode=self.mode).rechunk(self.src.chunks)
 
     def valid(self):
-        """1 where an entry belongs to a group (0 where mode='drop' dropped it), shaped to broadcast against src."""
-        dims = tuple(np.atleast_1d(self.dim_size)) if not isinstance(self.dim_size, tuple) else self.dim_size
-        ones = da.ones(dims, np.int8)
-        flags = gather(ones, self.index, mode=self.mode)
-        return flags.reshape((1,) * self.axis + flags.shape + (1,) * self.nf) > 0
+        """True where an entry belongs to a group (False where mode='drop' dropped it), shaped to broadcast
+        against src: the entries' planned rows (dropped ones fall outside the rows), per index chunk, so nothing
+        the size of D is made."""
+        coords = as_coords(self.index)
+        dims = _dims_from(self.dim_size, coords, "dim_size")
+        flat = flat_rows(coords, coords[0].chunks, dims, self.mode)
+        flags = da.map_blocks(_blocks.in_rows, flat, size=prod(dims), dtype=bool)
+        return flags.reshape((1,) * self.axis + flags.shape + (1,) * self.nf)
 
 
 def _quietly(*blocks, fn):
@@ -119,14 +128,19 @@ _GROUP_NOTES = """On Dask: `dim_size` is required (TypeError without it: inferri
     a `src` that broadcasts (where the in-memory function takes one) is broadcast lazily, its index dims chunked
     as the index. The arguments are checked when the graph is built, by the
     in-memory function run on one entry of the same dtypes; an out-of-range entry under ``mode="raise"`` raises
-    IndexError when computed. Sums are grouped by chunk: equal to the in-memory result to rounding."""
+    IndexError when computed (at once for a NumPy index). Sums are grouped by chunk: equal to the in-memory result
+    to rounding."""
 _SEGMENT_PARAMS = """    dim_chunks : int or sequence of int, optional
         On Dask: chunks of the output along the segment axis (``cyscatter.dask.scatter``'s `dim_chunks`).
     split_every : int, default 4
         On Dask: partials merged per task.
 """
-_GATHER_SEGMENT_PARAMS = """    chunks : int, tuple or "auto", default "auto"
-        On Dask: chunks of the output along `axis` (its ``indptr[-1]`` rows).
+_GATHER_SEGMENT_PARAMS = """    chunks : "auto", -1, int or sequence of int, default "auto"
+        On Dask: chunks of the output along `axis` (its ``indptr[-1]`` rows): Dask's "auto" size, one chunk,
+        blocks of that many rows, or sizes adding up to the rows (TypeError / ValueError naming `chunks`
+        otherwise; MemoryError where more than 2**24 blocks would make a graph that does not fit in memory). An
+        ``indptr[-1]`` whose output no array could hold (past 2**63 - 1 bytes) raises the in-memory ValueError
+        when the graph is built; a large one that could exist is lazy, as any Dask array.
 """
 
 
@@ -237,8 +251,8 @@ def _ids_block(pos, *, indptr):
     return np.searchsorted(indptr, pos, "right").astype(np.int64) - 1
 
 
-def _segment_ids(indptr, chunks):
-    pos = da.arange(int(indptr[-1]), chunks=chunks, dtype=np.int64)
+def _segment_ids(indptr, chunks: tuple):
+    pos = da.arange(int(indptr[-1]), chunks=(chunks,), dtype=np.int64)
     return pos.map_blocks(_ids_block, indptr=indptr, dtype=np.int64)
 
 
@@ -280,14 +294,21 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
         _segment(np.zeros((1,) + src.shape[axis + 1:], src.dtype), np.array([0, 1]), op,
                  fill_value=fill_value)   # the in-memory checks of op, dtype and fill_value
         coords = _batched_coords(flat, batch, nseg, rows, src.chunks[:axis + 1])
-        return scatter(src, coords, op, dim_size=batch + (nseg,), axis=0, fill_value=fill_value,
-                       dim_chunks=dim_chunks, split_every=split_every)
+        return _scatter_or_median(src, coords, op, dim_size=batch + (nseg,), axis=0, fill_value=fill_value,
+                                  dim_chunks=dim_chunks, split_every=split_every)
     ptr = check_indptr(ptr, src.shape[axis])
     _segment(np.zeros(src.shape[:axis] + (1,) + src.shape[axis + 1:], src.dtype), np.array([0, 1]), op, axis=axis,
              fill_value=fill_value)   # the in-memory checks of op, dtype and fill_value
     ids = _segment_ids(ptr, src.chunks[axis])
-    return scatter(src, ids, op, dim_size=len(ptr) - 1, axis=axis, fill_value=fill_value, dim_chunks=dim_chunks,
-                   split_every=split_every)
+    return _scatter_or_median(src, ids, op, dim_size=len(ptr) - 1, axis=axis, fill_value=fill_value,
+                              dim_chunks=dim_chunks, split_every=split_every)
+
+
+def _check_rows(src, axis, rows, batch=None):
+    """The in-memory ValueError for an output of `rows` rows along `axis` that no array could hold (past
+    2**63 - 1 bytes), now: the graph (its chunks) is sized by it, before any is listed."""
+    shape = (batch if batch is not None else src.shape[:axis]) + (rows,) + src.shape[axis + 1:]
+    check_table_bytes(shape, src.dtype, "indptr[-1]", rows)
 
 
 @mirror(_gather_segment, params=_GATHER_SEGMENT_PARAMS)
@@ -302,10 +323,12 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex |
     axis = segment_axis(ptr, axis, src.ndim)
     if ptr.ndim > 1:
         flat, batch, nseg, rows = batched_indptr(ptr, src.shape, segments=src.shape[axis])
-        out_chunks = da.core.normalize_chunks(src.chunks[:axis] + (chunks,), batch + (rows,), dtype=np.int64)
+        _check_rows(src, axis, rows, batch)
+        out_chunks = src.chunks[:axis] + (check_out_chunks(chunks, rows, 8),)
         return gather(src, _batched_coords(flat, batch, nseg, rows, out_chunks), axis=0)
     ptr = check_indptr(ptr, None)
     if len(ptr) - 1 != src.shape[axis]:
         _gather_segment(np.zeros((1,) * axis + (src.shape[axis],), src.dtype), ptr, axis=axis)   # its ValueError
-    ids = _segment_ids(ptr, chunks)
+    _check_rows(src, axis, int(ptr[-1]))
+    ids = _segment_ids(ptr, check_out_chunks(chunks, int(ptr[-1]), 8))
     return gather(src, ids, axis=axis)

@@ -8,13 +8,14 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from cyscatter._arrays.integers import as_int, prod
+from cyscatter._arrays.integers import prod
 from cyscatter._plan.index import check_table_bytes
 from cyscatter._plan.prepare import prepare
-from cyscatter._registry.ops import get_op
+from cyscatter._registry.ops import ORDER_STATS, get_op
+from cyscatter._runtime.threads import check_threads
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._edges import GatherScatterPlan, as_plan, mini
-from cyscatter.dask._graph import as_dask, known_shape, new_array, positions, tree_reduce
+from cyscatter.dask._graph import as_dask, check_split_every, known_shape, new_array, positions, tree_reduce
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,8 +35,8 @@ class EdgeGraph:
         plan = self.plan
         self.m, self.md, self.ni = len(plan.src_dims), len(plan.dims), len(plan.index_shape)
         self.feat = self.src.shape[self.nb + self.m:]
-        self.threads = 1 if num_threads is None else as_int(num_threads, f"num_threads={num_threads!r} must be an "
-                                                                         "integer")
+        # one thread per task by default (Dask runs the tasks in parallel); else checked as in memory
+        self.threads = 1 if num_threads is None else check_threads(num_threads)
         self.weight = self.w_dims = None
         if weight is not None:
             weight = known_shape(weight, "weight") if isinstance(weight, da.Array) else np.asarray(weight)
@@ -173,7 +174,8 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     fill_value : scalar, optional
         As for ``cyscatter.gather_scatter``.
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, optional
-        As for ``cyscatter.gather_scatter``; under "raise" an out-of-range entry raises IndexError when computed.
+        As for ``cyscatter.gather_scatter``; under "raise" an out-of-range entry raises IndexError (when
+        computed for a Dask index, at once for a NumPy one).
     plan : cyscatter.dask.GatherScatterPlan, optional
         The edges grouped once (``plan.persist()`` keeps the grouping for many calls).
     num_threads : int, optional
@@ -195,7 +197,8 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         As ``cyscatter.gather_scatter`` for the op, the dtypes, the shapes and the mode, at graph time; also
         missing `dim_size`, unknown chunk sizes, a `plan` that is not a ``cyscatter.dask.GatherScatterPlan``.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``, naming the index and its chunk.
+        An out-of-range entry under ``mode="raise"``, naming the index: when computed for a Dask index (and
+        its chunk), when the graph is built for a NumPy one.
 
     Notes
     -----
@@ -203,9 +206,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     which it keeps as the rows its edges reach (values, counts, row numbers) where that is smaller; a merge task
     holds one destination block and `split_every` partials. Work: every pair fills a whole destination block, so
     with `k` source partitions each destination block is written `k` times before the merge: few large source
-    partitions are fastest. Results equal ``cyscatter.gather_scatter``'s exactly for integers and max/min (NaN wins, signed
-    zeros ordered) and to rounding (the partial sums are grouped by source partition) for sums, means and
-    products.
+    partitions are fastest. Results equal ``cyscatter.gather_scatter``'s exactly for integers and max/min (NaN
+    wins, signed zeros ordered) and to rounding (the partial sums are grouped by source partition) for sums,
+    means and products.
 
     Examples
     --------
@@ -216,9 +219,13 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     array([[ 5., 50.],
            [ 4., 40.]])
     """
+    if type(op) is str and op in ORDER_STATS:
+        raise ValueError(f"op {op!r}: cyscatter.dask.gather_scatter does not take the order statistics (a median "
+                         f"cannot be merged from the per-block partials this function combines); gather the "
+                         f"messages with cyscatter.dask.gather and reduce them with cyscatter.dask.scatter(..., "
+                         f"{op!r}), which keeps whole groups, or call the in-memory cyscatter.gather_scatter")
     op = get_op(op)
-    if as_int(split_every, f"split_every={split_every!r} must be an integer >= 2") < 2:
-        raise ValueError(f"split_every={split_every!r} must be an integer >= 2")
+    split_every = check_split_every(split_every)
     g = EdgeGraph(src, gather_index, scatter_index, weight, plan, dim_size, axis, mode, dim_chunks,
                   "gather_scatter", num_threads, "")
     mg, mt, mw = g.mini_edges()

@@ -15,7 +15,7 @@ from cyscatter._reverse.gather_scatter import gather_scatter_vjp_weight as _vjp_
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._edges import mini
-from cyscatter.dask._graph import new_array, positions, tree_reduce
+from cyscatter.dask._graph import check_split_every, new_array, positions, tree_reduce
 from cyscatter.dask._message import EdgeGraph
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ _NOTES = """On Dask: the arrays may be Dask or NumPy arrays (`grad_out` and `out
     messages, from per-pair products of the nonzero messages and counts of the zero ones (prefix and suffix
     products over the pairs, no division: exact with zeros, to rounding); div's rule needs only `out`. The arguments are checked when the graph is built (the in-memory function runs on one edge of
     the same dtypes and feature shape); an out-of-range entry under ``mode="raise"`` raises IndexError when
-    computed."""
+    computed (at once for a NumPy index)."""
 def _check_op(op, fun):
     return get_op(op)
 
@@ -139,6 +139,7 @@ def vjp_src_graph(op, grad_out, src, gather_index, scatter_index, out, weight, d
                   num_threads, dim_chunks, split_every, extra=None):
     """`gather_scatter_vjp_src`'s graph; `extra` (B + D + F, the initial dst's max/min winners of a scatter) adds
     to the statistic of the selecting ops."""
+    split_every = check_split_every(split_every)
     op, g, out = _setup(op, "gather_scatter_vjp_src", src, gather_index, scatter_index, weight, plan, dim_size,
                         axis, mode, dim_chunks, num_threads, out, "vjp-src")
     grad = g.like_out(grad_out, "grad_out")
@@ -176,6 +177,7 @@ def gather_scatter_vjp_weight(op: OpLike, grad_out: ArrayInput, src: ArrayInput,
                               split_every: int = 4) -> da.Array:
     """Lazy ``cyscatter.gather_scatter_vjp_weight`` of Dask arrays: the cotangent of `weight` (shape I + W, or I
     without a weight), chunked as the edges."""
+    split_every = check_split_every(split_every)
     op, g, out = _setup(op, "gather_scatter_vjp_weight", src, gather_index, scatter_index, weight, plan, dim_size,
                         axis, mode, dim_chunks, num_threads, out, "vjp-weight")
     grad = g.like_out(grad_out, "grad_out")
@@ -223,6 +225,7 @@ def gather_scatter_jvp(op: OpLike, src: ArrayInput, gather_index: IndexLike | No
     """Lazy ``cyscatter.gather_scatter_jvp`` of Dask arrays: the tangent of the output (shape B + D + F), chunked
     as ``cyscatter.dask.gather_scatter``'s result. Each pair's tangent is weighted by its local statistic and
     the sums divided by the whole one (the in-memory rule averages over an element's winners or edges)."""
+    split_every = check_split_every(split_every)
     op, g, out = _setup(op, "gather_scatter_jvp", src, gather_index, scatter_index, weight, plan, dim_size, axis,
                         mode, dim_chunks, num_threads, out, "jvp")
     src_dot = g.like_src(src_dot, "src_dot")

@@ -153,7 +153,8 @@ _DOC = """Lazy `cyscatter.{name}` of Dask arrays, by whole groups.
         A bad `q` or `method`, unknown mode, mismatched shapes, unknown chunk sizes, `dim_chunks` that do not add
         up.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index, when the graph is built
+        for a NumPy one.
 
     Examples
     --------

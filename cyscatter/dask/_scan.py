@@ -10,10 +10,10 @@ import numpy as np
 from dask.base import tokenize
 
 from cyscatter._api.scan import FLAGS_DOC, scan_op
-from cyscatter._plan.values import flag
 from cyscatter._arrays.integers import prod
 from cyscatter._docs import fill_doc
 from cyscatter._plan.layout import split_src
+from cyscatter._plan.values import flag
 from cyscatter.dask import _blocks
 from cyscatter.dask._graph import as_coords, known_shape, new_array, positions, stand_in
 from cyscatter.dask._scatter import in_index_order, prepare, refuse_out
@@ -83,8 +83,8 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
         An op without a running form (see `op`); unknown mode, a src not shaped B + I + F around the index,
         unknown chunk sizes, a `dim_size` whose table could not exist.
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
-        its index chunk and that chunk's location.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index (the message names the
+        position within its index chunk and that chunk's location), when the graph is built for a NumPy one.
 
     Notes
     -----

@@ -4,10 +4,12 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.array.core import normalize_chunks
 from dask.base import tokenize
+from dask.utils import parse_bytes
 
 from cyscatter._arrays.integers import as_int, prod
 from cyscatter._docs import fill_doc
@@ -19,6 +21,8 @@ from cyscatter.dask import _blocks
 from cyscatter.dask._graph import (
     as_coords,
     block_shape,
+    check_in_memory_index,
+    check_split_every,
     flat_rows,
     known_shape,
     new_array,
@@ -101,8 +105,8 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         Unknown op or mode, mismatched shapes, unknown chunk sizes, `dim_chunks` that do not add up, a
         `dim_size` whose output could not exist (more than 2**63 - 1 bytes: the core's error, at graph time).
     IndexError
-        When computed: an out-of-range entry under ``mode="raise"``; the message names the position within
-        its index chunk and that chunk's location.
+        An out-of-range entry under ``mode="raise"``: when computed for a Dask index (the message names the
+        position within its index chunk and that chunk's location), when the graph is built for a NumPy one.
 
     Notes
     -----
@@ -202,36 +206,64 @@ def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype
     dims = _dims_from(dim_size, coords, "dim_size")
     check_table_bytes((prod(src.shape[:nb]), prod(dims), prod(src.shape[nb + ni:])),
                       op.compute_dtype(result_dtype), "dim_size", dim_size)   # the core's ValueError now, not Dask's at compute
-    if as_int(split_every, f"split_every={split_every!r} must be an integer >= 2") < 2:
-        raise ValueError(f"split_every={split_every!r} must be an integer >= 2")
+    split_every = check_split_every(split_every)
     d0_chunks = check_dim_chunks(dim_chunks, dims[0])
+    check_in_memory_index(index, dims, mode)
     flat = flat_rows(coords, src.chunks[nb:nb + ni], dims, mode)
-    return Setup(src, flat, nb, ni, dims, d0_chunks, int(split_every), result_dtype)
+    return Setup(src, flat, nb, ni, dims, d0_chunks, split_every, result_dtype)
 
 
-def check_dim_chunks(dim_chunks, rows: int) -> tuple:
+def check_dim_chunks(dim_chunks, rows: int, arg: str = "dim_chunks", sized_by: str = "dim_size") -> tuple:
     """Chunk sizes along the first destination axis (of `rows` rows) from `dim_chunks`: None (one chunk), a
     positive int (blocks of that many rows) or a sequence of non-negative ints adding up to `rows`; NumPy
-    integers are taken as ints. TypeError / ValueError naming dim_chunks otherwise."""
+    integers are taken as ints. TypeError / ValueError naming `arg` otherwise; MemoryError naming it where the
+    blocks would be too many to list (the graph could not be built)."""
     if dim_chunks is None:
         return (rows,)
-    what = f"dim_chunks={dim_chunks!r} must be a positive integer or a sequence of non-negative integers"
+    what = f"{arg}={dim_chunks!r} must be a positive integer or a sequence of non-negative integers"
     if isinstance(dim_chunks, (tuple, list)) or np.ndim(dim_chunks) > 0:
         sizes = tuple(as_int(c, what) for c in dim_chunks)
         if any(c < 0 for c in sizes):
             raise ValueError(what)
         if sum(sizes) != rows:
-            raise ValueError(f"dim_chunks={dim_chunks!r} add up to {sum(sizes)}, not to the {rows} rows of the "
-                             "first destination axis")
+            raise ValueError(f"{arg}={dim_chunks!r} add up to {sum(sizes)}, not to the {rows} rows that "
+                             f"{sized_by} gives the axis they cut")
         return sizes if sizes else (0,)
     step = as_int(dim_chunks, what)
     if step < 1:
         raise ValueError(what)
-    try:
-        return normalize_chunks((step,), shape=(rows,))[0]
-    except MemoryError:
-        raise MemoryError(f"dim_chunks={dim_chunks!r} cuts the {rows} rows of dim_size into {-(-rows // step)} "
-                          "blocks: their graph does not fit in memory") from None
+    return _blocks_of(step, rows, arg, dim_chunks, sized_by)
+
+
+# More blocks along one axis than a graph can hold: each is at least one task (a key, a tuple, a dict entry),
+# so listing them would exhaust memory or take hours; refused before any is listed
+_MAX_BLOCKS = 2**24
+
+
+def _blocks_of(step: int, rows: int, arg: str, given, sized_by: str) -> tuple:
+    if step >= rows:   # one chunk (Dask's normalize_chunks would sum a step past 2**63 as a float)
+        return (rows,)
+    blocks = -(-rows // step)
+    if blocks > _MAX_BLOCKS:
+        raise MemoryError(f"{arg}={given!r} cuts the {rows} rows of {sized_by} into {blocks} blocks: their graph "
+                          f"does not fit in memory (at most {_MAX_BLOCKS} blocks)")
+    return normalize_chunks((step,), shape=(rows,))[0]
+
+
+def check_out_chunks(chunks, rows: int, itemsize: int, arg: str = "chunks", sized_by: str = "indptr[-1]") -> tuple:
+    """Chunk sizes of an output axis of `rows` rows from `chunks`: "auto" (Dask's, for items of `itemsize`
+    bytes), -1 (one chunk), a positive int or a sequence of non-negative ints adding up to `rows` (as
+    `check_dim_chunks`). TypeError / ValueError naming `arg` otherwise, MemoryError for too many blocks."""
+    if isinstance(chunks, str) and chunks == "auto":
+        limit = parse_bytes(dask.config.get("array.chunk-size"))
+        step = max(1, limit // max(itemsize, 1))   # Dask's "auto" for one axis: a chunk of at most that size
+        return _blocks_of(step, rows, arg, chunks, sized_by) if rows else (0,)
+    if isinstance(chunks, (int, np.integer)) and not isinstance(chunks, (bool, np.bool_)) and chunks == -1:
+        return (rows,)
+    if chunks is None or isinstance(chunks, (str, bytes)):
+        raise TypeError(f'{arg}={chunks!r} must be "auto", -1, a positive integer or a sequence of non-negative '
+                        "integers")
+    return check_dim_chunks(chunks, rows, arg, sized_by)
 
 
 def reduction_graph(name: str, setup: Setup, reduce_task, combine, finish_task, dtype) -> da.Array:

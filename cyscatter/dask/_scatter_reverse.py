@@ -12,15 +12,18 @@ from typing import TYPE_CHECKING
 import dask.array as da
 import numpy as np
 
+from cyscatter._plan.index import check_sizes, check_table_bytes
 from cyscatter._plan.layout import normalize_axis, src_layout
+from cyscatter._plan.values import check_given
 from cyscatter._reverse.scatter import gather_vjp_src as _gather_vjp_src
 from cyscatter._reverse.scatter import scatter_vjp_dst as _scatter_vjp_dst
 from cyscatter._reverse.scatter import scatter_vjp_src as _scatter_vjp_src
+from cyscatter.dask import _blocks
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._edges import mini
 from cyscatter.dask._gather import gather
-from cyscatter.dask._graph import as_coords, as_dask, known_shape
+from cyscatter.dask._graph import as_coords, as_dask, check_in_memory_index, known_shape
 from cyscatter.dask._groups import broadcast_src
 from cyscatter.dask._message_reverse import _check_op, vjp_src_graph
 from cyscatter.dask._scatter import scatter
@@ -73,6 +76,19 @@ def _layout(src, index, out, axis, arg="src"):
     return coords, axis, m, ishape, dims
 
 
+def _required(**arrays):
+    """The in-memory TypeError for a required array given as None (`out` is the forward call's result)."""
+    for arg, value in arrays.items():
+        check_given(arg, value, " (the result of the forward scatter)" if arg == "out" else "")
+
+
+def _same_shape(out, **others):
+    """The in-memory ValueError for a `grad_out` / `dst` whose shape is not `out`'s (B + D + F)."""
+    for arg, arr in others.items():
+        if arr is not None and arr.shape != out.shape:
+            raise ValueError(f"{arg} shape {arr.shape} != out shape {out.shape}")
+
+
 def _mini_index(coords, lead=None):
     shape = lead if lead is not None else (1,) * coords[0].ndim
     parts = tuple(np.zeros(shape, np.int64) for _ in coords)
@@ -94,14 +110,17 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     where one pair holds all of an element's entries, else to rounding.
     """
     op = _check_op(op, "scatter_vjp_src")
+    _required(grad_out=grad_out, src=src, out=out)
     src, grad, out, dst = (_as_dask(a, n) for a, n in ((src, "src"), (grad_out, "grad_out"), (out, "out"),
                                                          (dst, "dst")))
+    _same_shape(out, grad_out=grad, dst=dst)
     broadcast = _broadcast(src, index, out, axis)
     if broadcast is not None:   # the cotangent of the broadcast src, summed over the dims src broadcast along
         full = scatter_vjp_src(op, grad, broadcast[0], index, out, dst=dst, axis=broadcast[1], mode=mode,
                                dim_chunks=dim_chunks)
         return _unbroadcast(full, src.shape)
     coords, axis, m, ishape, dims = _layout(src, index, out, axis)
+    check_in_memory_index(index, dims, mode)
     ni = len(ishape)
     _scatter_vjp_src(op, mini(grad, axis + m), mini(src, axis + ni), _mini_index(coords), mini(out, axis + m),
                      dst=mini(dst, axis + m), axis=axis, mode=mode)   # the in-memory checks, on one entry
@@ -116,7 +135,12 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
         extra = da.map_blocks(eb.winners_of, dst, out.rechunk(dst.chunks), dtype=np.float64)
     elif dst is not None and op.partials in eb.PRODUCTS:   # the initial dst is a factor of every product
         extra = dst
-    targets = tuple(c.rechunk(chunks) for c in coords) if m > 1 else coords[0].rechunk(chunks)
+    targets = tuple(c.rechunk(chunks) for c in coords)
+    if mode == "raise" and any(isinstance(p, da.Array) for p in (index if isinstance(index, tuple) else (index,))):
+        # checked as this scatter's index (IndexError naming `index`) before the edges' plan meets it
+        targets = tuple(da.map_blocks(_blocks.checked_coord, *targets, k=k, dims=dims, mode=mode, dtype=t.dtype)
+                        for k, t in enumerate(targets))
+    targets = targets if m > 1 else targets[0]
     grad_src = vjp_src_graph(op, grad, src, positions if ni > 1 else positions[0], targets, out, None, dims, axis,
                              mode, None, None, dim_chunks, 4, extra)
     return grad_src.astype(dtype)
@@ -134,12 +158,14 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     result dtype (to rounding).
     """
     op = _check_op(op, "scatter_vjp_dst")
+    _required(grad_out=grad_out, dst=dst, src=src, out=out)
     grad, dst, src, out = (_as_dask(a, n) for a, n in ((grad_out, "grad_out"), (dst, "dst"), (src, "src"),
                                                          (out, "out")))
     broadcast = _broadcast(src, index, out, axis)
     if broadcast is not None:
         src, axis = broadcast
     coords, axis, m, ishape, dims = _layout(src, index, out, axis)
+    check_in_memory_index(index, dims, mode)
     ni = len(ishape)
     dtype = _scatter_vjp_dst(op, mini(grad, axis + m), mini(dst, axis + m), mini(src, axis + ni),
                              _mini_index(coords), mini(out, axis + m), axis=axis, mode=mode).dtype
@@ -185,10 +211,13 @@ def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: Any, *, ax
     """Lazy ``cyscatter.gather_vjp_src`` of Dask arrays: ``grad_out`` scatter-added into zeros of `src_shape`
     (``cyscatter.dask.scatter`` with op "add"), in the in-memory function's float dtype.
     """
+    check_given("grad_out", grad_out)
     grad = _as_dask(grad_out, "grad_out")
     coords = as_coords(index)
     ni, m = coords[0].ndim, len(coords)
-    shape = tuple(int(s) for s in (src_shape if np.ndim(src_shape) else (src_shape,)))
+    shape = check_sizes(src_shape, "src_shape")   # the in-memory checks of the sizes
+    if len(shape) < m:
+        raise ValueError(f"src_shape={shape} has {len(shape)} dims but the index addresses {m}")
     axis_n = normalize_axis(axis, len(shape), m, array="src_shape")
     mini_shape = shape[:axis_n] + (1,) * m + shape[axis_n + m:]
     mini_grad = np.zeros(shape[:axis_n] + (1,) * ni + shape[axis_n + m:], grad.dtype) \
@@ -198,6 +227,7 @@ def gather_vjp_src(grad_out: ArrayInput, index: IndexLike, src_shape: Any, *, ax
     if tuple(grad.shape) != expected:
         raise ValueError(f"grad_out shape {grad.shape} does not match src_shape {shape} gathered with an index of "
                          f"shape {coords[0].shape} at axis {axis_n}: expected {expected}")
+    check_table_bytes(shape, dtype, "src_shape", shape)
     result = scatter(grad.astype(dtype), index, "add", dim_size=shape[axis_n:axis_n + m], axis=axis_n, mode=mode,
                      dim_chunks=dim_chunks, split_every=split_every)
     return result.astype(dtype)

@@ -16,7 +16,10 @@ The label split and the initial weights derive from ``--seed``, so a run is repr
 from __future__ import annotations
 
 import argparse
+import math
+import os
 from functools import partial
+from pathlib import Path
 
 AGGREGATIONS = ("mean", "max", "add")
 EXTRA_HINT = 'this example needs the "examples" extra: pip install "cyscatter[examples]"'
@@ -26,12 +29,28 @@ def _bounded(kind, low, high=None, *, low_open=False):
     """argparse type: a `kind` value in [low, high], (low, high] when `low_open`; `high` None: no upper bound."""
     def parse(text):
         value = kind(text)
-        if (value <= low if low_open else value < low) or (high is not None and value > high):
+        # NaN compares False with every bound, and inf lies outside "(low, inf)": both refused here
+        if (not math.isfinite(value) or (value <= low if low_open else value < low)
+                or (high is not None and value > high)):
             interval = f"{'(' if low_open else '['}{low}, {'inf)' if high is None else f'{high}]'}"
             raise argparse.ArgumentTypeError(f"must be in {interval}, got {text}")
         return value
     parse.__name__ = kind.__name__   # argparse names the type in its "invalid int value" message
     return parse
+
+
+def _plot_path(text):
+    """argparse type of --out: a file path in an existing, writable folder (checked before hours of training,
+    not when the plot is written at the end)."""
+    path = Path(text).expanduser()
+    folder = path.parent
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file path such as {path / 'gcn.png'}")
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder {str(folder)!r} of {text} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"the folder {str(folder)!r} of {text} is not writable")
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rounds of the cyscatter vs NumPy timing (each times --timing-epochs steps of each)")
     parser.add_argument("--timing-epochs", type=_bounded(int, 1), default=5,
                         help="training steps per implementation and round of the timing")
-    parser.add_argument("--out", default="gcn_digits.png", help="path of the plot (PNG) written at the end")
+    parser.add_argument("--out", type=_plot_path, default="gcn_digits.png", help="path of the plot (PNG) written at the end")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     return parser
 
@@ -126,7 +145,10 @@ def main(argv=None):
 def _report(results: dict, n_test: int) -> None:
     args, timing, curves = results["args"], results["seconds_per_epoch"], results["loss_curves"]
     (ours, ours_s), (theirs, theirs_s) = timing.items()
-    agree = max(abs(a - b) for a, b in zip(*curves.values()))
+    gaps = [abs(a - b) for a, b in zip(*curves.values())]
+    if not all(math.isfinite(gap) for gap in gaps):   # NaN would pass any "differ by at most" comparison
+        raise SystemExit(f"the training diverged: the losses are not all finite ({curves}); try a smaller --lr")
+    agree = max(gaps)
     rows = [
         f"accuracy on the {n_test} unlabelled nodes after {args.epochs} epochs:",
         (f"GCN ({args.aggr} aggregation)", f"{results['gcn'].final_test_accuracy:.1%}"),

@@ -27,6 +27,11 @@ def as_values(x, arg: str = "src"):
 
 def as_index(index, arg: str = "index"):
     import jax.numpy as jnp
+    if isinstance(index, (tuple, list)):
+        # cyscatter reads a tuple as one index per addressed axis, jnp.asarray as one stacked array: refuse it
+        # rather than answer with the other meaning (lists too, as jax.numpy refuses them)
+        raise TypeError(f"{arg} must be a jax.Array of integers, got {type(index).__name__} (cyscatter.jax takes "
+                        f"one index along axis 0; a tuple of per-axis indices is not supported)")
     index = as_values(index, arg)
     if not jnp.issubdtype(index.dtype, jnp.integer):
         raise TypeError(f"{arg} must hold integers, got dtype {index.dtype}")

@@ -14,17 +14,20 @@ pieces, so second and higher derivatives follow:
 
 mul, div and nanprod (value-dependent partials), nanvar/nanstd and the scans but add differentiate once: their
 backward is the core's VJP op, whose own backward raises NotImplementedError rather than returning a wrong value.
+
+Every formula calls its pieces through `_func.call`, so that under ``torch.func`` (where these formulas run in the
+ops' autograd.Functions) the pieces are differentiable there too.
 """
 from __future__ import annotations
 
 import torch
 
 import cyscatter as cs
+from cyscatter.torch import _func
 from cyscatter.torch import _library as F
 from cyscatter.torch import _reverse_ops as R
 from cyscatter.torch._bridge import plan_of, tensor
-
-ops = torch.ops.cyscatter
+from cyscatter.torch._func import call, save
 
 
 def _second_order() -> bool:
@@ -32,28 +35,35 @@ def _second_order() -> bool:
     return torch.is_grad_enabled()
 
 
-def _once_only(ctx, *grads):
+def once_only(ctx, *grads):
     raise NotImplementedError(f"cyscatter.torch differentiates {ctx.what} once only: the derivative of its "
                               "gradient (double backward) is not implemented")
 
 
+def once_only_forward(ctx, *tangents):
+    raise NotImplementedError(f"cyscatter.torch differentiates {ctx.what} once only: the forward-mode derivative "
+                              "of its gradient is not implemented")
+
+
 def _remember_name(name):
     def setup_context(ctx, inputs, output):
-        ctx.what = name if name != "scatter_vjp_src" else f"scatter with op {inputs[0]!r}"
+        named = {"scatter_vjp_src": "scatter", "scatter_vjp_dst": "scatter_into"}
+        ctx.what = f"{named[name]} with op {inputs[0]!r}" if name in named else name
     return setup_context
 
 
 for _name in ("scatter_vjp_src", "scatter_vjp_dst", "gather_scatter_vjp", "segment_vjp_src", "softmax_vjp",
               "moment_vjp", "scan_vjp", "quantile_vjp"):
-    getattr(R, _name).register_autograd(_once_only, setup_context=_remember_name(_name))
+    getattr(R, _name).register_autograd(once_only, setup_context=_remember_name(_name))
+    _func.register(_name, _remember_name(_name), once_only, once_only_forward)
 
 
 def _gather(g, index, axis, mode):
-    return ops.gather(g, index, axis, mode, None)
+    return call("gather", g, index, axis, mode, None)
 
 
 def _scatter_add(v, index, dim_size, axis, mode):
-    return ops.scatter(v, index, "add", dim_size, axis, mode, None)
+    return call("scatter", v, index, "add", dim_size, axis, mode, None)
 
 
 def _broadcast_back(grad, src):
@@ -68,7 +78,7 @@ def _broadcast_back(grad, src):
 def _scatter_setup(ctx, inputs, output):
     src, index, op, _dim_size, axis, mode, _fill_value = inputs
     ctx.op, ctx.axis, ctx.mode = cs.get_op(op), axis, mode
-    ctx.save_for_backward(src, index, output)
+    save(ctx, src, index, output)
 
 
 def _scatter_backward(ctx, g):
@@ -78,11 +88,11 @@ def _scatter_backward(ctx, g):
         grad = _gather(g, index, axis, mode).to(src.dtype)
         grad = -grad if op.negates else grad
     elif _second_order() and not op.partials:
-        partials = R.scatter_vjp_src(op.name, torch.ones_like(out), src.detach(), index, out.detach(), None, axis,
-                                     mode)
+        partials = call("scatter_vjp_src", op.name, torch.ones_like(out), src.detach(), index, out.detach(), None,
+                        axis, mode)
         grad = partials * _gather(g, index, axis, mode)
     else:
-        grad = R.scatter_vjp_src(op.name, g, src, index, out, None, axis, mode)
+        grad = call("scatter_vjp_src", op.name, g, src, index, out, None, axis, mode)
     return _broadcast_back(grad, src), None, None, None, None, None, None
 
 
@@ -92,7 +102,7 @@ F.scatter.register_autograd(_scatter_backward, setup_context=_scatter_setup)
 def _scatter_into_setup(ctx, inputs, output):
     dst, src, index, op, axis, mode = inputs
     ctx.op, ctx.axis, ctx.mode = cs.get_op(op), axis, mode
-    ctx.save_for_backward(dst, src, index, output)
+    save(ctx, dst, src, index, output)
 
 
 def _scatter_into_backward(ctx, g):
@@ -101,13 +111,13 @@ def _scatter_into_backward(ctx, g):
     need_dst, need_src = ctx.needs_input_grad[:2]
     if _second_order() and not ctx.op.partials:
         ones, d, s, o = torch.ones_like(out), dst.detach(), src.detach().to(dst.dtype), out.detach()
-        grad_dst = R.scatter_vjp_dst(op, ones, d, s, index, o, axis, mode) * g if need_dst else None
-        grad_src = (R.scatter_vjp_src(op, ones, s, index, o, d, axis, mode) * _gather(g, index, axis, mode)
-                    if need_src else None)
+        grad_dst = call("scatter_vjp_dst", op, ones, d, s, index, o, axis, mode) * g if need_dst else None
+        grad_src = (call("scatter_vjp_src", op, ones, s, index, o, d, axis, mode)
+                    * _gather(g, index, axis, mode) if need_src else None)
     else:
         s = src.to(dst.dtype)
-        grad_dst = R.scatter_vjp_dst(op, g, dst, s, index, out, axis, mode) if need_dst else None
-        grad_src = R.scatter_vjp_src(op, g, s, index, out, dst, axis, mode) if need_src else None
+        grad_dst = call("scatter_vjp_dst", op, g, dst, s, index, out, axis, mode) if need_dst else None
+        grad_src = call("scatter_vjp_src", op, g, s, index, out, dst, axis, mode) if need_src else None
     if grad_src is not None:
         grad_src = _broadcast_back(grad_src.to(src.dtype), src)
     return grad_dst, grad_src, None, None, None, None
@@ -117,9 +127,10 @@ F.scatter_into.register_autograd(_scatter_into_backward, setup_context=_scatter_
 
 
 def _gather_setup(ctx, inputs, output):
-    src, index, axis, mode, _fill_value = inputs
+    src, index, axis, mode, fill_value = inputs
     ctx.axis, ctx.mode, ctx.rows = axis, mode, src.shape[axis]
-    ctx.save_for_backward(index)
+    ctx.fill = None if fill_value is None else 0.0   # the tangent of a filled entry is 0
+    save(ctx, index)
 
 
 def _gather_backward(ctx, g):
@@ -135,7 +146,8 @@ F.gather.register_autograd(_gather_backward, setup_context=_gather_setup)
 def _gather_scatter_setup(ctx, inputs, output):
     src, gather_index, scatter_index, weight, op, dim_size, axis, mode, plan = inputs
     ctx.args = (op, dim_size, axis, mode, plan)
-    ctx.save_for_backward(src, gather_index, scatter_index, weight, output)
+    ctx.plan = plan_of(plan)   # the handle finds the plan while it lives: the graph keeps it alive for the backward
+    save(ctx, src, gather_index, scatter_index, weight, output)
 
 
 def _gather_scatter_backward(ctx, g):
@@ -146,10 +158,9 @@ def _gather_scatter_backward(ctx, g):
         grad_src, grad_weight = _unfused_vjp(g, src, gi, si, weight, op, dim_size, axis, mode, plan,
                                              need_src, need_weight)
     else:
-        vjp = R.gather_scatter_vjp
-        grad_src = vjp("src", op, g, src, gi, si, out, weight, dim_size, axis, mode, plan) if need_src else None
-        grad_weight = (vjp("weight", op, g, src, gi, si, out, weight, dim_size, axis, mode, plan)
-                       if need_weight else None)
+        args = (op, g, src, gi, si, out, weight, dim_size, axis, mode, plan)
+        grad_src = call("gather_scatter_vjp", "src", *args) if need_src else None
+        grad_weight = call("gather_scatter_vjp", "weight", *args) if need_weight else None
     return grad_src, None, None, grad_weight, None, None, None, None, None
 
 
@@ -160,15 +171,21 @@ def _unfused_vjp(g, src, gi, si, weight, op, dim_size, axis, mode, plan, need_sr
         gi, si = tensor(the_plan.gather).reshape(-1), tensor(the_plan.scatter).reshape(-1)
         mode = "drop"
     mode = mode or "raise"
-    inputs = [t for t, need in ((src, need_src), (weight, need_weight)) if need]
-    with torch.enable_grad():
-        messages = ops.gather(src, gi, axis, mode, 0.0)
+
+    def unfused(src, weight):
+        messages = call("gather", src, gi, axis, mode, 0.0)
         if weight is not None:
             w = weight.reshape(weight.shape + (1,) * (messages.dim() - axis - weight.dim()))
             messages = messages * w
-        out = ops.scatter(messages, si, op, dim_size, axis, mode, None)
-        grads = torch.autograd.grad(out, inputs, g, create_graph=True, allow_unused=True)
-    grads = iter(grads)
+        return call("scatter", messages, si, op, dim_size, axis, mode, None)
+
+    # torch.func's vjp, not the tape's: it also runs where the tensors are torch.func's (a pullback of
+    # torch.func.vjp runs this backward with the transform's own tensors, which the tape does not follow)
+    if weight is None:
+        grads = torch.func.vjp(lambda s: unfused(s, None), src)[1](g)
+    else:
+        grads = torch.func.vjp(unfused, src, weight)[1](g)
+    grads = iter(grad for grad, need in zip(grads, (need_src, need_weight), strict=False) if need)
     return (next(grads) if need_src else None), (next(grads) if need_weight else None)
 
 
@@ -180,19 +197,19 @@ F.gather_scatter.register_autograd(_gather_scatter_backward, setup_context=_gath
 def _segment_setup(ctx, inputs, output):
     src, indptr, op, axis, _fill_value = inputs
     ctx.op, ctx.axis = cs.get_op(op), axis
-    ctx.save_for_backward(src, indptr, output)
+    save(ctx, src, indptr, output)
 
 
 def _segment_backward(ctx, g):
     src, indptr, out = ctx.saved_tensors
     op, axis = ctx.op, ctx.axis
     if op.name == "add":
-        grad = ops.gather_segment(g, indptr, axis, src.shape[axis]).to(src.dtype)
+        grad = call("gather_segment", g, indptr, axis, src.shape[axis]).to(src.dtype)
     elif _second_order() and not op.partials:
-        partials = R.segment_vjp_src(op.name, torch.ones_like(out), src.detach(), indptr, out.detach(), axis)
-        grad = partials * ops.gather_segment(g, indptr, axis, src.shape[axis])
+        partials = call("segment_vjp_src", op.name, torch.ones_like(out), src.detach(), indptr, out.detach(), axis)
+        grad = partials * call("gather_segment", g, indptr, axis, src.shape[axis])
     else:
-        grad = R.segment_vjp_src(op.name, g, src, indptr, out, axis)
+        grad = call("segment_vjp_src", op.name, g, src, indptr, out, axis)
     return grad, None, None, None, None
 
 
@@ -200,14 +217,14 @@ F.segment.register_autograd(_segment_backward, setup_context=_segment_setup)
 
 
 def _gather_segment_setup(ctx, inputs, output):
-    _src, indptr, axis, _total = inputs
-    ctx.axis = axis
-    ctx.save_for_backward(indptr)
+    _src, indptr, axis, total = inputs
+    ctx.axis, ctx.total = axis, total
+    save(ctx, indptr)
 
 
 def _gather_segment_backward(ctx, g):
     (indptr,) = ctx.saved_tensors
-    return ops.segment(g, indptr, "add", ctx.axis, None), None, None, None
+    return call("segment", g, indptr, "add", ctx.axis, None), None, None, None
 
 
 F.gather_segment.register_autograd(_gather_segment_backward, setup_context=_gather_segment_setup)
@@ -218,14 +235,14 @@ F.gather_segment.register_autograd(_gather_segment_backward, setup_context=_gath
 def _softmax_setup(ctx, inputs, output):
     src, index, kind, dim_size, axis, mode = inputs
     ctx.args = (kind, dim_size, axis, mode)
-    ctx.save_for_backward(src, index, output)
+    save(ctx, src, index, output)
 
 
 def _softmax_backward(ctx, g):
     src, index, out = ctx.saved_tensors
     kind, dim_size, axis, mode = ctx.args
     if not _second_order():
-        return R.softmax_vjp(kind, g, src, index, out, dim_size, axis, mode), None, None, None, None, None
+        return call("softmax_vjp", kind, g, src, index, out, dim_size, axis, mode), None, None, None, None, None
     if dim_size < 0:   # inferred in the forward; the double backward's scatter-add needs it (eager only)
         dim_size = int(index.max()) + 1 if index.numel() else 0
     if kind == "softmax":
@@ -243,18 +260,18 @@ F.softmax.register_autograd(_softmax_backward, setup_context=_softmax_setup)
 def _moment_setup(ctx, inputs, output):
     src, index, kind, ddof, dim_size, axis, mode = inputs
     ctx.args = (kind, ddof, dim_size, axis, mode)
-    ctx.save_for_backward(src, index, output)
+    save(ctx, src, index, output)
 
 
 def _moment_backward(ctx, g):
     src, index, out = ctx.saved_tensors
     kind, ddof, dim_size, axis, mode = ctx.args
     if not _second_order() or kind not in ("var", "std"):
-        return R.moment_vjp(kind, g, src, index, out, ddof, axis, mode), None, None, None, None, None, None
+        return call("moment_vjp", kind, g, src, index, out, ddof, axis, mode), None, None, None, None, None, None
     # d var_j / d src_k = 2 (src_k - mean_j) / (n_j - ddof); std_j = sqrt(var_j) divides that by 2 std_j
-    n = ops.count(index, dim_size, mode).to(src.dtype)
+    n = call("count", index, dim_size, mode).to(src.dtype)
     n = n.reshape(n.shape + (1,) * (out.dim() - axis - 1))
-    mean = ops.scatter(src, index, "mean", dim_size, axis, mode, None)
+    mean = call("scatter", src, index, "mean", dim_size, axis, mode, None)
     scale = 2 * g / (n - ddof) if kind == "var" else g / ((n - ddof) * out)
     grad = _gather(scale, index, axis, mode) * (src - _gather(mean, index, axis, mode))
     return grad, None, None, None, None, None, None
@@ -268,17 +285,17 @@ F.moment.register_autograd(_moment_backward, setup_context=_moment_setup)
 def _scan_setup(ctx, inputs, output):
     src, index, op, dim_size, axis, mode, exclusive, reverse = inputs
     ctx.args = (cs.get_op(op).name, dim_size, axis, mode, exclusive, reverse)
-    ctx.save_for_backward(src, index)
+    save(ctx, src, index, output)
 
 
 def _scan_backward(ctx, g):
-    src, index = ctx.saved_tensors
+    src, index, _ = ctx.saved_tensors
     op, dim_size, axis, mode, exclusive, reverse = ctx.args
     none = (None,) * 7
     if not _second_order() or op != "add":
-        return (R.scan_vjp(op, g, src, index, dim_size, axis, mode, exclusive, reverse), *none)
+        return (call("scan_vjp", op, g, src, index, dim_size, axis, mode, exclusive, reverse), *none)
     # a running sum's adjoint is the running sum in the other direction (linear, so differentiable again)
-    return (ops.scan(g, index, "add", dim_size, axis, mode, exclusive, not reverse).to(src.dtype), *none)
+    return (call("scan", g, index, "add", dim_size, axis, mode, exclusive, not reverse).to(src.dtype), *none)
 
 
 F.scan.register_autograd(_scan_backward, setup_context=_scan_setup)
@@ -287,14 +304,14 @@ F.scan.register_autograd(_scan_backward, setup_context=_scan_setup)
 # ---- quantiles (median) ---------------------------------------------------------------------------------------------
 
 def _quantile_setup(ctx, inputs, output):
-    src, index, q, nan, method, _dim_size, axis, mode, _fill_value = inputs
-    ctx.args = (q, nan, method, axis, mode)
-    ctx.save_for_backward(src, index)
+    src, index, q, nan, method, dim_size, axis, mode, _fill_value = inputs
+    ctx.args, ctx.dim_size = (q, nan, method, axis, mode), dim_size
+    save(ctx, src, index, output)
 
 
 def _quantile_backward(ctx, g):
-    src, index = ctx.saved_tensors
-    return (R.quantile_vjp(g, src, index, *ctx.args), *(None,) * 8)
+    src, index, _ = ctx.saved_tensors
+    return (call("quantile_vjp", g, src, index, *ctx.args), *(None,) * 8)
 
 
 F.quantile.register_autograd(_quantile_backward, setup_context=_quantile_setup)

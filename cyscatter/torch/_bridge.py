@@ -20,11 +20,12 @@ def array(t: torch.Tensor | None):
     """The array viewing `t`'s memory: NumPy for a CPU tensor, CuPy (through DLPack) for a CUDA one."""
     if t is None:
         return None
-    t = t.detach()
+    t = _unwrapped(t.detach())
     if t.device.type == "cpu":
-        if t.dtype == torch.bfloat16:   # NumPy has no bfloat16: the same bits as ml_dtypes', which the core takes
-            return t.view(torch.int16).numpy().view(_bfloat16())
-        return t.resolve_conj().resolve_neg().numpy()
+        with torch._C._DisableFuncTorch():   # under torch.func, the views below would be wrapped again
+            if t.dtype == torch.bfloat16:   # NumPy has no bfloat16: the same bits as ml_dtypes', which the core takes
+                return t.view(torch.int16).numpy().view(_bfloat16())
+            return t.resolve_conj().resolve_neg().numpy()
     if t.device.type == "cuda":
         try:
             import cupy
@@ -33,6 +34,22 @@ def array(t: torch.Tensor | None):
                             "'cyscatter[gpu]' (or move the tensor to the CPU)") from error
         return cupy.from_dlpack(t)
     raise TypeError(f"cyscatter.torch takes CPU or CUDA tensors, got a tensor on {t.device}")
+
+
+def _unwrapped(t: torch.Tensor) -> torch.Tensor:
+    """The tensor under torch.func's grad and jvp wrappers (which hold no storage of their own): the data that
+    `array` reads is not differentiated, so the wrappers' values are the data. A vmap-batched tensor holds a
+    batch the caller sees one entry of: refused."""
+    if not torch._C._are_functorch_transforms_active():
+        return t
+    functorch = torch._C._functorch
+    while functorch.is_functorch_wrapped_tensor(t):
+        if functorch.is_batchedtensor(t):
+            raise TypeError("cyscatter.torch reads this tensor's data outside a custom op, which torch.vmap "
+                            "cannot batch: pass it from outside the vmapped function (an index, indptr or plan "
+                            "shared by the batch)")
+        t = functorch.get_unwrapped(t)
+    return t
 
 
 def tensor(a) -> torch.Tensor:

@@ -69,17 +69,20 @@ def scatter_logsumexp(src, index, dim=-1, out=None, dim_size=None, eps=1e-12):
 def scatter_std(src, index, dim=-1, out=None, dim_size=None, unbiased=True):
     """torch_scatter's ``scatter_std``: the standard deviation of each group, divided by ``max(count - 1, 1)``
     when `unbiased` (else by ``max(count, 1)``); empty groups give 0. ``out=`` adds out's values to the squared
-    deviations' sums, as torch_scatter does."""
+    deviations' sums, as torch_scatter does. A std of 0 (one member, or equal members) has gradient 0, as
+    `cyscatter.torch.native.scatter_std`'s (torch_scatter's gradient there is NaN: the derivative of sqrt at 0)."""
     dim = _dim(dim, src)
     size = _size(index, dim_size, out, dim)
     count = scatter_sum(torch.ones_like(src), index, dim, None, size)
     if out is None:
-        var = _grouped(native.scatter_var, src, index, dim, size)   # divided by count (0 for empty groups)
+        std = _grouped(native.scatter_std, src, index, dim, size)   # divided by count (NaN for empty groups)
         scale = count / (count - 1).clamp(min=1) if unbiased else count / count.clamp(min=1)
-        return (var.masked_fill(count == 0, 0.0) * scale).sqrt()
+        return std.masked_fill(count == 0, 0.0) * scale.sqrt()
     mean = scatter_sum(src, index, dim, None, size) / count.clamp(min=1)
     full = broadcast(index, src, dim)
     squares = (src - mean.gather(dim, full)) ** 2
     total = scatter_sum(squares, index, dim, out, size)
     divisor = (count - 1).clamp(min=1) if unbiased else count.clamp(min=1)
-    return total.div_(divisor).sqrt_()
+    total.div_(divisor)
+    positive = total > 0   # sqrt's derivative is infinite at 0: the double where gives 0 there, not inf * 0
+    return total.copy_(torch.where(positive, torch.where(positive, total, 1.0).sqrt(), 0.0))

@@ -2,7 +2,8 @@
 
 Each function takes the arguments of its `cyscatter` namesake (same defaults, ops, modes and errors) and returns
 a tensor that owns the array cyscatter computed (no copy); the inputs are read in place. The float results are
-differentiable (`torch.autograd`, double backward where `cyscatter.torch._autograd` says so) and every function
+differentiable (`torch.autograd`, double backward where `cyscatter.torch._autograd` says so; ``torch.func`` and
+forward-mode AD through `cyscatter.torch._forward`) and every function
 is a ``torch.library`` custom op (``torch.ops.cyscatter.*``) with a fake kernel, so ``torch.compile`` traces it
 when the output's size is given (`dim_size`; otherwise it is read from the index, which needs the data).
 
@@ -16,13 +17,16 @@ from __future__ import annotations
 import operator
 
 import torch
-from torch.autograd import forward_ad
 
 import cyscatter as cs
 from cyscatter._arrays.keywords import HINTS, hide_catch_all, unexpected_keywords
 from cyscatter._registry.ops import ORDER_STATS
-from cyscatter.torch import _autograd  # noqa: F401  (registers the autograd formulas)
+from cyscatter.torch import (
+    _forward,  # noqa: F401  (registers the autograd and forward formulas)
+    _vmap,  # noqa: F401  (registers the batching rules)
+)
 from cyscatter.torch._bridge import array, plan_handle, tensor
+from cyscatter.torch._func import call, has_tangent
 
 ops = torch.ops.cyscatter
 _INT64_MAX = 2**63 - 1
@@ -63,23 +67,16 @@ __all__ = [
 def _tensor(x, name: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"cyscatter.torch: {name} must be a torch.Tensor, got {type(x).__name__}")
-    if not torch.compiler.is_compiling() and forward_ad.unpack_dual(x).tangent is not None:
-        # torch's custom ops drop a forward-mode tangent without a word: refuse it rather than give a zero JVP
-        raise NotImplementedError(f"cyscatter.torch: forward-mode AD (torch.func.jvp, torch.autograd.forward_ad) "
-                                  f"is not implemented: {name} carries a tangent; use reverse mode "
-                                  "(torch.autograd.grad, .backward())")
-    if not torch.compiler.is_compiling() and torch._C._functorch.is_gradtrackingtensor(x):
-        # torch's custom ops run their autograd formula in an autograd.Function that torch.func cannot transform
-        raise NotImplementedError("cyscatter.torch: torch.func.grad, vjp and jacrev do not differentiate "
-                                  "torch.library custom ops' autograd formulas (a PyTorch limitation); use "
-                                  "torch.autograd.grad or .backward() (torch.autograd.functional.jacobian for "
-                                  "a Jacobian)")
     return x
 
 
 def _in_place(dst: torch.Tensor, name: str, *inputs) -> None:
     """torch's refusals for an in-place or ``out=`` call that autograd cannot follow (these calls are not
     differentiable, so a gradient would otherwise be dropped without a word)."""
+    if not torch.compiler.is_compiling() and has_tangent((dst, *inputs)):
+        raise RuntimeError(f"cyscatter.torch: {name} is written in place, which forward-mode AD (torch.func.jvp, "
+                           "torch.autograd.forward_ad) does not follow; use the functional form (no out=, "
+                           "scatter_into instead of scatter_into_)")
     if not torch.is_grad_enabled():
         return
     if dst.is_leaf and dst.requires_grad:
@@ -111,6 +108,12 @@ def _dim_size(dim_size, index: torch.Tensor) -> int:
         except TypeError:
             raise TypeError(f"cyscatter.torch: dim_size must be an int, got {type(dim_size).__name__} "
                             f"{dim_size!r}") from None
+    if index.device.type == "meta":
+        raise ValueError("cyscatter.torch: index is on device 'meta', which holds no values to read dim_size "
+                         "from: pass dim_size= (an int)")
+    if torch.compiler.is_compiling():
+        raise ValueError("cyscatter.torch: pass dim_size= (an int) under torch.compile: the output's size would "
+                         "otherwise be read from the index's values, which a compiled graph does not know")
     size = int(index.max()) + 1 if index.numel() else 0
     if size > _INT64_MAX:
         raise ValueError(f"index holds {size - 1}: the inferred dim_size {size} is larger than a tensor dimension "
@@ -138,7 +141,7 @@ def _median(op) -> bool | None:
 
 
 def _quantile(src, index, q, nan, method, dim_size, axis, mode, fill_value):
-    return ops.quantile(src, index, float(q), nan, method, dim_size, axis, mode, _float(fill_value))
+    return call("quantile", src, index, float(q), nan, method, dim_size, axis, mode, _float(fill_value))
 
 
 def _float(value):
@@ -194,7 +197,7 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
         _in_place(out, "out", src)
         ops.scatter_out(src, index, _op(op), out, axis, mode, _float(fill_value))
         return out
-    return ops.scatter(src, index, _op(op), _dim_size(dim_size, index), axis, mode, _float(fill_value))
+    return call("scatter", src, index, _op(op), _dim_size(dim_size, index), axis, mode, _float(fill_value))
 
 
 @hide_catch_all
@@ -202,7 +205,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", **porting):
     """Functional, differentiable `cyscatter.scatter_into`: a new tensor, `dst` updated by the scatter."""
     _no_porting("scatter_into", porting)
     dst, src, index = _tensor(dst, "dst"), _tensor(src, "src"), _index(index)
-    return ops.scatter_into(dst, src, index, _op(op), _axis(axis, dst), mode)
+    return call("scatter_into", dst, src, index, _op(op), _axis(axis, dst), mode)
 
 
 @hide_catch_all
@@ -225,7 +228,7 @@ def gather(src, index, *, axis=0, mode="raise", fill_value=None, out=None, **por
         if fill_value is not None:
             raise TypeError("gather(out=...) fills nothing: pass fill_value without out")
         return gather_into_(out, src, index, axis=axis, mode=mode)
-    return ops.gather(src, index, axis, mode, _float(fill_value))
+    return call("gather", src, index, axis, mode, _float(fill_value))
 
 
 @hide_catch_all
@@ -298,9 +301,9 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     else:
         size = _dim_size(dim_size, si)
     if _median(op) is not None and plan is None and weight is None:
-        messages = src if gi is None else ops.gather(src, gi, _axis(axis, src), mode or "raise", None)
+        messages = src if gi is None else call("gather", src, gi, _axis(axis, src), mode or "raise", None)
         return _quantile(messages, si, 0.5, _median(op), "linear", size, _axis(axis, src), mode or "raise", None)
-    return ops.gather_scatter(src, gi, si, weight, _op(op), size, _axis(axis, src), mode, plan_handle(plan))
+    return call("gather_scatter", src, gi, si, weight, _op(op), size, _axis(axis, src), mode, plan_handle(plan))
 
 
 # ---- segments -----------------------------------------------------------------------------------------------------
@@ -317,7 +320,7 @@ def segment(src, indptr, op="add", *, axis=None, fill_value=None, **porting):
     if _median(op) is not None and indptr.dim() == 1:
         return _quantile(src, segment_ids(indptr), 0.5, _median(op), "linear", indptr.shape[0] - 1,
                          _segment_axis(axis, src, indptr), "raise", fill_value)
-    return ops.segment(src, indptr, _op(op), _segment_axis(axis, src, indptr), _float(fill_value))
+    return call("segment", src, indptr, _op(op), _segment_axis(axis, src, indptr), _float(fill_value))
 
 
 @hide_catch_all
@@ -329,7 +332,7 @@ def gather_segment(src, indptr, *, axis=None, total=None, **porting):
     _no_porting("gather_segment", porting)
     src, indptr = _tensor(src, "src"), _index(indptr, "indptr")
     total = int(indptr[..., -1].max()) if total is None else operator.index(total)
-    return ops.gather_segment(src, indptr, _segment_axis(axis, src, indptr), total)
+    return call("gather_segment", src, indptr, _segment_axis(axis, src, indptr), total)
 
 
 @hide_catch_all
@@ -346,7 +349,7 @@ def _softmax(kind, src, index, dim_size, axis, mode):
     # softmax and log_softmax are shaped like src: without dim_size the kernel infers it (-1), so that
     # torch.compile traces the call without reading the index
     size = -1 if dim_size is None and kind != "logsumexp" else _dim_size(dim_size, index)
-    return ops.softmax(src, index, kind, size, _axis(axis, src, index.dim()), mode)
+    return call("softmax", src, index, kind, size, _axis(axis, src, index.dim()), mode)
 
 
 @hide_catch_all
@@ -393,7 +396,7 @@ def scatter_nanquantile(src, index, q=0.5, *, method="linear", dim_size=None, ax
 
 def _moment(kind, src, index, ddof, dim_size, axis, mode):
     src, index = _tensor(src, "src"), _index(index)
-    return ops.moment(src, index, kind, float(ddof), _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
+    return call("moment", src, index, kind, float(ddof), _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
 
 
 @hide_catch_all
@@ -427,7 +430,7 @@ def scatter_nanstd(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise", *
 def _argext(kind, src, index, dim_size, axis, fill_value, mode):
     src, index = _tensor(src, "src"), _index(index)
     fill = None if fill_value is None else operator.index(fill_value)
-    return ops.argext(src, index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode, fill)
+    return ops.argext(src.detach(), index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode, fill)
 
 
 @hide_catch_all
@@ -468,7 +471,7 @@ def scatter_count(index, dim_size=None, *, mode="raise", **porting):
 
 def _logical(kind, src, index, dim_size, axis, mode):
     src, index = _tensor(src, "src"), _index(index)
-    return ops.logical(src, index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
+    return ops.logical(src.detach(), index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
 
 
 @hide_catch_all
@@ -490,5 +493,5 @@ def scatter_scan(src, index, op="add", *, dim_size=None, axis=0, mode="raise", e
     """`cyscatter.scatter_scan`: the running add, mul, max or min within each group, shaped like `src`."""
     _no_porting("scatter_scan", porting)
     src, index = _tensor(src, "src"), _index(index)
-    return ops.scan(src, index, _op(op), _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
+    return call("scan", src, index, _op(op), _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
                     bool(exclusive), bool(reverse))

@@ -256,3 +256,44 @@ def test_numpy_scalars_and_dtype_keep_their_own_dtype():
     with pytest.raises(TypeError, match="out has dtype float64"):
         cs.scatter(2, index, dtype=np.int64, out=np.zeros(2))
     np.testing.assert_array_equal(cs.scatter(2, index, out=np.zeros(2, ">f8")), [2.0, 2.0])   # byte order aside
+
+
+@pytest.mark.parametrize("value", [2, -1, 300, 2.5, 1 + 1j, 10 ** 30])
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int8, np.uint8, np.int64, np.complex64])
+def test_python_scalar_src_with_dtype_is_taken_as_with_out(value, dt):
+    """dtype= takes a Python scalar as out= does (NumPy 2's weak scalars): same result, same error class; an int
+    that does not fit (NumPy's OverflowError for ``np.array(value, dtype)``) is refused, never wrapped."""
+    index = np.array([0, 1, 1])
+    outcomes = []
+    for kwargs in ({"out": np.zeros(2, dt)}, {"dtype": dt}):
+        try:
+            outcomes.append(cs.scatter(value, index, **kwargs))
+        except (TypeError, ValueError) as err:
+            outcomes.append(type(err))
+    assert type(outcomes[0]) is type(outcomes[1]), outcomes
+    if isinstance(outcomes[0], np.ndarray):
+        np.testing.assert_array_equal(outcomes[1], outcomes[0])
+        assert outcomes[1].dtype == dt
+    try:
+        np.array(value, dtype=dt)
+    except OverflowError:
+        assert outcomes[1] is ValueError
+    except TypeError:   # complex into a real dtype: refused by the same_kind rule
+        assert outcomes[1] is TypeError
+
+
+def test_python_int_out_of_range_of_dtype_names_the_value():
+    with pytest.raises(ValueError, match="src=300 is out of range for the result dtype int8"):
+        cs.scatter(300, np.array([0, 1]), dtype=np.int8)
+    with pytest.raises(ValueError, match="src=300 is out of range for the result dtype int8"):
+        cs.gather(300, (), dtype=np.int8)
+
+
+@pytest.mark.parametrize("fun", ["scatter", "scatter_into"])
+@pytest.mark.parametrize("value", ["yes", 2, 0.0])
+def test_indices_are_sorted_must_be_a_bool(fun, value):
+    args = (np.zeros(2), np.ones(3), np.array([0, 1, 1])) if fun == "scatter_into" else (np.ones(3),
+                                                                                         np.array([0, 1, 1]))
+    with pytest.raises(TypeError, match=rf"indices_are_sorted must be a bool \(or None: no hint\), got "
+                                         rf"{type(value).__name__}"):
+        getattr(cs, fun)(*args, indices_are_sorted=value)

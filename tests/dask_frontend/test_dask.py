@@ -278,14 +278,26 @@ def test_gather_batch_axis_and_feature_chunks():
 
 # ---- errors and laziness ------------------------------------------------------------------------------------
 
+_OUT_OF_RANGE_CALLS = {   # each names the index `index` (scatter_vjp_src runs on the message-passing graph)
+    "scatter": lambda s, i: csd.scatter(s, i, "max", dim_size=4),
+    "gather": lambda s, i: csd.gather(da.ones(4, chunks=3), i),
+    "scatter_count": lambda s, i: csd.scatter_count(i, 4),
+    "scatter_vjp_src": lambda s, i: csd.scatter_vjp_src("max", np.ones(4), s, i, np.ones(4)),
+    "scatter_vjp_dst": lambda s, i: csd.scatter_vjp_dst("max", np.ones(4), np.ones(4), s, i, np.ones(4)),
+    "gather_vjp_src": lambda s, i: csd.gather_vjp_src(s, i, (4,)),
+}
+
+
 def test_out_of_range_raises_when_computed():
     index = da.from_array(np.array([0, 1, 2, 9, 1]), chunks=2)
     src = da.ones(5, chunks=2)
-    lazy_scatter = csd.scatter(src, index, "max", dim_size=4)          # building the graph reads no data
-    lazy_gather = csd.gather(da.ones(4, chunks=3), index)
-    for lazy in (lazy_scatter, lazy_gather):
-        with pytest.raises(IndexError, match=r"= 9 is out of bounds.*index chunk \[2:4\]"):
+    for make in _OUT_OF_RANGE_CALLS.values():
+        lazy = make(src, index)            # building the graph reads no data of a Dask index
+        with pytest.raises(IndexError, match=r"^index\[1\] = 9 is out of bounds.*index chunk \[2:4\]"):
             threads(lazy)
+        # a NumPy index's values are at hand: the in-memory check, when the graph is built
+        with pytest.raises(IndexError, match=r"^index\[3\] = 9 is out of bounds"):
+            make(src, index.compute())
 
 
 @pytest.mark.parametrize("call, error, match", [

@@ -178,12 +178,18 @@ def test_argument_errors_at_graph_time(call, error, match):
         call(da.from_array(make_src(rng), chunks=4), da.from_array(g, chunks=9), t)
 
 
-def test_out_of_range_raises_when_computed_naming_the_index():
+@pytest.mark.parametrize("dask_index", [True, False], ids=["Dask index: when computed", "NumPy index: at once"])
+def test_out_of_range_raises_naming_the_index(dask_index):
     rng = np.random.default_rng(5)
     g, t = make_edges(rng, "raise")
     t[30] = N_DST
-    lazy = csd.gather_scatter(da.from_array(make_src(rng), chunks=4), da.from_array(g, chunks=9), t, "add",
-                              dim_size=N_DST)
+    src = da.from_array(make_src(rng), chunks=4)
+    scatter_index = da.from_array(t, chunks=9) if dask_index else t
+    if not dask_index:   # the values are at hand: the in-memory check, when the graph is built
+        with pytest.raises(IndexError, match=r"scatter_index\[30\] = 9"):
+            csd.gather_scatter(src, da.from_array(g, chunks=9), scatter_index, "add", dim_size=N_DST)
+        return
+    lazy = csd.gather_scatter(src, da.from_array(g, chunks=9), scatter_index, "add", dim_size=N_DST)
     with pytest.raises(IndexError, match="scatter_index"):
         lazy.compute()
 

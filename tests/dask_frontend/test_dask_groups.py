@@ -1,5 +1,7 @@
 """segment, gather_segment, the softmax family and the moments on Dask arrays against the in-memory functions,
 on random chunkings (one chunk, uneven with empty and size-1 chunks, all size-1) and every mode."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -67,6 +69,14 @@ def test_group_function_dtypes(func, dtype):
     (lambda s, i: csd.segment(s, np.array([0, 5, N]), "nope"), ValueError, "nope"),
     (lambda s, i: csd.segment(s, np.array([[0, N]]), "add"), ValueError, "indptr"),
     (lambda s, i: csd.gather_segment(s, np.array([0, 2, 3])), ValueError, "indptr"),
+    # sizes from user values, refused before any chunk is listed (no hang, no huge graph)
+    (lambda s, i: csd.gather_segment(s[:2], np.array([0, 2, 2**62])), ValueError, r"indptr\[-1\]=4611686018427387904"),
+    (lambda s, i: csd.gather_segment(s[:2], np.array([0, 2, 10**12]), chunks=1), MemoryError, "chunks=1 cuts"),
+    (lambda s, i: csd.gather_segment(s[:2], np.array([0, 2, N]), chunks=0.5), TypeError, "chunks=0.5"),
+    (lambda s, i: csd.gather_segment(s[:2], np.array([0, 2, N]), chunks=True), TypeError, "chunks=True"),
+    (lambda s, i: csd.segment(s, np.array([0, 5, N]), dim_chunks=1.0), TypeError, "dim_chunks=1.0"),
+    (lambda s, i: csd.gather_vjp_src(s, i, (2**62, 2)), ValueError, "src_shape"),
+    (lambda s, i: csd.gather_vjp_src(s, i, (7, 2), split_every=2.0), TypeError, "split_every=2.0"),
 ])
 def test_argument_errors_at_graph_time(call, error, match):
     rng = np.random.default_rng(2)
@@ -196,8 +206,36 @@ def test_graphs_are_built_without_computing():
     with dask.config.set(scheduler=no_compute):
         for func in GROUP_FUNCS:
             getattr(csd, func)(src, index, dim_size=7)
+        for func in ("scatter_softmax", "scatter_log_softmax"):   # nothing of D's size listed (2**23 blocks)
+            assert getattr(csd, func)(src, index, dim_size=2**50, mode="drop").numblocks == src.numblocks
         csd.segment(src, np.array([0, 5, N]), "mean")
         csd.gather_segment(src[:2], np.array([0, 5, N]))
         csd.scatter_vjp_src("max", da.ones((7, 2)), src, index, da.ones((7, 2)))
         csd.scatter_vjp_dst("max", da.ones((7, 2)), da.ones((7, 2)), src, index, da.ones((7, 2)))
         csd.gather_vjp_src(src, index, (7, 2))
+
+
+@pytest.mark.parametrize("op, reduce", [("median", np.median), ("nanmedian", np.nanmedian)])
+@pytest.mark.parametrize("chunks", [20, 6, 1])
+def test_segment_median_by_whole_segments(op, reduce, chunks):
+    """segment's order statistics on Dask, against np.median / np.nanmedian per segment (empty: NaN)."""
+    rng = np.random.default_rng(8)
+    x = rng.integers(-3, 4, (20, 3)).astype(np.float64)
+    x[[3, 9], [1, 2]] = np.nan
+    ptr = np.array([0, 4, 4, 11, 20])
+    got = csd.segment(da.from_array(x, chunks=(chunks, 3)), ptr, op).compute()
+    want = np.array([reduce(x[a:b], axis=0) if b > a else np.full(3, np.nan) for a, b in itertools.pairwise(ptr)])
+    np.testing.assert_array_equal(got, want)
+    batched = np.array([[0, 3, 7], [0, 7, 7]])
+    y = rng.standard_normal((2, 7, 2))
+    got = csd.segment(da.from_array(y, chunks=(1, 3, 2)), batched, op).compute()
+    want = np.array([[reduce(y[b, p[s]:p[s + 1]], axis=0) if p[s + 1] > p[s] else np.full(2, np.nan)
+                      for s in range(2)] for b, p in enumerate(batched)])
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_gather_scatter_refuses_order_statistics_with_the_way_out(op):
+    x = da.from_array(np.arange(6.0).reshape(3, 2), chunks=2)
+    with pytest.raises(ValueError, match=rf"op '{op}'.*cyscatter.dask.gather.*cyscatter.dask.scatter"):
+        csd.gather_scatter(x, np.array([0, 1, 2]), np.array([1, 0, 1]), op, dim_size=2)

@@ -74,6 +74,10 @@ def test_help_documents_every_option(gcn, capsys):
     (["--label-fraction", "0.001"], "at least one per class"),
     (["--k", "0"], "must be in [1, 100]"),
     (["--epochs", "two"], "invalid int value"),
+    (["--lr", "nan"], "must be in (0.0, inf), got nan"),
+    (["--lr", "inf"], "must be in (0.0, inf), got inf"),
+    (["--weight-decay", "nan"], "must be in [0.0, inf), got nan"),
+    (["--out", "/nonexistent/dir/x.png"], "argument --out: the folder '/nonexistent/dir'"),
 ])
 def test_bad_options_exit_with_a_message(gcn, tmp_path, capsys, options, message):
     with pytest.raises(SystemExit) as exit_info:
@@ -144,3 +148,28 @@ def test_the_run_shown_in_getting_started_is_what_the_default_run_gives(gcn, tmp
         assert abs(got - want) <= 0.2, (label, got, want)
     assert "accuracy on the 1707 unlabelled nodes after 100 epochs:" in shown and \
         "accuracy on the 1707 unlabelled nodes after 100 epochs:" in printed
+
+
+def test_bad_out_fails_before_any_training(gcn, tmp_path, capsys, monkeypatch):
+    from cyscatter.examples import _gcn_model
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before --out was checked")
+    monkeypatch.setattr(_gcn_model, "train", no_training)
+    for out in (str(tmp_path / "missing" / "x.png"), str(tmp_path)):
+        with pytest.raises(SystemExit) as exit_info:
+            gcn.main(["--out", out, "--no-progress"])
+        assert exit_info.value.code == 2
+        assert "argument --out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_loss_agreement_check_fails_on_a_non_finite_loss(gcn, bad):
+    import argparse
+    from types import SimpleNamespace
+    history = SimpleNamespace(final_test_accuracy=0.5)
+    results = {"args": argparse.Namespace(aggr="mean", epochs=1, timing_rounds=1, timing_epochs=1),
+               "seconds_per_epoch": {"cyscatter": 1.0, "numpy": 2.0}, "gcn": history, "baseline": history,
+               "loss_curves": {"cyscatter": [1.0, bad, 0.5], "numpy": [1.0, 0.7, 0.5]}, "plot": "p.png"}
+    with pytest.raises(SystemExit, match="the training diverged: the losses are not all finite"):
+        gcn._report(results, n_test=10)

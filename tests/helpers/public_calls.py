@@ -36,10 +36,6 @@ def _forward(name, *args, **kwargs):
     return getattr(cs, name)(*args, **kwargs)
 
 
-# (function, argument) of the Dask-only arguments that the generic Dask baselines pass at their defaults
-DASK_DEFAULTED: set[tuple[str, str]] = set()
-
-
 def _baselines() -> dict[str, Callable[[], dict]]:
     """Qualified name -> arguments of a call that works (fresh arrays each time)."""
     src, idx, ptr = SRC.copy, IDX.copy, PTR.copy
@@ -231,7 +227,6 @@ def _baselines() -> dict[str, Callable[[], dict]]:
         params = signature(getattr(csd, name)).parameters
         own = {k: p.default for k, p in params.items()   # the Dask-only arguments (dim_chunks, ...) at their defaults
                if p.default is not p.empty and f"cyscatter.{name}" in base and k not in core()}
-        DASK_DEFAULTED.update((f"cyscatter.dask.{name}", k) for k in own)
         base[f"cyscatter.dask.{name}"] = (lambda core=core, params=params, own=own: {
             k: chunked(v) if isinstance(v, np.ndarray) and v.ndim else v
             for k, v in core().items() if k in params} | own)
@@ -272,13 +267,15 @@ def result(value):
 
 
 
-def call(function: str, kwargs: dict):
+def call(function: str, kwargs: dict, compute: bool = True):
+    """`function` called with `kwargs`; a lazy Dask result computed unless `compute` is False."""
     fn = resolve(function)
     params = signature(fn).parameters
     positional = [kwargs[p.name] for p in params.values() if p.kind == p.POSITIONAL_OR_KEYWORD and p.name in kwargs]
     keywords = {p.name: kwargs[p.name] for p in params.values() if p.kind == p.KEYWORD_ONLY and p.name in kwargs}
     try:
-        return result(fn(*positional, **keywords))
+        got = fn(*positional, **keywords)
+        return result(got) if compute else got
     finally:
         if function.endswith("set_num_threads"):
             cs.set_num_threads(None)

@@ -125,3 +125,47 @@ def test_an_edge_index_passed_whole_is_told_to_split():
     assert "edge_index[0], edge_index[1]" in str(caught.value)
     with pytest.raises(ValueError, match=r"edge_index\[0\], edge_index\[1\]"):
         cj.gather_scatter(jnp.ones(3), edge_index, op="add")
+
+
+# ---- a tuple or list index: cyscatter reads a tuple as per-axis indices, jnp.asarray as one stacked array ----------
+
+_I0, _I1 = jnp.array([0, 1, 1, 0]), jnp.array([1, 1, 0, 2])
+_SRC4 = jnp.arange(4.0)
+_TUPLE_CALLS = {
+    "gather": (lambda ix: cj.gather(jnp.arange(15.0).reshape(3, 5), ix), "index"),
+    "gather_scatter (gather_index)": (lambda ix: cj.gather_scatter(_SRC4, ix, _I0), "gather_index"),
+    "gather_scatter (scatter_index)": (lambda ix: cj.gather_scatter(_SRC4, _I0, ix), "scatter_index"),
+    "gather_segment": (lambda ix: cj.gather_segment(_SRC4, ix), "indptr"),
+    "segment": (lambda ix: cj.segment(_SRC4, ix), "indptr"),
+    "scatter_count": (lambda ix: cj.scatter_count(ix), "index"),
+    "scatter_into": (lambda ix: cj.scatter_into(jnp.zeros((3, 3)), _SRC4, ix), "index"),
+    "scatter_scan": (lambda ix: cj.scatter_scan(_SRC4, ix), "index"),
+    **{name: (lambda ix, name=name: getattr(cj, name)(jnp.arange(8.0).reshape(2, 4), ix), "index")
+       for name in ("scatter", "scatter_all", "scatter_any", "scatter_argmax", "scatter_argmin", "scatter_nanargmax",
+                    "scatter_nanargmin", "scatter_log_softmax", "scatter_logsumexp", "scatter_softmax",
+                    "scatter_std", "scatter_var", "scatter_nanstd", "scatter_nanvar")},
+    **{name: (lambda ix, name=name: getattr(cj, name)(_SRC4, ix, 3), "segment_ids")
+       for name in ("segment_sum", "segment_max", "segment_min", "segment_prod")},
+}
+
+
+def test_every_index_taking_function_is_covered():
+    covered = {name.split(" ")[0] for name in _TUPLE_CALLS}
+    assert covered == set(cj.__all__)
+
+
+@pytest.mark.parametrize("container", [tuple, list])
+@pytest.mark.parametrize("name", sorted(_TUPLE_CALLS))
+def test_tuple_or_list_index_is_refused_naming_the_argument(name, container):
+    call, arg = _TUPLE_CALLS[name]
+    with pytest.raises(TypeError, match=rf"^{arg} must be a jax\.Array of integers, got {container.__name__}"):
+        call(container((_I0, _I1)))
+
+
+def test_tuple_index_is_not_read_as_a_stacked_index():
+    # the reproducer: a stacked (2, 4) index gives a 1-d answer that cyscatter never gives for this tuple
+    src = np.arange(8.0).reshape(2, 4)
+    with pytest.raises(TypeError, match="index"):
+        cj.scatter(jnp.asarray(src), (_I0, _I1))
+    with pytest.raises(TypeError, match="index"):
+        jax.jit(lambda s, a, b: cj.scatter(s, (a, b), dim_size=3))(jnp.asarray(src), _I0, _I1)

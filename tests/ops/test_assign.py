@@ -115,6 +115,48 @@ def test_bool_and_float16_are_moved_exactly():
     assert got.dtype == np.float16 and got.tobytes() == np.array([1e-7, 0, 65504.], np.float16).tobytes()
 
 
+_NON_NUMBER_SRC = {
+    "timedelta64[s]": np.array([5, -3, 7, 1, 2], "m8[s]"),
+    "datetime64[D]": np.array(["2020-01-01", "NaT", "1999-12-31", "2000-02-29", "2024-07-04"], "M8[D]"),
+    "<U3": np.array(["a", "bcd", "", "ef", "g"]),
+    "S2": np.array([b"a", b"bc", b"", b"d", b"ef"]),
+    "record": np.array([(1, 2.0), (3, 4.0), (5, 6.0), (7, 8.0), (9, 10.0)], "i4,f8"),
+}
+
+
+def _empty_row(dtype):
+    """The documented fresh row of an assignment: NaT for datetime64, else np.zeros' value of the dtype."""
+    return np.array("NaT", dtype)[()] if dtype.kind == "M" else np.zeros((), dtype)[()]
+
+
+@pytest.mark.parametrize("op", ASSIGN_OPS + ("nanfirst", "nanlast"))
+@pytest.mark.parametrize("name", sorted(_NON_NUMBER_SRC))
+def test_any_dtype_gather_moves_matches_the_loop(op, name):
+    src = _NON_NUMBER_SRC[name]
+    index = np.array([3, 0, 3, 1, 0])   # row 2 is never reached
+    first = op in ("first", "nanfirst")
+    init = np.full(4, _empty_row(src.dtype), src.dtype)
+    got = cs.scatter(src, index, op)
+    assert got.dtype == src.dtype
+    np.testing.assert_array_equal(got, _loop(src, index, 4, first=first, init=init))
+    filled = cs.scatter(src, index, op, fill_value=src[2])
+    np.testing.assert_array_equal(filled, _loop(src, index, 4, first=first, init=np.full(4, src[2], src.dtype)))
+    dst = np.array(src[[4, 4, 4, 4]])
+    assert cs.scatter_into(dst, src, index, op) is dst
+    np.testing.assert_array_equal(dst, _loop(src, index, 4, first=first, init=src[[4, 4, 4, 4]]))
+    np.testing.assert_array_equal(cs.gather(got, index), got[index])   # gather takes these dtypes as well
+
+
+def test_object_dtype_is_refused_naming_the_op():
+    with pytest.raises(TypeError, match=r"op 'set' does not support src dtype object .*any dtype but object"):
+        cs.scatter(np.array([1, None], object), np.array([0, 0]), "set")
+
+
+def test_reduction_error_lists_the_supported_dtypes():
+    with pytest.raises(TypeError, match=r"op 'add' does not support src dtype <U1 \(supported: integers"):
+        cs.scatter(np.array(["a", "b"]), np.array([0, 0]), "add")
+
+
 def test_sorted_hint_gives_the_same_result():
     rng = np.random.default_rng(3)
     index = np.sort(rng.integers(0, 20, 200))

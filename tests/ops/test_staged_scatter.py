@@ -243,6 +243,30 @@ def test_dtype_float64_allocates_no_converted_copy():
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("op, ufunc", [("add", np.add), ("max", np.maximum), ("mul", np.multiply)])
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.uint16])
+def test_small_integers_are_read_in_place(dtype, op, ufunc):
+    """A small-integer src accumulates in an int64 table read from src a block at a time: the table is the only
+    memory beyond the result, not an n x F int64 copy of src; the result wraps as NumPy's ufunc.at in the dtype."""
+    rng = np.random.default_rng(5)
+    n, f = 200_000, 8
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, int(info.max) + 1, (n, f)).astype(dtype)
+    idx = rng.integers(0, 1000, n)
+    cs.scatter(x[:100], idx[:100], op, dim_size=1000)   # warm caches of the Python layer
+    tracemalloc.start()
+    try:
+        got = cs.scatter(x, idx, op, dim_size=1000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < n * f * 8 / 4, peak   # the 64 KB table and one block buffer, not n x F int64 (12.8 MB)
+    want = np.full((1000, f), {"add": 0, "mul": 1, "max": info.min}[op], dtype)
+    ufunc.at(want, idx, x)
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, want)
+
+
 def test_kernel_refuses_what_it_cannot_stage():
     src = np.zeros((1, 4, 2), np.float16)
     out = np.zeros((1, 3, 2), np.float64)

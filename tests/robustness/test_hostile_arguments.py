@@ -17,6 +17,10 @@ expects one of:
 - "lazy": for `cyscatter.dask`, a value that only the computation could refuse (a huge `dim_size`): building
   the graph must succeed.
 
+For `cyscatter.dask`, "raise" means when the graph is built (the call itself raises, computing nothing but a
+Dask `indptr`), except where the fault lies in the values of a Dask array of the baseline (`WHEN_COMPUTED`);
+"memory" may raise when computed (an output that could exist as a lazy array).
+
 In every case each NumPy array passed in holds the same bytes afterwards (the `dst` of the in-place functions
 only when the call raised). The expected outcome is the rule of the argument's role (`ROLE_OF`) for that
 hostile value, unless `EXCEPTIONS` says otherwise for the documented reason given there.
@@ -30,9 +34,10 @@ import numpy as np
 import pytest
 
 import cyscatter as cs
-from public_calls import BASELINES, DASK_DEFAULTED, PUBLIC, call, resolve, signature
+from public_calls import BASELINES, PUBLIC, call, resolve, signature
 
 da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
 
 # full tier: every public function x argument x hostile value (7,700 cases)
 pytestmark = [pytest.mark.full,
@@ -171,6 +176,7 @@ HOSTILE_POINTERS = {
     "not ending at n": lambda a: np.array([0, 2, 2, 3]),
     "not starting at 0": lambda a: np.array([1, 2, 2, 4]),
     "past n": lambda a: np.array([0, 2, 2, 10**12]),
+    "past n, past 2**63 bytes": lambda a: np.array([0, 2, 2, 2**62]),
     "2-d": lambda a: np.asarray(a)[None],
     "empty": lambda a: np.zeros(0, np.int64),
     "float": lambda a: np.asarray(a).astype(float),
@@ -233,12 +239,27 @@ ROLES = {
         "np.float64": (lambda v: np.float64(v), SAME), "integral float": (HOSTILE_INTS["integral float"], SAME),
         "0-d int array": (HOSTILE_INTS["0-d int array"], RAISE), "fraction": (lambda v: 0.5, OK)},
     "flag": {"np.bool_": (lambda v: np.bool_(v), SAME), "None": (lambda v: None, SAME), "1": (lambda v: 1, SAME)},
-    "dim_chunks": {k: (lambda v, m=m: m(2 if v is None else v), RAISE) for k, m in HOSTILE_INTS.items()} | {
+    # the chunks of an axis of three rows (dim_chunks), or four (src_chunks, chunks): hostile counts of blocks
+    # raise, and so do values that Dask would hang on or misread (a bool, a float, a string)
+    **{role: {k: (lambda v, m=m: m(2 if v is None else v), RAISE) for k, m in HOSTILE_INTS.items()} | {
         "np.int64": (lambda v: np.int64(2), SAME), "np.uint8": (lambda v: np.uint8(2), SAME),
         "0-d int array": (lambda v: np.array(2), SAME), "None": (HOSTILE_INTS["None"], SAME),
-        "list": (lambda v: [1, 2], SAME), "zero": (lambda v: 0, RAISE), "not adding up": (lambda v: (1, 1), RAISE),
-        "tuple of np.int64": (lambda v: (np.int64(1), np.int64(2)), SAME), "negative in a tuple": (
-            lambda v: (4, -1), RAISE)},
+        "list": (lambda v, r=rows: [1, r - 1], SAME), "zero": (lambda v: 0, RAISE),
+        "not adding up": (lambda v: (1, 1), RAISE), "one row each": (lambda v: 1, SAME),
+        "2**40 (one chunk)": (lambda v: 2**40, SAME), "2**64 (one chunk)": (lambda v: 2**64, SAME),
+        "huge in a tuple": (lambda v: (2**62, 2**62), RAISE), "empty tuple": (lambda v: (), RAISE),
+        "tuple of tuples": (lambda v, r=rows: ((1, r - 1),), RAISE), "a string": (lambda v: "2", RAISE),
+        "tuple of np.int64": (lambda v, r=rows: (np.int64(1), np.int64(r - 1)), SAME), "negative in a tuple": (
+            lambda v: (4, -1), RAISE)} for role, rows in (("dim_chunks", 3), ("src_chunks", 4))},
+    # gather_segment's chunks: also Dask's "auto" and -1 (one chunk); None is refused (no default meaning)
+    "chunks": {k: (lambda v, m=m: m(2), RAISE) for k, m in HOSTILE_INTS.items()} | {
+        "np.int64": (lambda v: np.int64(2), SAME), "np.uint8": (lambda v: np.uint8(2), SAME),
+        "0-d int array": (lambda v: np.array(2), SAME), "auto": (lambda v: "auto", SAME),
+        "-1 (one chunk)": (lambda v: -1, SAME), "list": (lambda v: [1, 3], SAME), "zero": (lambda v: 0, RAISE),
+        "not adding up": (lambda v: (1, 1), RAISE), "one row each": (lambda v: 1, SAME),
+        "2**40 (one chunk)": (lambda v: 2**40, SAME), "a byte size": (lambda v: "64MiB", RAISE),
+        "tuple of tuples": (lambda v: ((1, 3),), RAISE), "huge in a tuple": (lambda v: (2**62, 2**62), RAISE),
+        "negative in a tuple": (lambda v: (5, -1), RAISE)},
     # dtype= of scatter/gather (NumPy's: src cast under same_kind); the baseline's src is float64
     "dtype": {k: (m, RAISE) for k, m in HOSTILE_DTYPES.items()} | {
         "np.float32": (HOSTILE_DTYPES["np.float32"], OK), "complex128": (HOSTILE_DTYPES["complex128"], OK),
@@ -275,13 +296,15 @@ ROLES = {
                                                                    "hazen": (lambda v: "hazen", RAISE)},
     "split_every": {k: (m, RAISE) for k, m in HOSTILE_INTS.items()} | {
         "np.int64": (lambda v: np.int64(3), SAME), "np.uint8": (lambda v: np.uint8(3), SAME),
-        "0-d int array": (lambda v: np.array(3), SAME), "one": (lambda v: 1, RAISE)},
+        "0-d int array": (lambda v: np.array(3), SAME), "one": (lambda v: 1, RAISE), "zero": (lambda v: 0, RAISE),
+        "2**40": (lambda v: 2**40, SAME), "2**64": (lambda v: 2**64, SAME)},
 }
 
 ROLE_OF = {"src": "values", "dst": "values", "out": "tangent", "grad_out": "tangent", "src_dot": "tangent",
            "dst_dot": "tangent", "index": "index", "indptr": "indptr", "axis": "axis", "dim_size": "size",
            "src_shape": "src_shape", "num_threads": "threads", "op": "op", "mode": "mode", "fill_value": "fill",
            "ddof": "ddof", "indices_are_sorted": "flag", "exclusive": "flag", "reverse": "flag", "dim_chunks": "dim_chunks", "split_every": "split_every",
+           "src_chunks": "src_chunks", "chunks": "chunks",
            "gather_index": "index", "scatter_index": "index", "weight": "values", "weight_dot": "tangent",
            "src_size": "size", "plan": "plan", "dtype": "dtype", "q": "q", "method": "method", "initial": "fill",
            "ops": "ops", "starts": "ranges", "stops": "ranges"}
@@ -362,6 +385,10 @@ def _exceptions() -> dict:
         exc[("cyscatter.segment_ids", "indptr", name)] = OK
     for fn in ("cyscatter.gather_segment", "grad.gather_segment", "cyscatter.segment_ids"):
         exc[(fn, "indptr", "past n")] = MEMORY   # 10**12 output rows
+        exc[(fn, "indptr", "past n, past 2**63 bytes")] = MEMORY   # the ValueError of an array that cannot exist
+    # a Dask output of 10**12 rows (8 TiB) is a lazy array like any other; one past 2**63 - 1 bytes raises the
+    # in-memory ValueError (naming indptr[-1]) when the graph is built
+    exc[("cyscatter.dask.gather_segment", "indptr", "past n")] = LAZY
     exc[("cyscatter.scatter_jvp", "dst", "None")] = RAISE     # the baseline's dst_dot needs a dst
     # scatter_multi broadcasts src as the allocating group functions do (a src with dims of 1 at the index
     # position, or fewer dims than the index, broadcasts over the entries); its reverse functions' outputs are
@@ -401,6 +428,8 @@ def _exceptions() -> dict:
             if fn.endswith(("_logsumexp", "softmax", "_var", "_std", "_nanvar", "_nanstd")):
                 # one output block (softmax: none growing with dim_size): 8 TiB is refused only by the computation
                 exc[(fn, "dim_size", "2**40 (8 TiB)")] = LAZY
+        if fn == "cyscatter.dask.gather_vjp_src":   # one output block, as logsumexp's: refused when computed
+            exc[(fn, "src_shape", "2**40 (8 TiB)")] = LAZY
         if fn.endswith(("softmax_vjp", "softmax_jvp", "scatter_softmax", "scatter_log_softmax")):
             # the output has the shape of src: only the groups' (outer, size, inner) work tables grow
             exc[(fn, "dim_size", "list")] = SAME
@@ -449,7 +478,8 @@ def _exceptions() -> dict:
             exc[(fn, "mode", "None")] = SAME
         exc[(fn, "src_dot", "None")] = OK       # weight_dot alone is a tangent
         exc[(fn, "weight_dot", "None")] = OK
-    exc[("cyscatter.gather_scatter_jvp", "weight", "None")] = "raise:weight_dot"   # weight_dot needs a weight
+    for fn in ("cyscatter.gather_scatter_jvp", "cyscatter.dask.gather_scatter_jvp"):
+        exc[(fn, "weight", "None")] = "raise:weight_dot"   # weight_dot needs a weight
     for fn in ("cyscatter.gather_scatter_plan", "cyscatter.dask.gather_scatter_plan"):
         for k in HOSTILE_SIZES:
             exc[(fn, "src_size", k)] = OK
@@ -460,12 +490,19 @@ def _exceptions() -> dict:
         exc[("cyscatter.dask.gather_scatter_plan", "dim_size", k)] = OK
     exc[("cyscatter.dask.gather_scatter_plan", "dim_size", "2**64")] = RAISE
     for fn in ("cyscatter.gather_scatter", "grad.gather_scatter", "cyscatter.gather_scatter_vjp_src",
-               "cyscatter.gather_scatter_vjp_weight", "cyscatter.gather_scatter_jvp"):
+               "cyscatter.gather_scatter_vjp_weight", "cyscatter.gather_scatter_jvp", "cyscatter.dask.gather_scatter",
+               "cyscatter.dask.gather_scatter_vjp_src", "cyscatter.dask.gather_scatter_vjp_weight",
+               "cyscatter.dask.gather_scatter_jvp"):
         # three src rows still hold the gathered rows 0 and 1; a src of one row (extra dim at axis 0) does not
+        # (on Dask, with the baseline's Dask indices, when computed: their values are not known before)
         exc[(fn, "src", "other shape")] = SAME if fn.endswith("gather_scatter") else OK
         if fn.endswith("_jvp"):
             exc[(fn, "src", "other shape")] = RAISE   # src_dot keeps the baseline's shape
         exc[(fn, "src", "extra dim")] = "raise:gather_index"
+        if fn.startswith(_DASK) and not fn.endswith("gather_scatter"):
+            # on Dask the shapes are checked first, at graph time: one src row of 4 features does not give `out`
+            # (3,); the in-memory functions meet the index first
+            exc[(fn, "src", "extra dim")] = RAISE
     # segment: the rows of src are cut by indptr; gather_segment: src has one row per segment
     # a src that broadcasts (NumPy's ufunc.at rule): a 0-d src stands for every entry; a src of
     # shape (1, 4) against the index (4,) of an allocating op is a row of 4 features broadcast over the entries;
@@ -478,6 +515,7 @@ def _exceptions() -> dict:
             for arg, name in (("src", "0-d"), ("src", "extra dim"), ("index", "extra dim")):
                 exc[(fn, arg, name)] = OK
     for fn in ("cyscatter.scatter_into", "grad.scatter_into", "cyscatter.scatter_vjp_src", "cyscatter.scatter_vjp_dst",
+               "cyscatter.dask.scatter_vjp_src", "cyscatter.dask.scatter_vjp_dst",
                "cyscatter.scatter_logsumexp_vjp", "cyscatter.scatter_var_vjp", "cyscatter.scatter_std_vjp",
                "cyscatter.scatter_nanvar_vjp", "cyscatter.scatter_nanstd_vjp", "cyscatter.scatter_quantile_vjp",
                "cyscatter.scatter_nanquantile_vjp"):
@@ -537,10 +575,6 @@ def _cases() -> list[Case]:
             continue
         params = BASELINES[function]()
         for arg in params:
-            if (function, arg) in DASK_DEFAULTED:
-                # not covered yet: the message-passing functions do not check split_every (a float reaches
-                # range()), and some hostile chunks hang
-                continue
             role = role_of(function, arg)
             for hostile, (_, expect) in ROLES[role].items():
                 if arg == "dst_dot" and hostile == "None":
@@ -626,52 +660,18 @@ def test_campaign_size():
 
 # Known defects of the newer Dask functions found by this campaign and not fixed yet (each listed in CHANGELOG's
 # open items): they run as strict xfails, so a fix turns them into failures to remove from here.
-KNOWN_DEFECTS = frozenset({
-    'cyscatter.dask.gather_scatter-num_threads-negative-raise',
-    'cyscatter.dask.gather_scatter-num_threads-zero-raise',
-    'cyscatter.dask.gather_scatter-src-extra dim-raise',
-    'cyscatter.dask.gather_scatter-src-other shape-raise',
-    'cyscatter.dask.gather_scatter_jvp-weight-None-same',
-    'cyscatter.dask.gather_scatter_plan-gather_index-negative-raise',
-    'cyscatter.dask.gather_scatter_plan-gather_index-out of range-raise',
-    'cyscatter.dask.gather_scatter_plan-scatter_index-negative-raise',
-    'cyscatter.dask.gather_scatter_plan-scatter_index-out of range-raise',
-    'cyscatter.dask.gather_scatter_vjp_src-src-other shape-raise',
-    'cyscatter.dask.gather_scatter_vjp_weight-src-other shape-raise',
-    'cyscatter.dask.gather_vjp_src-grad_out-None-raise',
-    'cyscatter.dask.gather_vjp_src-src_shape-2**40 (8 TiB)-memory',
-    'cyscatter.dask.gather_vjp_src-src_shape-2**62-memory',
-    'cyscatter.dask.gather_vjp_src-src_shape-2**64-memory',
-    'cyscatter.dask.gather_vjp_src-src_shape-None-raise',
-    'cyscatter.dask.gather_vjp_src-src_shape-bool-raise',
-    'cyscatter.dask.gather_vjp_src-src_shape-complex-raise',
-    'cyscatter.dask.gather_vjp_src-src_shape-float-raise',
-    'cyscatter.dask.gather_vjp_src-src_shape-integral float-raise',
-    'cyscatter.dask.gather_vjp_src-src_shape-negative-raise',
-    'cyscatter.dask.gather_vjp_src-src_shape-np.bool_-raise',
-    'cyscatter.dask.gather_vjp_src-src_shape-rows x 8 bytes past 2**64-memory',
-    'cyscatter.dask.gather_vjp_src-src_shape-str-raise',
-    'cyscatter.dask.scatter_vjp_dst-index-extra dim-raise',
-    'cyscatter.dask.scatter_vjp_dst-out-None-raise',
-    'cyscatter.dask.scatter_vjp_dst-src-0-d-raise',
-    'cyscatter.dask.scatter_vjp_dst-src-None-raise',
-    'cyscatter.dask.scatter_vjp_src-dst-0-d-raise',
-    'cyscatter.dask.scatter_vjp_src-dst-other shape-raise',
-    'cyscatter.dask.scatter_vjp_src-index-extra dim-raise',
-    'cyscatter.dask.scatter_vjp_src-index-negative-raise',
-    'cyscatter.dask.scatter_vjp_src-index-out of range-raise',
-    'cyscatter.dask.scatter_vjp_src-out-None-raise',
-    'cyscatter.dask.scatter_vjp_src-out-other shape-raise',
-    'cyscatter.dask.scatter_vjp_src-src-0-d-raise',
-    'cyscatter.dask.scatter_vjp_src-src-None-raise',
-})
+KNOWN_DEFECTS: frozenset[str] = frozenset()
+
+
+# (function, argument, hostile value) of the Dask cases whose fault only the computation can see: the values of
+# the baseline's Dask index (a src of one row against a gather index holding 1)
+WHEN_COMPUTED = frozenset({("cyscatter.dask.gather_scatter", "src", "extra dim")})
 
 
 @pytest.mark.parametrize("case", [
     pytest.param(c, id=c.id, marks=pytest.mark.xfail(strict=True, reason="known Dask argument-check defect"))
     if c.id in KNOWN_DEFECTS else
-    pytest.param(c, id=c.id, marks=pytest.mark.skip(reason="known defect: allocates the 10**12 rows (out of memory)"))
-    if c.id == "cyscatter.dask.gather_segment-indptr-past n-raise" else pytest.param(c, id=c.id) for c in CASES])
+    pytest.param(c, id=c.id) for c in CASES])
 def test_hostile(case):
     kwargs = BASELINES[case.function]()
     expected = call(case.function, BASELINES[case.function]()) if case.expect == SAME else None
@@ -684,7 +684,9 @@ def test_hostile(case):
                "cyscatter.scatter_log_softmax": "out"}.get(case.function)   # written in place when the call succeeds
     if case.expect == LAZY:
         fn = resolve(case.function)
-        assert isinstance(fn(**kwargs), da.Array)
+        # Dask's "auto" chunks of 1 TiB: a graph of a few blocks for the 8 TiB outputs (128 MiB: 60,000 of them)
+        with dask.config.set({"array.chunk-size": "1TiB"}):
+            assert isinstance(fn(**kwargs), da.Array)
         _assert_unchanged(kwargs, before)
         return
     if case.expect in (SAME, OK):
@@ -695,7 +697,9 @@ def test_hostile(case):
         return
     errors = (TypeError, ValueError, IndexError) + ((MemoryError,) if case.expect == MEMORY else ())
     named = case.expect.partition(":")[2] or case.arg
+    at_graph_time = (case.function.startswith(_DASK) and case.expect != MEMORY
+                     and (case.function, case.arg, case.hostile) not in WHEN_COMPUTED)
     with pytest.raises(errors) as info:
-        call(case.function, kwargs)
+        call(case.function, kwargs, compute=not at_graph_time)
     assert _names(str(info.value), named), f"{type(info.value).__name__} does not name {named}: {info.value}"
     _assert_unchanged(kwargs, before)

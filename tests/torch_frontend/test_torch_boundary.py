@@ -106,6 +106,55 @@ def test_cuda_tensors_run_on_cupy():
     torch.testing.assert_close(out, torch.zeros(5, 3, device="cuda", dtype=torch.float64).index_add_(0, index, src))
     (grad,) = torch.autograd.grad(out.square().sum(), src)
     torch.testing.assert_close(grad, 2 * out[index])
+    # torch.func on CUDA: the core's JVP of max (CuPy) against the Jacobian of torch's scatter_reduce
+    x, t = src.detach(), torch.randn_like(src)
+    _, tangent = torch.func.jvp(lambda s: cst.scatter(s, index, "max", dim_size=5, fill_value=0), (x,), (t,))
+    rows = index.view(-1, 1).expand(7, 3)
+    jac = torch.func.jacrev(lambda s: torch.zeros(5, 3, device="cuda", dtype=s.dtype).scatter_reduce(
+        0, rows, s, "amax", include_self=False))(x)
+    torch.testing.assert_close(tangent, (jac.reshape(15, 21) @ t.reshape(-1)).reshape(5, 3))
+
+
+class _CudaTensor:
+    """What the bridge reads of a CUDA tensor (its device, detach, DLPack), with host memory behind it."""
+
+    def __init__(self, host):
+        self.host, self.device = host, torch.device("cuda", 0)
+
+    def detach(self):
+        return self
+
+
+def test_cuda_tensor_without_cupy_is_a_clear_error(monkeypatch):
+    from cyscatter.torch import _bridge
+    monkeypatch.setitem(__import__("sys").modules, "cupy", None)   # import cupy raises ImportError
+    with pytest.raises(TypeError, match=r"CuPy backend: pip install 'cyscatter\[gpu\]'"):
+        _bridge.array(_CudaTensor(torch.zeros(3)))
+    with pytest.raises(TypeError, match="CPU or CUDA tensors, got a tensor on meta"):
+        _bridge.array(torch.empty(3, device="meta"))
+
+
+def test_cuda_tensors_cross_to_the_gpu_backend_through_dlpack(monkeypatch):
+    """On the host emulation of CuPy: the CUDA branch hands each tensor to ``cupy.from_dlpack`` (no copy), the
+    GPU backend computes, and the result goes back through ``torch.from_dlpack``."""
+    import numpy as np
+    from emulated_cupy import installed
+
+    from cyscatter.torch import _bridge
+    src, index = torch.randn(7, 3, dtype=torch.float64), INDEX
+    with installed() as cp:
+        monkeypatch.setattr(cp, "from_dlpack", lambda t: np.from_dlpack(t.host).view(cp.ndarray), raising=False)
+        a, i = _bridge.array(_CudaTensor(src)), _bridge.array(_CudaTensor(index))
+        assert type(a).__module__ == "cupy" and np.shares_memory(a, src.numpy())
+        out = cs.scatter(a, i, "add", dim_size=5)
+        assert type(out).__module__ == "cupy"
+        # a real CuPy array is no NumPy array (the emulation's is): the bridge gives it to torch.from_dlpack
+        device_result = _CudaTensor(out)
+        handed = []
+        monkeypatch.setattr(torch, "from_dlpack", lambda x: handed.append(x) or torch.from_numpy(x.host.get()))
+        result = _bridge.tensor(device_result)
+    assert handed == [device_result]
+    torch.testing.assert_close(result, torch.zeros(5, 3, dtype=torch.float64).index_add_(0, index, src))
 
 
 def test_import_cyscatter_does_not_import_torch():

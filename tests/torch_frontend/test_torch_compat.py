@@ -176,3 +176,35 @@ def test_segment_csr_min_max_with_batched_indptr(reduce):
             want = src[b, lo:hi].max(0) if reduce == "max" else src[b, lo:hi].min(0)
             assert torch.equal(values[b, i], want.values)
             assert torch.equal(arg[b, i], want.indices + lo)
+
+
+def _loop_std_grad(values, groups, unbiased):
+    """d sum(std per group) / d values by a loop over groups with torch.std; a group whose std is 0 (one member,
+    or equal members) gets 0, the documented rule."""
+    grad = torch.zeros_like(values)
+    for g in groups.unique():
+        mask = groups == g
+        part = values[mask].detach().clone().requires_grad_(True)
+        if part.numel() > 1 and bool((part != part[0]).any()):
+            std = part.std(unbiased=unbiased) if unbiased else part.std(unbiased=False)
+            (g_part,) = torch.autograd.grad(std, part)
+            grad[mask] = g_part
+    return grad
+
+
+@pytest.mark.parametrize("unbiased", [True, False])
+@pytest.mark.parametrize("with_out", [False, True])
+def test_composite_std_of_zero_has_gradient_zero(unbiased, with_out):
+    import warnings
+    # groups: two different members, one member, three equal members, empty
+    values = torch.tensor([1.0, 2.0, 5.0, 3.0, 3.0, 3.0], dtype=torch.float64, requires_grad=True)
+    groups = torch.tensor([0, 0, 1, 2, 2, 2])
+    kwargs = {"out": torch.zeros(4, dtype=torch.float64)} if with_out else {"dim_size": 4}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = torch_scatter.composite.scatter_std(values, groups, dim=0, unbiased=unbiased, **kwargs)
+        result.sum().backward()
+    expected_std = [values[:2].detach().std(unbiased=unbiased).item(), 0.0, 0.0, 0.0]
+    torch.testing.assert_close(result.detach(), torch.tensor(expected_std, dtype=torch.float64))
+    assert torch.isfinite(values.grad).all(), values.grad
+    torch.testing.assert_close(values.grad, _loop_std_grad(values.detach(), groups, unbiased))

@@ -1,4 +1,4 @@
-"""Misuse of the torch frontends: forward-mode AD, ``out=`` of the wrong dtype or shape or with gradients, in-place
+"""Misuse of the torch frontends: forward-mode AD through in-place calls, ``out=`` of the wrong dtype or shape or with gradients, in-place
 calls on tensors autograd follows, loose sizes, peers' keywords. Expected behaviour: torch's and torch_scatter's
 (an error naming the argument, ``out`` untouched), never a silently wrong value."""
 import pytest
@@ -16,29 +16,21 @@ def _x():
     return torch.tensor([1.0, 2.0, 3.0])
 
 
-# ---- forward-mode AD: refused, never a zero tangent ----------------------------------------------------------------
+# ---- forward-mode AD through an in-place call: refused, never a zero tangent ----------------------------------------
 
-FORWARD_CALLS = {
-    "compat_scatter": lambda s: ts.scatter(s, IDX, 0, dim_size=2),
-    "compat_scatter_max": lambda s: ts.scatter_max(s, IDX, 0, dim_size=2)[0],
-    "native_scatter": lambda s: native.scatter(s, IDX, dim_size=2),
-    "native_gather": lambda s: native.gather(s, IDX),
-    "native_softmax": lambda s: native.scatter_softmax(s, IDX, dim_size=2),
+IN_PLACE_CALLS = {
+    "scatter_into_": lambda s: native.scatter_into_(torch.zeros(2), s, IDX),
+    "scatter_out": lambda s: native.scatter(s, IDX, out=torch.zeros(2)),
+    "gather_into_": lambda s: native.gather_into_(torch.zeros(3), s, IDX),
 }
 
 
-@pytest.mark.parametrize("name", sorted(FORWARD_CALLS))
-def test_func_jvp_refused(name):
-    with pytest.raises(NotImplementedError, match="forward-mode AD"):
-        torch.func.jvp(FORWARD_CALLS[name], (_x(),), (torch.ones(3),))
-
-
-@pytest.mark.parametrize("name", sorted(FORWARD_CALLS))
-def test_forward_ad_dual_refused(name):
-    with fwAD.dual_level():
-        dual = fwAD.make_dual(_x(), torch.ones(3))
-        with pytest.raises(NotImplementedError, match="forward-mode AD"):
-            FORWARD_CALLS[name](dual)
+@pytest.mark.parametrize("name", sorted(IN_PLACE_CALLS))
+def test_in_place_calls_refuse_a_tangent(name):
+    with pytest.raises(RuntimeError, match="forward-mode AD"):
+        torch.func.jvp(IN_PLACE_CALLS[name], (_x(),), (torch.ones(3),))
+    with fwAD.dual_level(), pytest.raises(RuntimeError, match="forward-mode AD"):
+        IN_PLACE_CALLS[name](fwAD.make_dual(_x(), torch.ones(3)))
 
 
 def test_reverse_mode_still_works_inside_dual_level():
@@ -156,14 +148,31 @@ def test_gather_scatter_with_op_in_place_of_an_index():
         native.gather_scatter(_x(), edge_index, "add")
 
 
-@pytest.mark.parametrize("transform", ["grad", "jacrev"])
-def test_func_transforms_refused_with_a_way_out(transform):
-    def f(s):
-        return ts.scatter(s, IDX, 0, dim_size=2).sum()
-    fn = torch.func.grad(f) if transform == "grad" else torch.func.jacrev(f)
-    with pytest.raises(NotImplementedError, match="torch.autograd.grad"):
-        fn(_x())
-    # the way out computes what torch's own scatter_add gives
-    jac = torch.autograd.functional.jacobian(lambda s: ts.scatter(s, IDX, 0, dim_size=2), _x())
-    want = torch.autograd.functional.jacobian(lambda s: torch.zeros(2).index_add(0, IDX, s), _x())
-    torch.testing.assert_close(jac, want)
+# ---- dim_size read from an index whose values cannot be read -------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda i: native.scatter(torch.ones(3), i),
+    lambda i: ts.scatter(torch.ones(3), i, 0),
+], ids=["native", "compat"])
+def test_meta_index_without_dim_size_names_index_and_device(call):
+    with pytest.raises(ValueError, match=r"index is on device 'meta'.*pass dim_size="):
+        call(torch.tensor([0, 0, 1], device="meta"))
+
+
+def test_meta_tensors_with_dim_size_give_the_shape():
+    out = native.scatter(torch.ones(3, device="meta"), torch.tensor([0, 0, 1], device="meta"), dim_size=2)
+    assert out.device.type == "meta" and out.shape == (2,)
+
+
+@pytest.mark.full
+def test_fullgraph_compile_without_dim_size_says_pass_dim_size():
+    src, index = torch.ones(3), torch.tensor([0, 0, 1])
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match=r"pass dim_size= \(an int\) under torch\.compile"):
+        torch.compile(lambda a, b: native.scatter(a, b, "add"), fullgraph=True)(src, index)
+    torch._dynamo.reset()   # with a graph break allowed, the size is read eagerly, as before
+    expected = torch.zeros(2).index_add_(0, index, src)
+    torch.testing.assert_close(torch.compile(lambda a, b: native.scatter(a, b, "add"))(src, index), expected)
+    torch._dynamo.reset()
+    torch.testing.assert_close(
+        torch.compile(lambda a, b: native.scatter(a, b, "add", dim_size=2), fullgraph=True)(src, index), expected)

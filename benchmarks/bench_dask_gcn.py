@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import threading
 import time
 
 import dask
@@ -47,9 +48,9 @@ def parse_args():
     p.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
     p.add_argument("--skip-cluster", action="store_true")
     p.add_argument("--cluster-only", action="store_true")
-    p.add_argument("--cluster-nodes", type=int, default=500_000)
-    p.add_argument("--cluster-features", type=int, default=256)
-    p.add_argument("--cluster-degree", type=int, default=4)
+    p.add_argument("--cluster-nodes", type=int, default=1_000_000)
+    p.add_argument("--cluster-features", type=int, default=128)
+    p.add_argument("--cluster-degree", type=int, default=10)
     p.add_argument("--cluster-hidden", type=int, default=16)
     p.add_argument("--cluster-dst-chunks", type=int, default=4)
     p.add_argument("--cluster-memory", default="400MB", help="memory limit of each of the 2 workers")
@@ -250,6 +251,38 @@ def lazy_graph(n, degree, seed, chunks):
     return senders, receivers, weight.astype(np.float32)[:, None]
 
 
+class PeakMemory:
+    """The largest process memory (RSS, as the workers' heartbeats report it to the scheduler) of any worker and
+    the worker addresses seen (a restarted worker comes back at a new one), polled every half second while the
+    `with` block runs."""
+
+    def __init__(self, cluster):
+        self.cluster, self.peak, self.stop = cluster, 0, threading.Event()
+        self.seen = set(cluster.scheduler.workers)
+
+    def poll(self):
+        while not self.stop.wait(0.5):
+            for address, ws in list(self.cluster.scheduler.workers.items()):
+                self.peak = max(self.peak, ws.memory.process)
+                self.seen.add(address)
+
+    def __enter__(self):
+        self.thread = threading.Thread(target=self.poll, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def spilled(dask_worker):
+    """(bytes written to, bytes read from) this worker's spill directory so far (pickled sizes, each time)."""
+    metrics = getattr(dask_worker.data, "cumulative_metrics", {})
+    return tuple(sum(v for (label, unit), v in metrics.items() if label == f"disk-{way}" and unit == "bytes")
+                 for way in ("write", "read"))
+
+
 def part_cluster(args):
     from dask.distributed import Client, LocalCluster
 
@@ -264,6 +297,7 @@ def part_cluster(args):
     params = init_params(f, args.cluster_hidden, args.classes, args.seed)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=args.cluster_memory,
                       dashboard_address=None) as cluster, Client(cluster) as client:
+        peak = PeakMemory(cluster).__enter__()
         start = time.perf_counter()
         senders, receivers, weight = client.persist(list(lazy_graph(n, args.cluster_degree, args.seed + 3,
                                                                      args.cluster_chunks)))
@@ -273,10 +307,15 @@ def part_cluster(args):
         loss, grads = dask_step(params, x_lazy, labels, mask, n_lab, plan_d, weight)
         got = compute_dask(loss, grads)
         elapsed = time.perf_counter() - start
+        peak.__exit__()
         workers = client.scheduler_info()["workers"]
+        disk = np.sum(list(client.run(spilled).values()), axis=0) / 2**20
         print(f"  completed in {elapsed:.1f} s (graph, plan, feature generation and the step), loss "
-              f"{float(got[0]):.6f}; {len(workers)} workers alive")
-        senders, receivers, weight = client.gather(client.compute([senders, receivers, weight]))
+              f"{float(got[0]):.6f}; {len(workers)} workers alive, {len(peak.seen) - 2} restarts; peak worker process memory "
+              f"{peak.peak / 2**20:.0f} MiB; spill directories: {disk[0]:.0f} MiB written, {disk[1]:.0f} MiB read")
+        # chunk by chunk to this process: a worker would hold the chunks and their concatenation at once
+        senders, receivers, weight = (np.concatenate(client.gather(client.compute(list(a.to_delayed().ravel()))))
+                                      for a in (senders, receivers, weight))
     x, labels, mask = dask.compute(x_lazy, labels, mask, scheduler="threads")
     plan = cs.gather_scatter_plan(senders, receivers, src_size=n, dim_size=n)
     expected = in_memory_step(params, x, labels, mask, n_lab, plan, weight, args.threads, blas_threads=1)

@@ -23,9 +23,9 @@ import numpy as np
 
 from cyscatter._api.scatter import scatter as _scatter
 from cyscatter._arrays.integers import prod
-from cyscatter._backends.host import fresh_table, messages, rows_view, run_forward
+from cyscatter._backends.host import fresh_table, messages, rows_view, run_forward, run_scatter
 from cyscatter._plan.edges import gather_scatter_plan
-from cyscatter._plan.index import parse_coords, plan_index
+from cyscatter._plan.index import IndexPlan, parse_coords, plan_index
 from cyscatter._plan.prepare import prepare
 from cyscatter._registry.ops import get_op
 from cyscatter._reverse.gather_scatter import gather_scatter_jvp, gather_scatter_vjp_src, gather_scatter_vjp_weight
@@ -44,16 +44,37 @@ class PairPlan(NamedTuple):
 
     def __reduce__(self):
         plan = self.plan
-        return _rebuilt, (np.asarray(plan.gather), np.asarray(plan.scatter), plan.src_size, plan.size, self.sizes)
+        return _rebuilt, (_small_ints(plan.gather, plan.src_size), _small_ints(plan.scatter, plan.size),
+                          plan.src_size, plan.size, self.sizes)
+
+    @property
+    def nbytes(self) -> int:
+        """What the pair's plan holds, its reverse grouping (made at the first reverse pass) counted in: the
+        edges' rows twice (the index plans and the frozen copies), the grouping by destination and by source
+        (edge ids and rows per edge, offsets per row) and the counts per destination row."""
+        plan = self.plan
+        return 8 * (8 * plan.n_edges + 2 * plan.size + plan.src_size + 2)
 
 
 def _rebuilt(g, t, src_rows, dst_rows, sizes):
+    g, t = (np.asarray(a, np.int64) for a in (g, t))
     return PairPlan(gather_scatter_plan(g, t, src_size=src_rows, dim_size=dst_rows), sizes)
+
+
+def _small_ints(a, bound: int) -> np.ndarray:
+    """`a` (integers in [0, bound)) as int32 where `bound` allows: half the bytes to send or spill."""
+    return np.asarray(a, np.int32 if bound < 2**31 else np.int64)
+
+
+class Box(np.ndarray):
+    """A one-element object array: a block of a Dask array of plans or pieces. Its own type so that Dask can
+    size it by its element (`cyscatter.dask._edges` registers that with ``dask.sizeof``), not by the 8 bytes of
+    the reference: a worker then spills the plans by their real size when memory runs short."""
 
 
 def box(value, ndim: int) -> np.ndarray:
     """`value` as the one element of an object array of `ndim` dims: a block of a Dask array of plans."""
-    out = np.empty((1,) * ndim, object)
+    out = np.empty((1,) * ndim, object).view(Box)
     out.reshape(-1)[0] = value
     return out
 
@@ -84,9 +105,13 @@ def bucket_edges(g, t, *, src_bounds, dst_bounds) -> dict:
     t = np.asarray(t).reshape(-1).astype(np.int64, copy=False)
     ns, nd = len(src_bounds) - 1, len(dst_bounds) - 1
     valid = (g >= 0) & (g < src_bounds[-1]) & (t >= 0) & (t < dst_bounds[-1])
+    # the pieces live until the last call's weights are taken from them: int32 where positions and local rows
+    # fit (12 bytes per edge, not 24)
+    small = g.size < 2**31 and max(np.diff(src_bounds).max(), np.diff(dst_bounds).max()) < 2**31
+    narrow = np.int32 if small else np.int64
     if ns * nd == 1:
-        pos = np.arange(g.size) if valid.all() else np.flatnonzero(valid)
-        return {(0, 0): (pos, g[pos], t[pos])}
+        pos = np.arange(g.size, dtype=narrow) if valid.all() else np.flatnonzero(valid).astype(narrow)
+        return {(0, 0): (pos, g[pos].astype(narrow), t[pos].astype(narrow))}
     s = np.searchsorted(src_bounds, g, "right") - 1 if ns > 1 else np.zeros(g.size, np.int64)
     d = np.searchsorted(dst_bounds, t, "right") - 1 if nd > 1 else np.zeros(g.size, np.int64)
     key = np.where(valid, s * nd + d, ns * nd)
@@ -98,7 +123,8 @@ def bucket_edges(g, t, *, src_bounds, dst_bounds) -> dict:
     for k in range(ns * nd):
         pos = order[cuts[k]:cuts[k + 1]]   # increasing: the sort is stable
         si, di = divmod(k, nd)
-        pieces[(si, di)] = (pos, g[pos] - src_bounds[si], t[pos] - dst_bounds[di])
+        pieces[(si, di)] = (pos.astype(narrow), (g[pos] - src_bounds[si]).astype(narrow),
+                            (t[pos] - dst_bounds[di]).astype(narrow))
     return pieces
 
 
@@ -109,8 +135,8 @@ def piece_of(bucket, *, pair):
 def pair_plan(pieces, *, src_rows: int, dst_rows: int):
     """The in-memory plan of one (s, d) pair from its pieces of every edge chunk."""
     pieces = [unbox(p) for p in pieces]
-    g = np.concatenate([p[1] for p in pieces]) if pieces else np.zeros(0, np.int64)
-    t = np.concatenate([p[2] for p in pieces]) if pieces else np.zeros(0, np.int64)
+    g = np.concatenate([p[1] for p in pieces]).astype(np.int64, copy=False) if pieces else np.zeros(0, np.int64)
+    t = np.concatenate([p[2] for p in pieces]).astype(np.int64, copy=False) if pieces else np.zeros(0, np.int64)
     plan = gather_scatter_plan(g, t, src_size=src_rows, dim_size=dst_rows)
     return box(PairPlan(plan, tuple(len(p[0]) for p in pieces)), 2)
 
@@ -130,10 +156,22 @@ def _flat_src(src, nb: int, m: int, rows: int):
     return src.reshape(src.shape[:nb] + (rows,) + src.shape[nb + m:])
 
 
+class EdgePartial(NamedTuple):
+    """One block pair's partial of a destination block: the destination rows its edges reach (local,
+    increasing; None for every row) with their values (outer, len(rows), inner) in the compute dtype and counts
+    (per row, or per element for the NaN-skipping ops; None without a count). `size` and `identity` rebuild the
+    whole block (the other rows hold the op's identity, no count)."""
+    work3: np.ndarray
+    counts: np.ndarray | None
+    rows: np.ndarray | None
+    size: int
+    identity: object
+
+
 def edge_partial(src, pair, w, *, op, nb, m, count, threads):
-    """(work3, counts) of one block pair, as `_blocks.scatter_partial` gives them: the pair's messages reduced
-    from the op's identity into the destination partition's rows by the fused kernel (counts per row, or per
-    element for the NaN-skipping ops on floats, when `count`)."""
+    """The `EdgePartial` of one block pair: the pair's messages reduced from the op's identity into the
+    destination partition's rows by the fused kernel (counts per row, or per element for the NaN-skipping ops
+    on floats, when `count`), kept for the rows its edges reach only where that takes fewer bytes."""
     op = get_op(op)
     plan = unbox(pair).plan
     call = prepare("gather_scatter", _flat_src(src, nb, m, plan.src_size), (None, None), op, weight=w, plan=plan,
@@ -143,8 +181,10 @@ def edge_partial(src, pair, w, *, op, nb, m, count, threads):
         # as the in-memory forward: integer messages formed (and wrapped) in their own dtype, then scattered
         msgs3, keep = messages(rows_view(call.src, vdtype, outer, plan.src_size, inner), plan, call.w, call.heads,
                                call.feat, vdtype)
-        return _blocks.scatter_partial(msgs3, plan.scatter[keep], op=op.name, result_dtype=call.result_dtype, nb=1,
-                                       rows=(0, plan.size), count=count)
+        work3, counts = _blocks.scatter_partial(msgs3, plan.scatter[keep], op=op.name,
+                                                result_dtype=call.result_dtype, nb=1, rows=(0, plan.size),
+                                                count=count)
+        return _sparse(work3, counts, plan, op.identity(call.result_dtype))
     out3 = fresh_table((outer, plan.size, inner), call.compute, call.identity)
     src3 = rows_view(call.src, out3.dtype, outer, plan.src_size, inner)
     counts = None
@@ -156,7 +196,68 @@ def edge_partial(src, pair, w, *, op, nb, m, count, threads):
         run_forward(op, src3, plan, call.w, call.heads, call.feat, out3, threads)
         if count:
             counts = np.array(plan.counts, np.int64)
-    return out3, counts
+    return _sparse(out3, counts, plan, call.identity)
+
+
+def _sparse(work3, counts, plan, identity) -> EdgePartial:
+    """The partial as the rows the pair's edges reach (plan.counts > 0), where that is fewer bytes than the whole
+    block: with k of n rows reached, k * (row + index) bytes against n * row."""
+    n = work3.shape[1]
+    reached = np.flatnonzero(plan.counts)
+    if n and reached.size < n:
+        row = work3.nbytes // n + (0 if counts is None else counts.nbytes // n)
+        rows = reached.astype(np.int32 if n < 2**31 else np.int64)
+        if rows.size * (row + rows.itemsize) < n * row:
+            if counts is not None:
+                counts = counts[:, rows] if counts.ndim == 3 else counts[rows]
+            return EdgePartial(work3[:, rows], counts, rows, n, identity)
+    return EdgePartial(work3, counts, None, n, identity)
+
+
+def _dense(part: EdgePartial, copy: bool):
+    """(work3, counts) of the whole destination block from a partial (a copy when `copy`: a task must not change
+    its inputs, which Dask may hand to a retry)."""
+    if part.rows is None:
+        counts = part.counts
+        return (part.work3.copy(), None if counts is None else counts.copy()) if copy else (part.work3, counts)
+    outer, _, inner = part.work3.shape
+    work3 = fresh_table((outer, part.size, inner), part.work3.dtype, part.identity)
+    work3[:, part.rows] = part.work3
+    counts = None
+    if part.counts is not None:
+        if part.counts.ndim == 3:
+            counts = np.zeros(work3.shape, part.counts.dtype)
+            counts[:, part.rows] = part.counts
+        else:
+            counts = np.zeros(part.size, part.counts.dtype)
+            counts[part.rows] = part.counts
+    return work3, counts
+
+
+def merge_edge_partials(parts, *, op):
+    """One whole-block partial from the partials of several pairs, merged in order by the op's combine rule
+    (`Op.combine`): each touches only the rows it holds. Holds one block and the `parts`."""
+    merge = get_op(get_op(op).combine)
+    first = parts[0]
+    work3, counts = _dense(first, copy=True)
+    size = first.size
+    for part in parts[1:]:
+        rows = np.arange(size) if part.rows is None else part.rows.astype(np.int64)
+        run_scatter(merge, part.work3, IndexPlan(rows, rows.shape, (size,), "drop", (rows,)), work3)
+        if counts is not None:
+            if part.rows is None:
+                counts += part.counts
+            elif counts.ndim == 3:
+                counts[:, part.rows] += part.counts
+            else:
+                counts[part.rows] += part.counts
+    return EdgePartial(work3, counts, None, size, first.identity)
+
+
+def finish_edge_partial(part, *, op, result_dtype, fill, shape):
+    """The output block of `shape` from the partial that merges every pair (`_blocks.finish_partial`)."""
+    work3, counts = _dense(part, copy=False)
+    return _blocks.finish_partial((work3, counts), op=op, result_dtype=result_dtype, fill=fill, shape=shape)
 
 
 # ---- the reverse passes: the local statistic, each pair's share -----------------------------------------------

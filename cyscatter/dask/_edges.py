@@ -9,6 +9,7 @@ import dask
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
+from dask.sizeof import sizeof
 
 from cyscatter._arrays.integers import prod
 from cyscatter._plan.index import check_mode, check_sizes
@@ -30,6 +31,17 @@ if TYPE_CHECKING:
     from typing import SupportsIndex
 
     from cyscatter._typing import DimSize, IndexLike, Mode
+
+
+@sizeof.register(eb.Box)
+def _sizeof_box(block) -> int:
+    """A block of plans or pieces by what its element holds (Dask sizes an object array by its references)."""
+    return sum(sizeof(v) for v in block.reshape(-1).tolist())
+
+
+@sizeof.register(eb.PairPlan)
+def _sizeof_pair(pair) -> int:
+    return pair.nbytes
 
 
 class GatherScatterPlan:

@@ -13,7 +13,6 @@ from cyscatter._plan.index import check_table_bytes
 from cyscatter._plan.prepare import prepare
 from cyscatter._registry.ops import ORDER_STATS, get_op
 from cyscatter._runtime.threads import check_threads
-from cyscatter.dask import _blocks
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._edges import GatherScatterPlan, as_plan, mini
 from cyscatter.dask._graph import as_dask, check_split_every, known_shape, new_array, positions, tree_reduce
@@ -203,12 +202,13 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
 
     Notes
     -----
-    A pair task holds one src block, its pair's edges (and weights) and one partial of the destination block; a
-    merge task `split_every` partials. Work: every pair writes a whole destination block, so with `k` source
-    partitions each destination block is written `k` times before the merge: few large source partitions are
-    fastest. Results equal ``cyscatter.gather_scatter``'s exactly for integers and max/min (NaN wins, signed
-    zeros ordered) and to rounding (the partial sums are grouped by source partition) for sums, means and
-    products.
+    A pair task holds one src block, its pair's edges (and weights) and one partial of the destination block,
+    which it keeps as the rows its edges reach (values, counts, row numbers) where that is smaller; a merge task
+    holds one destination block and `split_every` partials. Work: every pair fills a whole destination block, so
+    with `k` source partitions each destination block is written `k` times before the merge: few large source
+    partitions are fastest. Results equal ``cyscatter.gather_scatter``'s exactly for integers and max/min (NaN
+    wins, signed zeros ordered) and to rounding (the partial sums are grouped by source partition) for sums,
+    means and products.
 
     Examples
     --------
@@ -241,7 +241,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     wkeys = g.weight_keys(layer, g.weight, "weight")
     chunks = g.out_chunks()
     task = partial(eb.edge_partial, op=op.name, nb=g.nb, m=g.m, count=count, threads=g.threads)
-    combine = partial(_blocks.combine_partials, op=op.name)
+    combine = partial(eb.merge_edge_partials, op=op.name)
     for b, f in g.outer_blocks():
         for d in range(len(g.plan.dim_chunks)):
             keys = []
@@ -252,6 +252,6 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
             top = tree_reduce(layer, name + "-merge", (*b, d, *f), keys, combine, int(split_every))
             where = (*b, d, *(0,) * (g.md - 1), *f)
             shape = tuple(c[k] for c, k in zip(chunks, where))
-            layer[(name, *where)] = (partial(_blocks.finish_partial, op=op.name, result_dtype=result_dtype,
+            layer[(name, *where)] = (partial(eb.finish_edge_partial, op=op.name, result_dtype=result_dtype,
                                              fill=fill, shape=shape), top)
     return new_array(name, layer, g.deps(), chunks, result_dtype)

@@ -16,6 +16,7 @@ from cyscatter._runtime.threads import check_threads
 from cyscatter.dask import _edge_blocks as eb
 from cyscatter.dask._edges import GatherScatterPlan, as_plan, mini
 from cyscatter.dask._graph import as_dask, check_split_every, known_shape, new_array, positions, tree_reduce
+from cyscatter.dask._message_order import order_stat_gather_scatter
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -219,18 +220,22 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     array([[ 5., 50.],
            [ 4., 40.]])
     """
-    if type(op) is str and op in ORDER_STATS:
-        raise ValueError(f"op {op!r}: cyscatter.dask.gather_scatter does not take the order statistics (a median "
-                         f"cannot be merged from the per-block partials this function combines); gather the "
-                         f"messages with cyscatter.dask.gather and reduce them with cyscatter.dask.scatter(..., "
-                         f"{op!r}), which keeps whole groups, or call the in-memory cyscatter.gather_scatter")
-    op = get_op(op)
+    order_stat = type(op) is str and op in ORDER_STATS
+    if order_stat and plan is not None:
+        raise ValueError(f"op {op!r}: cyscatter.dask.gather_scatter takes the order statistics with "
+                         f"gather_index and scatter_index, not with a plan (their groups are not merged from "
+                         f"block-pair partials)")
+    op = op if order_stat else get_op(op)
     split_every = check_split_every(split_every)
     g = EdgeGraph(src, gather_index, scatter_index, weight, plan, dim_size, axis, mode, dim_chunks,
                   "gather_scatter", num_threads, "")
     mg, mt, mw = g.mini_edges()
-    call = prepare("gather_scatter", g.mini_src(), (mg, mt), op, weight=mw, dim_size=(1,) * g.md, axis=g.nb,
-                   mode=g.plan.mode, fill_value=fill_value)   # the in-memory checks and dtypes, on one edge
+    # the in-memory checks and dtypes, on one edge (an order statistic's are max's: real values only)
+    call = prepare("gather_scatter", g.mini_src(), (mg, mt), "max" if order_stat else op, weight=mw,
+                   dim_size=(1,) * g.md, axis=g.nb, mode=g.plan.mode, fill_value=fill_value)
+    if order_stat:
+        return order_stat_gather_scatter(g, gather_index, scatter_index, op, g.weight, fill_value, dim_chunks,
+                                         split_every)
     check_table_bytes((prod(g.src.shape[:g.nb]), prod(g.plan.dims), prod(g.feat)), call.compute, "dim_size",
                       g.plan.dims)
     fill, result_dtype = call.fill, call.result_dtype

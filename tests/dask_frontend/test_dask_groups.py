@@ -234,8 +234,38 @@ def test_segment_median_by_whole_segments(op, reduce, chunks):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("weight", [None, "edge", "head"])
 @pytest.mark.parametrize("op", ["median", "nanmedian"])
-def test_gather_scatter_refuses_order_statistics_with_the_way_out(op):
-    x = da.from_array(np.arange(6.0).reshape(3, 2), chunks=2)
-    with pytest.raises(ValueError, match=rf"op '{op}'.*cyscatter.dask.gather.*cyscatter.dask.scatter"):
-        csd.gather_scatter(x, np.array([0, 1, 2]), np.array([1, 0, 1]), op, dim_size=2)
+def test_gather_scatter_order_statistics_by_whole_groups(op, weight, mode):
+    """gather_scatter's median on Dask (gathered messages, then whole groups) against the in-memory call, which
+    the order-statistics tests check against np.median per group; a dropped gather entry drops its edge."""
+    rng = np.random.default_rng(12)
+    x = rng.integers(-3, 4, (11, 3)).astype(np.float64)
+    x[2, 1] = np.nan
+    g, t = rng.integers(0, 11, 40), rng.integers(0, 9, 40)
+    if mode != "raise":
+        g[[3, 20]], t[[5, 21]] = (-1, 13), (9, -3)
+    w = {None: None, "edge": rng.integers(-2, 3, 40).astype(np.float64),
+         "head": rng.integers(1, 3, (40, 3)).astype(np.float64)}[weight]
+    want = cs.gather_scatter(x, g, t, op, weight=w, dim_size=9, mode=mode, fill_value=7.0)
+    got = csd.gather_scatter(da.from_array(x, chunks=4), da.from_array(g, chunks=13), t, op,
+                             weight=None if w is None else da.from_array(w, chunks=7), dim_size=9, mode=mode,
+                             dim_chunks=(2, 0, 1, 6), fill_value=7.0).compute()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gather_scatter_order_statistics_batch_and_tuple_indices():
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((2, 4, 3, 5))
+    g, t = (rng.integers(-5, 6, 30), rng.integers(-4, 5, 30)), (rng.integers(-3, 3, 30), rng.integers(0, 4, 30))
+    want = cs.gather_scatter(x, g, t, "median", dim_size=(2, 3), axis=1, mode="normalize_drop")
+    got = csd.gather_scatter(da.from_array(x, chunks=(1, 2, 3, 5)), tuple(da.from_array(a, chunks=7) for a in g), t,
+                             "median", dim_size=(2, 3), axis=1, mode="normalize_drop").compute()
+    np.testing.assert_array_equal(got, want)
+
+
+def test_gather_scatter_order_statistics_need_the_indices_not_a_plan():
+    plan = csd.gather_scatter_plan(np.array([0, 1]), np.array([1, 1]), src_size=2, dim_size=2)
+    with pytest.raises(ValueError, match="op 'median'.*gather_index and scatter_index, not with a plan"):
+        csd.gather_scatter(da.ones((2, 2)), op="median", plan=plan)

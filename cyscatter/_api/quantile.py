@@ -186,8 +186,8 @@ def quantile3(ctx, qs, method: str, skip_nan: bool, result, fill):
         a = srt.at(lo)
         if t is None:
             value = a.astype(result, copy=False)
-        elif method == MEDIAN:
-            value = _mean_pair(xp, a, srt.at(hi), result)
+        elif method == MEDIAN:   # + 0: np.median's mean starts its sum at +0.0, so a zero median is never -0.0
+            value = _mean_pair(xp, a, srt.at(hi), result) + result.type(0)
         else:
             value = _lerp(xp, a, srt.at(hi), t, result)
         if last is not None:   # a NaN member: NumPy's result is the NaN that sorts last

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 import math
+import operator
+import reprlib
 from contextlib import contextmanager
 from typing import Any
 
@@ -57,6 +59,10 @@ class IndexPlan:
 
     def __repr__(self) -> str:
         return f"IndexPlan(n={self.n}, shape={self.shape}, dims={self.dims}, mode={self.mode!r})"
+
+    def __reduce__(self):
+        # by its constructor's arguments: every pickle protocol (0 and 1 cannot store __slots__ otherwise)
+        return IndexPlan, (self.flat, self.shape, self.dims, self.mode, self.coords, self.arg, self.sized_by)
 
     def valid(self) -> np.ndarray:
         """Boolean (n,) mask of the entries that take part (all of them unless mode='drop' or
@@ -177,11 +183,16 @@ def check_sizes(value, arg: str) -> tuple:
     sizes = tuple(value) if isinstance(value, (tuple, list)) or np.ndim(value) > 0 else (value,)
     dims = []
     for s in sizes:
-        s = as_int(s, f"{arg}={value!r} must be a non-negative integer (or a tuple of them)")
+        try:
+            s = operator.index(s) if not isinstance(s, (bool, np.bool_)) else None
+        except TypeError:
+            s = None
+        if s is None:   # the message made only here: a long sequence is shown cut (reprlib), once
+            raise TypeError(f"{arg}={reprlib.repr(value)} must be a non-negative integer (or a tuple of them)")
         if s < 0:
-            raise ValueError(f"{arg}={value!r} must be non-negative")
+            raise ValueError(f"{arg}={reprlib.repr(value)} must be non-negative")
         if s > _INT64_MAX:
-            raise ValueError(f"{arg}={value!r} is larger than an array axis can be (2**63 - 1)")
+            raise ValueError(f"{arg}={reprlib.repr(value)} is larger than an array axis can be (2**63 - 1)")
         dims.append(s)
     return tuple(dims)
 

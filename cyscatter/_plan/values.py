@@ -99,7 +99,22 @@ def fill_for(fill_value, result_dtype, xp=np):
     value = np.asarray(fill_value)
     if is_bfloat16(dtype):   # a float for the rule below (its kind is 'V'), cast by ml_dtypes
         return _fill_float(fill_value, value, dtype, xp)
-    if dtype.kind not in _KIND_RANK:   # strings, datetimes, records (gather): NumPy's own cast decides
+    if dtype.kind not in _KIND_RANK:   # strings, datetimes, records (gather, the assignment ops)
+        if dtype.fields is not None and isinstance(fill_value, tuple):
+            try:   # a record given as a tuple of its fields, as np.array((1, 2.0), dtype) takes it
+                return xp.asarray(np.array(fill_value, dtype=dtype))
+            except (TypeError, ValueError) as err:
+                raise TypeError(f"fill_value={fill_value!r} is not a record of the output dtype {dtype}: "
+                                f"{err}") from None
+        if dtype.kind in "mM" and value.dtype.kind in "mM" and value.dtype.kind != dtype.kind:
+            # a timedelta is no date and a date no duration: NumPy's same_kind rule refuses the pair, whose
+            # ticks would be read in the other's meaning (and unit)
+            wanted = "np.datetime64" if dtype.kind == "M" else "np.timedelta64"
+            raise TypeError(f"fill_value={fill_value!r} cannot be cast to the output dtype {dtype} under "
+                            f"NumPy's same_kind rule (give a {wanted})")
+        if dtype.kind in "mM" and value.dtype.kind == "f" and not (value.ndim == 0 and float(value).is_integer()):
+            # a number is a count of the unit's ticks (as np.full takes it): only a whole one, not truncated
+            raise TypeError(f"fill_value={fill_value!r} is not a whole number of {dtype}'s ticks")
         try:
             return xp.asarray(value.astype(dtype))
         except (TypeError, ValueError):

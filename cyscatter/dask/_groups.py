@@ -138,7 +138,7 @@ _SEGMENT_PARAMS = """    dim_chunks : int or sequence of int, optional
 _GATHER_SEGMENT_PARAMS = """    chunks : "auto", -1, int or sequence of int, default "auto"
         On Dask: chunks of the output along `axis` (its ``indptr[-1]`` rows): Dask's "auto" size, one chunk,
         blocks of that many rows, or sizes adding up to the rows (TypeError / ValueError naming `chunks`
-        otherwise; MemoryError where more than 2**24 blocks would make a graph that does not fit in memory). An
+        otherwise; MemoryError where more than 2**17 blocks would make a graph that does not fit in memory). An
         ``indptr[-1]`` whose output no array could hold (past 2**63 - 1 bytes) raises the in-memory ValueError
         when the graph is built; a large one that could exist is lazy, as any Dask array.
 """

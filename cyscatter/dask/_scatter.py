@@ -1,6 +1,8 @@
 """scatter on Dask arrays: one partial per (src block, index block, destination partition), merged by a tree."""
 from __future__ import annotations
 
+import reprlib
+
 from functools import partial
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -220,13 +222,17 @@ def check_dim_chunks(dim_chunks, rows: int, arg: str = "dim_chunks", sized_by: s
     blocks would be too many to list (the graph could not be built)."""
     if dim_chunks is None:
         return (rows,)
-    what = f"{arg}={dim_chunks!r} must be a positive integer or a sequence of non-negative integers"
+    shown = reprlib.repr(dim_chunks)   # a long sequence is shown cut, not spelled out in every message
+    what = f"{arg}={shown} must be a positive integer or a sequence of non-negative integers"
     if isinstance(dim_chunks, (tuple, list)) or np.ndim(dim_chunks) > 0:
+        if len(dim_chunks) > _MAX_BLOCKS:
+            raise MemoryError(f"{arg}={shown} lists {len(dim_chunks)} blocks: their graph does not fit in memory "
+                              f"(at most {_MAX_BLOCKS} blocks)")
         sizes = tuple(as_int(c, what) for c in dim_chunks)
         if any(c < 0 for c in sizes):
             raise ValueError(what)
         if sum(sizes) != rows:
-            raise ValueError(f"{arg}={dim_chunks!r} add up to {sum(sizes)}, not to the {rows} rows that "
+            raise ValueError(f"{arg}={shown} add up to {sum(sizes)}, not to the {rows} rows that "
                              f"{sized_by} gives the axis they cut")
         return sizes if sizes else (0,)
     step = as_int(dim_chunks, what)
@@ -235,9 +241,9 @@ def check_dim_chunks(dim_chunks, rows: int, arg: str = "dim_chunks", sized_by: s
     return _blocks_of(step, rows, arg, dim_chunks, sized_by)
 
 
-# More blocks along one axis than a graph can hold: each is at least one task (a key, a tuple, a dict entry),
-# so listing them would exhaust memory or take hours; refused before any is listed
-_MAX_BLOCKS = 2**24
+# More blocks along one axis than a graph is built from in seconds: each output block is about six tasks (partials,
+# merges, the finish), a million tasks take a minute and gigabytes to list; refused before any is listed
+_MAX_BLOCKS = 2**17
 
 
 def _blocks_of(step: int, rows: int, arg: str, given, sized_by: str) -> tuple:

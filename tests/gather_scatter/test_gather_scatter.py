@@ -371,7 +371,7 @@ def test_a_plan_cannot_be_changed():
             a.flags.writeable = True
 
 
-@pytest.mark.parametrize("copier", ["pickle", "deepcopy", "copy"])
+@pytest.mark.parametrize("copier", ["pickle", "pickle0", "deepcopy", "copy"])
 @pytest.mark.parametrize("mode", ["raise", "drop", "wrap"])
 def test_a_plan_survives_pickling_and_copying(copier, mode):
     """Plans go to worker processes (multiprocessing, joblib, dask.distributed): a copy computes what the plan
@@ -382,7 +382,8 @@ def test_a_plan_survives_pickling_and_copying(copier, mode):
     gi = (rng.integers(0, 4, 30), rng.integers(0, 3, 30))   # a tuple index over a (4, 3) source
     si = rng.integers(-2, 7, 30) if mode != "raise" else rng.integers(0, 5, 30)
     plan = cs.gather_scatter_plan(gi, si, src_size=(4, 3), dim_size=5, mode=mode)
-    twin = {"pickle": lambda p: pickle.loads(pickle.dumps(p)), "deepcopy": copy.deepcopy, "copy": copy.copy}[copier](plan)
+    twin = {"pickle": lambda p: pickle.loads(pickle.dumps(p)), "pickle0": lambda p: pickle.loads(pickle.dumps(p, 0)),
+            "deepcopy": copy.deepcopy, "copy": copy.copy}[copier](plan)
     src, w = rng.standard_normal((4, 3, 2)), rng.standard_normal(30)
     for op in ("add", "max", "mean"):
         expected = ref_gather_scatter(src, gi, si, op, weight=w, dim_size=5, mode=mode)

@@ -374,3 +374,36 @@ def test_grad_segment(op):
     indptr = np.array([0, 2, 2, 5, 6])
     src = np.random.default_rng(15).standard_normal((6, 2))
     check_grads(lambda s: anp.cos(csgrad.segment(s, indptr, op)), modes=["fwd", "rev"], order=2)(src)
+
+
+@pytest.mark.parametrize("dtype, fill", [
+    ("M8[ns]", np.timedelta64(3, "D")), ("M8[ns]", 1.5), ("m8[s]", np.datetime64("2020-01-01", "s")),
+    ("m8[s]", 2.5)])
+def test_fill_value_of_another_kind_is_refused_for_datetimes(dtype, fill):
+    """A timedelta is no date (NumPy's same_kind rule refuses the pair), and a number is a whole count of ticks:
+    neither is reinterpreted or truncated."""
+    src = np.array([1], dtype) if dtype.startswith("m") else np.array(["2020-01-01"], dtype)
+    with pytest.raises(TypeError, match="fill_value"):
+        cs.scatter(src, np.array([0]), "set", dim_size=2, fill_value=fill)
+    with pytest.raises(TypeError, match="fill_value"):
+        cs.gather(src, np.array([5]), mode="drop", fill_value=fill)
+
+
+def test_fill_value_of_a_datetime_converts_its_unit():
+    src = np.array(["2020-01-01"], "M8[ns]")
+    got = cs.scatter(src, np.array([0]), "set", dim_size=2, fill_value=np.datetime64("2021-01-01", "D"))
+    np.testing.assert_array_equal(got, np.array(["2020-01-01", "2021-01-01"], "M8[ns]"))
+    got = cs.scatter(np.array([1], "m8[ns]"), np.array([0]), "set", dim_size=2, fill_value=np.timedelta64(1, "s"))
+    np.testing.assert_array_equal(got, np.array([1, 10**9], "m8[ns]"))
+    got = cs.scatter(np.array([1], "m8[s]"), np.array([0]), "set", dim_size=2, fill_value=-1.0)   # whole ticks
+    np.testing.assert_array_equal(got, np.array([1, -1], "m8[s]"))
+
+
+def test_fill_value_of_a_record_dtype_as_a_tuple():
+    rec = np.dtype([("a", "i4"), ("b", "f8")])
+    got = cs.scatter(np.array([(1, 2.0)], rec), np.array([1]), "set", dim_size=3, fill_value=(7, 8.0))
+    np.testing.assert_array_equal(got, np.array([(7, 8.0), (1, 2.0), (7, 8.0)], rec))
+    np.testing.assert_array_equal(cs.gather(np.zeros(1, rec), np.array([5]), mode="drop", fill_value=(7, 8.0)),
+                                  np.array([(7, 8.0)], rec))
+    with pytest.raises(TypeError, match="fill_value=\\(7,\\) is not a record"):
+        cs.scatter(np.array([(1, 2.0)], rec), np.array([1]), "set", dim_size=3, fill_value=(7,))

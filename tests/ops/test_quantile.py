@@ -267,3 +267,19 @@ def test_bfloat16_bitwise(method):
         want = ref_order_stat(src, index, "quantile", 0.3, method)
     assert got.dtype == src.dtype == want.dtype
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("op, reduce", [("median", np.median), ("nanmedian", np.nanmedian)])
+def test_median_of_zeros_has_numpys_sign(op, reduce, dtype):
+    """np.median's mean starts its sum at +0.0: a group of -0.0s (alone, a pair, with a NaN for nanmedian) has a
+    +0.0 median, whatever the other groups; the sign must not depend on the sort's order."""
+    groups = [[-0.0], [-0.0, -0.0], [-0.0, 0.0, -0.0], [-0.0, np.nan], [1.0, -0.0, -0.0, -7.0]]
+    src = np.concatenate([np.array(g, dtype) for g in groups])
+    index = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    got = cs.scatter(src, index, op)
+    want = np.array([reduce(np.array(g, dtype)) for g in groups])
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all(), (got, want)
+    seg = cs.segment(src, np.concatenate([[0], np.cumsum([len(g) for g in groups])]), op)
+    assert (np.signbit(seg) == np.signbit(want)).all()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import operator
 import reprlib
 from contextlib import contextmanager
 from typing import Any
@@ -184,11 +183,10 @@ def check_sizes(value, arg: str) -> tuple:
     dims = []
     for s in sizes:
         try:
-            s = operator.index(s) if not isinstance(s, (bool, np.bool_)) else None
-        except TypeError:
-            s = None
-        if s is None:   # the message made only here: a long sequence is shown cut (reprlib), once
-            raise TypeError(f"{arg}={reprlib.repr(value)} must be a non-negative integer (or a tuple of them)")
+            s = as_int(s, "")
+        except TypeError:   # the message made only here: a long sequence is shown cut (reprlib), once
+            raise TypeError(f"{arg}={reprlib.repr(value)} must be a non-negative integer (or a tuple of them)") \
+                from None
         if s < 0:
             raise ValueError(f"{arg}={reprlib.repr(value)} must be non-negative")
         if s > _INT64_MAX:

@@ -48,15 +48,16 @@ from cyscatter.dask._groups import (
 from cyscatter.dask._logical import scatter_all, scatter_any
 from cyscatter.dask._message import gather_scatter
 from cyscatter.dask._message_reverse import gather_scatter_jvp, gather_scatter_vjp_src, gather_scatter_vjp_weight
-from cyscatter.dask._quantile import scatter_nanquantile, scatter_quantile, with_order_stats
+from cyscatter.dask._quantile import scatter_nanquantile, scatter_or_median, scatter_quantile
 from cyscatter.dask._scan import scatter_scan
 from cyscatter.dask._scatter import scatter
 from cyscatter.dask._scatter_reverse import gather_vjp_src, scatter_vjp_dst, scatter_vjp_src
 from cyscatter.dask._whole import EXPANDS as _EXPANDS
 from cyscatter.dask._whole import accept_empty_tuple as _accept_empty_tuple
 
-scatter = with_order_stats(scatter)   # the ops median / nanmedian: whole groups (cyscatter.dask._quantile)
-del with_order_stats
+# the ops median / nanmedian: whole groups (cyscatter.dask._quantile); typed as the plain scatter
+scatter = scatter_or_median
+del scatter_or_median
 
 __all__ = [
     "gather",

@@ -30,10 +30,8 @@ from cyscatter.dask import _blocks
 from cyscatter.dask._docs import mirror
 from cyscatter.dask._gather import gather
 from cyscatter.dask._graph import as_coords, as_dask, flat_rows, known_shape
-from cyscatter.dask._quantile import with_order_stats
+from cyscatter.dask._quantile import scatter_or_median
 from cyscatter.dask._scatter import check_out_chunks, scatter
-
-_scatter_or_median = with_order_stats(scatter)   # segment takes median / nanmedian, as in memory
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -294,13 +292,13 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
         _segment(np.zeros((1,) + src.shape[axis + 1:], src.dtype), np.array([0, 1]), op,
                  fill_value=fill_value)   # the in-memory checks of op, dtype and fill_value
         coords = _batched_coords(flat, batch, nseg, rows, src.chunks[:axis + 1])
-        return _scatter_or_median(src, coords, op, dim_size=batch + (nseg,), axis=0, fill_value=fill_value,
+        return scatter_or_median(src, coords, op, dim_size=batch + (nseg,), axis=0, fill_value=fill_value,
                                   dim_chunks=dim_chunks, split_every=split_every)
     ptr = check_indptr(ptr, src.shape[axis])
     _segment(np.zeros(src.shape[:axis] + (1,) + src.shape[axis + 1:], src.dtype), np.array([0, 1]), op, axis=axis,
              fill_value=fill_value)   # the in-memory checks of op, dtype and fill_value
     ids = _segment_ids(ptr, src.chunks[axis])
-    return _scatter_or_median(src, ids, op, dim_size=len(ptr) - 1, axis=axis, fill_value=fill_value,
+    return scatter_or_median(src, ids, op, dim_size=len(ptr) - 1, axis=axis, fill_value=fill_value,
                               dim_chunks=dim_chunks, split_every=split_every)
 
 

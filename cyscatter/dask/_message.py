@@ -234,8 +234,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     call = prepare("gather_scatter", g.mini_src(), (mg, mt), "max" if order_stat else op, weight=mw,
                    dim_size=(1,) * g.md, axis=g.nb, mode=g.plan.mode, fill_value=fill_value)
     if order_stat:
-        return order_stat_gather_scatter(g, gather_index, scatter_index, op, g.weight, fill_value, dim_chunks,
-                                         split_every)
+        return order_stat_gather_scatter(g, gather_index, scatter_index, op, fill_value, dim_chunks, split_every)
     check_table_bytes((prod(g.src.shape[:g.nb]), prod(g.plan.dims), prod(g.feat)), call.compute, "dim_size",
                       g.plan.dims)
     fill, result_dtype = call.fill, call.result_dtype

@@ -23,7 +23,7 @@ from cyscatter._arrays.integers import prod
 from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.values import fill_for
 from cyscatter._registry.ops import ORDER_STATS, get_op
-from cyscatter.dask._scatter import prepare, reduction_graph, refuse_out
+from cyscatter.dask._scatter import prepare, reduction_graph, refuse_out, scatter
 from cyscatter.dask._whole import _no_sizes, is_empty_tuple
 
 if TYPE_CHECKING:
@@ -107,6 +107,10 @@ def with_order_stats(scatter: Any) -> Any:
         return scatter(src, index, op, dim_size=dim_size, axis=axis, fill_value=fill_value, dtype=dtype, out=out,
                        mode=mode, dim_chunks=dim_chunks, split_every=split_every)
     return scatter_or_order_stat
+
+
+# cyscatter.dask.scatter as users call it, and as segment and gather_scatter's order statistics reach it
+scatter_or_median = with_order_stats(scatter)
 
 
 _DOC = """Lazy `cyscatter.{name}` of Dask arrays, by whole groups.

@@ -75,10 +75,12 @@ __all__ = [
 
 
 # the core's hints (`cyscatter._arrays.keywords.HINTS`) where they hold here too; these differ for JAX's frontend
+# (dim and axis: only for the functions without `axis`, which index axis 0)
 _OWN_HINTS = {
-    "dim": ("torch_scatter's name for the indexed axis: cyscatter.jax indexes axis 0, features last (move the "
-            "indexed axis first with jnp.moveaxis; torch_scatter's dim=0 is the default)"),
-    "axis": "cyscatter.jax indexes axis 0, features last: move the indexed axis first with jnp.moveaxis",
+    "dim": ("torch_scatter's name for the indexed axis: this function of cyscatter.jax indexes axis 0, features "
+            "last (move the indexed axis first with jnp.moveaxis; torch_scatter's dim=0 is the default)"),
+    "axis": "this function of cyscatter.jax indexes axis 0, features last: move the indexed axis first with "
+            "jnp.moveaxis",
     "device": "cyscatter.jax runs its kernels on the host (CPU) whatever the device of the arrays",
 }
 
@@ -99,7 +101,8 @@ def _hinting(fn):
             return fn(*args, **kwargs)
         except TypeError:
             unknown = [key for key in kwargs if key not in params]
-            hint = (_OWN_HINTS.get(unknown[0]) or HINTS.get(unknown[0])) if unknown else None
+            own = None if unknown and unknown[0] == "dim" and "axis" in params else _OWN_HINTS
+            hint = ((own or {}).get(unknown[0]) or HINTS.get(unknown[0])) if unknown else None
             if hint is None:
                 raise
             raise TypeError(f"{fn.__name__}() got an unexpected keyword argument {unknown[0]!r}: {hint}") from None

@@ -14,15 +14,8 @@ import cyscatter as cs
 from cyscatter._plan.edges import missing_index
 from cyscatter._registry.ops import ORDER_STATS
 from cyscatter.jax import _primitives as P
-from cyscatter.jax._scatter import (
-    _scatter_dtype,
-    as_index,
-    as_values,
-    check_mode,
-    is_traced,
-    locally_constant,
-    static_scalar,
-)
+from cyscatter.jax._args import as_index, as_values, check_mode, is_traced, static_scalar
+from cyscatter.jax._scatter import _scatter_dtype, locally_constant
 
 
 def _unpack(rest, has_weight, has_index):

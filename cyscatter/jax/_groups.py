@@ -9,16 +9,8 @@ import numpy as np
 
 import cyscatter as cs
 from cyscatter.jax import _primitives as P
-from cyscatter.jax._scatter import (
-    as_indices,
-    as_values,
-    batch_first,
-    batch_last,
-    check_mode,
-    locally_constant,
-    src_batch,
-    static_size,
-)
+from cyscatter.jax._args import as_indices, as_values, batch_first, batch_last, check_mode, src_batch, static_size
+from cyscatter.jax._scatter import locally_constant
 
 # ---- softmax and log_softmax: shaped like src, their rules read the output ------------------------------------------
 

@@ -9,15 +9,8 @@ import numpy as np
 
 import cyscatter as cs
 from cyscatter.jax import _primitives as P
-from cyscatter.jax._scatter import (
-    as_indices,
-    as_values,
-    batch_first,
-    batch_last,
-    check_mode,
-    locally_constant,
-    src_batch,
-)
+from cyscatter.jax._args import as_indices, as_values, batch_first, batch_last, check_mode, src_batch
+from cyscatter.jax._scatter import locally_constant
 
 into_p = P.host_primitive(
     "scatter_into",
@@ -78,10 +71,10 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", indices_are
         The values to combine in; cast to dst's dtype (NumPy's same-kind rule); B = ``src.shape[:axis]``.
     index : jax.Array of int, shape I, or a tuple of m of them
         The row of `dst` each entry goes to, or its m coordinates (one shape, as `cyscatter.scatter_into`).
-    axis : int
-        Where the index dims start in `src` (and D in `dst`).
     op : str
         Any name of `cyscatter.OPS`.
+    axis : int
+        Where the index dims start in `src` (and D in `dst`).
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
         Out-of-range indices, as `cyscatter.scatter_into`.
     indices_are_sorted : bool

@@ -73,18 +73,22 @@ def host_primitive(name: str, host, result, *, values=(0,), index=None) -> Primi
     parameter ``coords``: None for an integer index, m for a tuple of m coordinate arrays stacked into one
     operand of shape (m, *I) (a primitive's operands are arrays); `host` and `result` receive the tuple of the m
     coordinates (of shape I each) in its place and never see ``coords``, so the core keeps every tuple and mode
-    rule."""
+    rule. Or a function params -> ((position, m), ...) for several such operands, whose parameters `host` and
+    `result` then receive."""
     prim = Primitive(f"cyscatter_{name}")
 
     def unstack(operands, params, split):
         if index is None:
             return operands, params
-        params = dict(params)
-        m = params.pop("coords")
-        if m is None:
-            return operands, params
+        if callable(index):
+            stacked = index(params)
+        else:
+            params = dict(params)
+            stacked = ((index, params.pop("coords")),)
         operands = list(operands)
-        operands[index] = split(operands[index], m)
+        for position, m in stacked:
+            if m is not None:
+                operands[position] = split(operands[position], m)
         return operands, params
 
     def run(*arrays, **params):

@@ -157,10 +157,9 @@ def test_every_index_taking_function_is_covered():
     assert covered == set(cj.__all__)
 
 
-# the functions whose index is one array (CSR offsets, segment ids, message passing's two indices) refuse a tuple;
-# every function refuses a list (jnp.asarray would read a list of arrays as one stacked index)
-_ONE_ARRAY = {"gather_scatter (gather_index)", "gather_scatter (scatter_index)", "gather_segment", "segment",
-              "segment_sum", "segment_max", "segment_min", "segment_prod"}
+# the functions whose index is one array (CSR offsets, jax.ops's segment ids) refuse a tuple; every function refuses
+# a list (jnp.asarray would read a list of arrays as one stacked index)
+_ONE_ARRAY = {"gather_segment", "segment", "segment_sum", "segment_max", "segment_min", "segment_prod"}
 
 
 @pytest.mark.parametrize("container", [tuple, list])

@@ -22,6 +22,7 @@ from cyscatter.jax import _primitives as P
 DIMS = (3, 4, 2)       # the destination sizes of up to three coordinates
 MODES = ("raise", "drop", "wrap", "clip", "normalize_drop")
 RNG = np.random.default_rng(11)
+_I, _J = jnp.array([0, 1, 1, 0]), jnp.array([1, 1, 0, 2])
 
 
 @pytest.fixture(autouse=True)
@@ -248,6 +249,49 @@ def test_mixed_coordinate_dtypes():
     np.testing.assert_array_equal(cj.scatter(jnp.asarray(src), (jnp.asarray(i8), jnp.asarray(i64))), expect)
 
 
+@pytest.mark.parametrize("kinds", ["tuple-tuple", "int-tuple", "tuple-int"])
+@pytest.mark.parametrize("op", ["add", "max", "mean"])
+def test_gather_scatter_matches_gather_then_ufunc_at(op, kinds):
+    gkind, skind = kinds.split("-")
+    gi = coords(2, "raise", (7,), seed=71) if gkind == "tuple" else (RNG.integers(0, 3, 7),)
+    si = coords(3, "raise", (7,), seed=72)[1:] if skind == "tuple" else (RNG.integers(0, 4, 7),)
+    dims = tuple(DIMS[1:]) if skind == "tuple" else (4,)
+    src = RNG.standard_normal((*(DIMS[:2] if gkind == "tuple" else (3,)), 2))
+    w = 0.5 + RNG.random(7)
+    messages = src[gi] * w[:, None]
+    expect = ref_scatter(messages, si, op, dim_size=dims)
+    index_of = (lambda c, kind: tuple(map(jnp.asarray, c)) if kind == "tuple" else jnp.asarray(c[0]))
+    f = jax.jit(lambda s, w: cj.gather_scatter(s, index_of(gi, gkind), index_of(si, skind), op, weight=w,
+                                               dim_size=dims if skind == "tuple" else dims[0]))
+    np.testing.assert_allclose(f(jnp.asarray(src), jnp.asarray(w)), expect, rtol=1e-12)
+    # derivatives: the core's split reverse functions on the same tuples
+    g = RNG.standard_normal(expect.shape)
+    cgi, csi = (gi if gkind == "tuple" else gi[0]), (si if skind == "tuple" else si[0])
+    out = cs.gather_scatter(src, cgi, csi, op, weight=w, dim_size=dims)
+    d_src, d_w = jax.vjp(f, jnp.asarray(src), jnp.asarray(w))[1](jnp.asarray(g))
+    np.testing.assert_allclose(d_src, cs.gather_scatter_vjp_src(op, g, src, cgi, csi, out, weight=w, dim_size=dims))
+    np.testing.assert_allclose(d_w, cs.gather_scatter_vjp_weight(op, g, src, cgi, csi, out, weight=w, dim_size=dims))
+
+
+def test_gather_scatter_with_a_plan_of_tuple_indices():
+    gi, si = coords(2, "raise", (8,), seed=73), coords(3, "raise", (8,), seed=74)[1:]
+    src = RNG.standard_normal((*DIMS[:2], 3))
+    plan = cs.gather_scatter_plan(gi, si, src_size=DIMS[:2], dim_size=DIMS[1:])
+    f = jax.jit(lambda s: cj.gather_scatter(s, op="add", plan=plan))
+    expect = ref_scatter(src[gi], si, "add", dim_size=DIMS[1:])
+    np.testing.assert_allclose(f(jnp.asarray(src)), expect)
+    g = RNG.standard_normal(expect.shape)
+    grad = jax.grad(lambda s: jnp.sum(f(s) * g))(jnp.asarray(src))
+    expect_grad = np.zeros_like(src)
+    np.add.at(expect_grad, gi, g[si])   # the transpose: gather the cotangent, scatter it back to the sources
+    np.testing.assert_allclose(grad, expect_grad)
+
+
+def test_gather_scatter_indices_of_different_shapes():
+    with pytest.raises(ValueError, match=r"gather_index has shape \(3,\) but scatter_index has shape \(4,\)"):
+        cj.gather_scatter(jnp.ones((3, 2)), (jnp.array([0, 1, 2]),) * 2, (_I, _J), dim_size=(2, 3))
+
+
 # ---- derivatives --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["raise", "drop", "wrap"])
@@ -368,9 +412,6 @@ def test_vmap_gather_and_count():
 
 
 # ---- errors -------------------------------------------------------------------------------------------------------
-
-_I, _J = jnp.array([0, 1, 1, 0]), jnp.array([1, 1, 0, 2])
-
 
 def test_coordinates_of_different_shapes_are_refused_as_the_core_refuses_them():
     with pytest.raises(ValueError, match=r"index\[1\] has shape \(2, 1\) but index\[0\] has shape \(4,\)"):

@@ -361,7 +361,7 @@ def test_group_statistic_vjps_are_the_split_reverse_functions():
 
 @pytest.mark.full   # finite differences through jitted callbacks: seconds a case
 @pytest.mark.parametrize("fun", ["scatter_add", "scatter_max", "scatter_mean_axis", "gather", "scatter_into_min",
-                                 "scan_add"])
+                                 "scan_add", "gather_scatter_max"])
 def test_second_order(fun):
     index = tuple(map(jnp.asarray, coords(2, "raise", (12,), seed=51)))
     src = jnp.asarray(0.5 + RNG.permutation(36).reshape(12, 3) / 36)
@@ -370,8 +370,11 @@ def test_second_order(fun):
         "scatter_max": lambda s: cj.scatter(s, index, "max", dim_size=DIMS[:2], fill_value=0.0),
         "scatter_mean_axis": lambda s: cj.scatter(s.T, index, "mean", dim_size=DIMS[:2], axis=1),
         "gather": lambda s: cj.gather(s.reshape(3, 4, 3), index),
-        "scatter_into_min": lambda s: cj.scatter_into(jnp.ones((*DIMS[:2], 3)), s, index, "min"),
+        # dst off every src value (0.5 + k / 36): no tie for the finite differences to straddle
+        "scatter_into_min": lambda s: cj.scatter_into(jnp.full((*DIMS[:2], 3), 1.01), s, index, "min"),
         "scan_add": lambda s: cj.scatter_scan(s, index, "add"),
+        "gather_scatter_max": lambda s: cj.gather_scatter(s.reshape(3, 4, 3), index, index[::-1], "max",
+                                                          dim_size=(4, 3), fill_value=0.0),
     }
     f = calls[fun]
     check_grads(lambda s: jnp.sin(f(s)) * f(s), (src,), order=2, modes=["rev", "fwd"])
@@ -395,6 +398,17 @@ def test_vmap_over_values_and_over_coordinates():
         out = cs.scatter(srcs[b], (index[0], np.asarray(js[b])), "max", dim_size=DIMS[:2], mode="drop")
         np.testing.assert_allclose(grads[b], cs.scatter_vjp_src("max", np.ones_like(out), srcs[b],
                                                                 (index[0], np.asarray(js[b])), out, mode="drop"))
+
+
+def test_vmap_gather_scatter_over_values_and_over_an_index():
+    gi, si = coords(2, "raise", (8,), seed=65), coords(2, "raise", (8,), seed=66)
+    srcs = RNG.standard_normal((3, *DIMS[:2], 2))
+    f = lambda s, j: cj.gather_scatter(s, tuple(map(jnp.asarray, gi)), (jnp.asarray(si[0]), j), "add",
+                                       dim_size=DIMS[:2])
+    js = np.stack([si[1], (si[1] + 1) % 4, si[1][::-1]])
+    got = jax.jit(jax.vmap(f))(jnp.asarray(srcs), jnp.asarray(js))
+    for b in range(3):
+        np.testing.assert_allclose(got[b], ref_scatter(srcs[b][gi], (si[0], js[b]), "add", dim_size=DIMS[:2]))
 
 
 def test_vmap_gather_and_count():

@@ -6,9 +6,12 @@ Each function is a JAX primitive (`cyscatter.jax._primitives`): eagerly it calls
 optional extension ``cyscatter.jax._ffi``; a ``jax.pure_callback`` where it is not built); its derivatives are
 linear primitives built from cyscatter's split reverse functions (``scatter_vjp_src``, ``scatter_jvp``, ``gather_scatter_vjp_src``, ...), each
 the other's transpose, so reverse and forward mode compose to any order where the op's partials are locally
-constant (add, sub, mean, sqrt_n, max, min, gather, gather_scatter in src, the add/max/min scans). Output shapes
-are static: under jit pass ``dim_size`` (``num_segments``), or a `cyscatter.GatherScatterPlan` made outside. ``segment_sum``, ``segment_max``,
-``segment_min`` and ``segment_prod`` take ``jax.ops``'s signatures and follow its conventions (docs/jax.rst).
+constant (add, sub, mean, sqrt_n, max, min, gather, gather_scatter in src, the add/max/min scans). An index is an
+integer array or, where the core takes one, a tuple of per-axis integer arrays (stacked into one operand and handed
+back to the core as the tuple), placed in src by ``axis=``. Output shapes are static: under jit pass ``dim_size``
+(a tuple of sizes for a tuple index; ``num_segments``), or a `cyscatter.GatherScatterPlan` made outside.
+``segment_sum``, ``segment_max``, ``segment_min`` and ``segment_prod`` take ``jax.ops``'s signatures and follow its
+conventions (docs/jax.rst).
 
 CPU only; needs the optional extra ``jax`` (``pip install "cyscatter[jax]"``); ``import cyscatter`` does not
 import JAX.

@@ -17,7 +17,7 @@ from cyscatter.jax._scatter import locally_constant
 softmax_p = P.host_primitive(
     "softmax",
     lambda src, index, *, fun, dim_size, mode: getattr(cs, fun)(src, index, dim_size=dim_size, mode=mode),
-    lambda src, index, *, fun, dim_size, mode: (src.shape, P.canonical(np.result_type(src.dtype, np.float32))),
+    lambda src, index, *, fun, dim_size, mode: (src.shape, _group_dtype(fun, np.dtype(src.dtype))),
     index=1)
 
 softmax_lin_p = P.host_primitive(

@@ -113,7 +113,7 @@ def host_primitive(name: str, host, result, *, values=(0,), index=None) -> Primi
     def lower(*args, **params):
         shape, dtype = shaped(args, params)
         fn = functools.partial(run, **params)
-        if host_call() == "ffi":
+        if host_call() == "ffi" and all(_bridged(a.dtype) for a in (*args, jax.ShapeDtypeStruct((), dtype))):
             return jax.ffi.ffi_call(_TARGET, jax.ShapeDtypeStruct(tuple(shape), dtype))(
                 *args, key=np.int64(_key(prim.name, params, fn)))
         return jax.pure_callback(fn, jax.ShapeDtypeStruct(tuple(shape), dtype), *args, vmap_method="sequential")
@@ -153,6 +153,16 @@ def leading(shape, coords):
 _TARGET = "cyscatter_host_call"
 _CALLS: list = []          # key -> run(*arrays) of one primitive with its parameters
 _KEYS: dict = {}           # (primitive name, parameters) -> key, so retracing reuses a key
+# the dtypes the bridge views as NumPy arrays (`numpy_type` in _ffi.cc); others (bfloat16, the float8s, int4, ...)
+# are ml_dtypes' extension types, which only the callback's copies handle
+_BRIDGED = frozenset(map(np.dtype, ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                    "float16", "float32", "float64", "complex64", "complex128")))
+
+
+def _bridged(dtype) -> bool:
+    return np.dtype(dtype) in _BRIDGED
+
+
 _MODE = {"value": None}    # "ffi" or "callback", decided on first use
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 
 import torch
 
@@ -21,11 +20,8 @@ from cyscatter.torch import native
 
 
 def _int(value, name: str) -> int:
-    """torch_scatter's int-only sizes: a float (even 2.0) or a string is refused, naming the argument."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    """torch_scatter's int-only sizes: a float (even 2.0), a bool or a string is refused, naming the argument."""
+    return native.as_size(value, name, prefix="")
 
 
 def _dim(dim: int, src: torch.Tensor) -> int:

@@ -62,7 +62,8 @@ cdef extern from "include/_layout.h" nogil:
 cdef extern from "include/_convscatter.h" nogil:
     ctypedef Py_ssize_t (*cyscatter_convscatter_fn)(const char* src, Py_ssize_t rs, const void* index,
                                                     Py_ssize_t n, void* table, Py_ssize_t trs, Py_ssize_t size,
-                                                    Py_ssize_t width, Py_ssize_t ahead, int64_t* counts, int raise_)
+                                                    Py_ssize_t width, Py_ssize_t ahead, int64_t* counts, int raise_,
+                                                    Py_ssize_t lo, Py_ssize_t hi)
     cyscatter_convscatter_fn cyscatter_convscatter(int conv, int op, int index_bytes)
 
 cdef extern from "include/_cpu.h" nogil:
@@ -1547,17 +1548,41 @@ def _tune_convert_rows(on=None):
     return _convert_rows
 
 
+cdef Py_ssize_t _converted_part(cyscatter_convscatter_fn fn, const Staging* S, const void* index, char* out,
+                                const Layout* T, Py_ssize_t kernel_item, Py_ssize_t o0, Py_ssize_t o1,
+                                Py_ssize_t f0, Py_ssize_t f1, Py_ssize_t lo, Py_ssize_t hi, int64_t* counts,
+                                bint raise_) noexcept nogil:
+    """The entries whose destination row is in [lo, hi), for batch slices [o0, o1) and features [f0, f1), as
+    `_scatter_part`: counts taken on slice 0 by the part holding feature 0; -1 or the first bad position."""
+    cdef Py_ssize_t o, status, ahead = _prefetch_distance((f1 - f0) * kernel_item, T.size, S.n)
+    for o in range(o0, o1):
+        status = fn(S.src + o * S.outer_stride + f0 * S.item, S.row_stride, index, S.n,
+                    out + (o * T.table_outer_stride + f0) * kernel_item, T.table_row_stride, T.size, f1 - f0,
+                    ahead, counts if o == 0 and f0 == 0 else NULL, raise_, lo, hi)
+        if status >= 0:
+            return status
+    return -1
+
+
 cdef Py_ssize_t _scatter_converted(int opcode, int stage_code, ValueCode code, const Staging* S,
                                   const void* index, int index_bytes, void* out, const Layout* T, int64_t* counts,
                                   int mode, int threads) noexcept nogil:
-    """One thread, rows of adjacent elements, float16/bfloat16 -> float32 or float32 -> float64, add/max/min:
-    each row converted in registers as it is combined (`_convscatter.h`), src read once at its own width and no
-    buffer between; NOT_DONE where that loop does not apply (other ops, dtypes or layouts, several threads, a
-    CPU without AVX2/F16C)."""
+    """Rows of adjacent elements, float16/bfloat16 -> float32 or float32 -> float64, add/max/min: each row
+    converted in registers as it is combined (`_convscatter.h`), src read once at its own width and no buffer
+    between; NOT_DONE where that loop does not apply (other ops, dtypes or layouts, a CPU without AVX2/F16C).
+
+    Several threads split the call as `scatter_reduce_layout` splits a same-dtype one (batch slices, else feature
+    columns in whole cache lines for wide rows, else destination row ranges for rows of a cache line or more,
+    else one thread), so each table element has one writer and its updates in index order: the same bits as
+    one thread. The destination-partitioned scheme is not used here (its sort would need a converting apply)."""
     cdef cyscatter_convscatter_fn fn = NULL
-    cdef Py_ssize_t o, status, kernel_item = 8 if code == V_FLOAT64 else 4
+    cdef Py_ssize_t kernel_item = 8 if code == V_FLOAT64 else 4
+    cdef Py_ssize_t outer = S.outer, inner = S.width, size = T.size, block = CACHE_LINE // kernel_item, lead = 0
+    cdef Py_ssize_t status[MAX_THREADS]
     cdef int op = 0 if opcode == OP_ADD else 1 if opcode == OP_MAX else 2 if opcode == OP_MIN else -1
-    if not _convert_rows or op < 0 or (S.col_stride != S.item and S.width != 1) or _threads_for(threads, S.outer * S.n * S.width) != 1:
+    cdef int parts, t, split
+    cdef bint raise_ = mode == MODE_RAISE
+    if not _convert_rows or op < 0 or (S.col_stride != S.item and S.width != 1):
         return NOT_DONE
     if not ((code == V_FLOAT32 and (stage_code == STAGE_HALF or stage_code == STAGE_BFLOAT))
             or (code == V_FLOAT64 and stage_code == STAGE_F4)):
@@ -1565,14 +1590,33 @@ cdef Py_ssize_t _scatter_converted(int opcode, int stage_code, ValueCode code, c
     fn = cyscatter_convscatter(stage_code, op, index_bytes)
     if fn == NULL:
         return NOT_DONE
-    cdef Py_ssize_t ahead = _prefetch_distance(S.width * kernel_item, T.size, S.n)
-    for o in range(S.outer):
-        status = fn(S.src + o * S.outer_stride, S.row_stride, index, S.n,
-                    <char*>out + o * T.table_outer_stride * kernel_item, T.table_row_stride, T.size, S.width, ahead,
-                    counts if o == 0 else NULL, mode == MODE_RAISE)
-        if status >= 0:
-            return status
-    return -1
+    parts = _team_size(threads, outer * S.n * inner)
+    if parts == 1:
+        return _converted_part(fn, S, index, <char*>out, T, kernel_item, 0, outer, 0, inner, 0, size, counts,
+                               raise_)
+    if outer >= parts:
+        split = 0
+    elif inner >= parts * 2 * block and (_scatter_split == 2 or
+                                         (_scatter_split == 0 and inner * kernel_item >= parts * 256)):
+        split = 2
+        lead = ((CACHE_LINE - (<size_t>out) % CACHE_LINE) % CACHE_LINE) // kernel_item
+    elif _scatter_split == 1 or inner * kernel_item >= CACHE_LINE:
+        split = 1
+    else:
+        return _converted_part(fn, S, index, <char*>out, T, kernel_item, 0, outer, 0, inner, 0, size, counts,
+                               raise_)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        if split == 0:
+            status[t] = _converted_part(fn, S, index, <char*>out, T, kernel_item, _share(outer, parts, t),
+                                        _share(outer, parts, t + 1), 0, inner, 0, size, counts, raise_)
+        elif split == 2:
+            status[t] = _converted_part(fn, S, index, <char*>out, T, kernel_item, 0, outer,
+                                        _feature_cut(inner, parts, t, block, lead),
+                                        _feature_cut(inner, parts, t + 1, block, lead), 0, size, counts, raise_)
+        else:
+            status[t] = _converted_part(fn, S, index, <char*>out, T, kernel_item, 0, outer, 0, inner,
+                                        _share(size, parts, t), _share(size, parts, t + 1), counts, raise_)
+    return _first_error(status, parts)
 
 
 def scatter_staged(int opcode, int stage_code, cnp.ndarray src not None, cnp.ndarray index not None,

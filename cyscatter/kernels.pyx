@@ -1838,6 +1838,146 @@ cdef int _layout_bytes(cnp.ndarray entries, cnp.ndarray table, cnp.ndarray index
     return 0
 
 
+# ---- gather into rows whose elements are apart (a Fortran-ordered gather_into dst) ----------------------------
+# out[o, k, f] = src[o, index[k], f] written in place where out's entries are adjacent and its features apart
+# (Fortran order), instead of gathering into a C-ordered copy and copying that back (a dst-sized temporary and
+# two extra passes over it). Items of 4 and 8 bytes read from rows of adjacent features go through the AVX2
+# tiles of the features-first gather (`cyscatter_layout_gather`: rows loaded, transposed in registers, stored
+# as runs of entries of each feature column); the remaining features, other item sizes and other strides a
+# blocked loop: a band of entries whose src rows stay in L1, written one feature column at a time.
+
+cdef enum:
+    APART_BAND_BYTES = 16384        # src rows of one band of entries (within L1 with the output runs)
+
+
+cdef void _gather_apart_band(const char* src, Py_ssize_t ss1, Py_ssize_t ss2, const index_t* index,
+                             Py_ssize_t k0, Py_ssize_t k1, char* out, Py_ssize_t os1, Py_ssize_t os2,
+                             Py_ssize_t f0, Py_ssize_t f1, uint64_t size, const item_t* word,
+                             Py_ssize_t words) noexcept nogil:
+    """Entries [k0, k1), features [f0, f1), each item `words` words of item_t (`word` only picks the type);
+    strides in bytes; entries outside [0, size) skipped."""
+    cdef Py_ssize_t f, k, w
+    cdef index_t j
+    cdef const item_t* s
+    cdef item_t* d
+    for f in range(f0, f1):
+        for k in range(k0, k1):
+            j = index[k]
+            if <uint64_t>j >= size:
+                continue
+            s = <const item_t*>(src + j * ss1 + f * ss2)
+            d = <item_t*>(out + k * os1 + f * os2)
+            for w in range(words):
+                d[w] = s[w]
+
+
+cdef void _gather_apart_slice(const char* src, const Py_ssize_t* ss, const index_t* index, Py_ssize_t n,
+                              char* out, const Py_ssize_t* os, Py_ssize_t f0, Py_ssize_t f1, Py_ssize_t size,
+                              Py_ssize_t item, Py_ssize_t unit, bint tiles) noexcept nogil:
+    """Features [f0, f1) of one batch slice (strides in bytes: ss/os [1] entries, [2] features)."""
+    cdef Py_ssize_t per = 32 // item, mid = f0, band, k0
+    if tiles:
+        mid = f0 + (f1 - f0) // per * per
+        if mid > f0:
+            cyscatter_layout_gather(src, ss[1] // item, f0, mid, n, index, sizeof(index_t) == 8, out, os[2], size,
+                                    item, 0)
+    if mid == f1:
+        return
+    band = max(16, APART_BAND_BYTES // max(1, (f1 - mid) * item))
+    k0 = 0
+    while k0 < n:
+        if unit == 8:
+            _gather_apart_band(src, ss[1], ss[2], index, k0, min(n, k0 + band), out, os[1], os[2], mid, f1,
+                               <uint64_t>size, <const uint64_t*>NULL, item // unit)
+        elif unit == 4:
+            _gather_apart_band(src, ss[1], ss[2], index, k0, min(n, k0 + band), out, os[1], os[2], mid, f1,
+                               <uint64_t>size, <const uint32_t*>NULL, item // unit)
+        elif unit == 2:
+            _gather_apart_band(src, ss[1], ss[2], index, k0, min(n, k0 + band), out, os[1], os[2], mid, f1,
+                               <uint64_t>size, <const uint16_t*>NULL, item // unit)
+        else:
+            _gather_apart_band(src, ss[1], ss[2], index, k0, min(n, k0 + band), out, os[1], os[2], mid, f1,
+                               <uint64_t>size, <const uint8_t*>NULL, item // unit)
+        k0 += band
+
+
+cdef Py_ssize_t _gather_apart(const char* src, const Py_ssize_t* ss, const index_t* index, char* out,
+                              const Py_ssize_t* os, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner,
+                              Py_ssize_t size, Py_ssize_t item, Py_ssize_t unit, int mode,
+                              int threads) noexcept nogil:
+    """-1, or (MODE_RAISE) the first bad position, found before anything is written. Threads take batch slices
+    when there are enough, else features (whole tiles on the tile path): one writer per output element."""
+    cdef Py_ssize_t k, o, per = 32 // item, chunks, lo, hi
+    cdef bint tiles
+    cdef int parts, t
+    if mode == MODE_RAISE:
+        k = _first_out_of_range(index, n, size)
+        if k >= 0:
+            return k
+    if outer == 0 or n == 0 or inner == 0:
+        return -1
+    tiles = (unit == item and (item == 4 or item == 8) and os[1] == item and ss[2] == item and ss[1] % item == 0
+             and inner >= per and n >= 2 * per and cyscatter_layout_has_avx2())
+    chunks = (inner + per - 1) // per if tiles else inner
+    parts = _team_size(threads, outer * n * inner * item // 4)
+    if parts > 1 and outer < parts and parts > chunks:
+        parts = <int>chunks
+    if parts <= 1:
+        for o in range(outer):
+            _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, 0, inner, size, item, unit,
+                                tiles)
+    elif outer >= parts:
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            for o in range(_share(outer, parts, t), _share(outer, parts, t + 1)):
+                _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, 0, inner, size, item,
+                                    unit, tiles)
+    else:
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            lo = min(inner, _share(chunks, parts, t) * (per if tiles else 1))
+            hi = min(inner, _share(chunks, parts, t + 1) * (per if tiles else 1))
+            for o in range(outer):
+                _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, lo, hi, size, item,
+                                    unit, tiles)
+    return -1
+
+
+def gather_apart(cnp.ndarray src not None, cnp.ndarray index not None, cnp.ndarray out not None,
+                 int mode=MODE_RAISE, int num_threads=0):
+    """The gather kernel for an `out` (outer, n, inner) of any strides, its row elements apart (a Fortran-ordered
+    gather_into dst), written in place: out[o, k, :] = src[o, index[k], :], one dtype moved as bytes, src of any
+    strides. Returns -1 or the first bad index position (nothing written then)."""
+    cdef int width = _index_width(index)
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(src), unit, status, d
+    cdef Py_ssize_t ss[3]
+    cdef Py_ssize_t os[3]
+    cdef const char* s = <const char*>cnp.PyArray_DATA(src)
+    cdef char* o = <char*>cnp.PyArray_DATA(out)
+    cdef void* index_ptr = cnp.PyArray_DATA(index)
+    cdef Py_ssize_t outer, n, inner, size
+    if not cnp.PyArray_EquivArrTypes(src, out):
+        raise TypeError(f"gather kernel needs one dtype, got src {(<object>src).dtype} and out {(<object>out).dtype}")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("kernel out is read-only")
+    if cnp.PyArray_NDIM(src) != 3 or cnp.PyArray_NDIM(out) != 3:
+        raise ValueError("kernel operands must be 3-d (outer, rows, inner)")
+    outer, n, inner, size = (cnp.PyArray_DIM(out, 0), cnp.PyArray_DIM(out, 1), cnp.PyArray_DIM(out, 2),
+                             cnp.PyArray_DIM(src, 1))
+    if cnp.PyArray_DIM(src, 0) != outer or cnp.PyArray_DIM(src, 2) != inner or cnp.PyArray_DIM(index, 0) != n:
+        raise ValueError(f"kernel operands disagree: {(<object>out).shape} and {(<object>src).shape} with index "
+                         f"{(<object>index).shape}")
+    unit = min(_move_unit(src), _move_unit(out))
+    for d in range(3):
+        ss[d], os[d] = cnp.PyArray_STRIDE(src, d), cnp.PyArray_STRIDE(out, d)
+    with nogil:
+        if width == 4:
+            status = _gather_apart(s, ss, <const int32_t*>index_ptr, o, os, outer, n, inner, size, item, unit,
+                                   mode, num_threads)
+        else:
+            status = _gather_apart(s, ss, <const int64_t*>index_ptr, o, os, outer, n, inner, size, item, unit,
+                                   mode, num_threads)
+    return status
+
+
 def check_index(cnp.ndarray index not None, Py_ssize_t size):
     """Position of the first index entry outside [0, size), or -1 (run before an in-place write)."""
     cdef int width = _index_width(index)

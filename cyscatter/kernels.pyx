@@ -59,6 +59,12 @@ cdef extern from "include/_layout.h" nogil:
                                  Py_ssize_t n, const void* index, int wide, void* out, Py_ssize_t os,
                                  Py_ssize_t size, Py_ssize_t item, int stream)
 
+cdef extern from "include/_gather_apart.h" nogil:
+    int cyscatter_gather_apart_small_ok()
+    void cyscatter_gather_apart_small(const char* src, Py_ssize_t rs, const void* index, int wide, Py_ssize_t n,
+                                      char* out, Py_ssize_t os, Py_ssize_t f0, Py_ssize_t f1, uint64_t size,
+                                      int item)
+
 cdef extern from "include/_convscatter.h" nogil:
     ctypedef Py_ssize_t (*cyscatter_convscatter_fn)(const char* src, Py_ssize_t rs, const void* index,
                                                     Py_ssize_t n, void* table, Py_ssize_t trs, Py_ssize_t size,
@@ -1843,11 +1849,19 @@ cdef int _layout_bytes(cnp.ndarray entries, cnp.ndarray table, cnp.ndarray index
 # (Fortran order), instead of gathering into a C-ordered copy and copying that back (a dst-sized temporary and
 # two extra passes over it). Items of 4 and 8 bytes read from rows of adjacent features go through the AVX2
 # tiles of the features-first gather (`cyscatter_layout_gather`: rows loaded, transposed in registers, stored
-# as runs of entries of each feature column); the remaining features, other item sizes and other strides a
-# blocked loop: a band of entries whose src rows stay in L1, written one feature column at a time.
+# as runs of entries of each feature column), items of 1 and 2 bytes through 64-bit words transposed the same
+# way (`_gather_apart.h`); the remaining features, other item sizes and other strides a blocked loop: a band
+# of entries whose src rows stay in L1, written one feature column at a time.
 
 cdef enum:
     APART_BAND_BYTES = 16384        # src rows of one band of entries (within L1 with the output runs)
+    TILES_AVX2 = 1                  # 4- and 8-byte items, V = 32 / item features a tile (`_layout.h`)
+    TILES_WORDS = 2                 # 1- and 2-byte items, V = 8 / item features a tile (`_gather_apart.h`)
+
+
+cdef inline Py_ssize_t _apart_tile(int tiles, Py_ssize_t item) noexcept nogil:
+    """Features of one tile (1: no tiles)."""
+    return 32 // item if tiles == TILES_AVX2 else 8 // item if tiles == TILES_WORDS else 1
 
 
 cdef void _gather_apart_band(const char* src, Py_ssize_t ss1, Py_ssize_t ss2, const index_t* index,
@@ -1873,14 +1887,19 @@ cdef void _gather_apart_band(const char* src, Py_ssize_t ss1, Py_ssize_t ss2, co
 
 cdef void _gather_apart_slice(const char* src, const Py_ssize_t* ss, const index_t* index, Py_ssize_t n,
                               char* out, const Py_ssize_t* os, Py_ssize_t f0, Py_ssize_t f1, Py_ssize_t size,
-                              Py_ssize_t item, Py_ssize_t unit, bint tiles) noexcept nogil:
-    """Features [f0, f1) of one batch slice (strides in bytes: ss/os [1] entries, [2] features)."""
-    cdef Py_ssize_t per = 32 // item, mid = f0, band, k0
+                              Py_ssize_t item, Py_ssize_t unit, int tiles, int stream) noexcept nogil:
+    """Features [f0, f1) of one batch slice (strides in bytes: ss/os [1] entries, [2] features); `tiles`: 0
+    none, TILES_AVX2 or TILES_WORDS for the features of whole tiles; `stream`: the AVX2 tiles store with
+    non-temporal writes."""
+    cdef Py_ssize_t per = _apart_tile(tiles, item), mid = f0, band, k0
     if tiles:
         mid = f0 + (f1 - f0) // per * per
-        if mid > f0:
-            cyscatter_layout_gather(src, ss[1] // item, f0, mid, n, index, sizeof(index_t) == 8, out, os[2], size,
-                                    item, 0)
+    if mid > f0 and tiles == TILES_AVX2:
+        cyscatter_layout_gather(src, ss[1] // item, f0, mid, n, index, sizeof(index_t) == 8, out, os[2], size,
+                                item, stream)
+    elif mid > f0:
+        cyscatter_gather_apart_small(src, ss[1], index, sizeof(index_t) == 8, n, out, os[2], f0, mid,
+                                     <uint64_t>size, <int>item)
     if mid == f1:
         return
     band = max(16, APART_BAND_BYTES // max(1, (f1 - mid) * item))
@@ -1907,37 +1926,47 @@ cdef Py_ssize_t _gather_apart(const char* src, const Py_ssize_t* ss, const index
                               int threads) noexcept nogil:
     """-1, or (MODE_RAISE) the first bad position, found before anything is written. Threads take batch slices
     when there are enough, else features (whole tiles on the tile path): one writer per output element."""
-    cdef Py_ssize_t k, o, per = 32 // item, chunks, lo, hi
-    cdef bint tiles
-    cdef int parts, t
+    cdef Py_ssize_t k, o, per, chunks, lo, hi
+    cdef bint adjacent
+    cdef int parts, t, stream, tiles = 0
     if mode == MODE_RAISE:
         k = _first_out_of_range(index, n, size)
         if k >= 0:
             return k
     if outer == 0 or n == 0 or inner == 0:
         return -1
-    tiles = (unit == item and (item == 4 or item == 8) and os[1] == item and ss[2] == item and ss[1] % item == 0
-             and inner >= per and n >= 2 * per and cyscatter_layout_has_avx2())
-    chunks = (inner + per - 1) // per if tiles else inner
+    adjacent = unit == item and os[1] == item and ss[2] == item
+    if adjacent and (item == 4 or item == 8) and ss[1] % item == 0 and cyscatter_layout_has_avx2():
+        tiles = TILES_AVX2
+    elif adjacent and (item == 1 or item == 2) and cyscatter_gather_apart_small_ok():
+        tiles = TILES_WORDS
+    per = _apart_tile(tiles, item)
+    if inner < per or n < 2 * per:
+        tiles, per = 0, 1
+    # as `_streams`: an output far past the caches, its feature columns 32-byte aligned for the tiles' stores
+    stream = (tiles == TILES_AVX2 and _stream != 0 and cyscatter_can_stream() and (<size_t>out) % 32 == 0 and os[2] % 32 == 0
+              and os[0] % 32 == 0 and (_stream == 1 or (_stream_min_bytes > 0
+                                                         and <size_t>(outer * n * inner * item) >= _stream_min_bytes)))
+    chunks = (inner + per - 1) // per
     parts = _team_size(threads, outer * n * inner * item // 4)
     if parts > 1 and outer < parts and parts > chunks:
         parts = <int>chunks
     if parts <= 1:
         for o in range(outer):
             _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, 0, inner, size, item, unit,
-                                tiles)
+                                tiles, stream)
     elif outer >= parts:
         for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
             for o in range(_share(outer, parts, t), _share(outer, parts, t + 1)):
                 _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, 0, inner, size, item,
-                                    unit, tiles)
+                                    unit, tiles, stream)
     else:
         for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-            lo = min(inner, _share(chunks, parts, t) * (per if tiles else 1))
-            hi = min(inner, _share(chunks, parts, t + 1) * (per if tiles else 1))
+            lo = min(inner, _share(chunks, parts, t) * per)
+            hi = min(inner, _share(chunks, parts, t + 1) * per)
             for o in range(outer):
                 _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, lo, hi, size, item,
-                                    unit, tiles)
+                                    unit, tiles, stream)
     return -1
 
 

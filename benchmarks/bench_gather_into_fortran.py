@@ -21,6 +21,13 @@ import numpy as np
 import cyscatter as cs
 
 
+def _cases(src, idx, t):
+    dc, df = np.zeros((idx.size, src.shape[1]), src.dtype), np.zeros((idx.size, src.shape[1]), src.dtype, order="F")
+    return {"C dst": lambda: cs.gather_into(dc, src, idx, num_threads=t),
+            "Fortran dst, in place": lambda: cs.gather_into(df, src, idx, num_threads=t),
+            "Fortran dst, via a C copy": lambda: np.copyto(df, cs.gather(src, idx, num_threads=t))}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=15)
@@ -30,11 +37,7 @@ def main():
     idx = rng.integers(0, 5000, 200_000)
     for dtype in (np.float32, np.float64, np.int8):
         src = (rng.standard_normal((5000, 64)) * 50).astype(dtype)
-        dc, df = np.zeros((200_000, 64), dtype), np.zeros((200_000, 64), dtype, order="F")
-        t = a.threads
-        fs = {"C dst": lambda: cs.gather_into(dc, src, idx, num_threads=t),
-              "Fortran dst, in place": lambda: cs.gather_into(df, src, idx, num_threads=t),
-              "Fortran dst, via a C copy": lambda: np.copyto(df, cs.gather(src, idx, num_threads=t))}
+        fs = _cases(src, idx, a.threads)
         rec = {k: [] for k in fs}
         for f in fs.values():
             f()

@@ -246,4 +246,26 @@ def scan_block(src, flat, carry, *, op, nb, size, dim_size, exclusive, reverse):
     # the result dtype's (int8's minimum for max), not int64's, which the cast back would wrap (to 0, -1)
     seeded.result = view.result
     out3, _ = seeded.scan(seeded.src3)
-    return view.finish(out3[:, :n] if reverse else out3[:, size:])
+    out3 = out3[:, :n] if reverse else out3[:, size:]
+    return view.finish(_nan_carry(op, view, out3, carry, flat, size))
+
+
+def _nan_carry(op, view, out3, carry, flat, size):
+    """`out3` where the running value the chunks before made is NaN (inf - inf in nansum, inf * 0 in nanprod):
+    the kernel skips a NaN seed as it skips a NaN entry, but in memory such a running value stays in the sum.
+    There the carry is combined with the block's own scan by the op's twin (add, mul), as memory would."""
+    entry = get_op(op)
+    if not (entry.skips_nan and entry.twin in ("add", "mul")) or carry.dtype.kind not in "fc":
+        return out3
+    lost = np.isnan(carry)
+    if not lost.any():
+        return out3
+    ok = (flat >= 0) & (flat < size)
+    at = np.zeros((carry.shape[0], flat.shape[0], carry.shape[2]), bool)
+    at[:, ok] = lost[:, flat[ok]]
+    plain, _ = view.scan(view.src3)
+    seed = np.zeros_like(plain)
+    seed[:, ok] = carry[:, flat[ok]]
+    with np.errstate(invalid="ignore"):
+        combined = seed + plain if entry.twin == "add" else seed * plain
+    return np.where(at, combined, out3)

@@ -114,6 +114,36 @@ def test_scan_nan_and_signed_zeros_across_chunks(op, exclusive, reverse):
             assert_same(got, cs.scatter_scan(x, index, op, **kw))
 
 
+@pytest.mark.parametrize("op", ("nansum", "nanprod", "fmax", "fmin"))
+@pytest.mark.parametrize("exclusive,reverse", FLAGS)
+def test_scan_nan_made_by_the_running_value_is_carried(op, exclusive, reverse):
+    """inf - inf (nansum) and inf * 0 (nanprod) make a NaN running value, which stays in the running value as in
+    np.nancumsum / np.nancumprod, while a NaN entry is skipped: also across chunks."""
+    rng = np.random.default_rng(zlib.crc32(repr((op, exclusive, reverse)).encode()))
+    kw = dict(dim_size=3, exclusive=exclusive, reverse=reverse)
+    for _ in range(12):
+        x = rng.choice([np.inf, -np.inf, 0.0, 1.0, -2.0, np.nan], size=(10, 2))
+        index = rng.integers(0, 3, 10)
+        want = np.full_like(x, np.nan)
+        order = range(9, -1, -1) if reverse else range(10)
+        for j in range(3):   # the loop reference: NumPy's nancum* of each group, shifted by one when exclusive
+            rows = [k for k in order if index[k] == j]
+            fn = {"nansum": np.nancumsum, "nanprod": np.nancumprod, "fmax": np.fmax.accumulate,
+                  "fmin": np.fmin.accumulate}[op]
+            identity = {"nansum": 0.0, "nanprod": 1.0, "fmax": -np.inf, "fmin": np.inf}[op]
+            with np.errstate(invalid="ignore"):
+                run = fn(x[rows], axis=0) if rows else x[rows]
+            if op in ("fmax", "fmin") and rows:   # an all-NaN prefix runs at the identity, as the core
+                run = np.where(np.isnan(run), identity, run)
+            if exclusive and rows:
+                run = np.concatenate([np.full((1, 2), identity), run[:-1]])
+            want[rows] = run
+        for chunks in (1, 2, 3, 10):
+            got = threads(csd.scatter_scan(da.from_array(x, chunks=(chunks, 1)), index, op, **kw))
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(got, cs.scatter_scan(x, index, op, **kw))
+
+
 @pytest.mark.parametrize("op", SCAN_OPS)
 def test_scan_batch_feature_chunks_and_nd_index(op):
     rng = np.random.default_rng(9)

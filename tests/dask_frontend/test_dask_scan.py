@@ -120,7 +120,7 @@ def test_scan_nan_made_by_the_running_value_is_carried(op, exclusive, reverse):
     """inf - inf (nansum) and inf * 0 (nanprod) make a NaN running value, which stays in the running value as in
     np.nancumsum / np.nancumprod, while a NaN entry is skipped: also across chunks."""
     rng = np.random.default_rng(zlib.crc32(repr((op, exclusive, reverse)).encode()))
-    kw = dict(dim_size=3, exclusive=exclusive, reverse=reverse)
+    kw = {"dim_size": 3, "exclusive": exclusive, "reverse": reverse}
     for _ in range(12):
         x = rng.choice([np.inf, -np.inf, 0.0, 1.0, -2.0, np.nan], size=(10, 2))
         index = rng.integers(0, 3, 10)

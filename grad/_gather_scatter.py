@@ -211,8 +211,10 @@ def _extreme_vjp_weight(g, src, weight, out, edges):
 def _extreme_jvp(src_dot, weight_dot, src, weight, out, edges):
     if src_dot is None and weight_dot is None:
         return np.zeros_like(out)
-    return cs.gather_scatter_jvp(edges.op, src, out=out, src_dot=src_dot, weight=weight, weight_dot=weight_dot,
-                                 **edges.kw())
+    tangent = cs.gather_scatter_jvp(edges.op, src, out=out, src_dot=src_dot, weight=weight, weight_dot=weight_dot,
+                                    **edges.kw())
+    # a float16 out's tangent is float16, as its cotangents are
+    return tangent.astype(out.dtype, copy=False) if out.dtype.kind in "fc" else tangent
 
 
 def _materialised(src, weight, edges):

@@ -29,14 +29,20 @@ if TYPE_CHECKING:
 def _weights(src_dot, src, index, q, method, skip_nan, dims, axis, mode):
     """W src_dot: the tangent of the quantiles (shape of the result)."""
     jvp = cs.scatter_nanquantile_jvp if skip_nan else cs.scatter_quantile_jvp
-    return jvp(src, index, src_dot, q, method=method, dim_size=dims, axis=axis, mode=mode)
+    return _in_dtype_of(src, jvp(src, index, src_dot, q, method=method, dim_size=dims, axis=axis, mode=mode))
 
 
 @primitive
 def _weights_t(g, src, index, q, method, skip_nan, dims, axis, mode):
     """W^T g: the cotangent of src (shape of src)."""
     vjp = cs.scatter_nanquantile_vjp if skip_nan else cs.scatter_quantile_vjp
-    return vjp(g, src, index, q, method=method, axis=axis, mode=mode)
+    return _in_dtype_of(src, vjp(g, src, index, q, method=method, axis=axis, mode=mode))
+
+
+def _in_dtype_of(src, derivative):
+    """`derivative` in the float dtype of `src` (and of the quantiles): the core's float16 rules answer in float64,
+    while a gradient or a tangent has its primal's dtype, as everywhere in `grad`."""
+    return derivative.astype(src.dtype, copy=False) if src.dtype.kind in "fc" else derivative
 
 
 defvjp(_weights, lambda ans, d, *rest: lambda h: _weights_t(h, *rest), None)

@@ -65,9 +65,11 @@ def _scan_mul(src, index, dim_size, axis, mode, exclusive, reverse):
 def _linear(b, a, index, dim_size, axis, mode, exclusive, reverse):
     """``out = b + a * prev`` along each group, in scan order (0 for dropped entries): `ScanView.linear`."""
     view = ScanView("grad.scatter_scan", "add", b, index, dim_size, axis, mode, reverse, exclusive)
-    dtype = np.result_type(view.src3.dtype, np.asarray(a).dtype, np.float32)
+    given = np.result_type(np.asarray(b).dtype, np.asarray(a).dtype)
+    dtype = np.result_type(given, np.float32)   # float16 runs in float32, as the forward scan, and is rounded back
     out3 = view.linear(view.rows(b, dtype), view.rows(a, dtype), reverse=view.reverse, exclusive=view.exclusive)
-    return view.finish(out3, dtype)
+    out = view.finish(out3, dtype)
+    return out.astype(given, copy=False) if given.kind in "fc" else out
 
 
 def _valid(src, index, dim_size, axis, mode):

@@ -44,6 +44,12 @@ for _name in ("scatter_var", "scatter_std", "scatter_nanvar", "scatter_nanstd", 
     CALLS[_name] = (lambda s, name=_name: getattr(csgrad, name)(s, IDX, dim_size=3), X)
 for _op in ("add", "mul", "max", "min"):
     CALLS[f"scatter_scan-{_op}"] = (lambda s, op=_op: csgrad.scatter_scan(s, IDX, op), X)
+for _op in ("median", "nanmedian"):
+    CALLS[f"scatter-{_op}"] = (lambda s, op=_op: csgrad.scatter(s, IDX, op, dim_size=3), X)
+    CALLS[f"segment-{_op}"] = (lambda s, op=_op: csgrad.segment(s, np.array([0, 2, 6]), op), X)
+CALLS["scatter_quantile"] = (lambda s: csgrad.scatter_quantile(s, IDX, [0.3, 0.8], dim_size=3), X)
+CALLS["scatter_nanquantile"] = (lambda s: csgrad.scatter_nanquantile(s, IDX, 0.3, dim_size=3), X)
+CALLS["scatter_scan-mul-exclusive"] = (lambda s: csgrad.scatter_scan(s, IDX, "mul", exclusive=True), X)
 CALLS["gather"] = (lambda s: csgrad.gather(s, IDX), X)
 CALLS["segment"] = (lambda s: csgrad.segment(s, np.array([0, 2, 6]), "max"), X)
 
@@ -90,3 +96,25 @@ def test_where_derivatives_keep_dtype_shape_and_values():
     hess = agrad(lambda a: anp.sum(agrad(lambda u: anp.sum(where(cond, u, 0.0) ** 3))(a)))(x)
     np.testing.assert_allclose(hess, np.where(cond[0], 6 * x, 0))
     assert hess.dtype == np.float32
+
+
+# the calls whose only float operand is the differentiated one (scatter_into's dst and gather_scatter's weight
+# are float32 constants above, which promote), and gather_scatter without a weight
+CALLS16 = {name: call for name, call in CALLS.items() if not name.startswith(("scatter_into-", "gather_scatter"))}
+for _op in ("add", "mean", "max", "mul", "median"):
+    CALLS16[f"gather_scatter-{_op}"] = (lambda s, op=_op: csgrad.gather_scatter(s, GI, SI, op, dim_size=3), X)
+
+
+@pytest.mark.parametrize("name", list(CALLS16))
+def test_float16_derivatives_stay_float16(name):
+    """float16 computes in float32 and is rounded back: its derivatives are float16 too, close to float64's."""
+    f, arg = CALLS16[name]
+    arg16 = arg.astype(np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.filterwarnings("ignore", "Output seems independent of input", UserWarning)
+        _, tangent = make_jvp(f)(arg16)(np.ones_like(arg16))
+        first = agrad(lambda s: anp.sum(f(s) * f(s)))(arg16)
+        first64 = agrad(lambda s: anp.sum(f(s) * f(s)))(arg.astype(np.float64))
+    assert tangent.dtype == np.float16 and first.dtype == np.float16
+    np.testing.assert_allclose(first.astype(np.float64), first64, rtol=0.05, atol=0.05)

@@ -71,6 +71,17 @@ FRAGMENTS = {
     rules, float atomics aside (:doc:`/gpu`).""",
 }
 
+# scatter, segment and gather_scatter also take the order statistics (a sort per group, not an update)
+FRAGMENTS["op_median"] = FRAGMENTS["op"].replace(
+    '"nanlast", "nanfirst"}, default "add"', '"nanlast", "nanfirst", "median", "nanmedian"}, default "add"'
+) + """ "median" and "nanmedian" are ``np.median`` / ``np.nanmedian`` of each group, bit for bit
+        (`scatter_quantile` for other quantiles)."""
+# the functions that move values without arithmetic: no NaN is made from two NaNs
+FRAGMENTS["threads_move"] = FRAGMENTS["threads"].replace(
+    ", bitwise (the\n        sign and payload of a NaN made from two NaNs aside, see Notes).", ", bitwise.")
+# gather_scatter refuses the assignments
+FRAGMENTS["reduce_semantics"] = FRAGMENTS["semantics"].replace(", 0 for set/first", "")
+
 FRAGMENTS["indptr"] = """indptr : int array, shape (S + 1,) or B' + (S + 1,)
         CSR pointer: segment s holds rows ``indptr[s]:indptr[s + 1]`` along `axis`. Must start at 0, never
         decrease and end at the number of rows; equal neighbours make empty segments. Batched, as

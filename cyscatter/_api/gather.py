@@ -55,7 +55,7 @@ def gather(src: ArrayInput, index: IndexLike, *, axis: SupportsIndex = 0, mode: 
         NNlib ``gather!`` form, which keeps them for dropped entries). A C-contiguous native `out` sharing no
         memory with `src` or `index` is written in place, any other by a copy. ValueError (shape, read-only) or
         TypeError (dtype, not an array) naming `out`; on any error `out` is left as it was.
-    {threads}
+    {threads_move}
 
     Returns
     -------
@@ -105,7 +105,7 @@ def gather_into(dst: _DstT, src: ArrayInput, index: IndexLike, *, axis: Supports
     {gather_index}
     {axis}
     {mode}
-    {threads}
+    {threads_move}
 
     Returns
     -------

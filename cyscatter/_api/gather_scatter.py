@@ -49,9 +49,10 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
         Source and destination row of each edge (an integer array addresses one axis, a tuple of m arrays m
         axes). Omit both when `plan` is given.
     op : {{"add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "nanprod", "fmax", "fmin", \
-"nanmean"}}, default "add"
+"nanmean", "median", "nanmedian"}}, default "add"
         The reduction of each destination row's messages, as `scatter`'s op (aliases "sum", "prod", "amax",
-        "amin", "nanadd", "nanmul", "nanmax", "nanmin"). Message-passing layers use add, mean, max and min
+        "amin", "nanadd", "nanmul", "nanmax", "nanmin"; median / nanmedian: ``np.median`` / ``np.nanmedian`` of
+        each row's messages). Message-passing layers use add, mean, max and min
         (PyG's and DGL's aggregations). The assignments "set" / "last" and "first" are refused (ValueError):
         the fused kernels reduce messages; assign them with ``scatter(gather(src, gather_index), scatter_index,
         "set")``. The NaN-skipping ops
@@ -96,7 +97,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
 
     Notes
     -----
-    {semantics}
+    {reduce_semantics}
     Without a plan each call validates the indices and groups the edges by destination (a stable counting sort,
     O(E), 16 bytes per edge); a plan does this once. Two exceptions to "each message rounded to the value
     dtype": float16 and bfloat16 messages are computed and reduced in float32, not rounded one by one (max/min

@@ -63,7 +63,7 @@ _DOC = """Whether {what} of each group's entries {verb} nonzero: ``out[j] = {for
         both: pass ``fill_value=False`` for its result. 0 and 1 are taken as bools; another value raises.
     {{mode}}
     {{indices_are_sorted}}
-    {{threads}}
+    {{threads_move}}
 
     Returns
     -------

@@ -108,7 +108,7 @@ _DOC = """{title}
     Returns
     -------
     out : ndarray, shape B + D + F
-        Real float dtype of `src` (float64 for integers). Groups with ``count <= ddof`` (so every empty group)
+        Real float dtype of `src` (float64 for integers). Groups with ``count <= ddof`` (so every empty group, for ddof >= 0)
         give NaN: undefined, where NumPy divides by ``max(count - ddof, 0)`` (inf, or NaN for equal members, with a
         warning) and pytorch_scatter gives 0.
 

@@ -40,7 +40,7 @@ def scatter(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_size: 
         idx)`` counts); B and F are read off `src` itself (a ``(F,)`` src is not a row: use ``src[None]``).
         The broadcasting rules: :doc:`/semantics`.
     {index}
-    {op}
+    {op_median}
     dim_size : int or tuple of m ints, optional
         Destination shape D addressed by the index. Default: the largest entry + 1 per coordinate (0 for an
         empty index).

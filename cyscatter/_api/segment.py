@@ -107,7 +107,7 @@ def segment(src: ArrayInput, indptr: ArrayInput, op: OpLike = "add", *, axis: Su
     src : array_like, shape B + (n,) + F
         Values; the n rows along `axis` are cut into segments.
     {indptr}
-    {op}
+    {op_median}
     axis : int, optional
         The axis of `src` holding the rows; the dims before it are batch dims B. Negative counts from the end.
         Default: ``indptr.ndim - 1`` (0 for a 1-D `indptr`).

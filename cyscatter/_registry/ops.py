@@ -314,7 +314,8 @@ def get_op(op: str | Op) -> Op:
             raise ValueError(f"op {op!r} is an order statistic, not a reduction: only scatter, segment and "
                              f"gather_scatter take it (scatter_quantile / scatter_nanquantile for other q, "
                              f"scatter_quantile_vjp / _jvp for its derivatives)") from None
-        raise ValueError(f"unknown op {op!r}; known ops: {', '.join(sorted(_BY_NAME))}") from None
+        raise ValueError(f"unknown op {op!r}; known ops: {', '.join(sorted(_BY_NAME))} (and the order statistics "
+                         f"{', '.join(ORDER_STATS)} in scatter, segment and gather_scatter)") from None
 
 
 def refuse_assignment(op: Op, fun: str, why: str = "it reduces groups with arithmetic") -> None:

@@ -199,8 +199,9 @@ def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -
     # else the one cast is to the compute dtype itself, left to the kernel's reading of src (`Call.src_rows`)
     sized = size_arg(dim_size, plan)
     outer, inner = math.prod(batch), math.prod(feat)
-    if not into and outer * plan.size * inner * compute.itemsize > _CHECKED_BYTES:
-        check_table_bytes((outer, plan.size, inner), compute, *sized)
+    nbytes = outer * plan.size * inner * compute.itemsize
+    if not into and (nbytes > _CHECKED_BYTES or nbytes == 0):   # (an empty one may still have a huge dim)
+        check_table_bytes(shape, compute, *sized)
     if src.shape != expected:
         src = expand_cast(src, expected, len(feat), compute, xp)
     return Call(be, op, plan, batch, feat, outer, inner, src, shape, result_dtype, compute, fill, target, out, into,
@@ -323,7 +324,7 @@ def _group(name, src, index, dim_size, axis, mode, compute, complex_ok, src_arg,
     plan = plan_index(None, dim_size, mode, coords=coords, dims_arg=dims_arg)
     outer, inner = math.prod(batch), math.prod(feat)
     sized = size_arg(dim_size, plan)
-    check_table_bytes((outer, plan.size, inner), compute, *sized)
+    check_table_bytes(batch + plan.dims + feat, compute, *sized)
     return Call(be, None, plan, batch, feat, outer, inner, src, batch + plan.dims + feat, result, compute,
                 size_arg=sized)
 

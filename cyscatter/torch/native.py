@@ -127,14 +127,21 @@ def _dim_size(dim_size, index: torch.Tensor) -> int:
     return size
 
 
-def _axis(axis, src: torch.Tensor, index_dims: int = 1) -> int:
-    """`axis` counted from the front of the output's B + D + F dims (a negative one from their end)."""
+def _axis(axis, src: torch.Tensor, index_dims: int = 1, ndim: int | None = None) -> int:
+    """Where the index dims start in `src` (B + I + F, `ndim` dims: src's own unless it broadcasts), a negative
+    `axis` counted from its end, as the core's `normalize_axis`."""
     axis = as_size(axis, "axis")
-    out_dims = src.dim() - index_dims + 1
-    if not -out_dims <= axis < out_dims:
+    ndim = src.dim() if ndim is None else ndim
+    normalized = axis + ndim if axis < 0 else axis
+    if not 0 <= normalized <= ndim - index_dims:
         raise ValueError(f"axis {axis} is out of range for src of shape {tuple(src.shape)} and an index of "
-                         f"{index_dims} dims")
-    return axis % out_dims
+                         f"{index_dims} dims (valid: {-ndim} .. {ndim - index_dims})")
+    return normalized
+
+
+def _into_axis(axis, dst: torch.Tensor, src: torch.Tensor, index: torch.Tensor) -> int:
+    """`axis` of a scatter into `dst` (B + D + F): src has, or broadcasts to, B + I + F."""
+    return _axis(axis, src, index.dim(), ndim=dst.dim() - 1 + index.dim())
 
 
 def _op(op) -> str:
@@ -211,7 +218,7 @@ def scatter_into(dst, src, index, op="add", *, axis=0, mode="raise", **porting):
     """Functional, differentiable `cyscatter.scatter_into`: a new tensor, `dst` updated by the scatter."""
     _no_porting("scatter_into", porting)
     dst, src, index = _tensor(dst, "dst"), _tensor(src, "src"), _index(index)
-    return call("scatter_into", dst, src, index, _op(op), _axis(axis, dst), mode)
+    return call("scatter_into", dst, src, index, _op(op), _into_axis(axis, dst, src, index), mode)
 
 
 @hide_catch_all
@@ -220,7 +227,7 @@ def scatter_into_(dst, src, index, op="add", *, axis=0, mode="raise", **porting)
     _no_porting("scatter_into_", porting)
     dst, src, index = _tensor(dst, "dst"), _tensor(src, "src"), _index(index)
     _in_place(dst, "dst", src)
-    ops.scatter_into_(dst, src, index, _op(op), _axis(axis, dst), mode)
+    ops.scatter_into_(dst, src, index, _op(op), _into_axis(axis, dst, src, index), mode)
     return dst
 
 

@@ -196,3 +196,21 @@ BOOL_SIZES = {
 def test_bool_sizes_and_axes_are_refused(call, value):
     with pytest.raises(TypeError, match=r"(dim_size|axis|total|dim) must be an int, got (bool|Tensor)"):
         BOOL_SIZES[call](value)
+
+
+# ---- a negative axis counts from the end of src, as in the core, whatever the index's dims ---------------------------
+
+@pytest.mark.parametrize("shape,axis", [((3, 3, 2, 1), -4), ((2, 3, 3, 4), -3), ((2, 1, 3, 3), -2),
+                                         ((3, 3, 2), 0), ((2, 3, 3, 4), 1), ((2, 1, 3, 3), 2)])
+def test_negative_axis_with_a_two_dim_index_matches_the_core(shape, axis):
+    np = pytest.importorskip("numpy")
+    import cyscatter as cs
+    rng = np.random.default_rng(len(shape) + axis)
+    src, index = rng.standard_normal(shape), rng.integers(0, 2, (3, 3))
+    want = cs.scatter(src, index, "add", axis=axis, dim_size=2)
+    got = native.scatter(torch.tensor(src), torch.tensor(index), "add", axis=axis, dim_size=2)
+    np.testing.assert_allclose(got.numpy(), want)
+    dst = rng.standard_normal(want.shape)
+    np.testing.assert_allclose(native.scatter_into(torch.tensor(dst), torch.tensor(src), torch.tensor(index), "add",
+                                                   axis=axis).numpy(),
+                               cs.scatter_into(dst.copy(), src, index, "add", axis=axis))

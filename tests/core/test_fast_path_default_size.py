@@ -249,3 +249,13 @@ def test_an_entry_too_large_to_allocate_names_the_inferred_size(op):
 def test_an_entry_past_any_array_names_the_inferred_size(entry, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         cs.scatter(np.ones((3, 2)), np.array([0, entry, 1], np.int64), "add")
+
+
+@pytest.mark.parametrize("dims", [(0, 2 ** 62), (2 ** 61, 0)])
+def test_an_empty_output_with_a_huge_dim_names_dim_size(dims):
+    """NumPy refuses an array whose non-zero dims pass 2**63 - 1 bytes, empty or not: so does the planner, up
+    front and naming dim_size; one that NumPy can make (2**59 rows of 0 features) is made."""
+    index = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    with pytest.raises(ValueError, match=re.escape(f"dim_size={dims!r} asks for an output of shape {dims}")):
+        cs.scatter(np.ones(0), index, dim_size=dims)
+    assert cs.scatter(np.ones((0, 0)), np.zeros(0, np.int64), dim_size=2 ** 59).shape == (2 ** 59, 0)

@@ -265,3 +265,25 @@ def test_a_dst_numpy_cannot_write_right_is_refused_untouched(kind, function):
     with pytest.raises(TypeError, match=r"\bdst\b"):
         call(dst, np.ones(4), np.array([0, 1, 2, 3]))
     assert bool((dst == before).all())
+
+
+MASKED_CALLS = {
+    "scatter src": lambda m: cs.scatter(m, np.array([0, 1, 0]), dim_size=2),
+    "scatter index": lambda m: cs.scatter(np.ones(3), m.astype(np.int64), dim_size=2),
+    "gather src": lambda m: cs.gather(m, np.array([2, 0])),
+    "scatter_into dst": lambda m: cs.scatter_into(m, np.ones(3), np.array([0, 1, 0])),
+    "gather_scatter src": lambda m: cs.gather_scatter(m, np.array([0, 1]), np.array([0, 0])),
+    "segment src": lambda m: cs.segment(m, np.array([0, 1, 3])),
+    "scatter_softmax src": lambda m: cs.scatter_softmax(m, np.array([0, 1, 0])),
+}
+
+
+@pytest.mark.parametrize("call", sorted(MASKED_CALLS))
+def test_masked_array_with_masked_entries_is_refused_naming_it(call):
+    """NumPy would hand over the data and drop the mask: a silent wrong answer, so it is a TypeError."""
+    masked = np.ma.array([1.0, 0.0, 1.0], mask=[False, True, False])
+    name = call.split()[1]
+    with pytest.raises(TypeError, match=f"{name} is a numpy.ma.MaskedArray with masked entries"):
+        MASKED_CALLS[call](masked)
+    got = MASKED_CALLS[call](np.ma.array([1.0, 0.0, 1.0]))   # no masked entry: read as its data
+    np.testing.assert_array_equal(np.asarray(got), MASKED_CALLS[call](np.array([1.0, 0.0, 1.0])))

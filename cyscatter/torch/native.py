@@ -224,9 +224,12 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     Raises
     ------
     TypeError
-        `src`/`index` not tensors, or a non-integer `index`; else as `cyscatter.scatter`.
+        `src`/`index` not tensors, a non-integer `index`, a dtype or layout cyscatter has none for (complex32,
+        float8, sparse); else as `cyscatter.scatter`.
     ValueError, IndexError
-        An `axis` out of range; else as `cyscatter.scatter` (an index entry out of range: IndexError).
+        An `axis` out of range, a meta tensor beside a real one; else as `cyscatter.scatter` (an index entry out
+        of range: IndexError). op "median" / "nanmedian" is `cyscatter.scatter`'s, np.median's per group bit for
+        bit.
     """
     _no_porting("scatter", porting)
     src, index = _tensor(src, "src"), _index(index)
@@ -329,6 +332,9 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     ------
     TypeError
         Neither `scatter_index` nor `plan`; arguments that are not tensors; else as `cyscatter.gather_scatter`.
+    ValueError
+        op "median" / "nanmedian" with `weight` or `plan` (here they take neither; an edge dropped by the drop
+        modes passes nothing, as the core's); a meta tensor beside a real one.
     """
     _no_porting("gather_scatter", porting)
     for name, value in (("gather_index", gather_index), ("scatter_index", scatter_index)):

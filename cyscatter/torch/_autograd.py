@@ -305,6 +305,8 @@ F.scan.register_autograd(_scan_backward, setup_context=_scan_setup)
 
 def _quantile_setup(ctx, inputs, output):
     src, index, q, nan, method, dim_size, axis, mode, _fill_value = inputs
+    # the median's derivatives are those of q = 0.5, "linear" (`cyscatter.scatter_quantile_vjp`)
+    method = "linear" if method == "median" else method
     ctx.args, ctx.dim_size = (q, nan, method, axis, mode), dim_size
     save(ctx, src, index, output)
 

@@ -71,6 +71,8 @@ _NUMPY_OF = {torch.bool: np.bool_, torch.uint8: np.uint8, torch.int8: np.int8, t
              torch.uint64: np.uint64, torch.float16: np.float16, torch.float32: np.float32,
              torch.float64: np.float64, torch.complex64: np.complex64, torch.complex128: np.complex128}
 _TORCH_OF = {np.dtype(v): k for k, v in _NUMPY_OF.items()}
+# the dtypes a tensor can cross to cyscatter in (bfloat16 through ml_dtypes)
+SUPPORTED_DTYPES = frozenset(_NUMPY_OF) | {torch.bfloat16}
 
 
 def _bfloat16():

@@ -30,8 +30,22 @@ def _transformed(args) -> bool:
     return torch._C._are_functorch_transforms_active() or has_tangent(args)
 
 
+def _same_device(name: str, args) -> None:
+    """Refuse a meta tensor beside real ones: the dispatcher would run the meta (fake) kernel and return
+    uninitialised memory. All-meta calls (fake kernels, torch.compile) and the core's own device checks (CPU and
+    CUDA) are left as they are."""
+    devices = {a.device for a in args if isinstance(a, torch.Tensor)}
+    if len(devices) < 2 or not any(d.type == "meta" for d in devices):
+        return
+    arguments = getattr(ops, name).default._schema.arguments
+    where = ", ".join(f"{arg.name} on {a.device}" for arg, a in zip(arguments, args) if isinstance(a, torch.Tensor))
+    raise ValueError(f"cyscatter.torch: expected all tensors of one call on one device, got {where} (a meta tensor "
+                     "holds no values: move every argument to the meta device, or none)")
+
+
 def call(name: str, *args):
     """``torch.ops.cyscatter.<name>(*args)``, through its autograd.Function under torch.func or forward AD."""
+    _same_device(name, args)
     if not torch.compiler.is_compiling() and name in _FUNCTIONS and _transformed(args):
         return _FUNCTIONS[name].apply(*args)
     return getattr(ops, name)(*args)

@@ -212,7 +212,12 @@ def _(src, index, op, dim_size, axis, mode, exclusive, reverse):
 @lib.custom_op("cyscatter::quantile", mutates_args=())
 def quantile(src: torch.Tensor, index: torch.Tensor, q: float, nan: bool, method: str, dim_size: int, axis: int,
              mode: str, fill_value: float | None) -> torch.Tensor:
-    """`cyscatter.scatter_quantile` (nan: `scatter_nanquantile`) of one scalar q; median is q = 0.5, linear."""
+    """`cyscatter.scatter_quantile` (nan: `scatter_nanquantile`) of one scalar q; method "median" is `scatter`'s op
+    "median" / "nanmedian" (np.median's mean of the middle pair, bit for bit), whose derivatives are those of
+    q = 0.5, "linear"."""
+    if method == "median":
+        return tensor(cs.scatter(array(src), array(index), "nanmedian" if nan else "median", dim_size=dim_size,
+                                 axis=axis, mode=mode, fill_value=fill_value))
     fn = cs.scatter_nanquantile if nan else cs.scatter_quantile
     return tensor(fn(array(src), array(index), q, method=method, dim_size=dim_size, axis=axis, mode=mode,
                      fill_value=fill_value))

@@ -75,6 +75,17 @@ def _size(index, dim_size, out, dim):
     return native._dim_size(None, index)
 
 
+def check_distinct(out) -> None:
+    """Refuse an `out` whose elements share memory (an expanded or as_strided view), as `native` and the core do:
+    accumulating into it would lose updates. Sorted by stride, each must step over all smaller dims."""
+    extent = 1
+    for size, stride in sorted(((n, abs(t)) for n, t in zip(out.shape, out.stride()) if n > 1), key=lambda p: p[1]):
+        if stride < extent:
+            raise ValueError(f"out has overlapping elements (strides {tuple(out.stride())} for shape "
+                             f"{tuple(out.shape)}, in elements); pass a copy")
+        extent = stride * size
+
+
 def _check_out(out, src, dim, expected=None):
     """torch_scatter's checks of ``out=`` before anything is written: a tensor of src's dtype, shaped like the
     result (`expected`; by default src's shape with any size along `dim`)."""
@@ -94,6 +105,7 @@ def _check_out(out, src, dim, expected=None):
     if not ok:
         raise ValueError(f"out has shape {tuple(out.shape)} but the result has shape "
                          f"({', '.join(map(str, expected))})")
+    check_distinct(out)
 
 
 def _reduce(src, index, dim, dim_size, op, **kw):
@@ -318,7 +330,7 @@ def gather_csr(src, indptr, out=None):
     """torch_scatter's ``gather_csr``: row i of `src` repeated ``indptr[i+1] - indptr[i]`` times."""
     dim = indptr.dim() - 1
     if out is not None:
-        total = int(indptr[..., -1].max()) if indptr.numel() else 0
+        total = native.index_max(indptr[..., -1]) if indptr.numel() else 0
         _check_out(out, src, dim, [*src.shape[:dim], total, *src.shape[dim + 1:]])
     result = native.gather_segment(src, indptr, axis=dim)
     return result if out is None else _into_out(out, result, lambda _o, r: r)
@@ -327,6 +339,8 @@ def gather_csr(src, indptr, out=None):
 def gather_coo(src, index, out=None):
     """torch_scatter's ``gather_coo``: ``out[..., j, ...] = src[..., index[j], ...]`` along ``index.dim() - 1``."""
     dim = index.dim() - 1
+    if out is not None:
+        check_distinct(out)
     line = _along(index, torch.empty(src.shape[:dim] + index.shape[-1:], device="meta"), dim)
     if line is None:
         result = src.gather(dim, index.expand(*src.shape[:dim], index.shape[-1], *src.shape[dim + 1:]))

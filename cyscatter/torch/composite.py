@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from cyscatter.torch import native
-from cyscatter.torch.compat import _along, _dim, _flat, _size, broadcast, scatter_sum
+from cyscatter.torch.compat import _along, _dim, _flat, _size, broadcast, check_distinct, scatter_sum
 
 
 def _float_only(name, src):
@@ -32,8 +32,8 @@ def _grouped(fn, src, index, dim, dim_size, **kw):
 def _elementwise(fn, src, index, dim, dim_size):
     """fn for a result shaped like `src` (softmax, log_softmax)."""
     line = _along(index, src, dim)
-    if line is not None:
-        return fn(src, line, dim_size=_size(index, dim_size, None, dim), axis=dim)
+    if line is not None:   # the native function needs no size for a result shaped like src (torch.compile)
+        return fn(src, line, dim_size=None if dim_size is None else _size(index, dim_size, None, dim), axis=dim)
     size = _size(index, dim_size, None, dim)
     flat_src, flat_index, flat_size, _ = _flat(src, index, dim, size)
     flat = fn(flat_src, flat_index, dim_size=flat_size)
@@ -58,6 +58,7 @@ def scatter_logsumexp(src, index, dim=-1, out=None, dim_size=None, eps=1e-12):
     _float_only("scatter_logsumexp", src)
     dim = _dim(dim, src)
     if out is not None:
+        check_distinct(out)
         dim_size = out.shape[dim]
     result = _grouped(native.scatter_logsumexp, src, index, dim, dim_size)
     empty = torch.isneginf(result)
@@ -72,6 +73,8 @@ def scatter_std(src, index, dim=-1, out=None, dim_size=None, unbiased=True):
     deviations' sums, as torch_scatter does. A std of 0 (one member, or equal members) has gradient 0, as
     `cyscatter.torch.native.scatter_std`'s (torch_scatter's gradient there is NaN: the derivative of sqrt at 0)."""
     dim = _dim(dim, src)
+    if out is not None:
+        check_distinct(out)
     size = _size(index, dim_size, out, dim)
     count = scatter_sum(torch.ones_like(src), index, dim, None, size)
     if out is None:

@@ -19,6 +19,8 @@ import operator
 import torch
 
 import cyscatter as cs
+from cyscatter._api.quantile import METHODS as QUANTILE_METHODS
+from cyscatter._api.quantile import check_q
 from cyscatter._arrays.integers import as_int
 from cyscatter._arrays.keywords import HINTS, hide_catch_all, unexpected_keywords
 from cyscatter._registry.ops import ORDER_STATS
@@ -26,10 +28,9 @@ from cyscatter.torch import (
     _forward,  # noqa: F401  (registers the autograd and forward formulas)
     _vmap,  # noqa: F401  (registers the batching rules)
 )
-from cyscatter.torch._bridge import array, plan_handle, tensor
+from cyscatter.torch._bridge import SUPPORTED_DTYPES, array, plan_handle, tensor
 from cyscatter.torch._func import call, has_tangent
 
-ops = torch.ops.cyscatter
 _INT64_MAX = 2**63 - 1
 
 __all__ = [
@@ -68,6 +69,13 @@ __all__ = [
 def _tensor(x, name: str) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"cyscatter.torch: {name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.layout != torch.strided:
+        raise TypeError(f"cyscatter.torch: {name} must be a dense (strided) tensor, got layout {x.layout} "
+                        f"(convert it with .to_dense())")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise TypeError(f"cyscatter.torch: {name} has dtype {x.dtype}, which cyscatter does not support "
+                        "(NumPy has no such dtype; supported: bool, integers, float16/32/64, bfloat16, "
+                        "complex64/128)")
     return x
 
 
@@ -110,6 +118,17 @@ def as_size(value, name: str, prefix: str = "cyscatter.torch: ") -> int:
     return as_int(value, error)
 
 
+def index_max(index: torch.Tensor) -> int:
+    """The largest entry of a non-empty integer tensor, as a Python int (torch has no max of uint16/32/64)."""
+    if index.dtype in (torch.uint16, torch.uint32):
+        return int(index.to(torch.int64).max())
+    if index.dtype == torch.uint64:   # 2**63 and above read as negative int64: the largest if there is one
+        signed = index.view(torch.int64)
+        negative = signed < 0
+        return int(signed[negative].max()) + 2**64 if bool(negative.any()) else int(signed.max())
+    return int(index.max())
+
+
 def _dim_size(dim_size, index: torch.Tensor) -> int:
     """`dim_size`, or one more than the largest index (which reads the data: give it under torch.compile)."""
     if dim_size is not None:
@@ -120,7 +139,7 @@ def _dim_size(dim_size, index: torch.Tensor) -> int:
     if torch.compiler.is_compiling():
         raise ValueError("cyscatter.torch: pass dim_size= (an int) under torch.compile: the output's size would "
                          "otherwise be read from the index's values, which a compiled graph does not know")
-    size = int(index.max()) + 1 if index.numel() else 0
+    size = index_max(index) + 1 if index.numel() else 0
     if size > _INT64_MAX:
         raise ValueError(f"index holds {size - 1}: the inferred dim_size {size} is larger than a tensor dimension "
                          "can be; pass dim_size (with mode='drop', 'wrap', 'clip' or 'normalize_drop')")
@@ -157,6 +176,27 @@ def _quantile(src, index, q, nan, method, dim_size, axis, mode, fill_value):
     return call("quantile", src, index, float(q), nan, method, dim_size, axis, mode, _float(fill_value))
 
 
+def _quantiles(src, index, q, nan, method, dim_size, axis, mode, fill_value):
+    """`_quantile` of a scalar `q`; of a 1-d `q` (a sequence or a tensor), the quantiles stacked along a new first
+    dim, as `cyscatter.scatter_quantile`."""
+    if isinstance(q, torch.Tensor):
+        if q.layout != torch.strided or q.dtype == torch.bool or q.is_complex():
+            raise TypeError(f"q must be a real number or a 1-d sequence of them, got a {q.dtype} tensor")
+        if q.dim() > 1:
+            raise ValueError(f"q must be a scalar or 1-d, got shape {tuple(q.shape)}")
+        q = q.item() if q.dim() == 0 else q.detach().cpu().tolist()
+    if method == "median" or not isinstance(method, str) or method not in QUANTILE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, QUANTILE_METHODS))}, got {method!r}")
+    # a Python number crosses as is (check_q's NumPy calls would stop torch.compile; the kernel checks its range)
+    if (isinstance(q, (int, float)) and not isinstance(q, bool)) or check_q(q)[1]:
+        return _quantile(src, index, q, nan, method, dim_size, axis, mode, fill_value)
+    rows = [_quantile(src, index, value, nan, method, dim_size, axis, mode, fill_value)
+            for value in check_q(q)[0].tolist()]
+    if not rows:
+        return _quantile(src, index, 0.5, nan, method, dim_size, axis, mode, fill_value).unsqueeze(0)[:0]
+    return torch.stack(rows)
+
+
 def _float(value):
     return None if value is None else float(value)
 
@@ -191,9 +231,12 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
     Raises
     ------
     TypeError
-        `src`/`index` not tensors, or a non-integer `index`; else as `cyscatter.scatter`.
+        `src`/`index` not tensors, a non-integer `index`, a dtype or layout cyscatter has none for (complex32,
+        float8, sparse); else as `cyscatter.scatter`.
     ValueError, IndexError
-        An `axis` out of range; else as `cyscatter.scatter` (an index entry out of range: IndexError).
+        An `axis` out of range, a meta tensor beside a real one; else as `cyscatter.scatter` (an index entry out
+        of range: IndexError). op "median" / "nanmedian" is `cyscatter.scatter`'s, np.median's per group bit for
+        bit.
     """
     _no_porting("scatter", porting)
     src, index = _tensor(src, "src"), _index(index)
@@ -202,13 +245,13 @@ def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mod
         if out is not None:
             _in_place(_tensor(out, "out"), "out", src)
             dim_size = out.shape[axis]
-        result = _quantile(src, index, 0.5, _median(op), "linear", _dim_size(dim_size, index), axis, mode,
+        result = _quantile(src, index, 0.5, _median(op), "median", _dim_size(dim_size, index), axis, mode,
                            fill_value)
         return result if out is None else out.copy_(result)
     if out is not None:
         out = _tensor(out, "out")
         _in_place(out, "out", src)
-        ops.scatter_out(src, index, _op(op), out, axis, mode, _float(fill_value))
+        call("scatter_out", src, index, _op(op), out, axis, mode, _float(fill_value))
         return out
     return call("scatter", src, index, _op(op), _dim_size(dim_size, index), axis, mode, _float(fill_value))
 
@@ -227,7 +270,7 @@ def scatter_into_(dst, src, index, op="add", *, axis=0, mode="raise", **porting)
     _no_porting("scatter_into_", porting)
     dst, src, index = _tensor(dst, "dst"), _tensor(src, "src"), _index(index)
     _in_place(dst, "dst", src)
-    ops.scatter_into_(dst, src, index, _op(op), _into_axis(axis, dst, src, index), mode)
+    call("scatter_into_", dst, src, index, _op(op), _into_axis(axis, dst, src, index), mode)
     return dst
 
 
@@ -250,7 +293,7 @@ def gather_into_(dst, src, index, *, axis=0, mode="raise", **porting):
     _no_porting("gather_into_", porting)
     dst, src, index = _tensor(dst, "dst"), _tensor(src, "src"), _index(index)
     _in_place(dst, "dst", src)
-    ops.gather_into_(dst, src, index, _axis(axis, src), mode)
+    call("gather_into_", dst, src, index, _axis(axis, src), mode)
     return dst
 
 
@@ -296,6 +339,9 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     ------
     TypeError
         Neither `scatter_index` nor `plan`; arguments that are not tensors; else as `cyscatter.gather_scatter`.
+    ValueError
+        op "median" / "nanmedian" with `weight` or `plan` (here they take neither; an edge dropped by the drop
+        modes passes nothing, as the core's); a meta tensor beside a real one.
     """
     _no_porting("gather_scatter", porting)
     for name, value in (("gather_index", gather_index), ("scatter_index", scatter_index)):
@@ -313,10 +359,42 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
         raise TypeError("gather_scatter needs scatter_index or a plan")
     else:
         size = _dim_size(dim_size, si)
-    if _median(op) is not None and plan is None and weight is None:
-        messages = src if gi is None else call("gather", src, gi, _axis(axis, src), mode or "raise", None)
-        return _quantile(messages, si, 0.5, _median(op), "linear", size, _axis(axis, src), mode or "raise", None)
+    if _median(op) is not None:
+        if weight is not None or plan is not None:
+            given = " and ".join(name for name, value in (("weight", weight), ("plan", plan)) if value is not None)
+            raise ValueError(f"cyscatter.torch.gather_scatter takes op {op!r} only without weight and plan, got "
+                             f"{given}: scatter the messages yourself, scatter(weight * gather(src, gather_index), "
+                             f"scatter_index, {op!r})")
+        axis, mode = _axis(axis, src), mode or "raise"
+        if gi is None:
+            return _quantile(src, si, 0.5, _median(op), "median", size, axis, mode, None)
+        messages = call("gather", src, gi, axis, mode, None)
+        if mode in ("drop", "normalize_drop"):   # an edge with either end out of range passes nothing
+            si = _drop_edges(gi, si, src.shape[axis], size, mode)
+        return _quantile(messages, si, 0.5, _median(op), "median", size, axis, mode, None)
     return call("gather_scatter", src, gi, si, weight, _op(op), size, _axis(axis, src), mode, plan_handle(plan))
+
+
+def _as_int64(index: torch.Tensor):
+    """(index as int64, where its values are kept): torch compares no uint16/32/64 tensors, and a uint64 value of
+    2**63 or more fits no int64 (nor any dimension)."""
+    if index.dtype == torch.uint64:
+        signed = index.view(torch.int64)
+        return signed, signed >= 0
+    return index.to(torch.int64), None
+
+
+def _drop_edges(gi, si, src_size: int, dim_size: int, mode: str) -> torch.Tensor:
+    """scatter_index with the edges whose gather_index is out of range (`mode` "drop" / "normalize_drop") sent
+    out of range too, so that the scatter drops them (gather_scatter's rule: such an edge passes nothing)."""
+    g, g_ok = _as_int64(gi)
+    s, s_ok = _as_int64(si)
+    low = -src_size if mode == "normalize_drop" and gi.is_signed() else 0
+    kept = (g >= low) & (g < src_size)
+    for ok in (g_ok, s_ok):
+        if ok is not None:
+            kept &= ok
+    return torch.where(kept, s, dim_size)
 
 
 # ---- segments -----------------------------------------------------------------------------------------------------
@@ -330,8 +408,11 @@ def segment(src, indptr, op="add", *, axis=None, fill_value=None, **porting):
     """`cyscatter.segment`: ``out[i] = op over src[indptr[i]:indptr[i+1]]`` along `axis` (CSR segments)."""
     _no_porting("segment", porting)
     src, indptr = _tensor(src, "src"), _index(indptr, "indptr")
-    if _median(op) is not None and indptr.dim() == 1:
-        return _quantile(src, segment_ids(indptr), 0.5, _median(op), "linear", indptr.shape[0] - 1,
+    if _median(op) is not None and indptr.dim() != 1:
+        raise ValueError(f"cyscatter.torch.segment takes op {op!r} only with a 1-d indptr, got indptr of shape "
+                         f"{tuple(indptr.shape)}: segment each row (or use scatter with segment_ids)")
+    if _median(op) is not None:
+        return _quantile(src, segment_ids(indptr), 0.5, _median(op), "median", indptr.shape[0] - 1,
                          _segment_axis(axis, src, indptr), "raise", fill_value)
     return call("segment", src, indptr, _op(op), _segment_axis(axis, src, indptr), _float(fill_value))
 
@@ -344,7 +425,7 @@ def gather_segment(src, indptr, *, axis=None, total=None, **porting):
     """
     _no_porting("gather_segment", porting)
     src, indptr = _tensor(src, "src"), _index(indptr, "indptr")
-    total = int(indptr[..., -1].max()) if total is None else as_size(total, "total")
+    total = index_max(indptr[..., -1]) if total is None else as_size(total, "total")
     return call("gather_segment", src, indptr, _segment_axis(axis, src, indptr), total)
 
 
@@ -389,12 +470,13 @@ def scatter_logsumexp(src, index, *, dim_size=None, axis=0, mode="raise", **port
 @hide_catch_all
 def scatter_quantile(src, index, q=0.5, *, method="linear", dim_size=None, axis=0, fill_value=None, mode="raise",
                      **porting):
-    """`cyscatter.scatter_quantile` of one scalar `q` (NumPy's quantile per group); differentiable once in
-    `src` (`cyscatter.scatter_quantile_vjp`)."""
+    """`cyscatter.scatter_quantile` (NumPy's quantile per group): shape B + (dim_size,) + F for a scalar `q`, with
+    a first dim of len(q) for a 1-d `q` (a sequence or a tensor); differentiable once in `src`
+    (`cyscatter.scatter_quantile_vjp`). TypeError/ValueError naming `q` or `method` as the core's."""
     _no_porting("scatter_quantile", porting)
     src, index = _tensor(src, "src"), _index(index)
-    return _quantile(src, index, q, False, method, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
-                     fill_value)
+    return _quantiles(src, index, q, False, method, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
+                      fill_value)
 
 
 @hide_catch_all
@@ -403,8 +485,8 @@ def scatter_nanquantile(src, index, q=0.5, *, method="linear", dim_size=None, ax
     """`cyscatter.scatter_nanquantile`: `scatter_quantile` skipping NaN (NumPy's nanquantile per group)."""
     _no_porting("scatter_nanquantile", porting)
     src, index = _tensor(src, "src"), _index(index)
-    return _quantile(src, index, q, True, method, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
-                     fill_value)
+    return _quantiles(src, index, q, True, method, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode,
+                      fill_value)
 
 
 def _moment(kind, src, index, ddof, dim_size, axis, mode):
@@ -443,7 +525,7 @@ def scatter_nanstd(src, index, *, ddof=0, dim_size=None, axis=0, mode="raise", *
 def _argext(kind, src, index, dim_size, axis, fill_value, mode):
     src, index = _tensor(src, "src"), _index(index)
     fill = None if fill_value is None else operator.index(fill_value)
-    return ops.argext(src.detach(), index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode, fill)
+    return call("argext", src.detach(), index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode, fill)
 
 
 @hide_catch_all
@@ -479,12 +561,12 @@ def scatter_count(index, dim_size=None, *, mode="raise", **porting):
     """`cyscatter.scatter_count`: the number of entries of each group, int64."""
     _no_porting("scatter_count", porting)
     index = _index(index)
-    return ops.count(index, _dim_size(dim_size, index), mode)
+    return call("count", index, _dim_size(dim_size, index), mode)
 
 
 def _logical(kind, src, index, dim_size, axis, mode):
     src, index = _tensor(src, "src"), _index(index)
-    return ops.logical(src.detach(), index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
+    return call("logical", src.detach(), index, kind, _dim_size(dim_size, index), _axis(axis, src, index.dim()), mode)
 
 
 @hide_catch_all

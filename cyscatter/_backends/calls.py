@@ -40,7 +40,7 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
             result = finish_fresh(op, work3, counts, call.fill, call.result_dtype, be, threads)
         else:   # no counts to make or finish with: the table is the result, cast once
             run(op, src3, plan, work3, None, threads)
-            result = work3 if work3.dtype == call.result_dtype else work3.astype(call.result_dtype)
+            result = work3 if work3.dtype == call.result_dtype else be.rounded(work3, call.result_dtype)
     except MemoryError as err:   # NumPy's own message names only a shape
         arg, given = call.size_arg
         raise MemoryError(f"{arg}={given!r} asks for more memory than can be allocated: {err}") from None

@@ -14,9 +14,9 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
     be, op, plan = call.be, call.op, call.plan
     shape3 = (call.outer, plan.size, call.inner)
     run = _runner(be, indices_are_sorted) if indices_are_sorted else be.run_scatter
-    # the kernel reads src in place (converting blocks of rows) unless the sorted-run kernel, an assignment's
-    # winner pass or a NaN-skipping op's element counts need the whole array
-    staged = run is be.run_scatter and not op.winner and not (op.skips_nan and (op.counts or call.fill is not None))
+    # the kernel reads src in place (converting blocks of rows) unless an assignment's winner pass or a
+    # NaN-skipping op's element counts need the whole array (the sorted-run kernel hands such a src to the core)
+    staged = not op.winner and not (op.skips_nan and (op.counts or call.fill is not None))
     if call.direct:
         be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
         counts = new_counts(op, shape3, be.xp, call.fill, plan.n)
@@ -55,7 +55,7 @@ def scatter_into(call: Any, indices_are_sorted: bool = False, threads: int = 0) 
     be, dst = call.be, call.target
     work3, direct = be.writable_rows(dst, call.compute, call.outer, call.plan.size, call.inner)
     op = call.op
-    staged = not indices_are_sorted and not op.winner and not (op.skips_nan and op.counts)   # see scatter_fresh
+    staged = not op.winner and not (op.skips_nan and op.counts)   # see scatter_fresh
     _reduce_into(be, op, call.src_rows() if staged else call.src3(), call.plan, work3, indices_are_sorted,
                  threads)
     if not direct:

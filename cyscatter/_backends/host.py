@@ -335,13 +335,14 @@ def rounded(table: np.ndarray, dtype) -> np.ndarray:
     return out
 
 
-def run_scatter_runs(op: Op, src3: np.ndarray, plan, out3: np.ndarray, counts: np.ndarray | None = None,
-                     threads: int = 0):
+def run_scatter_runs(op: Op, src3: np.ndarray | StagedRows, plan, out3: np.ndarray,
+                     counts: np.ndarray | None = None, threads: int = 0):
     """`_canonical.run_scatter` for an index whose equal entries are adjacent (sorted): same result, faster.
 
     Only one-element rows gain from a register; wider rows go to the core kernel, which can use `threads`
-    (the run kernel is not parallel)."""
-    if src3.shape[2] != 1 or op.winner:   # assignments: no reduction to keep in a register
+    (the run kernel is not parallel), and so does a src the core reads in place converting it (`StagedRows`):
+    the same updates in the same order."""
+    if type(src3) is StagedRows or src3.shape[2] != 1 or op.winner:   # assignments: nothing kept in a register
         return run_scatter(op, src3, plan, out3, counts, threads)
     status = group_kernels.scatter_runs(op.opcode, src3, plan.flat, out3, counts, plan.kernel_mode)
     if status >= 0:

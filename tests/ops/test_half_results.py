@@ -200,3 +200,51 @@ def test_scatter_into_another_dtype_allocates_no_converted_copy(src_dtype, dst_d
     want = np.zeros((1000, f), dst_dtype)
     np.add.at(want, idx, x.astype(dst_dtype))
     np.testing.assert_array_equal(dst, want)
+
+
+# ---- indices_are_sorted: the hint no longer makes a converted copy ---------------------------------------------
+
+@pytest.mark.parametrize("src_dtype", ["float16", "bfloat16", "int8"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "max", "min", "mean", "nansum", "sqrt_n"])
+@pytest.mark.parametrize("width", [1, 5])
+def test_sorted_hint_on_a_converted_src_matches_the_loops(src_dtype, op, width):
+    if src_dtype == "bfloat16":
+        src_dtype = pytest.importorskip("ml_dtypes").bfloat16
+    rng = np.random.default_rng(8)
+    n = 30_000
+    if src_dtype == "int8":
+        x = rng.integers(-5, 6, (n, width)).astype(np.int8)
+        if op in ("mean", "sqrt_n"):
+            pytest.skip("integer means are computed in float64 from the whole src")
+    else:
+        x = (rng.standard_normal((n, width)) * (1.01 if op == "mul" else 3)).astype(np.float32).astype(src_dtype)
+    idx = np.sort(rng.integers(0, 900, n))
+    got = cs.scatter(x, idx, op, dim_size=900, indices_are_sorted=True)
+    if src_dtype == "int8" or x.dtype == np.float16:
+        want = ref_scatter(x, idx, op, dim_size=900)
+    else:   # bfloat16: the plain loops in float32, rounded once
+        want = ref_scatter(x.astype(np.float32), idx, op, dim_size=900).astype(x.dtype)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.view(np.dtype(f"u{got.itemsize}")), want.view(np.dtype(f"u{got.itemsize}")))
+    dst = rng.standard_normal((900, width)).astype(np.float32)
+    want_into = ref_scatter(x, idx, op, dst=dst)
+    cs.scatter_into(dst, x, idx, op, indices_are_sorted=True)
+    np.testing.assert_array_equal(dst.view(np.uint32), want_into.view(np.uint32))
+
+
+def test_sorted_hint_allocates_no_converted_copy():
+    rng = np.random.default_rng(9)
+    n, f = 200_000, 16
+    x = rng.standard_normal((n, f)).astype(np.float16)
+    idx = np.sort(rng.integers(0, 1000, n))
+    cs.scatter(x[:100], idx[:100], dim_size=1000, indices_are_sorted=True)   # warm caches of the Python layer
+    tracemalloc.start()
+    try:
+        got = cs.scatter(x, idx, dim_size=1000, indices_are_sorted=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < n * f * 4 / 4, peak   # the table and a block buffer, not n x F float32 (12.8 MB)
+    want = np.zeros((1000, f), np.float32)
+    np.add.at(want, idx, x.astype(np.float32))
+    np.testing.assert_array_equal(got, want.astype(np.float16))

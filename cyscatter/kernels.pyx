@@ -26,6 +26,7 @@ cdef extern from "include/_halfconv.h" nogil:
 
 cdef extern from "include/_halfround.h" nogil:
     int cyscatter_f32_to_f16(const float* src, uint16_t* dst, Py_ssize_t n)
+    void cyscatter_f32_to_bf16(const float* src, uint16_t* dst, Py_ssize_t n)
 
 cdef extern from "include/_stage.h" nogil:
     ctypedef void (*cyscatter_stage_fn)(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs,
@@ -1674,6 +1675,23 @@ def round_half(cnp.ndarray src not None, cnp.ndarray out not None):
     with nogil:
         flags = cyscatter_f32_to_f16(<const float*>cnp.PyArray_DATA(src), <uint16_t*>cnp.PyArray_DATA(out), n)
     return flags
+
+
+def round_bfloat(cnp.ndarray src not None, cnp.ndarray out not None):
+    """out = src (float32) rounded to bfloat16, the same bits as ml_dtypes' astype (`_halfround.h`); `out` is the
+    uint16 view of the bfloat16 result (NumPy knows bfloat16 only as ml_dtypes' own type). Both C-contiguous of
+    one size."""
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(src)
+    if (cnp.PyArray_TYPE(src) != cnp.NPY_FLOAT32 or cnp.PyArray_TYPE(out) != cnp.NPY_UINT16
+            or not cnp.PyArray_ISNOTSWAPPED(src) or not cnp.PyArray_ISNOTSWAPPED(out)
+            or not cnp.PyArray_IS_C_CONTIGUOUS(src) or not cnp.PyArray_IS_C_CONTIGUOUS(out)
+            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_ISALIGNED(out)
+            or not cnp.PyArray_ISWRITEABLE(out) or cnp.PyArray_SIZE(out) != n):
+        raise ValueError(f"round_bfloat takes aligned C-contiguous native float32 src and a writeable uint16 out "
+                         f"of the same size, got {(<object>src).dtype} {(<object>src).shape} into "
+                         f"{(<object>out).dtype} {(<object>out).shape}")
+    with nogil:
+        cyscatter_f32_to_bf16(<const float*>cnp.PyArray_DATA(src), <uint16_t*>cnp.PyArray_DATA(out), n)
 
 
 def stage_rows(int stage_code, cnp.ndarray src not None, cnp.ndarray out not None):

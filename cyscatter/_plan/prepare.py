@@ -24,6 +24,7 @@ out. A prepared call is never validated again: the runners trust it.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from types import ModuleType
@@ -384,8 +385,8 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
                  be.rows_view(out, key, outer, plan.size, inner),
                  None if "dst" not in others else be.rows_view(others["dst"][0], key, outer, plan.size, inner))
     src = expand_cast(src, expected, len(feat), dtype, be.xp)
-    ctx = Reverse(be, plan, be.rows_view(src, dtype, outer, plan.n, inner),
-                  be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact)
+    ctx = Reverse(be, plan, functools.partial(be.rows_view, src, dtype, outer, plan.n, inner),
+                  be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact, dtype=dtype)
     return Call(be, op, plan, batch, feat, outer, inner, src, out.shape, dtype, dtype, context=ctx, views=views,
                 src_shape=src_shape, expected=expected)
 

@@ -17,7 +17,7 @@ class Reverse:
     read src (add, sub and mean's VJPs, the linear JVPs) then never pay for its n x F conversion (a float16 src's
     derivatives are float64)."""
 
-    __slots__ = ("be", "plan", "_src3", "out3", "dst3", "exact", "dtype")
+    __slots__ = ("_src3", "be", "dst3", "dtype", "exact", "out3", "plan")
 
     def __init__(self, be, plan, src3, out3, dst3, exact: tuple | None = None, *, dtype=None):
         self.be, self.plan, self._src3, self.out3, self.dst3 = be, plan, src3, out3, dst3

@@ -1,5 +1,5 @@
-"""float16 results rounded from their float32 tables by `kernels.round_half` (`host.rounded`), and a `scatter_into`
-src of another dtype read in place: against NumPy's own cast and the plain-loop references, bit for bit, with
+"""float16 and bfloat16 results rounded from their float32 tables (`kernels.round_half`, `round_bfloat`,
+`host.rounded`), a `scatter_into` src of another dtype and a sorted-hinted src read in place: against NumPy's own cast and the plain-loop references, bit for bit, with
 NumPy's floating-point errors and warnings kept."""
 import tracemalloc
 import warnings
@@ -13,10 +13,10 @@ import cyscatter as cs
 from cyscatter import kernels
 from cyscatter._backends import host
 
-
 # float16 products and sums overflow to inf in both cyscatter and the references (NumPy's warning): the values
 # still compare; the tests of the warning itself record it whatever the filters
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+
 
 def _bits(a):
     a = np.asarray(a)

@@ -58,8 +58,9 @@ def scatter_into(call: Any, indices_are_sorted: bool = False, threads: int = 0) 
     staged = not op.winner and not (op.skips_nan and op.counts)   # see scatter_fresh
     _reduce_into(be, op, call.src_rows() if staged else call.src3(), call.plan, work3, indices_are_sorted,
                  threads)
-    if not direct:
-        be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
+    if not direct:   # (a float16 / bfloat16 dst: rounded by the backend's loop, NumPy's bits and errors)
+        back = be.rounded(work3, dst.dtype) if dst.dtype.itemsize == 2 and dst.dtype.kind in "fV" else work3
+        be.xp.copyto(dst, back.reshape(dst.shape), casting="unsafe")
     return call.given
 
 

@@ -208,6 +208,30 @@ def test_scatter_into_another_dtype_matches_ufunc_at(src_dtype, dst_dtype, op, l
     np.testing.assert_array_equal(got.view(np.dtype(f"u{got.itemsize}")), want.view(np.dtype(f"u{got.itemsize}")))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["add", "mul", "max", "mean", "nansum"])
+def test_scatter_into_a_half_dst_rounds_as_numpy(dtype, op):
+    """The float32 work copy of a float16 / bfloat16 dst rounded back by the backend's loop."""
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
+    rng = np.random.default_rng(10)
+    x = _half(rng, (20_000, 4), nan=op == "nansum").astype(np.float32).astype(dtype)
+    idx = rng.integers(0, 3000, 20_000)
+    dst = rng.standard_normal((3000, 4)).astype(np.float32).astype(dtype)
+    src32 = x.astype(np.float32)
+    want = ref_scatter(src32, idx, op, dst=dst.astype(np.float32)).astype(dtype)   # the loops in float32, rounded
+    got = dst.copy()
+    cs.scatter_into(got, x, idx, op)
+    np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+def test_scatter_into_a_float16_dst_warns_on_overflow_as_numpy():
+    dst = np.full((3000, 4), 60000, np.float16)
+    with pytest.warns(RuntimeWarning, match="overflow encountered in cast"):
+        cs.scatter_into(dst, np.full((3000, 4), 60000, np.float16), np.arange(3000))
+    assert np.isinf(dst).all()
+
+
 @pytest.mark.parametrize("src_dtype, dst_dtype", [(np.float16, np.float32), (np.float32, np.float64),
                                                   (np.int8, np.float64), (np.uint8, np.int16)])
 def test_scatter_into_another_dtype_allocates_no_converted_copy(src_dtype, dst_dtype):

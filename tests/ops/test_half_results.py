@@ -300,3 +300,20 @@ def test_sorted_hint_allocates_no_converted_copy():
     want = np.zeros((1000, f), np.float32)
     np.add.at(want, idx, x.astype(np.float32))
     np.testing.assert_array_equal(got, want.astype(np.float16))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_gather_scatter_vjp_src_rounds_its_float32_gradient(dtype):
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
+    rng = np.random.default_rng(11)
+    x = _half(rng, (3000, 4)).astype(np.float32).astype(dtype)
+    gi, si = rng.integers(0, 3000, 8000), rng.integers(0, 3000, 8000)
+    out = cs.gather_scatter(x, gi, si, "add", dim_size=3000)
+    g = _half(rng, (3000, 4)).astype(np.float32).astype(dtype)
+    got = cs.gather_scatter_vjp_src("add", g, x, gi, si, out)
+    assert got.dtype == x.dtype
+    want = np.zeros((3000, 4))   # the plain loop in float64; float32 sums then one rounding stay within its ulp
+    np.add.at(want, gi, g.astype(np.float64)[si])
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=2 ** -7 if x.dtype != np.float16 else 2 ** -10,
+                               atol=1e-6)

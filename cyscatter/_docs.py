@@ -5,6 +5,8 @@ import textwrap
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cyscatter._typing import _FuncT
 
 
@@ -140,3 +142,31 @@ def fill_doc(func: _FuncT) -> _FuncT:
     """Replace ``{name}`` fields of `func.__doc__` by the shared fragments."""
     func.__doc__ = func.__doc__.format(**FRAGMENTS)
     return func
+
+
+def _reverse_fragments(forward: str) -> dict[str, str]:
+    """The parameters a reverse function of `forward` shares with it, each naming `forward`."""
+    given = f"\n        As given to `{forward}`."
+    src = "src : array_like, shape B + I + F, or broadcastable to it\n        The `src` given to " + f"`{forward}`"
+    return {
+        "grad_out": "grad_out : array_like, shape B + D + F\n        Cotangent of the output.",
+        "src": src + ".",
+        "real_src": src + " (real dtypes only).",
+        "nan_src": src + " (real dtypes only), NaN entries included.",
+        "index": f"index : int array or tuple of int arrays, shape I\n        The index given to `{forward}`.",
+        "out": "out : array_like, shape B + D + F\n        Its result.",
+        "src_dot": ("src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own "
+                    "shape)\n        Tangent of `src`."),
+        "ddof": "ddof : int, default 0" + given,
+        "dim_size": "dim_size : int or tuple of ints, optional" + given,
+        "axis": "axis : int, default 0" + given,
+        "mode": 'mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"' + given,
+    }
+
+
+def reverse_doc(forward: str) -> Callable[[_FuncT], _FuncT]:
+    """Replace ``{name}`` fields of a reverse function's docstring by the parameters it shares with `forward`."""
+    def fill(func: _FuncT) -> _FuncT:
+        func.__doc__ = func.__doc__.format(**_reverse_fragments(forward))
+        return func
+    return fill

@@ -63,10 +63,17 @@ cdef extern from "include/_layout.h" nogil:
                                  Py_ssize_t n, const void* index, int wide, void* out, Py_ssize_t os,
                                  Py_ssize_t size, Py_ssize_t item, int stream)
 
+cdef extern from "include/_gather_apart.h" nogil:
+    int cyscatter_gather_apart_small_ok()
+    void cyscatter_gather_apart_small(const char* src, Py_ssize_t rs, const void* index, int wide, Py_ssize_t n,
+                                      char* out, Py_ssize_t os, Py_ssize_t f0, Py_ssize_t f1, uint64_t size,
+                                      int item)
+
 cdef extern from "include/_convscatter.h" nogil:
     ctypedef Py_ssize_t (*cyscatter_convscatter_fn)(const char* src, Py_ssize_t rs, const void* index,
                                                     Py_ssize_t n, void* table, Py_ssize_t trs, Py_ssize_t size,
-                                                    Py_ssize_t width, Py_ssize_t ahead, int64_t* counts, int raise_)
+                                                    Py_ssize_t width, Py_ssize_t ahead, int64_t* counts, int raise_,
+                                                    Py_ssize_t lo, Py_ssize_t hi)
     cyscatter_convscatter_fn cyscatter_convscatter(int conv, int op, int index_bytes)
 
 cdef extern from "include/_cpu.h" nogil:
@@ -1551,17 +1558,41 @@ def _tune_convert_rows(on=None):
     return _convert_rows
 
 
+cdef Py_ssize_t _converted_part(cyscatter_convscatter_fn fn, const Staging* S, const void* index, char* out,
+                                const Layout* T, Py_ssize_t kernel_item, Py_ssize_t o0, Py_ssize_t o1,
+                                Py_ssize_t f0, Py_ssize_t f1, Py_ssize_t lo, Py_ssize_t hi, int64_t* counts,
+                                bint raise_) noexcept nogil:
+    """The entries whose destination row is in [lo, hi), for batch slices [o0, o1) and features [f0, f1), as
+    `_scatter_part`: counts taken on slice 0 by the part holding feature 0; -1 or the first bad position."""
+    cdef Py_ssize_t o, status, ahead = _prefetch_distance((f1 - f0) * kernel_item, T.size, S.n)
+    for o in range(o0, o1):
+        status = fn(S.src + o * S.outer_stride + f0 * S.item, S.row_stride, index, S.n,
+                    out + (o * T.table_outer_stride + f0) * kernel_item, T.table_row_stride, T.size, f1 - f0,
+                    ahead, counts if o == 0 and f0 == 0 else NULL, raise_, lo, hi)
+        if status >= 0:
+            return status
+    return -1
+
+
 cdef Py_ssize_t _scatter_converted(int opcode, int stage_code, ValueCode code, const Staging* S,
                                   const void* index, int index_bytes, void* out, const Layout* T, int64_t* counts,
                                   int mode, int threads) noexcept nogil:
-    """One thread, rows of adjacent elements, float16/bfloat16 -> float32 or float32 -> float64, add/max/min:
-    each row converted in registers as it is combined (`_convscatter.h`), src read once at its own width and no
-    buffer between; NOT_DONE where that loop does not apply (other ops, dtypes or layouts, several threads, a
-    CPU without AVX2/F16C)."""
+    """Rows of adjacent elements, float16/bfloat16 -> float32 or float32 -> float64, add/max/min: each row
+    converted in registers as it is combined (`_convscatter.h`), src read once at its own width and no buffer
+    between; NOT_DONE where that loop does not apply (other ops, dtypes or layouts, a CPU without AVX2/F16C).
+
+    Several threads split the call as `scatter_reduce_layout` splits a same-dtype one (batch slices, else feature
+    columns in whole cache lines for wide rows, else destination row ranges for rows of a cache line or more,
+    else one thread), so each table element has one writer and its updates in index order: the same bits as
+    one thread. The destination-partitioned scheme is not used here (its sort would need a converting apply)."""
     cdef cyscatter_convscatter_fn fn = NULL
-    cdef Py_ssize_t o, status, kernel_item = 8 if code == V_FLOAT64 else 4
+    cdef Py_ssize_t kernel_item = 8 if code == V_FLOAT64 else 4
+    cdef Py_ssize_t outer = S.outer, inner = S.width, size = T.size, block = CACHE_LINE // kernel_item, lead = 0
+    cdef Py_ssize_t status[MAX_THREADS]
     cdef int op = 0 if opcode == OP_ADD else 1 if opcode == OP_MAX else 2 if opcode == OP_MIN else -1
-    if not _convert_rows or op < 0 or (S.col_stride != S.item and S.width != 1) or _threads_for(threads, S.outer * S.n * S.width) != 1:
+    cdef int parts, t, split
+    cdef bint raise_ = mode == MODE_RAISE
+    if not _convert_rows or op < 0 or (S.col_stride != S.item and S.width != 1):
         return NOT_DONE
     if not ((code == V_FLOAT32 and (stage_code == STAGE_HALF or stage_code == STAGE_BFLOAT))
             or (code == V_FLOAT64 and stage_code == STAGE_F4)):
@@ -1569,14 +1600,33 @@ cdef Py_ssize_t _scatter_converted(int opcode, int stage_code, ValueCode code, c
     fn = cyscatter_convscatter(stage_code, op, index_bytes)
     if fn == NULL:
         return NOT_DONE
-    cdef Py_ssize_t ahead = _prefetch_distance(S.width * kernel_item, T.size, S.n)
-    for o in range(S.outer):
-        status = fn(S.src + o * S.outer_stride, S.row_stride, index, S.n,
-                    <char*>out + o * T.table_outer_stride * kernel_item, T.table_row_stride, T.size, S.width, ahead,
-                    counts if o == 0 else NULL, mode == MODE_RAISE)
-        if status >= 0:
-            return status
-    return -1
+    parts = _team_size(threads, outer * S.n * inner)
+    if parts == 1:
+        return _converted_part(fn, S, index, <char*>out, T, kernel_item, 0, outer, 0, inner, 0, size, counts,
+                               raise_)
+    if outer >= parts:
+        split = 0
+    elif inner >= parts * 2 * block and (_scatter_split == 2 or
+                                         (_scatter_split == 0 and inner * kernel_item >= parts * 256)):
+        split = 2
+        lead = ((CACHE_LINE - (<size_t>out) % CACHE_LINE) % CACHE_LINE) // kernel_item
+    elif _scatter_split == 1 or inner * kernel_item >= CACHE_LINE:
+        split = 1
+    else:
+        return _converted_part(fn, S, index, <char*>out, T, kernel_item, 0, outer, 0, inner, 0, size, counts,
+                               raise_)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        if split == 0:
+            status[t] = _converted_part(fn, S, index, <char*>out, T, kernel_item, _share(outer, parts, t),
+                                        _share(outer, parts, t + 1), 0, inner, 0, size, counts, raise_)
+        elif split == 2:
+            status[t] = _converted_part(fn, S, index, <char*>out, T, kernel_item, 0, outer,
+                                        _feature_cut(inner, parts, t, block, lead),
+                                        _feature_cut(inner, parts, t + 1, block, lead), 0, size, counts, raise_)
+        else:
+            status[t] = _converted_part(fn, S, index, <char*>out, T, kernel_item, 0, outer, 0, inner,
+                                        _share(size, parts, t), _share(size, parts, t + 1), counts, raise_)
+    return _first_error(status, parts)
 
 
 def scatter_staged(int opcode, int stage_code, cnp.ndarray src not None, cnp.ndarray index not None,
@@ -1838,6 +1888,169 @@ cdef int _layout_bytes(cnp.ndarray entries, cnp.ndarray table, cnp.ndarray index
             or cnp.PyArray_DIM(index, 0) != L.n:
         raise ValueError(f"kernel operands disagree: {(<object>entries).shape} and {(<object>table).shape} with index {(<object>index).shape}")
     return 0
+
+
+# ---- gather into rows whose elements are apart (a Fortran-ordered gather_into dst) ----------------------------
+# out[o, k, f] = src[o, index[k], f] written in place where out's entries are adjacent and its features apart
+# (Fortran order), instead of gathering into a C-ordered copy and copying that back (a dst-sized temporary and
+# two extra passes over it). Items of 4 and 8 bytes read from rows of adjacent features go through the AVX2
+# tiles of the features-first gather (`cyscatter_layout_gather`: rows loaded, transposed in registers, stored
+# as runs of entries of each feature column), items of 1 and 2 bytes through 64-bit words transposed the same
+# way (`_gather_apart.h`); the remaining features, other item sizes and other strides a blocked loop: a band
+# of entries whose src rows stay in L1, written one feature column at a time.
+
+cdef enum:
+    APART_BAND_BYTES = 16384        # src rows of one band of entries (within L1 with the output runs)
+    TILES_AVX2 = 1                  # 4- and 8-byte items, V = 32 / item features a tile (`_layout.h`)
+    TILES_WORDS = 2                 # 1- and 2-byte items, V = 8 / item features a tile (`_gather_apart.h`)
+
+
+cdef inline Py_ssize_t _apart_tile(int tiles, Py_ssize_t item) noexcept nogil:
+    """Features of one tile (1: no tiles)."""
+    return 32 // item if tiles == TILES_AVX2 else 8 // item if tiles == TILES_WORDS else 1
+
+
+cdef void _gather_apart_band(const char* src, Py_ssize_t ss1, Py_ssize_t ss2, const index_t* index,
+                             Py_ssize_t k0, Py_ssize_t k1, char* out, Py_ssize_t os1, Py_ssize_t os2,
+                             Py_ssize_t f0, Py_ssize_t f1, uint64_t size, const item_t* word,
+                             Py_ssize_t words) noexcept nogil:
+    """Entries [k0, k1), features [f0, f1), each item `words` words of item_t (`word` only picks the type);
+    strides in bytes; entries outside [0, size) skipped."""
+    cdef Py_ssize_t f, k, w
+    cdef index_t j
+    cdef const item_t* s
+    cdef item_t* d
+    for f in range(f0, f1):
+        for k in range(k0, k1):
+            j = index[k]
+            if <uint64_t>j >= size:
+                continue
+            s = <const item_t*>(src + j * ss1 + f * ss2)
+            d = <item_t*>(out + k * os1 + f * os2)
+            for w in range(words):
+                d[w] = s[w]
+
+
+cdef void _gather_apart_slice(const char* src, const Py_ssize_t* ss, const index_t* index, Py_ssize_t n,
+                              char* out, const Py_ssize_t* os, Py_ssize_t f0, Py_ssize_t f1, Py_ssize_t size,
+                              Py_ssize_t item, Py_ssize_t unit, int tiles, int stream) noexcept nogil:
+    """Features [f0, f1) of one batch slice (strides in bytes: ss/os [1] entries, [2] features); `tiles`: 0
+    none, TILES_AVX2 or TILES_WORDS for the features of whole tiles; `stream`: the AVX2 tiles store with
+    non-temporal writes."""
+    cdef Py_ssize_t per = _apart_tile(tiles, item), mid = f0, band, k0
+    if tiles:
+        mid = f0 + (f1 - f0) // per * per
+    if mid > f0 and tiles == TILES_AVX2:
+        cyscatter_layout_gather(src, ss[1] // item, f0, mid, n, index, sizeof(index_t) == 8, out, os[2], size,
+                                item, stream)
+    elif mid > f0:
+        cyscatter_gather_apart_small(src, ss[1], index, sizeof(index_t) == 8, n, out, os[2], f0, mid,
+                                     <uint64_t>size, <int>item)
+    if mid == f1:
+        return
+    band = max(16, APART_BAND_BYTES // max(1, (f1 - mid) * item))
+    k0 = 0
+    while k0 < n:
+        if unit == 8:
+            _gather_apart_band(src, ss[1], ss[2], index, k0, min(n, k0 + band), out, os[1], os[2], mid, f1,
+                               <uint64_t>size, <const uint64_t*>NULL, item // unit)
+        elif unit == 4:
+            _gather_apart_band(src, ss[1], ss[2], index, k0, min(n, k0 + band), out, os[1], os[2], mid, f1,
+                               <uint64_t>size, <const uint32_t*>NULL, item // unit)
+        elif unit == 2:
+            _gather_apart_band(src, ss[1], ss[2], index, k0, min(n, k0 + band), out, os[1], os[2], mid, f1,
+                               <uint64_t>size, <const uint16_t*>NULL, item // unit)
+        else:
+            _gather_apart_band(src, ss[1], ss[2], index, k0, min(n, k0 + band), out, os[1], os[2], mid, f1,
+                               <uint64_t>size, <const uint8_t*>NULL, item // unit)
+        k0 += band
+
+
+cdef Py_ssize_t _gather_apart(const char* src, const Py_ssize_t* ss, const index_t* index, char* out,
+                              const Py_ssize_t* os, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner,
+                              Py_ssize_t size, Py_ssize_t item, Py_ssize_t unit, int mode,
+                              int threads) noexcept nogil:
+    """-1, or (MODE_RAISE) the first bad position, found before anything is written. Threads take batch slices
+    when there are enough, else features (whole tiles on the tile path): one writer per output element."""
+    cdef Py_ssize_t k, o, per, chunks, lo, hi
+    cdef bint adjacent
+    cdef int parts, t, stream, tiles = 0
+    if mode == MODE_RAISE:
+        k = _first_out_of_range(index, n, size)
+        if k >= 0:
+            return k
+    if outer == 0 or n == 0 or inner == 0:
+        return -1
+    adjacent = unit == item and os[1] == item and ss[2] == item
+    if adjacent and (item == 4 or item == 8) and ss[1] % item == 0 and cyscatter_layout_has_avx2():
+        tiles = TILES_AVX2
+    elif adjacent and (item == 1 or item == 2) and cyscatter_gather_apart_small_ok():
+        tiles = TILES_WORDS
+    per = _apart_tile(tiles, item)
+    if inner < per or n < 2 * per:
+        tiles, per = 0, 1
+    # as `_streams`: an output far past the caches, its feature columns 32-byte aligned for the tiles' stores
+    stream = (tiles == TILES_AVX2 and _stream != 0 and cyscatter_can_stream() and (<size_t>out) % 32 == 0 and os[2] % 32 == 0
+              and os[0] % 32 == 0 and (_stream == 1 or (_stream_min_bytes > 0
+                                                         and <size_t>(outer * n * inner * item) >= _stream_min_bytes)))
+    chunks = (inner + per - 1) // per
+    parts = _team_size(threads, outer * n * inner * item // 4)
+    if parts > 1 and outer < parts and parts > chunks:
+        parts = <int>chunks
+    if parts <= 1:
+        for o in range(outer):
+            _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, 0, inner, size, item, unit,
+                                tiles, stream)
+    elif outer >= parts:
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            for o in range(_share(outer, parts, t), _share(outer, parts, t + 1)):
+                _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, 0, inner, size, item,
+                                    unit, tiles, stream)
+    else:
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            lo = min(inner, _share(chunks, parts, t) * per)
+            hi = min(inner, _share(chunks, parts, t + 1) * per)
+            for o in range(outer):
+                _gather_apart_slice(src + o * ss[0], ss, index, n, out + o * os[0], os, lo, hi, size, item,
+                                    unit, tiles, stream)
+    return -1
+
+
+def gather_apart(cnp.ndarray src not None, cnp.ndarray index not None, cnp.ndarray out not None,
+                 int mode=MODE_RAISE, int num_threads=0):
+    """The gather kernel for an `out` (outer, n, inner) of any strides, its row elements apart (a Fortran-ordered
+    gather_into dst), written in place: out[o, k, :] = src[o, index[k], :], one dtype moved as bytes, src of any
+    strides. Returns -1 or the first bad index position (nothing written then)."""
+    cdef int width = _index_width(index)
+    cdef Py_ssize_t item = cnp.PyArray_ITEMSIZE(src), unit, status, d
+    cdef Py_ssize_t ss[3]
+    cdef Py_ssize_t os[3]
+    cdef const char* s = <const char*>cnp.PyArray_DATA(src)
+    cdef char* o = <char*>cnp.PyArray_DATA(out)
+    cdef void* index_ptr = cnp.PyArray_DATA(index)
+    cdef Py_ssize_t outer, n, inner, size
+    if not cnp.PyArray_EquivArrTypes(src, out):
+        raise TypeError(f"gather kernel needs one dtype, got src {(<object>src).dtype} and out {(<object>out).dtype}")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("kernel out is read-only")
+    if cnp.PyArray_NDIM(src) != 3 or cnp.PyArray_NDIM(out) != 3:
+        raise ValueError("kernel operands must be 3-d (outer, rows, inner)")
+    outer, n, inner, size = (cnp.PyArray_DIM(out, 0), cnp.PyArray_DIM(out, 1), cnp.PyArray_DIM(out, 2),
+                             cnp.PyArray_DIM(src, 1))
+    if cnp.PyArray_DIM(src, 0) != outer or cnp.PyArray_DIM(src, 2) != inner or cnp.PyArray_DIM(index, 0) != n:
+        raise ValueError(f"kernel operands disagree: {(<object>out).shape} and {(<object>src).shape} with index "
+                         f"{(<object>index).shape}")
+    unit = min(_move_unit(src), _move_unit(out))
+    for d in range(3):
+        ss[d], os[d] = cnp.PyArray_STRIDE(src, d), cnp.PyArray_STRIDE(out, d)
+    with nogil:
+        if width == 4:
+            status = _gather_apart(s, ss, <const int32_t*>index_ptr, o, os, outer, n, inner, size, item, unit,
+                                   mode, num_threads)
+        else:
+            status = _gather_apart(s, ss, <const int64_t*>index_ptr, o, os, outer, n, inner, size, item, unit,
+                                   mode, num_threads)
+    return status
 
 
 def check_index(cnp.ndarray index not None, Py_ssize_t size):

@@ -293,12 +293,10 @@ def precheck(plan) -> None:
 def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
         raise TypeError("gather does not support src dtype object")
-    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize and out3.size:   # a Fortran-ordered gather_into dst
-        work = np.ascontiguousarray(out3)   # skipped entries (mode='drop') keep dst's values
-        run_gather(src3, plan, work, threads)
-        out3[...] = work
-        return
-    status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)
+    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize:   # a Fortran-ordered gather_into dst, in place
+        status = kernels.gather_apart(src3, plan.flat, out3, plan.kernel_mode, threads)
+    else:
+        status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)
     if status >= 0:
         raise plan.error(status)
 

@@ -8,6 +8,7 @@ import numpy as np
 from cyscatter._api.moments import check_ddof, deviations3, nan_deviations3
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
+from cyscatter._docs import reverse_doc
 from cyscatter._plan.layout import unbroadcast
 from cyscatter._reverse.groups import _dst_view
 
@@ -58,26 +59,20 @@ def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode, skip_nan=
     return (ctx.put(_absent_to_zero(ctx, skip_nan, dev * rows["src_dot"])) * factor).reshape(shape_of(out))
 
 
+@reverse_doc("scatter_var")
 def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_var` w.r.t. `src`: ``grad_out[j] * 2 (src_k - mean_j) / (count_j - ddof)``.
 
     Parameters
     ----------
-    grad_out : array_like, shape B + D + F
-        Cotangent of the output.
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_var` (real dtypes only).
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_var`.
-    out : array_like, shape B + D + F
-        Its result.
-    ddof : int, default 0
-        As given to `scatter_var`.
-    axis : int, default 0
-        As given to `scatter_var`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_var`.
+    {grad_out}
+    {real_src}
+    {index}
+    {out}
+    {ddof}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -90,26 +85,20 @@ def scatter_var_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     return _moment_vjp("scatter_var_vjp", False, grad_out, src, index, out, ddof, axis, mode)
 
 
+@reverse_doc("scatter_var")
 def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_var`: ``2 sum((src_k - mean_j) src_dot_k) / (count_j - ddof)``.
 
     Parameters
     ----------
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_var` (real dtypes only).
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_var`.
-    out : array_like, shape B + D + F
-        Its result.
-    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
-        Tangent of `src`.
-    ddof : int, default 0
-        As given to `scatter_var`.
-    axis : int, default 0
-        As given to `scatter_var`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_var`.
+    {real_src}
+    {index}
+    {out}
+    {src_dot}
+    {ddof}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -121,26 +110,20 @@ def scatter_var_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
     return _moment_jvp("scatter_var_jvp", False, src, index, out, src_dot, ddof, axis, mode)
 
 
+@reverse_doc("scatter_std")
 def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_std` w.r.t. `src`: ``grad_out[j] (src_k - mean_j) / ((count_j - ddof) std_j)``.
 
     Parameters
     ----------
-    grad_out : array_like, shape B + D + F
-        Cotangent of the output.
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_std` (real dtypes only).
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_std`.
-    out : array_like, shape B + D + F
-        Its result.
-    ddof : int, default 0
-        As given to `scatter_std`.
-    axis : int, default 0
-        As given to `scatter_std`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_std`.
+    {grad_out}
+    {real_src}
+    {index}
+    {out}
+    {ddof}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -154,26 +137,20 @@ def scatter_std_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out
     return _moment_vjp("scatter_std_vjp", True, grad_out, src, index, out, ddof, axis, mode)
 
 
+@reverse_doc("scatter_std")
 def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                     axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_std`: the `scatter_var_jvp` tangent over ``2 std`` (0 where std is 0).
 
     Parameters
     ----------
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_std` (real dtypes only).
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_std`.
-    out : array_like, shape B + D + F
-        Its result.
-    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
-        Tangent of `src`.
-    ddof : int, default 0
-        As given to `scatter_std`.
-    axis : int, default 0
-        As given to `scatter_std`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_std`.
+    {real_src}
+    {index}
+    {out}
+    {src_dot}
+    {ddof}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -187,6 +164,7 @@ def scatter_std_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot:
 
 # ---- variance and standard deviation over the non-NaN entries ----------------------------------------------
 
+@reverse_doc("scatter_nanvar")
 def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
                        axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_nanvar` w.r.t. `src`: `scatter_var_vjp` over each element's non-NaN members.
@@ -197,20 +175,13 @@ def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
 
     Parameters
     ----------
-    grad_out : array_like, shape B + D + F
-        Cotangent of the output.
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_nanvar` (real dtypes only), NaN entries included.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_nanvar`.
-    out : array_like, shape B + D + F
-        Its result.
-    ddof : int, default 0
-        As given to `scatter_nanvar`.
-    axis : int, default 0
-        As given to `scatter_nanvar`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_nanvar`.
+    {grad_out}
+    {nan_src}
+    {index}
+    {out}
+    {ddof}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -234,6 +205,7 @@ def scatter_nanvar_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
     return _moment_vjp("scatter_nanvar_vjp", False, grad_out, src, index, out, ddof, axis, mode, skip_nan=True)
 
 
+@reverse_doc("scatter_nanvar")
 def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                        axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_nanvar`: `scatter_var_jvp` over each element's non-NaN members.
@@ -243,20 +215,13 @@ def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
 
     Parameters
     ----------
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_nanvar` (real dtypes only), NaN entries included.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_nanvar`.
-    out : array_like, shape B + D + F
-        Its result.
-    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
-        Tangent of `src`.
-    ddof : int, default 0
-        As given to `scatter_nanvar`.
-    axis : int, default 0
-        As given to `scatter_nanvar`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_nanvar`.
+    {nan_src}
+    {index}
+    {out}
+    {src_dot}
+    {ddof}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -279,6 +244,7 @@ def scatter_nanvar_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
     return _moment_jvp("scatter_nanvar_jvp", False, src, index, out, src_dot, ddof, axis, mode, skip_nan=True)
 
 
+@reverse_doc("scatter_nanstd")
 def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *, ddof: float = 0,
                        axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_nanstd` w.r.t. `src`: `scatter_std_vjp` over each element's non-NaN members.
@@ -289,20 +255,13 @@ def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
 
     Parameters
     ----------
-    grad_out : array_like, shape B + D + F
-        Cotangent of the output.
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_nanstd` (real dtypes only), NaN entries included.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_nanstd`.
-    out : array_like, shape B + D + F
-        Its result.
-    ddof : int, default 0
-        As given to `scatter_nanstd`.
-    axis : int, default 0
-        As given to `scatter_nanstd`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_nanstd`.
+    {grad_out}
+    {nan_src}
+    {index}
+    {out}
+    {ddof}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -328,6 +287,7 @@ def scatter_nanstd_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, 
     return _moment_vjp("scatter_nanstd_vjp", True, grad_out, src, index, out, ddof, axis, mode, skip_nan=True)
 
 
+@reverse_doc("scatter_nanstd")
 def scatter_nanstd_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *, ddof: float = 0,
                        axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_nanstd`: `scatter_std_jvp` over each element's non-NaN members.
@@ -337,20 +297,14 @@ def scatter_nanstd_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_d
 
     Parameters
     ----------
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_nanstd` (real dtypes only), NaN entries included.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_nanstd`.
-    out : array_like, shape B + D + F
-        Its result.
+    {nan_src}
+    {index}
+    {out}
     src_dot : array_like, shape B + I + F
         Tangent of `src`.
-    ddof : int, default 0
-        As given to `scatter_nanstd`.
-    axis : int, default 0
-        As given to `scatter_nanstd`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_nanstd`.
+    {ddof}
+    {axis}
+    {mode}
 
     Returns
     -------

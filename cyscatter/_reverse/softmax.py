@@ -8,6 +8,7 @@ import numpy as np
 from cyscatter._api.softmax import mask_dropped
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
+from cyscatter._docs import reverse_doc
 from cyscatter._plan.index import sized_by
 from cyscatter._plan.layout import unbroadcast
 from cyscatter._plan.values import size_arg
@@ -25,24 +26,19 @@ def _lse_weights(ctx, out3):
         return mask_dropped(ctx, ctx.xp.exp(ctx.src3 - ctx.take(out3)), 0)
 
 
+@reverse_doc("scatter_logsumexp")
 def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLike, out: ArrayInput, *,
                           axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_logsumexp` with respect to `src`: ``grad_out[index[k]] * softmax(src)[k]``.
 
     Parameters
     ----------
-    grad_out : array_like, shape B + D + F
-        Cotangent of the output.
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_logsumexp`.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_logsumexp`.
-    out : array_like, shape B + D + F
-        Its result.
-    axis : int, default 0
-        As given to `scatter_logsumexp`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_logsumexp`.
+    {grad_out}
+    {src}
+    {index}
+    {out}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -61,24 +57,19 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
     return unbroadcast(grad, shape_of(src), ctx.xp)
 
 
+@reverse_doc("scatter_logsumexp")
 def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, src_dot: ArrayInput, *,
                           axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_logsumexp`: ``out_dot[j] = sum(softmax(src)[k] * src_dot[k])`` over j's group.
 
     Parameters
     ----------
-    src : array_like, shape B + I + F, or broadcastable to it
-        The `src` given to `scatter_logsumexp`.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_logsumexp`.
-    out : array_like, shape B + D + F
-        Its result.
-    src_dot : array_like, the shape of `src` (its tangent; a broadcast `src` takes one of its own shape)
-        Tangent of `src`.
-    axis : int, default 0
-        As given to `scatter_logsumexp`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_logsumexp`.
+    {src}
+    {index}
+    {out}
+    {src_dot}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -99,6 +90,7 @@ def _softmax_map(ctx, v3):
     return y3 * (v3 - ctx.take(ctx.put(y3 * v3)))
 
 
+@reverse_doc("scatter_softmax")
 def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                         axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_softmax` with respect to `src`: ``y * (g - sum(g * y over the group))``, y = `out`.
@@ -109,14 +101,11 @@ def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike,
         Cotangent of the output.
     out : array_like, shape B + I + F
         The result of `scatter_softmax` (the gradient needs only it, not `src`).
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_softmax`.
+    {index}
     dim_size : int or tuple of ints, optional
         As given to `scatter_softmax` (it matters for ``mode="wrap"``/``"clip"``).
-    axis : int, default 0
-        As given to `scatter_softmax`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_softmax`.
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -131,6 +120,7 @@ def scatter_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike,
     return grad.reshape(shape_of(out))
 
 
+@reverse_doc("scatter_softmax")
 def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
                         axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_softmax`: ``y * (src_dot - sum(y * src_dot over the group))``, y = `out`.
@@ -139,16 +129,12 @@ def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, 
     ----------
     out : array_like, shape B + I + F
         The result of `scatter_softmax`.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_softmax`.
+    {index}
     src_dot : array_like, shape B + I + F
         Tangent of `src`.
-    dim_size : int or tuple of ints, optional
-        As given to `scatter_softmax`.
-    axis : int, default 0
-        As given to `scatter_softmax`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_softmax`.
+    {dim_size}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -163,6 +149,7 @@ def scatter_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, 
     return tangent.reshape(shape_of(out))
 
 
+@reverse_doc("scatter_log_softmax")
 def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexLike, *, dim_size: DimSize | None = None,
                             axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Gradient of `scatter_log_softmax` w.r.t. `src`: ``g - exp(out) * sum(g over the group)``.
@@ -173,14 +160,10 @@ def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexL
         Cotangent of the output.
     out : array_like, shape B + I + F
         The result of `scatter_log_softmax`.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_log_softmax`.
-    dim_size : int or tuple of ints, optional
-        As given to `scatter_log_softmax`.
-    axis : int, default 0
-        As given to `scatter_log_softmax`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_log_softmax`.
+    {index}
+    {dim_size}
+    {axis}
+    {mode}
 
     Returns
     -------
@@ -195,6 +178,7 @@ def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexL
     return mask_dropped(ctx, grad, 0).reshape(shape_of(out))
 
 
+@reverse_doc("scatter_log_softmax")
 def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInput, *, dim_size: DimSize | None = None,
                             axis: SupportsIndex = 0, mode: Mode = "raise", **porting: object) -> Any:
     """Forward derivative of `scatter_log_softmax`: ``src_dot - sum(exp(out) * src_dot over the group)``.
@@ -203,16 +187,12 @@ def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInp
     ----------
     out : array_like, shape B + I + F
         The result of `scatter_log_softmax`.
-    index : int array or tuple of int arrays, shape I
-        The index given to `scatter_log_softmax`.
+    {index}
     src_dot : array_like, shape B + I + F
         Tangent of `src`.
-    dim_size : int or tuple of ints, optional
-        As given to `scatter_log_softmax`.
-    axis : int, default 0
-        As given to `scatter_log_softmax`.
-    mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}, default "raise"
-        As given to `scatter_log_softmax`.
+    {dim_size}
+    {axis}
+    {mode}
 
     Returns
     -------

@@ -130,6 +130,8 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     positions = tuple(da.broadcast_to(da.arange(n, chunks=c).reshape((1,) * k + (n,) + (1,) * (ni - k - 1)), ishape,
                                       chunks=chunks)
                       for k, (n, c) in enumerate(zip(ishape, chunks)))
+    if op.winner:
+        return _assignment_vjp_src(op, grad, src, index, positions, dims, axis, mode).astype(dtype)
     extra = None
     if dst is not None and op.selects:   # the initial dst is a candidate: its winners join the total
         extra = da.map_blocks(eb.winners_of, dst, out.rechunk(dst.chunks), dtype=np.float64)
@@ -172,6 +174,9 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     for arr, arg in ((dst, "dst"), (out, "out")):
         if arr.shape != grad.shape:
             raise ValueError(f"{arg} has shape {arr.shape} but grad_out has shape {grad.shape}")
+    if op.winner:   # the initial value stays only where no entry (no non-NaN one, for the twins) reached it
+        reached = scatter(_takes_part(op, src).astype(np.int8), index, "max", dim_size=dims, axis=axis, mode=mode)
+        return da.where(reached.rechunk(grad.chunks) > 0, 0, grad).astype(dtype)
     dst, out = dst.rechunk(grad.chunks), out.rechunk(grad.chunks)
     task = partial(_dst_block, op=op.name, src_dtype=src.dtype, empty_index=_mini_index(coords, (0,) * max(ni, 1)), ni=max(ni, 1),
                    m=m, axis=axis, dtype=dtype)
@@ -184,6 +189,31 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
                          gather(out, index, axis=axis, mode=mode).rechunk(src.chunks), dtype=np.float64)
     total = scatter(wins, index, "add", dim_size=dims, axis=axis, mode=mode).rechunk(grad.chunks)
     return da.map_blocks(task, grad, dst, out, total, dtype=dtype)
+
+
+def _takes_part(op, src):
+    """Where an entry of `src` can win an assignment: everywhere, or where it is not NaN for the NaN-skipping twins."""
+    if op.skips_nan and src.dtype.kind in "fc":
+        return da.logical_not(da.isnan(src))
+    return da.ones(src.shape, bool, chunks=src.chunks)
+
+
+def _assignment_vjp_src(op, grad, src, index, positions, dims, axis, mode):
+    """The cotangent of the assignments' src: each destination element's cotangent goes to its winner, the last
+    (first) entry in index order that reached it, found by a Dask scatter of the entries' positions."""
+    ishape = tuple(p.shape[0] if p.ndim == 1 else p.shape[k] for k, p in enumerate(positions))
+    flat = positions[0]
+    for k in range(1, len(positions)):   # the position in index order (C order over the index dims)
+        flat = flat * ishape[k] + positions[k]
+    nfeat = src.ndim - axis - len(ishape)
+    pos = da.broadcast_to(flat.reshape((1,) * axis + ishape + (1,) * nfeat), src.shape, chunks=src.chunks)
+    takes_part = _takes_part(op, src)
+    last = op.winner == "last"
+    candidates = da.where(takes_part, pos, -1 if last else int(np.prod(ishape, dtype=np.int64)))
+    winner = scatter(candidates.astype(np.int64), index, "max" if last else "min", dim_size=dims, axis=axis,
+                     mode=mode)
+    won = da.logical_and(takes_part, gather(winner, index, axis=axis, mode=mode).rechunk(src.chunks) == pos)
+    return da.where(won, gather(grad, index, axis=axis, mode=mode).rechunk(src.chunks), 0)
 
 
 def _dst_block(grad, dst, out, total=None, factor=None, *, op, src_dtype, empty_index, ni, m, axis, dtype):

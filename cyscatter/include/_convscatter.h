@@ -1,4 +1,4 @@
-/* The one-thread scatter of a src whose dtype the kernel widens (float16 or bfloat16 into float32, float32 into
+/* The scatter of a src whose dtype the kernel widens (float16 or bfloat16 into float32, float32 into
  * float64), converting each row in registers right before it is combined: no buffer between conversion and
  * update, src read once at its own width. Loops for add, max and min only, in AVX2 (+F16C), chosen at run time
  * (the build targets baseline SSE2); `cyscatter_convscatter_fn` returns NULL elsewhere and the staged block
@@ -9,9 +9,12 @@
  * 16-bit shift for bfloat16, VCVTPS2PD which quiets a signalling NaN as the C cast does), the updates those of
  * `_cpu.h` on 8 (float) or 4 (double) lanes instead of 4 or 2: IEEE addition lane by lane, and MAXPS/MINPS with
  * the same two fixes as `CYSCATTER_EXTREME_ROW` (ties take the bitwise and/or, a NaN held stays). Rows are taken
- * in index order, so every destination element sees its updates in the same order. Measured (200000 x 64 rows
- * into 5000, one thread, CPU time, benchmarks/NOTES.md): float16 add 0.7x and max 1.0x of the float32 call,
- * float32 -> float64 add 1.0x, against 1.8x, 1.7x and 2.7x for blocks converted into a buffer first. */
+ * in index order, so every destination element sees its updates in the same order; several threads split the
+ * call as the core's `scatter_reduce_layout` does (batch slices, feature columns in whole cache lines, or
+ * destination row ranges: the `lo`, `hi` below), each destination element with one writer, so the bits do not
+ * depend on the thread count. Measured (200000 x 64 rows into 5000, one thread, CPU time, benchmarks/NOTES.md):
+ * float16 add 0.7x and max 1.0x of the float32 call, float32 -> float64 add 1.0x, against 1.8x, 1.7x and 2.7x
+ * for blocks converted into a buffer first. */
 #ifndef CYSCATTER_CONVSCATTER_H
 #define CYSCATTER_CONVSCATTER_H
 #include <stddef.h>
@@ -19,12 +22,15 @@
 #include "_cpu.h"
 #include "_stage.h"
 
-/* src rows of `width` elements `rs` bytes apart; table rows `trs` elements apart, `size` of them; `ahead` index
+/* src rows of `width` elements `rs` bytes apart; table rows `trs` elements apart, `size` of them, of which only
+ * rows [lo, hi) are written (one thread's share of a destination-range split; 0, size: all); `ahead` index
  * entries of table-row prefetch (0: none); counts (or NULL) += 1 per applied entry; returns -1 or, when
- * `raise`, the first position whose index is outside [0, size) (entries before it applied, as the core). */
+ * `raise`, the first position whose index is outside [0, size) (entries before it applied, as the core: every
+ * range scans the whole index, so all report the same position). */
 typedef ptrdiff_t (*cyscatter_convscatter_fn)(const char *src, ptrdiff_t rs, const void *index, ptrdiff_t n,
                                               void *table, ptrdiff_t trs, ptrdiff_t size, ptrdiff_t width,
-                                              ptrdiff_t ahead, int64_t *counts, int raise);
+                                              ptrdiff_t ahead, int64_t *counts, int raise, ptrdiff_t lo,
+                                              ptrdiff_t hi);
 
 enum { CYSCATTER_CONV_HALF = 1, CYSCATTER_CONV_BFLOAT = 2, CYSCATTER_CONV_F4 = 3 };   /* StageCode values */
 enum { CYSCATTER_CONV_ADD = 0, CYSCATTER_CONV_MAX = 1, CYSCATTER_CONV_MIN = 2 };
@@ -97,17 +103,18 @@ static inline float cyscatter_cv1_bfloat(uint16_t h) { return cyscatter_bfloat_v
 #define CYSCATTER_SCATTER(name, IDX, S, D, ROW)                                                           \
     CYSCATTER_AVX ptrdiff_t name##_w(const char *src, ptrdiff_t rs, const IDX *index, ptrdiff_t n, D *t,  \
                                      ptrdiff_t trs, ptrdiff_t size, ptrdiff_t width, ptrdiff_t ahead,     \
-                                     int64_t *counts, int raise) {                                         \
+                                     int64_t *counts, int raise, ptrdiff_t lo, ptrdiff_t hi) {             \
         ptrdiff_t lines = (width * (ptrdiff_t)sizeof(D) + 63) / 64;                                       \
+        uint64_t span = (uint64_t)(hi - lo);                                                              \
         for (ptrdiff_t k = 0; k < n; k++) {                                                               \
             if (ahead && k + ahead < n) {                                                                 \
                 uint64_t jp = (uint64_t)(int64_t)index[k + ahead];                                        \
-                if (jp < (uint64_t)size)                                                                  \
+                if (jp - (uint64_t)lo < span)                                                             \
                     for (ptrdiff_t l = 0; l < lines; l++) cyscatter_prefetch_w((char *)(t + jp * trs) + l * 64); \
             }                                                                                             \
             uint64_t j = (uint64_t)(int64_t)index[k];                                                     \
-            if (j >= (uint64_t)size) {                                                                    \
-                if (raise) return k;                                                                      \
+            if (j - (uint64_t)lo >= span) {                                                               \
+                if (raise && j >= (uint64_t)size) return k;                                               \
                 continue;                                                                                 \
             }                                                                                             \
             if (counts) counts[j] += 1;                                                                   \
@@ -117,13 +124,14 @@ static inline float cyscatter_cv1_bfloat(uint16_t h) { return cyscatter_bfloat_v
     }                                                                                                     \
     __attribute__((target("avx2,f16c"))) static ptrdiff_t name(                                           \
         const char *src, ptrdiff_t rs, const void *index, ptrdiff_t n, void *table, ptrdiff_t trs,        \
-        ptrdiff_t size, ptrdiff_t width, ptrdiff_t ahead, int64_t *counts, int raise) {                   \
+        ptrdiff_t size, ptrdiff_t width, ptrdiff_t ahead, int64_t *counts, int raise, ptrdiff_t lo,        \
+        ptrdiff_t hi) {                                                                                   \
         const IDX *ix = (const IDX *)index;                                                               \
         D *t = (D *)table;                                                                                \
-        if (width == 16) return name##_w(src, rs, ix, n, t, trs, size, 16, ahead, counts, raise);         \
-        if (width == 32) return name##_w(src, rs, ix, n, t, trs, size, 32, ahead, counts, raise);         \
-        if (width == 64) return name##_w(src, rs, ix, n, t, trs, size, 64, ahead, counts, raise);         \
-        return name##_w(src, rs, ix, n, t, trs, size, width, ahead, counts, raise);                       \
+        if (width == 16) return name##_w(src, rs, ix, n, t, trs, size, 16, ahead, counts, raise, lo, hi); \
+        if (width == 32) return name##_w(src, rs, ix, n, t, trs, size, 32, ahead, counts, raise, lo, hi); \
+        if (width == 64) return name##_w(src, rs, ix, n, t, trs, size, 64, ahead, counts, raise, lo, hi); \
+        return name##_w(src, rs, ix, n, t, trs, size, width, ahead, counts, raise, lo, hi);               \
     }
 
 CYSCATTER_ROW_F(cyscatter_cr_half_add, cyscatter_cv8_half, cyscatter_cv1_half, cyscatter_v8_add, cyscatter_s_add_f)

@@ -6,9 +6,12 @@ Each function is a JAX primitive (`cyscatter.jax._primitives`): eagerly it calls
 optional extension ``cyscatter.jax._ffi``; a ``jax.pure_callback`` where it is not built); its derivatives are
 linear primitives built from cyscatter's split reverse functions (``scatter_vjp_src``, ``scatter_jvp``, ``gather_scatter_vjp_src``, ...), each
 the other's transpose, so reverse and forward mode compose to any order where the op's partials are locally
-constant (add, sub, mean, sqrt_n, max, min, gather, gather_scatter in src, the add/max/min scans). Output shapes
-are static: under jit pass ``dim_size`` (``num_segments``), or a `cyscatter.GatherScatterPlan` made outside. ``segment_sum``, ``segment_max``,
-``segment_min`` and ``segment_prod`` take ``jax.ops``'s signatures and follow its conventions (docs/jax.rst).
+constant (add, sub, mean, sqrt_n, max, min, gather, gather_scatter in src, the add/max/min scans). An index is an
+integer array or, where the core takes one, a tuple of per-axis integer arrays (stacked into one operand and handed
+back to the core as the tuple), placed in src by ``axis=``. Output shapes are static: under jit pass ``dim_size``
+(a tuple of sizes for a tuple index; ``num_segments``), or a `cyscatter.GatherScatterPlan` made outside.
+``segment_sum``, ``segment_max``, ``segment_min`` and ``segment_prod`` take ``jax.ops``'s signatures and follow its
+conventions (docs/jax.rst).
 
 CPU only; needs the optional extra ``jax`` (``pip install "cyscatter[jax]"``); ``import cyscatter`` does not
 import JAX.
@@ -75,10 +78,12 @@ __all__ = [
 
 
 # the core's hints (`cyscatter._arrays.keywords.HINTS`) where they hold here too; these differ for JAX's frontend
+# (dim and axis: only for the functions without `axis`, which index axis 0)
 _OWN_HINTS = {
-    "dim": ("torch_scatter's name for the indexed axis: cyscatter.jax indexes axis 0, features last (move the "
-            "indexed axis first with jnp.moveaxis; torch_scatter's dim=0 is the default)"),
-    "axis": "cyscatter.jax indexes axis 0, features last: move the indexed axis first with jnp.moveaxis",
+    "dim": ("torch_scatter's name for the indexed axis: this function of cyscatter.jax indexes axis 0, features "
+            "last (move the indexed axis first with jnp.moveaxis; torch_scatter's dim=0 is the default)"),
+    "axis": "this function of cyscatter.jax indexes axis 0, features last: move the indexed axis first with "
+            "jnp.moveaxis",
     "device": "cyscatter.jax runs its kernels on the host (CPU) whatever the device of the arrays",
 }
 
@@ -99,7 +104,8 @@ def _hinting(fn):
             return fn(*args, **kwargs)
         except TypeError:
             unknown = [key for key in kwargs if key not in params]
-            hint = (_OWN_HINTS.get(unknown[0]) or HINTS.get(unknown[0])) if unknown else None
+            own = None if unknown and unknown[0] == "dim" and "axis" in params else _OWN_HINTS
+            hint = ((own or {}).get(unknown[0]) or HINTS.get(unknown[0])) if unknown else None
             if hint is None:
                 raise
             raise TypeError(f"{fn.__name__}() got an unexpected keyword argument {unknown[0]!r}: {hint}") from None

@@ -14,15 +14,8 @@ import cyscatter as cs
 from cyscatter._plan.edges import missing_index
 from cyscatter._registry.ops import ORDER_STATS
 from cyscatter.jax import _primitives as P
-from cyscatter.jax._scatter import (
-    _scatter_dtype,
-    as_index,
-    as_values,
-    check_mode,
-    is_traced,
-    locally_constant,
-    static_scalar,
-)
+from cyscatter.jax._args import as_indices, as_values, check_mode, is_traced, static_scalar, static_size
+from cyscatter.jax._scatter import _scatter_dtype, locally_constant
 
 
 def _unpack(rest, has_weight, has_index):
@@ -51,46 +44,67 @@ def _feature_values(first):
     return values
 
 
-def _gs_host(src, *rest, op, plan, dim_size, fill_value, mode, has_weight, has_index):
+def _stacked(params):
+    """The tuple indices among the operands (`_primitives.host_primitive`): gather_index and scatter_index last."""
+    if not params["has_index"]:
+        return ()
+    return (-2, params["gather_coords"]), (-1, params["scatter_coords"])
+
+
+def _axes(coords) -> int:
+    """The dims of src (gather_coords) or of the output (scatter_coords) that an index addresses."""
+    return 1 if coords is None else coords
+
+
+def _gs_host(src, *rest, op, plan, dim_size, fill_value, mode, has_weight, has_index, gather_coords,
+             scatter_coords):
     (gi, si), kw = _kw(rest, locals())
     return cs.gather_scatter(src, gi, si, op, dim_size=dim_size, fill_value=fill_value, **kw)
 
 
-def _gs_result(src, *rest, op, plan, dim_size, fill_value, mode, has_weight, has_index):
+def _gs_result(src, *rest, op, plan, dim_size, fill_value, mode, has_weight, has_index, gather_coords,
+               scatter_coords):
     dtype = np.result_type(src.dtype, rest[0].dtype) if has_weight else np.dtype(src.dtype)
-    return (dim_size, *src.shape[1:]), _scatter_dtype(op, np.dtype(dtype), fill_value)
+    return ((*P.sizes(dim_size), *src.shape[_axes(gather_coords):]),
+            _scatter_dtype(op, np.dtype(dtype), fill_value))
 
 
-gs_p = P.host_primitive("gather_scatter", _gs_host, _gs_result, values=_feature_values(1))
+gs_p = P.host_primitive("gather_scatter", _gs_host, _gs_result, values=_feature_values(1), index=_stacked)
 
 
-def _t_host(ct, *rest, op, plan, rows, dim_size, mode, has_weight, has_index):
+def _src_like(ct, rows, scatter_coords):
+    """The shape of src (its first dims `rows`) for an output (a cotangent) of the shape of `ct`."""
+    return (*P.sizes(rows), *ct.shape[_axes(scatter_coords):])
+
+
+def _t_host(ct, *rest, op, plan, rows, dim_size, mode, has_weight, has_index, gather_coords, scatter_coords):
     (gi, si), kw = _kw(rest, locals())
-    return cs.gather_scatter_vjp_src(op, ct, P.zeros_like_shape((rows, *ct.shape[1:]), ct.dtype), gi, si,
-                                     dim_size=dim_size, **kw)
+    return cs.gather_scatter_vjp_src(op, ct, P.zeros_like_shape(_src_like(ct, rows, scatter_coords), ct.dtype), gi,
+                                     si, dim_size=dim_size, **kw)
 
 
 gs_t_p = P.host_primitive("gather_scatter_transpose", _t_host,
-                          lambda ct, *rest, rows, **params: ((rows, *ct.shape[1:]), np.dtype(ct.dtype)),
-                          values=_feature_values(1))
+                          lambda ct, *rest, rows, scatter_coords, **params: (
+                              _src_like(ct, rows, scatter_coords), np.dtype(ct.dtype)),
+                          values=_feature_values(1), index=_stacked)
 
 
-def _lin_host(t, src, out, *rest, op, plan, dim_size, mode, has_weight, has_index):
+def _lin_host(t, src, out, *rest, op, plan, dim_size, mode, has_weight, has_index, **coords):
     (gi, si), kw = _kw(rest, locals())
     return cs.gather_scatter_jvp(op, src, gi, si, out, t, dim_size=dim_size, **kw)
 
 
-def _lin_t_host(ct, src, out, *rest, op, plan, dim_size, mode, has_weight, has_index):
+def _lin_t_host(ct, src, out, *rest, op, plan, dim_size, mode, has_weight, has_index, **coords):
     (gi, si), kw = _kw(rest, locals())
     return cs.gather_scatter_vjp_src(op, ct, src, gi, si, out, dim_size=dim_size, **kw)
 
 
-def _w_host(wdot, src, out, *rest, op, plan, dim_size, mode, has_weight, has_index):
+def _w_host(wdot, src, out, *rest, op, plan, dim_size, mode, has_weight, has_index, **coords):
     (gi, si), kw = _kw(rest, locals())
     return cs.gather_scatter_jvp(op, src, gi, si, out, None, weight_dot=wdot, dim_size=dim_size, **kw)
 
 
-def _w_t_host(ct, src, out, *rest, op, plan, dim_size, mode, has_weight, has_index):
+def _w_t_host(ct, src, out, *rest, op, plan, dim_size, mode, has_weight, has_index, **coords):
     (gi, si), kw = _kw(rest, locals())
     return cs.gather_scatter_vjp_weight(op, ct, src, gi, si, out, dim_size=dim_size, **kw)
 
@@ -107,11 +121,12 @@ def _like_weight(first, src, out, *rest, **params):
     return rest[0].shape, np.dtype(rest[0].dtype)
 
 
-gs_lin_p = P.host_primitive("gather_scatter_jvp", _lin_host, _like_out, values=_feature_values(3))
-gs_lin_t_p = P.host_primitive("gather_scatter_vjp", _lin_t_host, _like_src, values=_feature_values(3))
+gs_lin_p = P.host_primitive("gather_scatter_jvp", _lin_host, _like_out, values=_feature_values(3), index=_stacked)
+gs_lin_t_p = P.host_primitive("gather_scatter_vjp", _lin_t_host, _like_src, values=_feature_values(3),
+                              index=_stacked)
 # a weight's cotangent sums over the features: never batched as one
-gs_w_p = P.host_primitive("gather_scatter_jvp_weight", _w_host, _like_out, values=())
-gs_w_t_p = P.host_primitive("gather_scatter_vjp_weight", _w_t_host, _like_weight, values=())
+gs_w_p = P.host_primitive("gather_scatter_jvp_weight", _w_host, _like_out, values=(), index=_stacked)
+gs_w_t_p = P.host_primitive("gather_scatter_vjp_weight", _w_t_host, _like_weight, values=(), index=_stacked)
 
 
 def _frozen_unweighted(params, slots) -> bool:
@@ -143,9 +158,8 @@ def _gs_tangent(tangents, primals, out, **params):
     return result if result is not None else P.zero_tangent(out)
 
 
-def _linear_transpose(ct, *rest, aval0, op, plan, dim_size, fill_value, mode, has_weight, has_index):
-    return gs_t_p.bind(ct, *rest, op=op, plan=plan, rows=aval0.shape[0], dim_size=dim_size, mode=mode,
-                       has_weight=has_weight, has_index=has_index)
+def _linear_transpose(ct, *rest, aval0, fill_value, gather_coords, **params):
+    return gs_t_p.bind(ct, *rest, rows=P.leading(aval0.shape, gather_coords), gather_coords=gather_coords, **params)
 
 
 def _t_transpose(ct, *rest, aval0, rows, **params):
@@ -173,16 +187,18 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
 
     Parameters
     ----------
-    src : jax.Array, shape (n,) + F
-        The node rows.
-    gather_index, scatter_index : jax.Array of int, shape (E,), optional
-        The edges; leave both out and pass `plan` instead (faster: the edges stay on the host).
+    src : jax.Array, shape Dg + F
+        The node rows; Dg = (n,) for an integer `gather_index`, m dims for a tuple of m coordinate arrays.
+    gather_index, scatter_index : jax.Array of int, shape E, or a tuple of them, optional
+        The edges (either index may be a tuple of per-axis coordinates of one shape E, NumPy advanced indexing, as
+        `cyscatter.gather_scatter`); leave both out and pass `plan` instead (faster: the edges stay on the host).
     op : str
         Any name of `cyscatter.OPS`.
     weight : jax.Array, shape (E,) or (E, 1, ...), optional
         A factor per edge; differentiable too.
-    dim_size : int, optional
-        Rows of the output; required when `scatter_index` is traced and there is no plan.
+    dim_size : int or tuple of ints, optional
+        The output's shape Ds (one size per coordinate of a tuple `scatter_index`); required when `scatter_index`
+        is traced and there is no plan.
     fill_value : scalar, optional
         The value of a row no edge reaches (default: the op's).
     mode : str, optional
@@ -193,17 +209,18 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
 
     Returns
     -------
-    jax.Array, shape (dim_size,) + F
+    jax.Array, shape Ds + F
         The aggregated rows.
 
     Raises
     ------
     ValueError
-        Neither a plan nor both indices; `dim_size` missing for a traced index; op "median" / "nanmedian" (not
-        taken here: scatter the gathered rows).
+        Neither a plan nor both indices; `dim_size` missing for a traced index, or not one size per coordinate;
+        the two indices (or a tuple's arrays) of different shapes; op "median" / "nanmedian" (not taken here:
+        scatter the gathered rows).
     TypeError
         A string in the `scatter_index` position (an op name: it goes after both indices; a (2, E) `gather_index`
-        is PyG's edge_index, to split).
+        is PyG's edge_index, to split); a non-integer or list index; a non-integer `dim_size`.
     NotImplementedError
         A second derivative through a weight or of an op whose partials depend on the values (mul, div).
 
@@ -227,23 +244,36 @@ def gather_scatter(src, gather_index=None, scatter_index=None, op="add", *, weig
     if weight is not None:
         operands.append(as_values(weight, "weight"))
     has_index = gather_index is not None or scatter_index is not None
+    gather_coords = scatter_coords = None
     if has_index:
         if gather_index is None or scatter_index is None:
             raise ValueError(missing_index(gather_index, scatter_index))
-        operands += [as_index(gather_index, "gather_index"), as_index(scatter_index, "scatter_index")]
+        gi, gather_coords, gshape = as_indices(gather_index, "gather_index")
+        si, scatter_coords, sshape = as_indices(scatter_index, "scatter_index")
+        if gshape != sshape:   # one entry per edge in each
+            raise ValueError(f"gather_index has shape {gshape} but scatter_index has shape {sshape}: one entry per "
+                             "edge in each")
+        operands += [gi, si]
     if plan is not None:
         if not isinstance(plan, cs.GatherScatterPlan):
             raise TypeError(f"plan must be a cyscatter.GatherScatterPlan, got {type(plan).__name__}")
-        size = int(np.prod(plan.dims)) if dim_size is None else int(dim_size)
+        if not has_index:   # the plan's destination and source shapes say how many dims each side addresses
+            gather_coords = len(plan.src_dims) if len(plan.src_dims) != 1 else None
+            scatter_coords = len(plan.dims) if len(plan.dims) != 1 else None
+        size = (plan.dims[0] if scatter_coords is None else tuple(plan.dims)) if dim_size is None else \
+            static_size(dim_size, None, "dim_size", mode or "raise", "gather_scatter", scatter_coords)
     elif not has_index:
         raise ValueError("gather_scatter needs gather_index and scatter_index, or a plan")
-    elif dim_size is not None:
-        size = int(dim_size)
-    elif is_traced(operands[-1]):
-        raise ValueError("cyscatter.jax.gather_scatter: pass dim_size= (an int) or a plan when scatter_index is "
-                         "traced (under jax.jit or jax.vmap): JAX needs the output's shape first")
+    elif dim_size is None and is_traced(operands[-1]):
+        raise ValueError("cyscatter.jax.gather_scatter: pass dim_size= (an int, or a tuple of ints for a tuple "
+                         "scatter_index) or a plan when scatter_index is traced (under jax.jit or jax.vmap): JAX "
+                         "needs the output's shape first")
     else:
-        size = int(cs.scatter_count(np.asarray(operands[-1]), mode=mode or "raise").shape[0])
+        size = static_size(dim_size, operands[-1], "dim_size", mode or "raise", "gather_scatter", scatter_coords)
+    if src.ndim < _axes(gather_coords):
+        raise ValueError(f"src must have at least {_axes(gather_coords)} dimension(s), one per axis gather_index "
+                         f"addresses, got shape {tuple(src.shape)}")
     fill = static_scalar(fill_value)
     return gs_p.bind(*operands, op=op, plan=None if plan is None else P.Static(plan), dim_size=size, fill_value=fill,
-                     mode=mode, has_weight=weight is not None, has_index=has_index)
+                     mode=mode, has_weight=weight is not None, has_index=has_index, gather_coords=gather_coords,
+                     scatter_coords=scatter_coords)

@@ -62,32 +62,58 @@ def zeros_like_shape(shape, dtype):
     return np.broadcast_to(np.zeros((), dtype), tuple(shape))
 
 
-def host_primitive(name: str, host, result, *, values=(0,)) -> Primitive:
+def host_primitive(name: str, host, result, *, values=(0,), index=None) -> Primitive:
     """A primitive ``cyscatter_<name>`` computing ``host(*numpy_operands, **params)``.
 
     result(*operands, **params) -> (shape, dtype) from anything with ``.shape``/``.dtype``. `values` are the
     operands whose trailing axes are feature axes (the batching rule may append one): src, out, tangents; never
-    an index or a per-edge weight; or a function (operands, params) -> those positions."""
+    an index or a per-edge weight; or a function (operands, params) -> those positions.
+
+    `index`: the position of an index operand that may be a tuple index, stacked. The primitive then takes the
+    parameter ``coords``: None for an integer index, m for a tuple of m coordinate arrays stacked into one
+    operand of shape (m, *I) (a primitive's operands are arrays); `host` and `result` receive the tuple of the m
+    coordinates (of shape I each) in its place and never see ``coords``, so the core keeps every tuple and mode
+    rule. Or a function params -> ((position, m), ...) for several such operands, whose parameters `host` and
+    `result` then receive."""
     prim = Primitive(f"cyscatter_{name}")
 
+    def unstack(operands, params, split):
+        if index is None:
+            return operands, params
+        if callable(index):
+            stacked = index(params)
+        else:
+            params = dict(params)
+            stacked = ((index, params.pop("coords")),)
+        operands = list(operands)
+        for position, m in stacked:
+            if m is not None:
+                operands[position] = split(operands[position], m)
+        return operands, params
+
     def run(*arrays, **params):
+        arrays, params = unstack([np.asarray(a) for a in arrays], params, lambda a, m: tuple(a[k] for k in range(m)))
         shape, dtype = result(*arrays, **params)
-        out = np.asarray(host(*(np.asarray(a) for a in arrays), **params))
+        out = np.asarray(host(*arrays, **params))
         if out.shape != tuple(shape):
             raise AssertionError(f"cyscatter_{name}: host result of shape {out.shape}, expected {tuple(shape)}")
         return out.astype(dtype, copy=False)
+
+    def shaped(avals, params):
+        avals, params = unstack(avals, params, lambda a, m: (jax.ShapeDtypeStruct(a.shape[1:], a.dtype),) * m)
+        return result(*avals, **params)
 
     def impl(*arrays, **params):
         return jnp.asarray(run(*arrays, **params))
 
     def abstract(*avals, **params):
-        shape, dtype = result(*avals, **params)
+        shape, dtype = shaped(avals, params)
         return jax.core.ShapedArray(tuple(shape), dtype)
 
     def lower(*args, **params):
-        shape, dtype = result(*args, **params)
+        shape, dtype = shaped(args, params)
         fn = functools.partial(run, **params)
-        if host_call() == "ffi":
+        if host_call() == "ffi" and all(_bridged(a.dtype) for a in (*args, jax.ShapeDtypeStruct((), dtype))):
             return jax.ffi.ffi_call(_TARGET, jax.ShapeDtypeStruct(tuple(shape), dtype))(
                 *args, key=np.int64(_key(prim.name, params, fn)))
         return jax.pure_callback(fn, jax.ShapeDtypeStruct(tuple(shape), dtype), *args, vmap_method="sequential")
@@ -99,11 +125,44 @@ def host_primitive(name: str, host, result, *, values=(0,)) -> Primitive:
     return prim
 
 
+def index_shape(index) -> tuple:
+    """The index shape I of an integer index or of a tuple of coordinates (the empty tuple's is ())."""
+    if isinstance(index, tuple):
+        return tuple(index[0].shape) if index else ()
+    return tuple(index.shape)
+
+
+def addressed(index) -> int:
+    """How many destination axes `index` addresses: m for a tuple of m coordinates, 1 for an integer index."""
+    return len(index) if isinstance(index, tuple) else 1
+
+
+def sizes(size) -> tuple:
+    """A static destination size as a tuple: (n,) for an integer index's n, the tuple of a tuple index's."""
+    return tuple(size) if isinstance(size, tuple) else (size,)
+
+
+def leading(shape, coords):
+    """The destination size that an array of `shape` (D + F) has for an index of `coords` (None or m): its
+    first dim, or the tuple of its first m dims (a primitive's static parameter)."""
+    return shape[0] if coords is None else tuple(shape[:coords])
+
+
 # ---- the host call under jit -----------------------------------------------------------------------------------------
 
 _TARGET = "cyscatter_host_call"
 _CALLS: list = []          # key -> run(*arrays) of one primitive with its parameters
 _KEYS: dict = {}           # (primitive name, parameters) -> key, so retracing reuses a key
+# the dtypes the bridge views as NumPy arrays (`numpy_type` in _ffi.cc); others (bfloat16, the float8s, int4, ...)
+# are ml_dtypes' extension types, which only the callback's copies handle
+_BRIDGED = frozenset(map(np.dtype, ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                    "float16", "float32", "float64", "complex64", "complex128")))
+
+
+def _bridged(dtype) -> bool:
+    return np.dtype(dtype) in _BRIDGED
+
+
 _MODE = {"value": None}    # "ffi" or "callback", decided on first use
 
 

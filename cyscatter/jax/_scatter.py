@@ -6,85 +6,25 @@ functions validate their arguments at trace time and bind the primitive once.
 from __future__ import annotations
 
 import functools
-import operator
 
 import numpy as np
 
 import cyscatter as cs
 from cyscatter._registry.ops import ORDER_STATS
 from cyscatter.jax import _primitives as P
-
-# ---- arguments ------------------------------------------------------------------------------------------------------
-
-
-def as_values(x, arg: str = "src"):
-    import jax.numpy as jnp
-    try:
-        return jnp.asarray(x)
-    except TypeError as err:
-        raise TypeError(f"{arg} must be an array, got {type(x).__name__}") from err
-
-
-def as_index(index, arg: str = "index"):
-    import jax.numpy as jnp
-    if isinstance(index, (tuple, list)):
-        # cyscatter reads a tuple as one index per addressed axis, jnp.asarray as one stacked array: refuse it
-        # rather than answer with the other meaning (lists too, as jax.numpy refuses them)
-        raise TypeError(f"{arg} must be a jax.Array of integers, got {type(index).__name__} (cyscatter.jax takes "
-                        f"one index along axis 0; a tuple of per-axis indices is not supported)")
-    index = as_values(index, arg)
-    if not jnp.issubdtype(index.dtype, jnp.integer):
-        raise TypeError(f"{arg} must hold integers, got dtype {index.dtype}")
-    return index
-
-
-def is_traced(x) -> bool:
-    import jax
-    return isinstance(x, jax.core.Tracer)
-
-
-def static_size(size, index, arg: str, mode: str, fun: str):
-    """The output's leading size: `size` as an int, or read from a concrete `index` as cyscatter reads it; a traced
-    index (under jax.jit or jax.vmap) needs it given, since JAX's shapes are static."""
-    if size is not None:
-        # operator.index, as the core: a float or a bool size is an error (jax.ops.segment_sum's too), not truncated
-        if isinstance(size, (bool, np.bool_)) or is_traced(size):
-            raise TypeError(f"{arg} must be an int, got {size!r}")
-        try:
-            size = operator.index(size)
-        except TypeError as err:
-            raise TypeError(f"{arg} must be an int, got {size!r}") from err
-        if size < 0:
-            raise ValueError(f"{arg} must be >= 0, got {size}")
-        return size
-    if is_traced(index):
-        raise ValueError(f"cyscatter.jax.{fun}: pass {arg}= (an int) when the index is traced (under jax.jit, "
-                         f"jax.vmap or a traced loop): JAX needs the output's shape before the index's values")
-    return int(cs.scatter_count(np.asarray(index), mode=mode).shape[0])
-
-
-def check_mode(mode: str) -> str:
-    if mode not in cs.MODES:
-        raise ValueError(f"mode must be one of {cs.MODES}, got {mode!r}")
-    return mode
-
-
-def check_leading(src, index, src_arg: str = "src", index_arg: str = "index"):
-    if tuple(src.shape[:index.ndim]) != tuple(index.shape):
-        raise ValueError(f"{src_arg} shape {tuple(src.shape)} does not start with the {index_arg} shape "
-                         f"{tuple(index.shape)}")
-
-
-def static_scalar(value, arg: str = "fill_value"):
-    """`value` as a Python scalar (a primitive's parameter: it must be known when tracing), None kept."""
-    if value is None:
-        return None
-    if is_traced(value):
-        raise TypeError(f"{arg} must be a concrete scalar, not a traced value (it is part of the traced function)")
-    if np.ndim(value) != 0:
-        raise ValueError(f"{arg} must be a scalar, got shape {np.shape(value)}")
-    return np.asarray(value).item()
-
+from cyscatter.jax._args import (
+    as_index,
+    as_indices,
+    as_values,
+    batch_axis,
+    batch_first,
+    batch_last,
+    check_mode,
+    is_traced,
+    src_batch,
+    static_scalar,
+    static_size,
+)
 
 # ---- scatter --------------------------------------------------------------------------------------------------------
 
@@ -100,31 +40,37 @@ def _scatter_dtype(*args):
 
 
 def _scatter_result(src, index, *, op, dim_size, fill_value, mode, sorted_):
-    return (dim_size, *src.shape[index.ndim:]), _scatter_dtype(op, np.dtype(src.dtype), fill_value)
+    return ((*P.sizes(dim_size), *src.shape[len(P.index_shape(index)):]),
+            _scatter_dtype(op, np.dtype(src.dtype), fill_value))
 
 
 scatter_p = P.host_primitive(
     "scatter",
     lambda src, index, *, op, dim_size, fill_value, mode, sorted_: cs.scatter(
         src, index, op, dim_size=dim_size, fill_value=fill_value, mode=mode, indices_are_sorted=sorted_),
-    _scatter_result)
+    _scatter_result, index=1)
 
 # vjp_src of a linear op (add, sub, mean, sqrt_n, the assignments) reads src and out for their shapes only
+def _src_shape(ct, index):
+    """The shape I + F of a scatter's src whose output (D + F) has the shape of `ct`."""
+    return (*P.index_shape(index), *ct.shape[P.addressed(index):])
+
+
 scatter_t_p = P.host_primitive(
     "scatter_transpose",
     lambda ct, index, *, op, dim_size, mode: cs.scatter_vjp_src(
-        op, ct, P.zeros_like_shape(index.shape + ct.shape[1:], ct.dtype), index, ct, mode=mode),
-    lambda ct, index, *, op, dim_size, mode: ((*index.shape, *ct.shape[1:]), np.dtype(ct.dtype)))
+        op, ct, P.zeros_like_shape(_src_shape(ct, index), ct.dtype), index, ct, mode=mode),
+    lambda ct, index, *, op, dim_size, mode: (_src_shape(ct, index), np.dtype(ct.dtype)), index=1)
 
 scatter_lin_p = P.host_primitive(
     "scatter_jvp",
     lambda t, src, index, out, *, op, mode: cs.scatter_jvp(op, src, index, out, t, mode=mode),
-    lambda t, src, index, out, *, op, mode: (out.shape, np.dtype(out.dtype)), values=(0, 1, 3))
+    lambda t, src, index, out, *, op, mode: (out.shape, np.dtype(out.dtype)), values=(0, 1, 3), index=2)
 
 scatter_lin_t_p = P.host_primitive(
     "scatter_vjp",
     lambda ct, src, index, out, *, op, mode: cs.scatter_vjp_src(op, ct, src, index, out, mode=mode),
-    lambda ct, src, index, out, *, op, mode: (src.shape, np.dtype(src.dtype)), values=(0, 1, 3))
+    lambda ct, src, index, out, *, op, mode: (src.shape, np.dtype(src.dtype)), values=(0, 1, 3), index=2)
 
 
 def locally_constant(params, slots) -> bool:
@@ -155,60 +101,67 @@ median_lin_p = P.host_primitive(
     "median_jvp",
     lambda t, src, index, *, op, dim_size, mode: _quantile_fun(op, "jvp")(
         src, index, t, 0.5, dim_size=dim_size, mode=mode),
-    lambda t, src, index, *, op, dim_size, mode: ((dim_size, *src.shape[index.ndim:]), np.dtype(t.dtype)),
-    values=(0, 1))
+    lambda t, src, index, *, op, dim_size, mode: ((*P.sizes(dim_size), *src.shape[len(P.index_shape(index)):]),
+                                                  np.dtype(t.dtype)),
+    values=(0, 1), index=2)
 
 median_lin_t_p = P.host_primitive(
     "median_vjp",
     lambda ct, src, index, *, op, mode: _quantile_fun(op, "vjp")(ct, src, index, 0.5, mode=mode),
-    lambda ct, src, index, *, op, mode: (src.shape, np.dtype(ct.dtype)), values=(0, 1))
+    lambda ct, src, index, *, op, mode: (src.shape, np.dtype(ct.dtype)), values=(0, 1), index=2)
 
-P.def_linear(median_lin_p, lambda ct, src, index, *, aval0, op, dim_size, mode: median_lin_t_p.bind(
-    ct, src, index, op=op, mode=mode))
-P.def_linear(median_lin_t_p, lambda ct, src, index, *, aval0, op, mode: median_lin_p.bind(
-    ct, src, index, op=op, dim_size=aval0.shape[0], mode=mode))
+P.def_linear(median_lin_p, lambda ct, src, index, *, aval0, op, dim_size, mode, coords: median_lin_t_p.bind(
+    ct, src, index, op=op, mode=mode, coords=coords))
+P.def_linear(median_lin_t_p, lambda ct, src, index, *, aval0, op, mode, coords: median_lin_p.bind(
+    ct, src, index, op=op, dim_size=P.leading(aval0.shape, coords), mode=mode, coords=coords))
 
 
 def _scatter_tangent(tangents, primals, out, **params):
     src, index = primals
     t = P.instantiate(tangents[0], src)
-    if _is_order_stat(params["op"]):
-        return median_lin_p.bind(t, src, index, op=params["op"], dim_size=params["dim_size"], mode=params["mode"])
-    if cs.get_op(params["op"]).linear:   # the forward is its own tangent map, transposed by scatter_t_p
+    op, mode, coords = params["op"], params["mode"], params["coords"]
+    if _is_order_stat(op):
+        return median_lin_p.bind(t, src, index, op=op, dim_size=params["dim_size"], mode=mode, coords=coords)
+    if cs.get_op(op).linear:   # the forward is its own tangent map, transposed by scatter_t_p
         return scatter_p.bind(t, index, **no_fill(params))
-    return scatter_lin_p.bind(t, src, index, out, op=params["op"], mode=params["mode"])
+    return scatter_lin_p.bind(t, src, index, out, op=op, mode=mode, coords=coords)
 
 
 P.def_nonlinear(scatter_p, _scatter_tangent)
-P.def_transpose(scatter_p, lambda ct, index, *, aval0, op, dim_size, fill_value, mode, sorted_: scatter_t_p.bind(
-    ct, index, op=op, dim_size=dim_size, mode=mode))
-P.def_linear(scatter_t_p, lambda ct, index, *, aval0, op, dim_size, mode: scatter_p.bind(
-    ct, index, op=op, dim_size=dim_size, fill_value=None, mode=mode, sorted_=False))
-P.def_linear(scatter_lin_p, lambda ct, src, index, out, *, aval0, op, mode: scatter_lin_t_p.bind(
-    ct, src, index, out, op=op, mode=mode), residuals_frozen=locally_constant, what="scatter")
-P.def_linear(scatter_lin_t_p, lambda ct, src, index, out, *, aval0, op, mode: scatter_lin_p.bind(
-    ct, src, index, out, op=op, mode=mode), residuals_frozen=locally_constant, what="scatter")
+P.def_transpose(scatter_p, lambda ct, index, *, aval0, op, dim_size, fill_value, mode, sorted_, coords:
+                 scatter_t_p.bind(ct, index, op=op, dim_size=dim_size, mode=mode, coords=coords))
+P.def_linear(scatter_t_p, lambda ct, index, *, aval0, op, dim_size, mode, coords: scatter_p.bind(
+    ct, index, op=op, dim_size=dim_size, fill_value=None, mode=mode, sorted_=False, coords=coords))
+P.def_linear(scatter_lin_p, lambda ct, src, index, out, *, aval0, **params: scatter_lin_t_p.bind(
+    ct, src, index, out, **params), residuals_frozen=locally_constant, what="scatter")
+P.def_linear(scatter_lin_t_p, lambda ct, src, index, out, *, aval0, **params: scatter_lin_p.bind(
+    ct, src, index, out, **params), residuals_frozen=locally_constant, what="scatter")
 
 
-def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise", indices_are_sorted=False):
-    """`cyscatter.scatter` as a JAX function: ``out[index[i]] op= src[i]`` along axis 0.
+def scatter(src, index, op="add", *, dim_size=None, axis=0, fill_value=None, mode="raise",
+            indices_are_sorted=False):
+    """`cyscatter.scatter` as a JAX function: ``out[index[i]] op= src[i]``, the index dims starting at `axis`.
 
     Works under ``jax.jit``, ``jax.grad``/``jax.vjp``, ``jax.jvp`` and ``jax.vmap``; the kernels run on the host
     (CPU) through XLA's FFI under jit (``jax.pure_callback`` where the extension ``cyscatter.jax._ffi`` is absent).
 
     Parameters
     ----------
-    src : jax.Array, shape index.shape + F
-        The values; any dtype the op takes (`cyscatter.scatter`).
-    index : jax.Array of int, shape I
-        The destination row of each entry.
+    src : jax.Array, shape B + I + F
+        The values; any dtype the op takes (`cyscatter.scatter`); B = ``src.shape[:axis]``, batch dims.
+    index : jax.Array of int, shape I, or a tuple of m of them
+        The destination row of each entry, or its m coordinates (NumPy advanced indexing, NNlib's
+        ``CartesianIndex``; one shape, no broadcasting, as `cyscatter.scatter`; `mode` applies per coordinate).
     op : str
         Any name of `cyscatter.OPS` (add, sub, mul, div, max, min, mean, sqrt_n, set, first, nansum, nanprod,
         fmax, fmin, nanmean and their aliases), or the order statistics "median" / "nanmedian" (NumPy's median
         per group; their derivatives are `cyscatter.scatter_quantile_vjp` / ``_jvp`` at q=0.5, "linear").
-    dim_size : int, optional
-        Rows of the output; required when `index` is traced (under ``jax.jit`` or ``jax.vmap``); otherwise
-        ``max(index) + 1`` as `cyscatter.scatter` reads it.
+    dim_size : int or tuple of m ints, optional
+        The destination shape D: rows of the output (one size per coordinate for a tuple index); required when
+        `index` is traced (under ``jax.jit`` or ``jax.vmap``); otherwise ``max(index) + 1`` per coordinate as
+        `cyscatter.scatter` reads it.
+    axis : int
+        Where the index dims start in `src` (negative counts from the end); the dims before are batch dims.
     fill_value : scalar, optional
         The value of an empty group (default: the op's, `cyscatter.scatter`'s: -inf for max, 0 for mean).
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
@@ -219,15 +172,16 @@ def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise
 
     Returns
     -------
-    jax.Array, shape (dim_size,) + F
+    jax.Array, shape B + D + F
         `cyscatter.scatter`'s dtype (canonicalised by JAX: float32 without x64).
 
     Raises
     ------
     ValueError
-        `dim_size` missing for a traced index; an unknown `mode`; `src` not starting with the index's shape.
+        `dim_size` missing for a traced index, or not m sizes for a tuple index; an unknown `mode`; `src` not
+        holding the index's shape at `axis`; `axis` out of range; the arrays of a tuple index of different shapes.
     TypeError
-        A non-integer `index`.
+        A non-integer `index` (or coordinate), a list index, a non-integer `dim_size` or `axis`.
     NotImplementedError
         A second derivative of an op whose partial derivatives are not locally constant (mul, div, nanprod).
 
@@ -236,43 +190,53 @@ def scatter(src, index, op="add", *, dim_size=None, fill_value=None, mode="raise
     Gradients are the split reverse functions' (`cyscatter.scatter_vjp_src`): ties in max/min split evenly, mul
     exact with zeros; JAX's own ``.at[].max`` / ``segment_max`` split ties the same way (tested).
     """
-    src, index = as_values(src), as_index(index)
-    check_leading(src, index)
+    src, (index, coords, ishape) = as_values(src), as_indices(index)
+    batch = src_batch(src, ishape, axis)
     op = _op_name(op)
     mode = check_mode(mode)
-    dim_size = static_size(dim_size, index, "dim_size", mode, "scatter")
-    return scatter_p.bind(src, index, op=op, dim_size=dim_size, fill_value=static_scalar(fill_value), mode=mode,
-                          sorted_=bool(indices_are_sorted))
+    dim_size = static_size(dim_size, index, "dim_size", mode, "scatter", coords)
+    return batch_first(scatter_p.bind(batch_last(src, batch), index, op=op, dim_size=dim_size,
+                                      fill_value=static_scalar(fill_value), mode=mode,
+                                      sorted_=bool(indices_are_sorted), coords=coords), batch)
 
 
 # ---- gather ---------------------------------------------------------------------------------------------------------
 
+def _gathered_from(ct, index, rows):
+    """The shape D + F of a gather's src (D = `rows`) whose output (I + F) has the shape of `ct`."""
+    return (*P.sizes(rows), *ct.shape[len(P.index_shape(index)):])
+
+
 gather_p = P.host_primitive(
     "gather",
     lambda src, index, *, mode, fill_value: cs.gather(src, index, mode=mode, fill_value=fill_value),
-    lambda src, index, *, mode, fill_value: ((*index.shape, *src.shape[1:]), np.dtype(src.dtype)))
+    lambda src, index, *, mode, fill_value: ((*P.index_shape(index), *src.shape[P.addressed(index):]),
+                                             np.dtype(src.dtype)), index=1)
 
 gather_t_p = P.host_primitive(
     "gather_transpose",
-    lambda ct, index, *, rows, mode: cs.gather_vjp_src(ct, index, (rows, *ct.shape[index.ndim:]), mode=mode),
-    lambda ct, index, *, rows, mode: ((rows, *ct.shape[index.ndim:]), np.dtype(ct.dtype)))
+    lambda ct, index, *, rows, mode: cs.gather_vjp_src(ct, index, _gathered_from(ct, index, rows), mode=mode),
+    lambda ct, index, *, rows, mode: (_gathered_from(ct, index, rows), np.dtype(ct.dtype)), index=1)
 
-P.def_linear(gather_p, lambda ct, index, *, aval0, mode, fill_value: gather_t_p.bind(
-    ct, index, rows=aval0.shape[0], mode=mode), tangent_params=no_fill)
-P.def_linear(gather_t_p, lambda ct, index, *, aval0, rows, mode: gather_p.bind(
-    ct, index, mode=mode, fill_value=None))
+P.def_linear(gather_p, lambda ct, index, *, aval0, mode, fill_value, coords: gather_t_p.bind(
+    ct, index, rows=P.leading(aval0.shape, coords), mode=mode, coords=coords), tangent_params=no_fill)
+P.def_linear(gather_t_p, lambda ct, index, *, aval0, rows, mode, coords: gather_p.bind(
+    ct, index, mode=mode, fill_value=None, coords=coords))
 
 
-def gather(src, index, *, mode="raise", fill_value=None):
-    """`cyscatter.gather` as a JAX function: ``out[i] = src[index[i]]`` along axis 0 (``jnp.take(src, index,
-    axis=0)``).
+def gather(src, index, *, axis=0, mode="raise", fill_value=None):
+    """`cyscatter.gather` as a JAX function: ``out[i] = src[index[i]]`` at `axis` (``jnp.take(src, index,
+    axis=axis)``; a tuple index: ``src[(*batch, *index)]``, NumPy advanced indexing).
 
     Parameters
     ----------
-    src : jax.Array, shape (n,) + F
-        The rows to read.
-    index : jax.Array of int, shape I
-        The row of `src` each output row reads.
+    src : jax.Array, shape B + D + F
+        The rows to read; D = (n,) for an integer index, m dims for a tuple of m coordinates; B =
+        ``src.shape[:axis]``, batch dims.
+    index : jax.Array of int, shape I, or a tuple of m of them
+        The row of `src` each output row reads, or its m coordinates (one shape, as `cyscatter.gather`).
+    axis : int
+        Where D starts in `src` (negative counts from the end).
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
         Out-of-range indices, as `cyscatter.gather` ("drop": the row is `fill_value`, 0 by default).
     fill_value : scalar, optional
@@ -280,25 +244,29 @@ def gather(src, index, *, mode="raise", fill_value=None):
 
     Returns
     -------
-    jax.Array, shape I + F
+    jax.Array, shape B + I + F
         The gathered rows, in src's dtype.
 
     Raises
     ------
     ValueError
-        An unknown `mode`.
+        An unknown `mode`; `axis` out of range (src without the m dims at `axis`); the arrays of a tuple index
+        of different shapes.
     TypeError
-        A non-integer `index`.
+        A non-integer `index` (or coordinate), a list index, a non-integer `axis`.
 
     Notes
     -----
     Linear in `src`: its transpose is `cyscatter.gather_vjp_src` (a scatter-add), whose own transpose is this
     gather, so derivatives of every order exist in both modes.
     """
-    src, index = as_values(src), as_index(index)
-    if src.ndim < 1:
-        raise ValueError(f"src must have at least one dimension, got shape {tuple(src.shape)}")
-    return gather_p.bind(src, index, mode=check_mode(mode), fill_value=static_scalar(fill_value))
+    src, (index, coords, _) = as_values(src), as_indices(index)
+    if src.ndim < (1 if coords is None else coords):
+        raise ValueError(f"src must have at least {1 if coords is None else coords} dimension(s) (one per "
+                         f"addressed axis), got shape {tuple(src.shape)}")
+    batch = batch_axis(axis, src.ndim, 1 if coords is None else coords)
+    return batch_first(gather_p.bind(batch_last(src, batch), index, mode=check_mode(mode),
+                                     fill_value=static_scalar(fill_value), coords=coords), batch)
 
 
 # ---- segment (CSR offsets) ------------------------------------------------------------------------------------------
@@ -342,7 +310,7 @@ def _segment_tangent(tangents, primals, out, *, op, fill_value):
     if _is_order_stat(op):   # the scatter's rule, on the segment ids of the (validated) offsets
         import jax.numpy as jnp
         ids = jnp.searchsorted(indptr, jnp.arange(src.shape[0], dtype=indptr.dtype), side="right") - 1
-        return median_lin_p.bind(t, src, ids, op=op, dim_size=indptr.shape[0] - 1, mode="raise")
+        return median_lin_p.bind(t, src, ids, op=op, dim_size=indptr.shape[0] - 1, mode="raise", coords=None)
     if cs.get_op(op).linear:
         return segment_p.bind(t, indptr, op=op, fill_value=None)
     return segment_lin_p.bind(t, src, indptr, out, op=op)
@@ -482,25 +450,27 @@ reduce_p = P.host_primitive(
     lambda src, index, *, fun, dim_size, fill_value, mode: getattr(cs, fun)(
         src, index, dim_size=dim_size, mode=mode, **({} if fill_value is None else {"fill_value": fill_value})),
     lambda src, index, *, fun, dim_size, fill_value, mode: (
-        (dim_size, *src.shape[index.ndim:]), _reduce_dtype(fun, np.dtype(src.dtype))))
+        (*P.sizes(dim_size), *src.shape[len(P.index_shape(index)):]), _reduce_dtype(fun, np.dtype(src.dtype))),
+    index=1)
 P.def_constant(reduce_p)
 
 count_p = P.host_primitive(
     "count",
     lambda index, *, dim_size, mode: cs.scatter_count(index, dim_size, mode=mode),
-    lambda index, *, dim_size, mode: ((dim_size,), P.canonical(np.int64)), values=())
+    lambda index, *, dim_size, mode: (P.sizes(dim_size), P.canonical(np.int64)), values=(), index=0)
 P.def_constant(count_p)
 
 
 def _reduction(fun: str, doc: str):
-    def reduce(src, index, *, dim_size=None, fill_value=None, mode="raise"):
+    def reduce(src, index, *, dim_size=None, axis=0, fill_value=None, mode="raise"):
         import jax
-        src, index = jax.lax.stop_gradient(as_values(src)), as_index(index)
-        check_leading(src, index)
+        src, (index, coords, ishape) = jax.lax.stop_gradient(as_values(src)), as_indices(index)
+        batch = src_batch(src, ishape, axis)
         mode = check_mode(mode)
-        size = static_size(dim_size, index, "dim_size", mode, fun)
+        size = static_size(dim_size, index, "dim_size", mode, fun, coords)
         fill = static_scalar(fill_value)
-        return reduce_p.bind(src, index, fun=fun, dim_size=size, fill_value=fill, mode=mode)
+        return batch_first(reduce_p.bind(batch_last(src, batch), index, fun=fun, dim_size=size, fill_value=fill,
+                                         mode=mode, coords=coords), batch)
     reduce.__name__ = reduce.__qualname__ = fun
     reduce.__doc__ = doc
     return reduce
@@ -510,12 +480,14 @@ _REDUCTION_DOC = """`cyscatter.{fun}` as a JAX function (no derivative: its resu
 
     Parameters
     ----------
-    src : jax.Array, shape index.shape + F
-        The values (not differentiated).
-    index : jax.Array of int, shape I
-        The group of each entry.
-    dim_size : int, optional
-        Rows of the output; required when `index` is traced.
+    src : jax.Array, shape B + I + F
+        The values (not differentiated); B = ``src.shape[:axis]``, batch dims.
+    index : jax.Array of int, shape I, or a tuple of m of them
+        The group of each entry, or its m coordinates (one shape, as `cyscatter.{fun}`).
+    dim_size : int or tuple of m ints, optional
+        The destination shape D; required when `index` is traced.
+    axis : int
+        Where the index dims start in `src`.
     fill_value : scalar, optional
         The value of an empty group (default: `cyscatter.{fun}`'s{empty}).
     mode : {{"raise", "drop", "wrap", "clip", "normalize_drop"}}
@@ -523,13 +495,16 @@ _REDUCTION_DOC = """`cyscatter.{fun}` as a JAX function (no derivative: its resu
 
     Returns
     -------
-    jax.Array, shape (dim_size,) + F
+    jax.Array, shape B + D + F
         One row per group: {what}.
 
     Raises
     ------
     ValueError
-        `dim_size` missing for a traced index, an unknown `mode`.
+        `dim_size` missing for a traced index (or not m sizes), an unknown `mode`, `src` without the index
+        shape at `axis`.
+    TypeError
+        A non-integer or list `index`, a non-integer `dim_size` or `axis`.
     """
 scatter_argmax = _reduction("scatter_argmax", _REDUCTION_DOC.format(
     fun="scatter_argmax", what="a position in the flattened index", empty=": index.size"))
@@ -548,23 +523,26 @@ def scatter_count(index, dim_size=None, *, mode="raise"):
 
     Parameters
     ----------
-    index : jax.Array of int, shape I
-        The group of each entry.
-    dim_size : int, optional
-        Rows of the output; required when `index` is traced.
+    index : jax.Array of int, shape I, or a tuple of m of them
+        The group of each entry, or its m coordinates (one shape, as `cyscatter.scatter_count`).
+    dim_size : int or tuple of m ints, optional
+        The destination shape D; required when `index` is traced.
     mode : {"raise", "drop", "wrap", "clip", "normalize_drop"}
         Out-of-range indices, as `cyscatter.scatter_count`.
 
     Returns
     -------
-    jax.Array of int, shape (dim_size,)
+    jax.Array of int, shape D
         The counts: int64 with x64, int32 without (JAX's canonical integer).
 
     Raises
     ------
     ValueError
-        `dim_size` missing for a traced index, an unknown `mode`.
+        `dim_size` missing for a traced index (or not m sizes), an unknown `mode`.
+    TypeError
+        A non-integer or list `index`, a non-integer `dim_size`.
     """
-    index = as_index(index)
+    index, coords, _ = as_indices(index)
     mode = check_mode(mode)
-    return count_p.bind(index, dim_size=static_size(dim_size, index, "dim_size", mode, "scatter_count"), mode=mode)
+    size = static_size(dim_size, index, "dim_size", mode, "scatter_count", coords)
+    return count_p.bind(index, dim_size=size, mode=mode, coords=coords)

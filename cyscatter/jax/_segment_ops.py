@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cyscatter.jax._scatter import as_index, as_values, is_traced, scatter, static_size
+from cyscatter.jax._args import as_index, as_values, is_traced, static_size
+from cyscatter.jax._scatter import scatter
 
 # JAX's GatherScatterMode names -> cyscatter's modes
 _MODES = {None: "drop", "fill": "drop", "drop": "drop", "fill_or_drop": "drop", "clip": "clip",

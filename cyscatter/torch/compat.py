@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 
 import torch
 
@@ -21,11 +20,8 @@ from cyscatter.torch import native
 
 
 def _int(value, name: str) -> int:
-    """torch_scatter's int-only sizes: a float (even 2.0) or a string is refused, naming the argument."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    """torch_scatter's int-only sizes: a float (even 2.0), a bool or a string is refused, naming the argument."""
+    return native.as_size(value, name, prefix="")
 
 
 def _dim(dim: int, src: torch.Tensor) -> int:
@@ -220,8 +216,15 @@ def _check_reduce(reduce):
 def segment_csr(src, indptr, out=None, reduce="sum"):
     """torch_scatter's ``segment_csr``: reduce ``src[indptr[i]:indptr[i+1]]`` along ``dim = indptr.dim() - 1``.
 
-    Returns ``(values, arg)`` for "min"/"max" as torch_scatter's ``segment_min/max_csr`` do, values otherwise.
+    Returns the values for every reduce, as torch_scatter 2.x does; ``segment_min_csr`` / ``segment_max_csr``
+    return ``(values, arg)``.
     """
+    result = _segment_csr(src, indptr, out, reduce)
+    return result[0] if reduce in ("min", "max") else result
+
+
+def _segment_csr(src, indptr, out, reduce):
+    """`segment_csr`, with ``(values, arg)`` for "min"/"max"."""
     _check_reduce(reduce)
     dim = indptr.dim() - 1
     if indptr.dim() > 1:
@@ -262,18 +265,25 @@ def segment_mean_csr(src, indptr, out=None):
 
 
 def segment_min_csr(src, indptr, out=None):
-    return segment_csr(src, indptr, out, "min")
+    return _segment_csr(src, indptr, out, "min")
 
 
 def segment_max_csr(src, indptr, out=None):
-    return segment_csr(src, indptr, out, "max")
+    return _segment_csr(src, indptr, out, "max")
 
 
 def segment_coo(src, index, out=None, dim_size=None, reduce="sum"):
     """torch_scatter's ``segment_coo``: `scatter` along ``dim = index.dim() - 1`` with a sorted `index`.
 
-    Returns ``(values, arg)`` for "min"/"max", values otherwise.
+    Returns the values for every reduce, as torch_scatter 2.x does; ``segment_min_coo`` / ``segment_max_coo``
+    return ``(values, arg)``.
     """
+    result = _segment_coo(src, index, out, dim_size, reduce)
+    return result[0] if reduce in ("min", "max") else result
+
+
+def _segment_coo(src, index, out, dim_size, reduce):
+    """`segment_coo`, with ``(values, arg)`` for "min"/"max"."""
     _check_reduce(reduce)
     dim = index.dim() - 1
     if reduce == "max":
@@ -297,11 +307,11 @@ def segment_mean_coo(src, index, out=None, dim_size=None):
 
 
 def segment_min_coo(src, index, out=None, dim_size=None):
-    return segment_coo(src, index, out, dim_size, "min")
+    return _segment_coo(src, index, out, dim_size, "min")
 
 
 def segment_max_coo(src, index, out=None, dim_size=None):
-    return segment_coo(src, index, out, dim_size, "max")
+    return _segment_coo(src, index, out, dim_size, "max")
 
 
 def gather_csr(src, indptr, out=None):

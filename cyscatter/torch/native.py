@@ -19,6 +19,7 @@ import operator
 import torch
 
 import cyscatter as cs
+from cyscatter._arrays.integers import as_int
 from cyscatter._arrays.keywords import HINTS, hide_catch_all, unexpected_keywords
 from cyscatter._registry.ops import ORDER_STATS
 from cyscatter.torch import (
@@ -100,14 +101,19 @@ def _index(index, name: str = "index") -> torch.Tensor:
     return index
 
 
+def as_size(value, name: str, prefix: str = "cyscatter.torch: ") -> int:
+    """`value` as a Python int, as the core takes sizes and axes: a bool (or a bool tensor) is a TypeError, not 0
+    or 1."""
+    error = f"{prefix}{name} must be an int, got {type(value).__name__} {value!r}"
+    if isinstance(value, torch.Tensor) and value.dtype == torch.bool:
+        raise TypeError(error)
+    return as_int(value, error)
+
+
 def _dim_size(dim_size, index: torch.Tensor) -> int:
     """`dim_size`, or one more than the largest index (which reads the data: give it under torch.compile)."""
     if dim_size is not None:
-        try:
-            return operator.index(dim_size)
-        except TypeError:
-            raise TypeError(f"cyscatter.torch: dim_size must be an int, got {type(dim_size).__name__} "
-                            f"{dim_size!r}") from None
+        return as_size(dim_size, "dim_size")
     if index.device.type == "meta":
         raise ValueError("cyscatter.torch: index is on device 'meta', which holds no values to read dim_size "
                          "from: pass dim_size= (an int)")
@@ -123,7 +129,7 @@ def _dim_size(dim_size, index: torch.Tensor) -> int:
 
 def _axis(axis, src: torch.Tensor, index_dims: int = 1) -> int:
     """`axis` counted from the front of the output's B + D + F dims (a negative one from their end)."""
-    axis = operator.index(axis)
+    axis = as_size(axis, "axis")
     out_dims = src.dim() - index_dims + 1
     if not -out_dims <= axis < out_dims:
         raise ValueError(f"axis {axis} is out of range for src of shape {tuple(src.shape)} and an index of "
@@ -331,7 +337,7 @@ def gather_segment(src, indptr, *, axis=None, total=None, **porting):
     """
     _no_porting("gather_segment", porting)
     src, indptr = _tensor(src, "src"), _index(indptr, "indptr")
-    total = int(indptr[..., -1].max()) if total is None else operator.index(total)
+    total = int(indptr[..., -1].max()) if total is None else as_size(total, "total")
     return call("gather_segment", src, indptr, _segment_axis(axis, src, indptr), total)
 
 

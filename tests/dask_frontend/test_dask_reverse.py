@@ -92,6 +92,66 @@ def test_scatter_reverse_matches_in_memory(op, chunking, dst):
               cs.scatter_vjp_dst(op, grad, init, src, t, out))
 
 
+def _winner_loop(op, src, index, size):
+    """Per destination element (row r, feature f): the position of the entry an assignment leaves there, or -1, by a
+    plain loop in index order (the NaN-skipping twins pass over NaN entries)."""
+    winner = np.full((size, src.shape[1]), -1)
+    order = range(len(index)) if op in ("set", "nanlast") else range(len(index) - 1, -1, -1)
+    for k in order:
+        for f in range(src.shape[1]):
+            if 0 <= index[k] < size and not (op.startswith("nan") and np.isnan(src[k, f])):
+                winner[index[k], f] = k
+    return winner
+
+
+@pytest.mark.parametrize("mode", ["raise", "drop", "wrap", "clip", "normalize_drop"])
+@pytest.mark.parametrize("op", ["set", "first", "nanfirst", "nanlast"])
+def test_assignment_reverse_matches_loop_and_in_memory(op, mode):
+    """An assignment's cotangent goes to the entry that won each element (src) or to the initial value where no
+    entry reached it (dst), whichever chunk of the entries holds the winner."""
+    rng = np.random.default_rng(zlib.crc32(repr((op, mode)).encode()))
+    src = rng.standard_normal((N_EDGES, F))
+    src[rng.random(src.shape) < 0.3] = np.nan
+    t = rng.integers(0, N_DST - 2, N_EDGES) if mode == "raise" else rng.integers(-N_DST - 2, N_DST + 2, N_EDGES)
+    init = rng.standard_normal((N_DST, F))
+    out = cs.scatter(src, t, op, dim_size=N_DST, mode=mode)
+    into = cs.scatter_into(init.copy(), src, t, op, mode=mode)
+    grad = rng.standard_normal((N_DST, F))
+    rows = {"raise": t, "drop": t, "wrap": t % N_DST, "clip": np.clip(t, 0, N_DST - 1),
+            "normalize_drop": np.where(t < 0, t + N_DST, t)}[mode]
+    winner = _winner_loop(op, src, rows, N_DST)
+    want_src = np.zeros_like(src)
+    for r, f in zip(*np.nonzero(winner >= 0)):
+        want_src[winner[r, f], f] = grad[r, f]
+    want_dst = np.where(winner >= 0, 0.0, grad)
+    for e_chunks in [(N_EDGES,), (11, 0, 1, 24), (1,) * N_EDGES]:
+        srcs, ts = da.from_array(src, chunks=(e_chunks, 1)), da.from_array(t, chunks=e_chunks)
+        for initial, result in ((None, out), (init, into)):
+            got = csd.scatter_vjp_src(op, grad, srcs, ts, result, dst=initial, mode=mode).compute()
+            np.testing.assert_array_equal(got, want_src)
+            np.testing.assert_array_equal(got, cs.scatter_vjp_src(op, grad, src, t, result, dst=initial, mode=mode))
+        got = csd.scatter_vjp_dst(op, grad, init, srcs, ts, into, mode=mode).compute()
+        np.testing.assert_array_equal(got, want_dst)
+        np.testing.assert_array_equal(got, cs.scatter_vjp_dst(op, grad, init, src, t, into, mode=mode))
+
+
+def test_assignment_reverse_with_tuple_index_and_batch_dims():
+    rng = np.random.default_rng(5)
+    src = rng.standard_normal((2, 3, 4, F))   # batch 2, index dims (3, 4), features F
+    src[rng.random(src.shape) < 0.3] = np.nan
+    index = (rng.integers(0, 3, (3, 4)), rng.integers(0, 2, (3, 4)))
+    grad = rng.standard_normal((2, 3, 2, F))
+    init = rng.standard_normal((2, 3, 2, F))
+    for op in ("set", "first", "nanfirst", "nanlast"):
+        into = cs.scatter_into(init.copy(), src, index, op, axis=1)
+        srcs = da.from_array(src, chunks=(1, 2, 3, 1))
+        dindex = tuple(da.from_array(i, chunks=(2, 3)) for i in index)
+        np.testing.assert_array_equal(csd.scatter_vjp_src(op, grad, srcs, dindex, into, dst=init, axis=1).compute(),
+                                      cs.scatter_vjp_src(op, grad, src, index, into, dst=init, axis=1))
+        np.testing.assert_array_equal(csd.scatter_vjp_dst(op, grad, init, srcs, dindex, into, axis=1).compute(),
+                                      cs.scatter_vjp_dst(op, grad, init, src, index, into, axis=1))
+
+
 @pytest.mark.parametrize("op", ["mul", "nanprod"])
 def test_products_with_zeros_across_pairs_are_exact(op):
     # each destination's entries lie in different source partitions: one zero, two zeros, a zero and a NaN,

@@ -191,3 +191,26 @@ def test_fallback_to_pure_callback(how):
     run = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("host", ["ffi", "callback"])
+def test_half_precision_keeps_its_dtype_under_jit(mode, host, dtype):
+    """bfloat16 has no NumPy type number, so the bridge hands such calls to the callback; both keep the
+    half-precision dtype of the core (and of jax.nn.softmax), for the values and for the gradient."""
+    if mode(host) != host:
+        pytest.skip("the XLA FFI extension cyscatter.jax._ffi is not built")
+    x = jnp.asarray(RNG.standard_normal(12), dtype)
+    index = jnp.asarray(RNG.integers(0, 3, 12))
+    src64 = np.asarray(x, np.float64)
+    want = np.exp(src64 - np.log(np.bincount(np.asarray(index), np.exp(src64), 3))[np.asarray(index)])
+    for fun in (cj.scatter_softmax, cj.scatter_log_softmax):
+        got = jax.jit(lambda s, fun=fun: fun(s, index, dim_size=3))(x)
+        grad = jax.jit(jax.grad(lambda s, fun=fun: fun(s, index, dim_size=3).astype(jnp.float32).sum()))(x)
+        assert got.dtype == jnp.dtype(dtype) and grad.dtype == jnp.dtype(dtype)
+        expected = want if fun is cj.scatter_softmax else np.log(want)
+        np.testing.assert_allclose(np.asarray(got, np.float64), expected, rtol=1e-2, atol=1e-2)
+    total = jax.jit(lambda s: cj.scatter(s, index, "add", dim_size=3))(x)
+    assert total.dtype == jnp.dtype(dtype)
+    np.testing.assert_allclose(np.asarray(total, np.float64), np.bincount(np.asarray(index), src64, 3),
+                               rtol=1e-2, atol=1e-2)

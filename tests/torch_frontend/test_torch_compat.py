@@ -77,8 +77,12 @@ def test_segments_and_gathers(dtype):
                                                              torch_reduce, include_self=False)
         csr, coo = torch_scatter.segment_csr(src, indptr, reduce=reduce), torch_scatter.segment_coo(
             src, index, reduce=reduce, dim_size=4)
+        assert isinstance(csr, torch.Tensor) and isinstance(coo, torch.Tensor)   # torch_scatter 2.x: values only
         if reduce in ("max", "min"):
-            (csr, csr_arg), (coo, coo_arg) = csr, coo
+            pair_csr = getattr(torch_scatter, f"segment_{reduce}_csr")(src, indptr)
+            pair_coo = getattr(torch_scatter, f"segment_{reduce}_coo")(src, index, dim_size=4)
+            (csr_values, csr_arg), (coo_values, coo_arg) = pair_csr, pair_coo
+            assert torch.equal(csr_values, csr) and torch.equal(coo_values, coo)
             assert torch.equal(csr_arg, coo_arg) and torch.equal(csr_arg[2], torch.full((6,), 10))
         torch.testing.assert_close(csr, want)
         torch.testing.assert_close(coo, want)
@@ -166,7 +170,8 @@ def test_segment_csr_min_max_with_batched_indptr(reduce):
     g = torch.Generator().manual_seed(3)
     src = torch.randn(2, 6, 3, generator=g)
     indptr = torch.tensor([[0, 2, 2, 6], [0, 1, 4, 6]])
-    values, arg = torch_scatter.segment_csr(src, indptr, reduce=reduce)
+    values, arg = getattr(torch_scatter, f"segment_{reduce}_csr")(src, indptr)
+    assert torch.equal(torch_scatter.segment_csr(src, indptr, reduce=reduce), values)
     for b in range(2):
         for i in range(3):
             lo, hi = int(indptr[b, i]), int(indptr[b, i + 1])

@@ -176,3 +176,23 @@ def test_fullgraph_compile_without_dim_size_says_pass_dim_size():
     torch._dynamo.reset()
     torch.testing.assert_close(
         torch.compile(lambda a, b: native.scatter(a, b, "add", dim_size=2), fullgraph=True)(src, index), expected)
+
+
+# ---- sizes and axes are ints: a bool is refused, as the core and torch refuse it ------------------------------------
+
+BOOL_SIZES = {
+    "native dim_size": lambda b: native.scatter(_x(), IDX, "add", dim_size=b),
+    "native axis": lambda b: native.scatter(_x(), IDX, "add", axis=b),
+    "native scatter_count dim_size": lambda b: native.scatter_count(IDX, dim_size=b),
+    "native gather_scatter dim_size": lambda b: native.gather_scatter(_x(), IDX, IDX, "add", dim_size=b),
+    "native gather_segment total": lambda b: native.gather_segment(_x(), torch.tensor([0, 1, 3]), total=b),
+    "torch_scatter dim_size": lambda b: ts.scatter(_x(), IDX, 0, dim_size=b),
+    "torch_scatter dim": lambda b: ts.scatter(_x(), IDX, b, dim_size=2),
+}
+
+
+@pytest.mark.parametrize("value", [True, False, torch.tensor(True)], ids=["True", "False", "tensor(True)"])
+@pytest.mark.parametrize("call", sorted(BOOL_SIZES))
+def test_bool_sizes_and_axes_are_refused(call, value):
+    with pytest.raises(TypeError, match=r"(dim_size|axis|total|dim) must be an int, got (bool|Tensor)"):
+        BOOL_SIZES[call](value)

@@ -48,8 +48,8 @@ JAX_FFI = os.environ.get("CYSCATTER_JAX_FFI", "1") == "1"
 CACHE = os.path.join(HERE, "build", "cyscatter-cache")
 KEEP = 3   # builds kept per module in CACHE
 HEADERS = ("include/_cpu.h", "include/_cdiv.h", "include/_fused.h", "include/_halfconv.h", "include/_stage.h",
-           "include/_convscatter.h", "include/_layout.h",
-           "include/_gather_apart.h")   # setuptools does not scan includes
+           "include/_convscatter.h", "include/_layout.h", "include/_gather_apart.h",
+           "include/_halfround.h")   # setuptools does not scan includes
 HEADERS_PATHS = tuple(f"cyscatter/{h}" for h in HEADERS)
 
 directives = {

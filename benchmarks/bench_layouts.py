@@ -10,6 +10,9 @@ Cases (`xc` float32 (200000, 64), 5000 groups; mean: 1e6 x 64 into 1e5):
        ``np.add.at`` on the transposed view, JAX ``segment_sum`` on the transposed data
 - F:   a Fortran-ordered src, ``scatter(np.asfortranarray(xc), idx)``; torch ``index_add_(0, ...)`` of it
 - h:   float16 / bfloat16 add and max against the float32 call
+- into: float16 / bfloat16 ``scatter_into`` a float32 dst; sorted: float16 with ``indices_are_sorted=True``
+- gs:  float16 / bfloat16 ``gather_scatter`` (50000 x 64 nodes, 500000 edges, a plan made once) add and max;
+       torch ``index_add_`` of the gathered float16 rows
 - seg: float16 / bfloat16 ``segment`` (CSR pointer, segments as large as the groups) against float32
 - d:   ``dtype=np.float64`` on the float32 src against the plain float32 and float64 calls
 - m:   scatter mean against scatter add, JAX segment_sum + count
@@ -28,6 +31,7 @@ import argparse
 import os
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
@@ -111,6 +115,34 @@ def cases(scale: float):
         "cyscatter bfloat16": (lambda: cs.segment(xb, ptr, "add")) if xb is not None else None,
         "cyscatter float16 max": lambda: cs.segment(x16, ptr, "max"),
     })
+    dst32 = np.zeros((groups, 64), np.float32)
+    case("into half", "cyscatter float32", {   # scatter_into a float32 dst: NumPy's cast of src to dst's dtype
+        "cyscatter float32": lambda: cs.scatter_into(dst32, xc, idx),
+        "cyscatter float16": lambda: cs.scatter_into(dst32, x16, idx),
+        "cyscatter bfloat16": (lambda: cs.scatter_into(dst32, xb, idx)) if xb is not None else None,
+    })
+    order = np.argsort(idx, kind="stable")
+    xs, x16s, idx_s = xc[order], x16[order], idx[order]
+    case("sorted half", "cyscatter float32", {
+        "cyscatter float32": lambda: cs.scatter(xs, idx_s, dim_size=groups, indices_are_sorted=True),
+        "cyscatter float16": lambda: cs.scatter(x16s, idx_s, dim_size=groups, indices_are_sorted=True),
+    })
+    nodes, edges = int(50_000 * scale), int(500_000 * scale)
+    n32 = rng.standard_normal((nodes, 64)).astype(np.float32)
+    n16, nb = n32.astype(np.float16), (n32.astype(ml_dtypes.bfloat16) if ml_dtypes else None)
+    gi, si = rng.integers(0, nodes, edges), rng.integers(0, nodes, edges)
+    plan = cs.gather_scatter_plan(gi, si, dim_size=nodes)
+    tgi = tsi = tn16 = None
+    if torch is not None:
+        tgi, tsi, tn16 = torch.from_numpy(gi), torch.from_numpy(si), torch.from_numpy(n16)
+    for op in ("add", "max"):
+        case(f"gs half {op}", "cyscatter float32", {
+            "cyscatter float32": lambda op=op: cs.gather_scatter(n32, op=op, plan=plan),
+            "cyscatter float16": lambda op=op: cs.gather_scatter(n16, op=op, plan=plan),
+            "cyscatter bfloat16": (lambda op=op: cs.gather_scatter(nb, op=op, plan=plan)) if nb is not None else None,
+            "torch index_add_(x[g]) float16": (lambda: torch.zeros(nodes, 64, dtype=torch.float16).index_add_(
+                0, tsi, tn16[tgi])) if torch and op == "add" else None,
+        })
     x64 = xc.astype(np.float64)
     case("dtype=float64", "cyscatter float32", {
         "cyscatter float32": c_add,
@@ -147,8 +179,13 @@ def run(args):
     names = [n for n in table if not args.only or any(n.startswith(p) for p in args.only.split(","))]
     for name in names:
         ref, impls = table[name]
-        for f in impls.values():   # warm up (JIT, page faults, caches of the Python layer)
+        peak = {}
+        for k, f in impls.items():   # warm up (JIT, page faults, caches of the Python layer)
             f()
+            tracemalloc.start()
+            f()
+            peak[k] = tracemalloc.get_traced_memory()[1]   # NumPy's allocations (not torch's or JAX's)
+            tracemalloc.stop()
         wall = {k: [] for k in impls}
         cpu = {k: [] for k in impls}
         for _ in range(args.rounds):
@@ -163,12 +200,13 @@ def run(args):
             w, c = wall[k], cpu[k]
             print(f"  {k:34s} wall median {np.median(w) * 1e3:8.2f} min {min(w) * 1e3:8.2f} ratio "
                   f"{np.median(w) / base:5.2f} | CPU median {np.median(c) * 1e3:8.2f} min {min(c) * 1e3:8.2f} "
-                  f"ratio {np.median(c) / cbase:5.2f}")
+                  f"ratio {np.median(c) / cbase:5.2f} | traced peak {peak[k] / 2**20:7.1f} MiB")
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--scale", type=float, default=1.0, help="entry counts times this (0.1: a smoke run)")
-    p.add_argument("--only", default="", help="comma-separated case-name prefixes (T, F, half, segment, dtype, mean, gather)")
+    p.add_argument("--only", default="", help="comma-separated case-name prefixes (T, F, half, into, sorted, gs, segment, dtype, mean, "
+                   "gather)")
     run(p.parse_args())

@@ -24,6 +24,10 @@ cdef extern from "include/_cdiv.h" nogil:
 cdef extern from "include/_halfconv.h" nogil:
     void cyscatter_f16_to_f32(const uint16_t* src, float* dst, Py_ssize_t n)
 
+cdef extern from "include/_halfround.h" nogil:
+    int cyscatter_f32_to_f16(const float* src, uint16_t* dst, Py_ssize_t n)
+    void cyscatter_f32_to_bf16(const float* src, uint16_t* dst, Py_ssize_t n)
+
 cdef extern from "include/_stage.h" nogil:
     ctypedef void (*cyscatter_stage_fn)(const char* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t rs,
                                         Py_ssize_t cs, void* dst) noexcept nogil
@@ -1696,6 +1700,48 @@ def scatter_staged(int opcode, int stage_code, cnp.ndarray src not None, cnp.nda
             status = _scatter_staged_value(opcode, code, &S, <const int64_t*>index_ptr, out_ptr, &T, counts_ptr,
                                            mode, num_threads, transpose)
     return status
+
+
+cpdef enum RoundFlag:
+    ROUND_OVERFLOW = 1    # a finite value rounded to inf
+    ROUND_UNDERFLOW = 2   # a nonzero value below float16's smallest normal (rounded or not)
+
+
+def round_half(cnp.ndarray src not None, cnp.ndarray out not None):
+    """out = src (float32) rounded to float16 (`out`'s dtype), the same bits as NumPy's astype for every input
+    (`_halfround.h`): the result of every float16 call, from its float32 table. Both C-contiguous of one size.
+    Returns the RoundFlag bits met, for the caller to redo the cast with NumPy where its error state would act
+    on one (NumPy's cast raises the floating-point errors; this loop does not)."""
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(src)
+    cdef int flags
+    if (cnp.PyArray_TYPE(src) != cnp.NPY_FLOAT32 or cnp.PyArray_TYPE(out) != cnp.NPY_FLOAT16
+            or not cnp.PyArray_ISNOTSWAPPED(src) or not cnp.PyArray_ISNOTSWAPPED(out)
+            or not cnp.PyArray_IS_C_CONTIGUOUS(src) or not cnp.PyArray_IS_C_CONTIGUOUS(out)
+            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_ISALIGNED(out)
+            or not cnp.PyArray_ISWRITEABLE(out) or cnp.PyArray_SIZE(out) != n):
+        raise ValueError(f"round_half takes aligned C-contiguous native float32 src and a writeable float16 out "
+                         f"of the same size, got {(<object>src).dtype} {(<object>src).shape} into "
+                         f"{(<object>out).dtype} {(<object>out).shape}")
+    with nogil:
+        flags = cyscatter_f32_to_f16(<const float*>cnp.PyArray_DATA(src), <uint16_t*>cnp.PyArray_DATA(out), n)
+    return flags
+
+
+def round_bfloat(cnp.ndarray src not None, cnp.ndarray out not None):
+    """out = src (float32) rounded to bfloat16, the same bits as ml_dtypes' astype (`_halfround.h`); `out` is the
+    uint16 view of the bfloat16 result (NumPy knows bfloat16 only as ml_dtypes' own type). Both C-contiguous of
+    one size."""
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(src)
+    if (cnp.PyArray_TYPE(src) != cnp.NPY_FLOAT32 or cnp.PyArray_TYPE(out) != cnp.NPY_UINT16
+            or not cnp.PyArray_ISNOTSWAPPED(src) or not cnp.PyArray_ISNOTSWAPPED(out)
+            or not cnp.PyArray_IS_C_CONTIGUOUS(src) or not cnp.PyArray_IS_C_CONTIGUOUS(out)
+            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_ISALIGNED(out)
+            or not cnp.PyArray_ISWRITEABLE(out) or cnp.PyArray_SIZE(out) != n):
+        raise ValueError(f"round_bfloat takes aligned C-contiguous native float32 src and a writeable uint16 out "
+                         f"of the same size, got {(<object>src).dtype} {(<object>src).shape} into "
+                         f"{(<object>out).dtype} {(<object>out).shape}")
+    with nogil:
+        cyscatter_f32_to_bf16(<const float*>cnp.PyArray_DATA(src), <uint16_t*>cnp.PyArray_DATA(out), n)
 
 
 def stage_rows(int stage_code, cnp.ndarray src not None, cnp.ndarray out not None):

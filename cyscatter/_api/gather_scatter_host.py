@@ -34,5 +34,5 @@ def forward(call, threads: int, num_threads):
     else:
         run_forward(op, src3, plan, w, heads, feat, out3, threads)
     if counts is None:   # nothing to divide or fill: the table is the result
-        return out3.astype(result_dtype, copy=False).reshape(call.out_shape)
+        return host.rounded(out3, result_dtype).reshape(call.out_shape)
     return finish_fresh(op, out3, counts, fill, result_dtype, threads=threads).reshape(call.out_shape)

@@ -14,9 +14,9 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
     be, op, plan = call.be, call.op, call.plan
     shape3 = (call.outer, plan.size, call.inner)
     run = _runner(be, indices_are_sorted) if indices_are_sorted else be.run_scatter
-    # the kernel reads src in place (converting blocks of rows) unless the sorted-run kernel, an assignment's
-    # winner pass or a NaN-skipping op's element counts need the whole array
-    staged = run is be.run_scatter and not op.winner and not (op.skips_nan and (op.counts or call.fill is not None))
+    # the kernel reads src in place (converting blocks of rows) unless an assignment's winner pass or a
+    # NaN-skipping op's element counts need the whole array (the sorted-run kernel hands such a src to the core)
+    staged = not op.winner and not (op.skips_nan and (op.counts or call.fill is not None))
     if call.direct:
         be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
         counts = new_counts(op, shape3, be.xp, call.fill, plan.n)
@@ -40,7 +40,7 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
             result = finish_fresh(op, work3, counts, call.fill, call.result_dtype, be, threads)
         else:   # no counts to make or finish with: the table is the result, cast once
             run(op, src3, plan, work3, None, threads)
-            result = work3 if work3.dtype == call.result_dtype else work3.astype(call.result_dtype)
+            result = work3 if work3.dtype == call.result_dtype else be.rounded(work3, call.result_dtype)
     except MemoryError as err:   # NumPy's own message names only a shape
         arg, given = call.size_arg
         raise MemoryError(f"{arg}={given!r} asks for more memory than can be allocated: {err}") from None
@@ -55,11 +55,12 @@ def scatter_into(call: Any, indices_are_sorted: bool = False, threads: int = 0) 
     be, dst = call.be, call.target
     work3, direct = be.writable_rows(dst, call.compute, call.outer, call.plan.size, call.inner)
     op = call.op
-    staged = not indices_are_sorted and not op.winner and not (op.skips_nan and op.counts)   # see scatter_fresh
+    staged = not op.winner and not (op.skips_nan and op.counts)   # see scatter_fresh
     _reduce_into(be, op, call.src_rows() if staged else call.src3(), call.plan, work3, indices_are_sorted,
                  threads)
-    if not direct:
-        be.xp.copyto(dst, work3.reshape(dst.shape), casting="unsafe")
+    if not direct:   # (a float16 / bfloat16 dst: rounded by the backend's loop, NumPy's bits and errors)
+        back = be.rounded(work3, dst.dtype) if dst.dtype.itemsize == 2 and dst.dtype.kind in "fV" else work3
+        be.xp.copyto(dst, back.reshape(dst.shape), casting="unsafe")
     return call.given
 
 

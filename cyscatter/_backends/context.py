@@ -2,8 +2,6 @@
 out and dst views) with the core's take (gather) and put (scatter) on that backend."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from cyscatter._registry.ops import Op, get_op
@@ -11,23 +9,28 @@ from cyscatter._registry.ops import Op, get_op
 ADD = get_op("add")
 
 
-@dataclass
 class Reverse:
     """Inputs of a reverse rule: the backend (`cyscatter._arrays.protocols`), the index plan and the canonical src,
-    output and initial dst (or None)."""
+    output and initial dst (or None).
 
-    be: object
-    plan: object
-    src3: np.ndarray
-    out3: np.ndarray | None
-    dst3: np.ndarray | None
-    # (src3, out3, dst3) in their integer dtype, for the winners of max/min and their twins on integer inputs:
-    # the float64 views round above 2**53, which would tie distinct integers; None for float inputs
-    exact: tuple | None = None
+    `src3` may be given as a callable that makes it (with `dtype`, the derivative dtype): the rules that never
+    read src (add, sub and mean's VJPs, the linear JVPs) then never pay for its n x F conversion (a float16 src's
+    derivatives are float64)."""
+
+    __slots__ = ("_src3", "be", "dst3", "dtype", "exact", "out3", "plan")
+
+    def __init__(self, be, plan, src3, out3, dst3, exact: tuple | None = None, *, dtype=None):
+        self.be, self.plan, self._src3, self.out3, self.dst3 = be, plan, src3, out3, dst3
+        # (src3, out3, dst3) in their integer dtype, for the winners of max/min and their twins on integer
+        # inputs: the float64 views round above 2**53, which would tie distinct integers; None for float inputs
+        self.exact = exact
+        self.dtype = src3.dtype if dtype is None else dtype
 
     @property
-    def dtype(self):
-        return self.src3.dtype
+    def src3(self) -> np.ndarray:
+        if callable(self._src3):
+            self._src3 = self._src3()
+        return self._src3
 
     @property
     def xp(self):

@@ -110,6 +110,10 @@ def fresh_table(shape, dtype, identity):
     return cupy.full(shape, identity, dtype)
 
 
+def rounded(table, dtype):
+    return table.astype(dtype, copy=False)
+
+
 def precheck(plan) -> None:
     """Nothing left to check: `plan_index` checks device indexes under mode='raise' when it makes the plan."""
 

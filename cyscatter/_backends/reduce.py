@@ -232,9 +232,9 @@ def finish_fresh(op, work3, counts, fill, result_dtype, be=host, threads: int = 
             divide(op, work3, counts, be, threads)
         if empty is not None:
             work3[empty] = fill[()]
-        return work3.astype(result_dtype, copy=False)
+        return be.rounded(work3, result_dtype)
     if op.counts:
         divide(op, work3, counts, be, threads)
     if fill is not None:
         work3[:, counts == 0] = fill[()]
-    return work3.astype(result_dtype, copy=False)
+    return be.rounded(work3, result_dtype)

@@ -24,6 +24,7 @@ out. A prepared call is never validated again: the runners trust it.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from types import ModuleType
@@ -208,6 +209,12 @@ def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -
                 sized, identity=identity)
 
 
+def _exact_through(src: np.dtype, dst: np.dtype, compute: np.dtype) -> bool:
+    """Whether casting `src` to `dst` and then to `compute` gives what casting it to `compute` at once gives: dst
+    is the compute dtype itself, or src -> dst is an integer widening (exact, as dst -> compute is)."""
+    return dst == compute or (src.kind in "iu" and dst.kind in "iu" and np.can_cast(src, dst, "safe"))
+
+
 def _scatter_into(op: Op, dst, src, index, axis, mode) -> Call:
     be = backend_of(dst=dst, src=src, index=index)
     xp = be.xp
@@ -229,8 +236,10 @@ def _scatter_into(op: Op, dst, src, index, axis, mode) -> Call:
     plan = plan_index(None, dst.shape[axis:axis + m], mode, coords=coords, dims_arg="dst.shape")
     be.precheck(plan)   # under mode="raise", before dst is touched
     compute = op.compute_dtype(dst.dtype)
-    if src.dtype != dst.dtype:   # NumPy's ufunc.at casts src to dst's dtype first
-        src = src.astype(dst.dtype)
+    if src.dtype != dst.dtype and not _exact_through(src.dtype, dst.dtype, compute):
+        src = src.astype(dst.dtype)   # NumPy's ufunc.at casts src to dst's dtype first
+    # else the kernel's reading of src converts it straight to the compute dtype (`Call.src_rows`): the same
+    # values, without an n x F copy in dst's dtype
     src = expand_cast(src, expected, len(feat), compute, xp)   # after the casts: they see src's own size
     return Call(be, op, plan, batch, feat, math.prod(batch), math.prod(feat), src, dst.shape, dst.dtype, compute,
                 None, dst, given)
@@ -377,8 +386,8 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
                  be.rows_view(out, key, outer, plan.size, inner),
                  None if "dst" not in others else be.rows_view(others["dst"][0], key, outer, plan.size, inner))
     src = expand_cast(src, expected, len(feat), dtype, be.xp)
-    ctx = Reverse(be, plan, be.rows_view(src, dtype, outer, plan.n, inner),
-                  be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact)
+    ctx = Reverse(be, plan, functools.partial(be.rows_view, src, dtype, outer, plan.n, inner),
+                  be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact, dtype=dtype)
     return Call(be, op, plan, batch, feat, outer, inner, src, out.shape, dtype, dtype, context=ctx, views=views,
                 src_shape=src_shape, expected=expected)
 

@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 
 from cyscatter import fused_kernels
-from cyscatter._arrays.dtypes import holds_numbers, is_bfloat16
+from cyscatter._arrays.dtypes import holds_numbers, is_bfloat16, native
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray
 from cyscatter._backends import host
@@ -163,7 +163,16 @@ def vjp_src(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_
         indptr, ids, cols = call.plan.transpose
         fused_kernels.extreme_back(call.src3, indptr, cols, ids, call.kernel_w2, call.w is not None, call.out3,
                                    call.share(g3), result, call.parts, select=call.select)
-    return cast_like(result.reshape(call.src.shape), call.src)
+    return _cast_like(result.reshape(call.src.shape), call.src)
+
+
+def _cast_like(result, like):
+    """`cast_like`, a float32 gradient of a float16 / bfloat16 value rounded by the host's loop (NumPy's and
+    ml_dtypes' bits, NumPy's errors; `host.rounded`)."""
+    dtype = like.dtype
+    if result.dtype == np.float32 and (dtype == np.float16 or is_bfloat16(dtype)):
+        return host.rounded(result, native(dtype))
+    return cast_like(result, like)
 
 
 def vjp_weight(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_size, axis, mode, plan,
@@ -189,7 +198,7 @@ def vjp_weight(op, grad_out, src, gather_index, scatter_index, out, *, weight, d
                            cot if select is None else call.out3, 0 if select is None else select + 1, call.kernel_w2,
                            call.w is not None, call.parts)
     shaped = call.weight_shaped(result)
-    return shaped if call.w is None else cast_like(shaped, call.w)
+    return shaped if call.w is None else _cast_like(shaped, call.w)
 
 
 def jvp(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_dot, dim_size, axis, mode, plan,

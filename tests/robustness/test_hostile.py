@@ -63,6 +63,9 @@ class Accepts:
 
 
 RAISES = [
+    Raises("masked-array dst (its mask would hide the result)",
+           "cs.gather_into(np.ma.masked_array(dst, [0, 1]), src, idx[:2])", TypeError,
+           "dst is a numpy.ma.MaskedArray with masked entries"),
     # op
     Raises("unknown op name", 'cs.scatter(src, idx, "foo")', ValueError, "unknown op 'foo'"),
     Raises("unknown op name (in place)", 'cs.scatter_into(dst, src, idx, "avg")', ValueError, "unknown op 'avg'"),
@@ -248,7 +251,7 @@ ACCEPTS = [
             "ref_scatter(src, idx, 'max', dst=np.zeros(2))"),
     Accepts("np.matrix dst", "cs.scatter_into(np.matrix(np.zeros((2, 1))), src2[:, :1], idx, 'max')",
             "ref_scatter(src2[:, :1], idx, 'max', dst=np.zeros((2, 1)))"),
-    Accepts("masked-array dst (mask ignored)", "cs.gather_into(np.ma.masked_array(dst, [0, 1]), src, idx[:2])",
+    Accepts("masked-array dst with no masked entry", "cs.gather_into(np.ma.masked_array(dst, [0, 0]), src, idx[:2])",
             "ref_gather(src, idx[:2])"),
     Accepts("int32 indptr (segment mean)", "cs.segment(src, np.array([0, 2, 4], np.int32), 'mean')",
             "np.array([0.5, 2.5])"),

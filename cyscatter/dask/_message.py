@@ -8,7 +8,6 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 
-from cyscatter._arrays.integers import prod
 from cyscatter._plan.index import check_table_bytes
 from cyscatter._plan.prepare import prepare
 from cyscatter._registry.ops import ORDER_STATS, get_op
@@ -235,7 +234,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
                    dim_size=(1,) * g.md, axis=g.nb, mode=g.plan.mode, fill_value=fill_value)
     if order_stat:
         return order_stat_gather_scatter(g, gather_index, scatter_index, op, fill_value, dim_chunks, split_every)
-    check_table_bytes((prod(g.src.shape[:g.nb]), prod(g.plan.dims), prod(g.feat)), call.compute, "dim_size",
+    check_table_bytes(tuple(g.src.shape[:g.nb]) + tuple(g.plan.dims) + tuple(g.feat), call.compute, "dim_size",
                       g.plan.dims)
     fill, result_dtype = call.fill, call.result_dtype
     count = op.counts or fill is not None

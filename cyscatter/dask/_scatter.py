@@ -206,7 +206,7 @@ def prepare(src, index, op, dim_size, axis, mode, dim_chunks, split_every, dtype
             src = src.astype(cast)
     result_dtype = op.result_dtype(src.dtype)
     dims = _dims_from(dim_size, coords, "dim_size")
-    check_table_bytes((prod(src.shape[:nb]), prod(dims), prod(src.shape[nb + ni:])),
+    check_table_bytes(tuple(src.shape[:nb]) + tuple(dims) + tuple(src.shape[nb + ni:]),
                       op.compute_dtype(result_dtype), "dim_size", dim_size)   # the core's ValueError now, not Dask's at compute
     split_every = check_split_every(split_every)
     d0_chunks = check_dim_chunks(dim_chunks, dims[0])

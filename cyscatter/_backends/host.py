@@ -314,7 +314,6 @@ def fresh_table(shape, dtype, identity):
 
 
 _HALF = np.dtype(np.float16)
-_ROUND_ERRORS = ((kernels.RoundFlag.ROUND_OVERFLOW, "over"), (kernels.RoundFlag.ROUND_UNDERFLOW, "under"))
 ROUND_MIN_ELEMENTS = 1 << 12   # smaller tables are left to NumPy: the call's own overhead would dominate
 
 
@@ -331,8 +330,11 @@ def rounded(table: np.ndarray, dtype) -> np.ndarray:
         kernels.round_bfloat(table, out.view(np.uint16))
         return out
     flags = kernels.round_half(table, out)
-    if flags and any(flags & bit and np.geterr()[kind] != "ignore" for bit, kind in _ROUND_ERRORS):
-        return table.astype(dtype)
+    if flags:
+        state = np.geterr()
+        if (flags & kernels.RoundFlag.ROUND_OVERFLOW and state["over"] != "ignore") or \
+                (flags & kernels.RoundFlag.ROUND_UNDERFLOW and state["under"] != "ignore"):
+            return table.astype(dtype)
     return out
 
 

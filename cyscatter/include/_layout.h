@@ -20,7 +20,7 @@
 #define CYSCATTER_LAYOUT_H
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
+#include <Python.h>   /* PyMem_RawMalloc: the kept table is seen by tracemalloc, as the package's other buffers */
 #include <string.h>
 
 /* the element kinds of the add: a float32, an int32 (wrapping), a float64, an int64 or uint64 (wrapping), a
@@ -68,10 +68,10 @@ static void *cyscatter_layout_take(size_t bytes) {
     char *raw, *data;
     if (b != NULL) {
         if (b->bytes >= bytes) return (char *)b + CYSCATTER_LAYOUT_ALIGN;
-        free(b->raw);
+        PyMem_RawFree(b->raw);
     }
     if (bytes > (size_t)-1 - 2 * CYSCATTER_LAYOUT_ALIGN) return NULL;
-    raw = (char *)malloc(bytes + 2 * CYSCATTER_LAYOUT_ALIGN);
+    raw = (char *)PyMem_RawMalloc(bytes + 2 * CYSCATTER_LAYOUT_ALIGN);
     if (raw == NULL) return NULL;
     /* the header sits in the aligned line before the data */
     data = raw + CYSCATTER_LAYOUT_ALIGN
@@ -88,11 +88,11 @@ static void cyscatter_layout_give(void *data) {
     if (data == NULL) return;
     b = (cyscatter_layout_block *)((char *)data - CYSCATTER_LAYOUT_ALIGN);
     if (b->bytes > CYSCATTER_LAYOUT_KEEP) {
-        free(b->raw);
+        PyMem_RawFree(b->raw);
         return;
     }
     old = CYSCATTER_LAYOUT_SWAP(&cyscatter_layout_kept, b);
-    if (old != NULL) free(old->raw);
+    if (old != NULL) PyMem_RawFree(old->raw);
 }
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))

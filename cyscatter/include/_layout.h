@@ -20,6 +20,7 @@
 #define CYSCATTER_LAYOUT_H
 #include <stddef.h>
 #include <stdint.h>
+#include <Python.h>   /* PyMem_RawMalloc: the kept table is seen by tracemalloc, as the package's other buffers */
 #include <string.h>
 
 /* the element kinds of the add: a float32, an int32 (wrapping), a float64, an int64 or uint64 (wrapping), a
@@ -44,6 +45,56 @@ static int cyscatter_layout_zero(const char *p, ptrdiff_t rows, ptrdiff_t row_by
     return 1;
 }
 
+/* The (size, F) tables of these paths, kept for the next call: a fresh 1.28 MB block a call (5000 x 64 float32,
+ * next to a fresh out as large) could make glibc trim the top of its heap at every free and fault it back in at
+ * every use: ~880 page faults a call, 3.3-3.6 ms against 2.0-2.4 without them, in a process doing only these
+ * sums (one thread, EPYC VM; where other allocations keep the heap up, as in bench_layouts.py, nothing
+ * changes). One block of at most CYSCATTER_LAYOUT_KEEP bytes is kept; a call that finds it taken (another
+ * thread) allocates its own. The exchanges are atomic, so no lock (GIL or other) is needed. */
+#define CYSCATTER_LAYOUT_KEEP ((size_t)8 << 20)
+#define CYSCATTER_LAYOUT_ALIGN 64
+
+typedef struct { void *raw; size_t bytes; } cyscatter_layout_block;
+static cyscatter_layout_block *cyscatter_layout_kept = NULL;
+#if defined(__GNUC__) || defined(__clang__)
+#define CYSCATTER_LAYOUT_SWAP(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
+#else   /* (these paths run only where the AVX2 kernels do: GCC and Clang) nothing kept */
+#define CYSCATTER_LAYOUT_SWAP(p, v) (v)
+#endif
+
+/* A 64-byte aligned block of at least `bytes` bytes (the kept one where it is large enough), or NULL. */
+static void *cyscatter_layout_take(size_t bytes) {
+    cyscatter_layout_block *b = CYSCATTER_LAYOUT_SWAP(&cyscatter_layout_kept, NULL);
+    char *raw, *data;
+    if (b != NULL) {
+        if (b->bytes >= bytes) return (char *)b + CYSCATTER_LAYOUT_ALIGN;
+        PyMem_RawFree(b->raw);
+    }
+    if (bytes > (size_t)-1 - 2 * CYSCATTER_LAYOUT_ALIGN) return NULL;
+    raw = (char *)PyMem_RawMalloc(bytes + 2 * CYSCATTER_LAYOUT_ALIGN);
+    if (raw == NULL) return NULL;
+    /* the header sits in the aligned line before the data */
+    data = raw + CYSCATTER_LAYOUT_ALIGN
+           + (CYSCATTER_LAYOUT_ALIGN - (uintptr_t)raw % CYSCATTER_LAYOUT_ALIGN) % CYSCATTER_LAYOUT_ALIGN;
+    b = (cyscatter_layout_block *)(data - CYSCATTER_LAYOUT_ALIGN);
+    b->raw = raw;
+    b->bytes = bytes;
+    return data;
+}
+
+/* Hands back a block of `cyscatter_layout_take`: kept when small enough, else freed. */
+static void cyscatter_layout_give(void *data) {
+    cyscatter_layout_block *b, *old;
+    if (data == NULL) return;
+    b = (cyscatter_layout_block *)((char *)data - CYSCATTER_LAYOUT_ALIGN);
+    if (b->bytes > CYSCATTER_LAYOUT_KEEP) {
+        PyMem_RawFree(b->raw);
+        return;
+    }
+    old = CYSCATTER_LAYOUT_SWAP(&cyscatter_layout_kept, b);
+    if (old != NULL) PyMem_RawFree(old->raw);
+}
+
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 
@@ -58,6 +109,7 @@ static int cyscatter_layout_has_avx2(void) {
 
 #define CYSCATTER_LAYOUT_SRC_AHEAD 256   /* bytes */
 #define CYSCATTER_LAYOUT_AHEAD 16        /* entries */
+#define CYSCATTER_LAYOUT_INDEX_AHEAD 1024   /* bytes */
 #ifndef GATHER_NT
 #define GATHER_NT 2
 #endif
@@ -125,18 +177,22 @@ CYSCATTER_LAYOUT_INLINE uint64_t cyscatter_layout_at(const void *index, int wide
 
 /* features [f0, f0 + V nt) (V elements a vector: 8 of 4 bytes, 4 of 8), entries [0, n - n % V): `nt` tiles
  * side by side. `wide`, `kind` and `nt` are constants where it is called: one unrolled loop each. */
-CYSCATTER_LAYOUT_INLINE void cyscatter_layout_group(const char *src, ptrdiff_t f0, ptrdiff_t n, ptrdiff_t fs,
+CYSCATTER_LAYOUT_INLINE int cyscatter_layout_group(const char *src, ptrdiff_t f0, ptrdiff_t n, ptrdiff_t fs,
                                                     const void *index, int wide, char *table, ptrdiff_t ts,
                                                     uint64_t usize, int kind, int nt) {
     const int item = (kind == CYSCATTER_LAYOUT_F4 || kind == CYSCATTER_LAYOUT_I4) ? 4 : 8, V = 32 / item;
     const char *s[32];
     __m256i a[4][8];
+    uint64_t bad = 0;
     for (int i = 0; i < V * nt; i++) s[i] = src + (f0 + i) * fs;
     char *t0 = table + f0 * item;
     const ptrdiff_t row = ts * item;
     for (ptrdiff_t k = 0; k + V <= n; k += V) {
         for (int q = 0; q < nt; q++)
             for (int i = 0; i < V; i++) a[q][i] = _mm256_loadu_si256((const __m256i *)(s[V * q + i] + k * item));
+        /* the index is one more stream, and the one its pass waits on (its entries address the table): read
+         * cold, with no bounds-check pass before it, it was left to the hardware prefetcher */
+        __builtin_prefetch((const char *)index + (k << (wide ? 3 : 2)) + CYSCATTER_LAYOUT_INDEX_AHEAD, 0, 3);
         /* each 64-byte src line once: half of the streams every step */
         for (int i = ((k * item) & 32) ? V * nt / 2 : 0, e = i + V * nt / 2; i < e; i++)
             __builtin_prefetch(s[i] + k * item + CYSCATTER_LAYOUT_SRC_AHEAD, 0, 3);
@@ -156,28 +212,36 @@ CYSCATTER_LAYOUT_INLINE void cyscatter_layout_group(const char *src, ptrdiff_t f
                     for (int q = 0; q < nt; q += 2) __builtin_prefetch(t0 + (ptrdiff_t)jp * row + 32 * q, 1, 3);
             }
             uint64_t j = cyscatter_layout_at(index, wide, k + i);
-            if (j >= usize) continue;
+            if (j >= usize) {
+                bad = 1;
+                continue;
+            }
             __m256i *t = (__m256i *)(t0 + (ptrdiff_t)j * row);
             for (int q = 0; q < nt; q++)
                 _mm256_storeu_si256(t + q, cyscatter_layout_vadd(_mm256_loadu_si256(t + q), a[q][i], kind));
         }
     }
+    return (int)bad;
 }
 
-CYSCATTER_LAYOUT_INLINE void cyscatter_layout_add_kind(const char *src, ptrdiff_t f_begin, ptrdiff_t f_end,
+CYSCATTER_LAYOUT_INLINE int cyscatter_layout_add_kind(const char *src, ptrdiff_t f_begin, ptrdiff_t f_end,
                                                        ptrdiff_t n, ptrdiff_t fs, const void *index, int wide,
                                                        char *table, ptrdiff_t ts, ptrdiff_t size, int kind) {
     const int item = (kind == CYSCATTER_LAYOUT_F4 || kind == CYSCATTER_LAYOUT_I4) ? 4 : 8, V = 32 / item;
     const uint64_t usize = (uint64_t)size;
     ptrdiff_t f0 = f_begin, k;
+    int bad = 0;
     for (; f0 + 4 * V <= f_end; f0 += 4 * V)
-        cyscatter_layout_group(src, f0, n, fs, index, wide, table, ts, usize, kind, 4);
+        bad |= cyscatter_layout_group(src, f0, n, fs, index, wide, table, ts, usize, kind, 4);
     for (; f0 + V <= f_end; f0 += V)
-        cyscatter_layout_group(src, f0, n, fs, index, wide, table, ts, usize, kind, 1);
+        bad |= cyscatter_layout_group(src, f0, n, fs, index, wide, table, ts, usize, kind, 1);
     /* the entries past the last whole tile, then the features past the last whole tile, one at a time */
     for (k = n - n % V; k < n; k++) {
         uint64_t j = cyscatter_layout_at(index, wide, k);
-        if (j >= usize) continue;
+        if (j >= usize) {
+            bad = 1;
+            continue;
+        }
         for (ptrdiff_t f = f_begin; f < f0; f++)
             cyscatter_layout_add1(table + ((ptrdiff_t)j * ts + f) * item, src + f * fs + k * item, kind);
     }
@@ -186,20 +250,24 @@ CYSCATTER_LAYOUT_INLINE void cyscatter_layout_add_kind(const char *src, ptrdiff_
             uint64_t j = cyscatter_layout_at(index, wide, k);
             if (j < usize)
                 cyscatter_layout_add1(table + ((ptrdiff_t)j * ts + f0) * item, src + f0 * fs + k * item, kind);
+            else
+                bad = 1;
         }
+    return bad;
 }
 
-/* The entry point: `kind` a CYSCATTER_LAYOUT_* code, `wide` an int64 index (else int32). */
-__attribute__((target("avx2"))) static void cyscatter_layout_add(const char *src, ptrdiff_t f_begin,
+/* The entry point: `kind` a CYSCATTER_LAYOUT_* code, `wide` an int64 index (else int32). Returns 1 when an entry
+ * outside [0, size) was skipped (the caller's bounds check under mode='raise' can then wait until after the
+ * pass, where the table is its own: one pass over the index fewer), else 0. */
+__attribute__((target("avx2"))) static int cyscatter_layout_add(const char *src, ptrdiff_t f_begin,
                                                                   ptrdiff_t f_end, ptrdiff_t n, ptrdiff_t fs,
                                                                   const void *index, int wide, void *table,
                                                                   ptrdiff_t ts, ptrdiff_t size, int kind) {
     char *t = (char *)table;
 #define CYSCATTER_LAYOUT_CASE(K)                                                                       \
     case K:                                                                                            \
-        if (wide) cyscatter_layout_add_kind(src, f_begin, f_end, n, fs, index, 1, t, ts, size, K);     \
-        else cyscatter_layout_add_kind(src, f_begin, f_end, n, fs, index, 0, t, ts, size, K);          \
-        break;
+        if (wide) return cyscatter_layout_add_kind(src, f_begin, f_end, n, fs, index, 1, t, ts, size, K); \
+        return cyscatter_layout_add_kind(src, f_begin, f_end, n, fs, index, 0, t, ts, size, K);
     switch (kind) {
     CYSCATTER_LAYOUT_CASE(CYSCATTER_LAYOUT_F4)
     CYSCATTER_LAYOUT_CASE(CYSCATTER_LAYOUT_I4)
@@ -208,6 +276,7 @@ __attribute__((target("avx2"))) static void cyscatter_layout_add(const char *src
     CYSCATTER_LAYOUT_CASE(CYSCATTER_LAYOUT_C8)
     }
 #undef CYSCATTER_LAYOUT_CASE
+    return 0;
 }
 
 /* The gather of the same pattern: out[f * os + k] = table[index[k] * ts + f] (os in bytes, ts in elements) for
@@ -305,6 +374,37 @@ __attribute__((target("avx2"))) static void cyscatter_layout_gather(const void *
     }
 }
 
+/* The transposition below for one item size (a constant where it is called): two tiles along the rows a step,
+ * so each destination row gets a whole 64-byte span at once (half spans, one tile a step: 0.033 against 0.021
+ * ms for 5000 x 64 float32, warm). */
+CYSCATTER_LAYOUT_INLINE void cyscatter_layout_transpose_item(const char *src, ptrdiff_t rows, ptrdiff_t cols,
+                                                             ptrdiff_t ss, char *dst, ptrdiff_t ds, int item) {
+    const int V = 32 / item;
+    ptrdiff_t r0 = 0, c0;
+    for (; r0 + 2 * V <= rows; r0 += 2 * V) {
+        for (c0 = 0; c0 + V <= cols; c0 += V) {
+            __m256i a[2][8];
+            for (int h = 0; h < 2; h++) {
+                for (int i = 0; i < V; i++)
+                    a[h][i] = _mm256_loadu_si256((const __m256i *)(src + ((r0 + V * h + i) * ss + c0) * item));
+                if (item == 4) cyscatter_tr8_ps((__m256 *)a[h]);
+                else cyscatter_tr4_pd((__m256d *)a[h]);
+            }
+            for (int i = 0; i < V; i++) {
+                __m256i *d = (__m256i *)(dst + ((c0 + i) * ds + r0) * item);
+                _mm256_storeu_si256(d, a[0][i]);
+                _mm256_storeu_si256(d + 1, a[1][i]);
+            }
+        }
+        for (; c0 < cols; c0++)
+            for (ptrdiff_t r = r0; r < r0 + 2 * V; r++)
+                memcpy(dst + (c0 * ds + r) * item, src + (r * ss + c0) * item, item);
+    }
+    for (; r0 < rows; r0++)
+        for (c0 = 0; c0 < cols; c0++)
+            memcpy(dst + (c0 * ds + r0) * item, src + (r0 * ss + c0) * item, item);
+}
+
 /* dst[c * ds + r] = src[r * ss + c] for r < rows, c < cols, elements of `item` bytes (strides in elements):
  * 8 x 8 (4-byte) or 4 x 4 (8-byte) tiles in registers, the edges one element at a time. */
 __attribute__((target("avx2"))) static void cyscatter_layout_transpose(const void *srcv, ptrdiff_t rows,
@@ -312,35 +412,25 @@ __attribute__((target("avx2"))) static void cyscatter_layout_transpose(const voi
                                                                         ptrdiff_t ds, ptrdiff_t item) {
     const char *src = (const char *)srcv;
     char *dst = (char *)dstv;
-    const ptrdiff_t V = (item == 4 || item == 8) ? 32 / item : 0;
-    ptrdiff_t r0 = 0, c0;
-    if (V)
-        for (; r0 + V <= rows; r0 += V) {
-            for (c0 = 0; c0 + V <= cols; c0 += V) {
-                __m256i a[8];
-                for (ptrdiff_t i = 0; i < V; i++)
-                    a[i] = _mm256_loadu_si256((const __m256i *)(src + ((r0 + i) * ss + c0) * item));
-                if (item == 4) cyscatter_tr8_ps((__m256 *)a);
-                else cyscatter_tr4_pd((__m256d *)a);
-                for (ptrdiff_t i = 0; i < V; i++)
-                    _mm256_storeu_si256((__m256i *)(dst + ((c0 + i) * ds + r0) * item), a[i]);
-            }
-            for (; c0 < cols; c0++)
-                for (ptrdiff_t r = r0; r < r0 + V; r++)
-                    memcpy(dst + (c0 * ds + r) * item, src + (r * ss + c0) * item, item);
-        }
-    for (; r0 < rows; r0++)
-        for (c0 = 0; c0 < cols; c0++)
-            memcpy(dst + (c0 * ds + r0) * item, src + (r0 * ss + c0) * item, item);
+    if (item == 4) {
+        cyscatter_layout_transpose_item(src, rows, cols, ss, dst, ds, 4);
+    } else if (item == 8) {
+        cyscatter_layout_transpose_item(src, rows, cols, ss, dst, ds, 8);
+    } else {
+        for (ptrdiff_t r = 0; r < rows; r++)
+            for (ptrdiff_t c = 0; c < cols; c++)
+                memcpy(dst + (c * ds + r) * item, src + (r * ss + c) * item, item);
+    }
 }
 
 #else
 static int cyscatter_layout_has_avx2(void) { return 0; }
-static void cyscatter_layout_add(const char *src, ptrdiff_t f_begin, ptrdiff_t f_end, ptrdiff_t n, ptrdiff_t fs,
-                                 const void *index, int wide, void *table, ptrdiff_t ts, ptrdiff_t size,
-                                 int kind) {
+static int cyscatter_layout_add(const char *src, ptrdiff_t f_begin, ptrdiff_t f_end, ptrdiff_t n, ptrdiff_t fs,
+                                const void *index, int wide, void *table, ptrdiff_t ts, ptrdiff_t size,
+                                int kind) {
     (void)src; (void)f_begin; (void)f_end; (void)n; (void)fs; (void)index; (void)wide; (void)table; (void)ts;
     (void)size; (void)kind;
+    return 0;
 }
 static void cyscatter_layout_transpose(const void *src, ptrdiff_t rows, ptrdiff_t cols, ptrdiff_t ss, void *dst,
                                        ptrdiff_t ds, ptrdiff_t item) {

@@ -148,6 +148,34 @@ def test_kernel_entry(dtype, transpose):
         _check(got, ref_scatter(x, idx, "add", dst=init))
 
 
+@pytest.mark.parametrize("check_after", [True, False])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kernel_reports_the_first_bad_entry_and_leaves_out(check_after, index_dtype, threads):
+    """Under mode='raise' the transposed sum may check its index after the tile pass (into its private table):
+    the status is still the first bad position, wherever it lies (inside a tile, past the whole tiles, several),
+    and out is left as it was."""
+    rng = np.random.default_rng(8)
+    saved = kernels._tune_layout_check_after()
+    try:
+        kernels._tune_layout_check_after(check_after)
+        width, n, size = 40, 203, 12
+        src = np.ascontiguousarray(_values(rng, (n, width), np.float32).T)[:, :, None]
+        for bad in ([5], [200], [77, 3], [202, 201], [0]):
+            for value in (size, -1, 2**30):
+                idx = rng.integers(0, size, n).astype(index_dtype)
+                idx[bad] = value
+                out = np.ascontiguousarray(_values(rng, (size, width), np.float32).T)[:, :, None]
+                before = out.copy()
+                status = kernels.scatter_staged(int(kernels.OpCode.OP_ADD), int(kernels.StageCode.STAGE_COPY),
+                                                src, idx, out, None, int(kernels.IndexMode.MODE_RAISE), threads,
+                                                True)
+                assert status == min(bad)
+                _check(out, before)
+    finally:
+        kernels._tune_layout_check_after(saved)
+
+
 def test_ready_reports_the_tile_widths():
     if not kernels.layout_add_ready(np.float32, 64):
         pytest.skip("no AVX2 here")

@@ -3,10 +3,10 @@ not): written in place by `kernels.gather_apart` (AVX2 tiles for 4- and 8-byte i
 features, a blocked column loop for the rest), against the plain-loop reference for every dtype gather moves,
 both index kinds, every axis, the modes and 1-3 threads; no dst-sized temporary; a bad index leaves dst as it
 was."""
-import tracemalloc
 
 import numpy as np
 import pytest
+from memory import traced_peak
 from reference import ref_gather
 
 import cyscatter as cs
@@ -157,11 +157,6 @@ def test_no_dst_sized_temporary(dtype):
     idx = rng.integers(0, 5000, n)
     dst = np.zeros((n, f), dtype, order="F")
     cs.gather_into(dst[:100], src, idx[:100])   # warm the Python layer
-    tracemalloc.start()
-    try:
-        cs.gather_into(dst, src, idx)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced_peak(lambda: cs.gather_into(dst, src, idx))
     assert peak < dst.nbytes / 16, peak
     _same(dst, np.asfortranarray(src[idx]))

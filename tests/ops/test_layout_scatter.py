@@ -3,10 +3,10 @@ data (index along the last axis) and Fortran-ordered or axis-swapped src, agains
 bit (each table element gets its updates in index order), for every kernel dtype of the add, tile edges (widths
 and entry counts that are not whole tiles), batch slices, out= and scatter_into, drop and raise, 1 and 2
 threads. Without AVX2 the same calls take the other paths and must give the same bits."""
-import tracemalloc
 
 import numpy as np
 import pytest
+from memory import traced_peak
 from reference import ref_scatter
 
 import cyscatter as cs
@@ -236,12 +236,7 @@ def test_scatter_into_a_large_fortran_dst_allocates_no_copy_of_it():
     idx = rng.integers(0, groups, n)
     target = np.asfortranarray(np.ones((groups, f), np.float32))
     cs.scatter_into(np.asfortranarray(np.ones((8, f), np.float32)), x[:100], idx[:100] % 8)   # warm the Python layer
-    tracemalloc.start()
-    try:
-        cs.scatter_into(target, x, idx)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced_peak(lambda: cs.scatter_into(target, x, idx))
     assert peak < target.nbytes / 4, peak   # blocks of 256 KiB, not the 12.8 MB dst twice
     want = np.ones((groups, f), np.float32)
     np.add.at(want, idx, x)

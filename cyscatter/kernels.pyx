@@ -1732,21 +1732,28 @@ cpdef enum RoundFlag:
     ROUND_UNDERFLOW = 2   # a nonzero value below float16's smallest normal (rounded or not)
 
 
+cdef Py_ssize_t _rounding_size(str name, cnp.ndarray src, cnp.ndarray out, int out_type, str out_name) except -1:
+    """The element count of a rounding loop's operands: aligned C-contiguous native float32 `src`, a writeable
+    `out` of `out_type` and the same size; ValueError otherwise."""
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(src)
+    if (cnp.PyArray_TYPE(src) != cnp.NPY_FLOAT32 or cnp.PyArray_TYPE(out) != out_type
+            or not cnp.PyArray_ISNOTSWAPPED(src) or not cnp.PyArray_ISNOTSWAPPED(out)
+            or not cnp.PyArray_IS_C_CONTIGUOUS(src) or not cnp.PyArray_IS_C_CONTIGUOUS(out)
+            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_ISALIGNED(out)
+            or not cnp.PyArray_ISWRITEABLE(out) or cnp.PyArray_SIZE(out) != n):
+        raise ValueError(f"{name} takes aligned C-contiguous native float32 src and a writeable {out_name} out "
+                         f"of the same size, got {(<object>src).dtype} {(<object>src).shape} into "
+                         f"{(<object>out).dtype} {(<object>out).shape}")
+    return n
+
+
 def round_half(cnp.ndarray src not None, cnp.ndarray out not None):
     """out = src (float32) rounded to float16 (`out`'s dtype), the same bits as NumPy's astype for every input
     (`_halfround.h`): the result of every float16 call, from its float32 table. Both C-contiguous of one size.
     Returns the RoundFlag bits met, for the caller to redo the cast with NumPy where its error state would act
     on one (NumPy's cast raises the floating-point errors; this loop does not)."""
-    cdef Py_ssize_t n = cnp.PyArray_SIZE(src)
+    cdef Py_ssize_t n = _rounding_size("round_half", src, out, cnp.NPY_FLOAT16, "float16")
     cdef int flags
-    if (cnp.PyArray_TYPE(src) != cnp.NPY_FLOAT32 or cnp.PyArray_TYPE(out) != cnp.NPY_FLOAT16
-            or not cnp.PyArray_ISNOTSWAPPED(src) or not cnp.PyArray_ISNOTSWAPPED(out)
-            or not cnp.PyArray_IS_C_CONTIGUOUS(src) or not cnp.PyArray_IS_C_CONTIGUOUS(out)
-            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_ISALIGNED(out)
-            or not cnp.PyArray_ISWRITEABLE(out) or cnp.PyArray_SIZE(out) != n):
-        raise ValueError(f"round_half takes aligned C-contiguous native float32 src and a writeable float16 out "
-                         f"of the same size, got {(<object>src).dtype} {(<object>src).shape} into "
-                         f"{(<object>out).dtype} {(<object>out).shape}")
     with nogil:
         flags = cyscatter_f32_to_f16(<const float*>cnp.PyArray_DATA(src), <uint16_t*>cnp.PyArray_DATA(out), n)
     return flags
@@ -1756,15 +1763,7 @@ def round_bfloat(cnp.ndarray src not None, cnp.ndarray out not None):
     """out = src (float32) rounded to bfloat16, the same bits as ml_dtypes' astype (`_halfround.h`); `out` is the
     uint16 view of the bfloat16 result (NumPy knows bfloat16 only as ml_dtypes' own type). Both C-contiguous of
     one size."""
-    cdef Py_ssize_t n = cnp.PyArray_SIZE(src)
-    if (cnp.PyArray_TYPE(src) != cnp.NPY_FLOAT32 or cnp.PyArray_TYPE(out) != cnp.NPY_UINT16
-            or not cnp.PyArray_ISNOTSWAPPED(src) or not cnp.PyArray_ISNOTSWAPPED(out)
-            or not cnp.PyArray_IS_C_CONTIGUOUS(src) or not cnp.PyArray_IS_C_CONTIGUOUS(out)
-            or not cnp.PyArray_ISALIGNED(src) or not cnp.PyArray_ISALIGNED(out)
-            or not cnp.PyArray_ISWRITEABLE(out) or cnp.PyArray_SIZE(out) != n):
-        raise ValueError(f"round_bfloat takes aligned C-contiguous native float32 src and a writeable uint16 out "
-                         f"of the same size, got {(<object>src).dtype} {(<object>src).shape} into "
-                         f"{(<object>out).dtype} {(<object>out).shape}")
+    cdef Py_ssize_t n = _rounding_size("round_bfloat", src, out, cnp.NPY_UINT16, "uint16")
     with nogil:
         cyscatter_f32_to_bf16(<const float*>cnp.PyArray_DATA(src), <uint16_t*>cnp.PyArray_DATA(out), n)
 

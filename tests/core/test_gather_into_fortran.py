@@ -157,6 +157,6 @@ def test_no_dst_sized_temporary(dtype):
     idx = rng.integers(0, 5000, n)
     dst = np.zeros((n, f), dtype, order="F")
     cs.gather_into(dst[:100], src, idx[:100])   # warm the Python layer
-    peak = traced_peak(lambda: cs.gather_into(dst, src, idx))
+    _, peak = traced_peak(lambda: cs.gather_into(dst, src, idx))
     assert peak < dst.nbytes / 16, peak
     _same(dst, np.asfortranarray(src[idx]))

@@ -4,11 +4,11 @@ from __future__ import annotations
 import tracemalloc
 
 
-def traced_peak(call) -> int:
-    """Peak bytes tracemalloc sees (NumPy reports its allocations to it) while `call()` runs."""
+def traced_peak(call):
+    """(`call()`'s result, the peak bytes tracemalloc saw while it ran: NumPy reports its allocations to it)."""
     tracemalloc.start()
     try:
-        call()
-        return tracemalloc.get_traced_memory()[1]
+        result = call()
+        return result, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -241,7 +241,7 @@ def test_scatter_into_another_dtype_allocates_no_converted_copy(src_dtype, dst_d
     idx = rng.integers(0, 1000, n)
     dst = np.zeros((1000, f), dst_dtype)
     cs.scatter_into(dst.copy(), x[:100], idx[:100])   # warm caches of the Python layer
-    peak = traced_peak(lambda: cs.scatter_into(dst, x, idx))
+    _, peak = traced_peak(lambda: cs.scatter_into(dst, x, idx))
     # a block buffer and at most a compute-dtype table, not an n x F copy in dst's dtype (>= 6.4 MB)
     assert peak < n * f * np.dtype(dst_dtype).itemsize / 4, peak
     want = np.zeros((1000, f), dst_dtype)
@@ -285,9 +285,7 @@ def test_sorted_hint_allocates_no_converted_copy():
     x = rng.standard_normal((n, f)).astype(np.float16)
     idx = np.sort(rng.integers(0, 1000, n))
     cs.scatter(x[:100], idx[:100], dim_size=1000, indices_are_sorted=True)   # warm caches of the Python layer
-    results = []
-    peak = traced_peak(lambda: results.append(cs.scatter(x, idx, dim_size=1000, indices_are_sorted=True)))
-    got = results[0]
+    got, peak = traced_peak(lambda: cs.scatter(x, idx, dim_size=1000, indices_are_sorted=True))
     assert peak < n * f * 4 / 4, peak   # the table and a block buffer, not n x F float32 (12.8 MB)
     want = np.zeros((1000, f), np.float32)
     np.add.at(want, idx, x.astype(np.float32))

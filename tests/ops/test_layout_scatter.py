@@ -236,7 +236,7 @@ def test_scatter_into_a_large_fortran_dst_allocates_no_copy_of_it():
     idx = rng.integers(0, groups, n)
     target = np.asfortranarray(np.ones((groups, f), np.float32))
     cs.scatter_into(np.asfortranarray(np.ones((8, f), np.float32)), x[:100], idx[:100] % 8)   # warm the Python layer
-    peak = traced_peak(lambda: cs.scatter_into(target, x, idx))
+    _, peak = traced_peak(lambda: cs.scatter_into(target, x, idx))
     assert peak < target.nbytes / 4, peak   # blocks of 256 KiB, not the 12.8 MB dst twice
     want = np.ones((groups, f), np.float32)
     np.add.at(want, idx, x)

@@ -1,21 +1,15 @@
 """The reverse functions of a float16/bfloat16 scatter, whose derivatives are float64: the rules that never read
 src (add, sub, mean's VJPs, the linear JVPs) leave it unconverted, against the plain-loop references."""
-import tracemalloc
-
 import numpy as np
 import pytest
+from memory import traced_peak
 
 import cyscatter as cs
 
 
 def _peak(f):
     f()   # warm caches of the Python layer
-    tracemalloc.start()
-    try:
-        result = f()
-        return result, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    return traced_peak(f)
 
 
 def _half(dtype, shape, rng):

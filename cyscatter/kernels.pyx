@@ -1602,8 +1602,8 @@ cdef Py_ssize_t _converted_part(cyscatter_convscatter_fn fn, const Staging* S, c
 cdef Py_ssize_t _scatter_converted(int opcode, int stage_code, ValueCode code, const Staging* S,
                                   const void* index, int index_bytes, void* out, const Layout* T, int64_t* counts,
                                   int mode, int threads) noexcept nogil:
-    """Rows of adjacent elements, float16/bfloat16 -> float32 or float32 -> float64, add/max/min: each row
-    converted in registers as it is combined (`_convscatter.h`), src read once at its own width and no buffer
+    """Rows of adjacent elements, float16/bfloat16 -> float32 or float32 -> float64, add/sub/mul/div/max/min: each
+    row converted in registers as it is combined (`_convscatter.h`), src read once at its own width and no buffer
     between; NOT_DONE where that loop does not apply (other ops, dtypes or layouts, a CPU without AVX2/F16C).
 
     Several threads split the call as `scatter_reduce_layout` splits a same-dtype one (batch slices, else feature
@@ -1614,7 +1614,9 @@ cdef Py_ssize_t _scatter_converted(int opcode, int stage_code, ValueCode code, c
     cdef Py_ssize_t kernel_item = 8 if code == V_FLOAT64 else 4
     cdef Py_ssize_t outer = S.outer, inner = S.width, size = T.size, block = CACHE_LINE // kernel_item, lead = 0
     cdef Py_ssize_t status[MAX_THREADS]
-    cdef int op = 0 if opcode == OP_ADD else 1 if opcode == OP_MAX else 2 if opcode == OP_MIN else -1
+    # CYSCATTER_CONV_* (`_convscatter.h`)
+    cdef int op = (0 if opcode == OP_ADD else 1 if opcode == OP_MAX else 2 if opcode == OP_MIN else
+                   3 if opcode == OP_SUB else 4 if opcode == OP_MUL else 5 if opcode == OP_DIV else -1)
     cdef int parts, t, split
     cdef bint raise_ = mode == MODE_RAISE
     if not _convert_rows or op < 0 or (S.col_stride != S.item and S.width != 1):

@@ -1,13 +1,14 @@
 /* The scatter of a src whose dtype the kernel widens (float16 or bfloat16 into float32, float32 into
  * float64), converting each row in registers right before it is combined: no buffer between conversion and
- * update, src read once at its own width. Loops for add, max and min only, in AVX2 (+F16C), chosen at run time
- * (the build targets baseline SSE2); `cyscatter_convscatter_fn` returns NULL elsewhere and the staged block
- * loop (`_stage.h`) runs instead.
+ * update, src read once at its own width. Loops for add, sub, mul, div, max and min, in AVX2 (+F16C), chosen at
+ * run time (the build targets baseline SSE2); `cyscatter_convscatter_fn` returns NULL elsewhere and the staged
+ * block loop (`_stage.h`) runs instead (nan ops, complex).
  *
  * Same bits as converting first and then running the core's row update: the conversions are those of
  * `_stage.h` (NumPy's astype: F16C's VCVTPH2PS with the signalling-NaN fix of `cyscatter_half_row_f16c`, the
  * 16-bit shift for bfloat16, VCVTPS2PD which quiets a signalling NaN as the C cast does), the updates those of
- * `_cpu.h` on 8 (float) or 4 (double) lanes instead of 4 or 2: IEEE addition lane by lane, and MAXPS/MINPS with
+ * `_cpu.h` and `_combine_n` on 8 (float) or 4 (double) lanes instead of 4 or 2: IEEE addition, subtraction,
+ * multiplication and division lane by lane (no contraction: one operation each), and MAXPS/MINPS with
  * the same two fixes as `CYSCATTER_EXTREME_ROW` (ties take the bitwise and/or, a NaN held stays). Rows are taken
  * in index order, so every destination element sees its updates in the same order; several threads split the
  * call as the core's `scatter_reduce_layout` does (batch slices, feature columns in whole cache lines, or
@@ -33,7 +34,8 @@ typedef ptrdiff_t (*cyscatter_convscatter_fn)(const char *src, ptrdiff_t rs, con
                                               ptrdiff_t hi);
 
 enum { CYSCATTER_CONV_HALF = 1, CYSCATTER_CONV_BFLOAT = 2, CYSCATTER_CONV_F4 = 3 };   /* StageCode values */
-enum { CYSCATTER_CONV_ADD = 0, CYSCATTER_CONV_MAX = 1, CYSCATTER_CONV_MIN = 2 };
+enum { CYSCATTER_CONV_ADD = 0, CYSCATTER_CONV_MAX = 1, CYSCATTER_CONV_MIN = 2, CYSCATTER_CONV_SUB = 3,
+       CYSCATTER_CONV_MUL = 4, CYSCATTER_CONV_DIV = 5, CYSCATTER_CONV_OPS = 6 };
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -66,6 +68,9 @@ CYSCATTER_AVX __m256 cyscatter_v8_min(__m256 cur, __m256 nw) {
     return _mm256_or_ps(_mm256_and_ps(held, cur), _mm256_andnot_ps(held, a));
 }
 CYSCATTER_AVX __m256 cyscatter_v8_add(__m256 cur, __m256 nw) { return _mm256_add_ps(cur, nw); }
+CYSCATTER_AVX __m256 cyscatter_v8_sub(__m256 cur, __m256 nw) { return _mm256_sub_ps(cur, nw); }
+CYSCATTER_AVX __m256 cyscatter_v8_mul(__m256 cur, __m256 nw) { return _mm256_mul_ps(cur, nw); }
+CYSCATTER_AVX __m256 cyscatter_v8_div(__m256 cur, __m256 nw) { return _mm256_div_ps(cur, nw); }
 CYSCATTER_AVX __m256d cyscatter_v4_max(__m256d cur, __m256d nw) {
     __m256d a = _mm256_max_pd(cur, nw), eq = _mm256_cmp_pd(cur, nw, _CMP_EQ_OQ);
     a = _mm256_andnot_pd(_mm256_andnot_pd(cur, eq), a);
@@ -79,8 +84,17 @@ CYSCATTER_AVX __m256d cyscatter_v4_min(__m256d cur, __m256d nw) {
     return _mm256_or_pd(_mm256_and_pd(held, cur), _mm256_andnot_pd(held, a));
 }
 CYSCATTER_AVX __m256d cyscatter_v4_add(__m256d cur, __m256d nw) { return _mm256_add_pd(cur, nw); }
+CYSCATTER_AVX __m256d cyscatter_v4_sub(__m256d cur, __m256d nw) { return _mm256_sub_pd(cur, nw); }
+CYSCATTER_AVX __m256d cyscatter_v4_mul(__m256d cur, __m256d nw) { return _mm256_mul_pd(cur, nw); }
+CYSCATTER_AVX __m256d cyscatter_v4_div(__m256d cur, __m256d nw) { return _mm256_div_pd(cur, nw); }
 static inline float cyscatter_s_add_f(float cur, float nw) { return cur + nw; }
 static inline double cyscatter_s_add_d(double cur, double nw) { return cur + nw; }
+static inline float cyscatter_s_sub_f(float cur, float nw) { return cur - nw; }
+static inline double cyscatter_s_sub_d(double cur, double nw) { return cur - nw; }
+static inline float cyscatter_s_mul_f(float cur, float nw) { return cur * nw; }
+static inline double cyscatter_s_mul_d(double cur, double nw) { return cur * nw; }
+static inline float cyscatter_s_div_f(float cur, float nw) { return cur / nw; }
+static inline double cyscatter_s_div_d(double cur, double nw) { return cur / nw; }
 static inline float cyscatter_cv1_half(uint16_t h) { return cyscatter_half_value(h); }
 static inline float cyscatter_cv1_bfloat(uint16_t h) { return cyscatter_bfloat_value(h); }
 
@@ -134,44 +148,52 @@ static inline float cyscatter_cv1_bfloat(uint16_t h) { return cyscatter_bfloat_v
         return name##_w(src, rs, ix, n, t, trs, size, width, ahead, counts, raise, lo, hi);               \
     }
 
-CYSCATTER_ROW_F(cyscatter_cr_half_add, cyscatter_cv8_half, cyscatter_cv1_half, cyscatter_v8_add, cyscatter_s_add_f)
-CYSCATTER_ROW_F(cyscatter_cr_half_max, cyscatter_cv8_half, cyscatter_cv1_half, cyscatter_v8_max, cyscatter_max_f)
-CYSCATTER_ROW_F(cyscatter_cr_half_min, cyscatter_cv8_half, cyscatter_cv1_half, cyscatter_v8_min, cyscatter_min_f)
-CYSCATTER_ROW_F(cyscatter_cr_bfloat_add, cyscatter_cv8_bfloat, cyscatter_cv1_bfloat, cyscatter_v8_add,
-                cyscatter_s_add_f)
-CYSCATTER_ROW_F(cyscatter_cr_bfloat_max, cyscatter_cv8_bfloat, cyscatter_cv1_bfloat, cyscatter_v8_max,
-                cyscatter_max_f)
-CYSCATTER_ROW_F(cyscatter_cr_bfloat_min, cyscatter_cv8_bfloat, cyscatter_cv1_bfloat, cyscatter_v8_min,
-                cyscatter_min_f)
+#define CYSCATTER_ROWS_F(conv)                                                                            \
+    CYSCATTER_ROW_F(cyscatter_cr_##conv##_add, cyscatter_cv8_##conv, cyscatter_cv1_##conv, cyscatter_v8_add,     \
+                    cyscatter_s_add_f)                                                                    \
+    CYSCATTER_ROW_F(cyscatter_cr_##conv##_max, cyscatter_cv8_##conv, cyscatter_cv1_##conv, cyscatter_v8_max,     \
+                    cyscatter_max_f)                                                                      \
+    CYSCATTER_ROW_F(cyscatter_cr_##conv##_min, cyscatter_cv8_##conv, cyscatter_cv1_##conv, cyscatter_v8_min,     \
+                    cyscatter_min_f)                                                                      \
+    CYSCATTER_ROW_F(cyscatter_cr_##conv##_sub, cyscatter_cv8_##conv, cyscatter_cv1_##conv, cyscatter_v8_sub,     \
+                    cyscatter_s_sub_f)                                                                    \
+    CYSCATTER_ROW_F(cyscatter_cr_##conv##_mul, cyscatter_cv8_##conv, cyscatter_cv1_##conv, cyscatter_v8_mul,     \
+                    cyscatter_s_mul_f)                                                                    \
+    CYSCATTER_ROW_F(cyscatter_cr_##conv##_div, cyscatter_cv8_##conv, cyscatter_cv1_##conv, cyscatter_v8_div,     \
+                    cyscatter_s_div_f)
+CYSCATTER_ROWS_F(half)
+CYSCATTER_ROWS_F(bfloat)
 CYSCATTER_ROW_D(cyscatter_cr_f4_add, cyscatter_v4_add, cyscatter_s_add_d)
 CYSCATTER_ROW_D(cyscatter_cr_f4_max, cyscatter_v4_max, cyscatter_max_d)
 CYSCATTER_ROW_D(cyscatter_cr_f4_min, cyscatter_v4_min, cyscatter_min_d)
+CYSCATTER_ROW_D(cyscatter_cr_f4_sub, cyscatter_v4_sub, cyscatter_s_sub_d)
+CYSCATTER_ROW_D(cyscatter_cr_f4_mul, cyscatter_v4_mul, cyscatter_s_mul_d)
+CYSCATTER_ROW_D(cyscatter_cr_f4_div, cyscatter_v4_div, cyscatter_s_div_d)
 
+#define CYSCATTER_SCATTER2(conv, op, S, D)                                                                \
+    CYSCATTER_SCATTER(cyscatter_cs_##conv##_##op##_i4, int32_t, S, D, cyscatter_cr_##conv##_##op)        \
+    CYSCATTER_SCATTER(cyscatter_cs_##conv##_##op##_i8, int64_t, S, D, cyscatter_cr_##conv##_##op)
 #define CYSCATTER_SCATTERS(conv, S, D)                                                                    \
-    CYSCATTER_SCATTER(cyscatter_cs_##conv##_add_i4, int32_t, S, D, cyscatter_cr_##conv##_add)             \
-    CYSCATTER_SCATTER(cyscatter_cs_##conv##_max_i4, int32_t, S, D, cyscatter_cr_##conv##_max)             \
-    CYSCATTER_SCATTER(cyscatter_cs_##conv##_min_i4, int32_t, S, D, cyscatter_cr_##conv##_min)             \
-    CYSCATTER_SCATTER(cyscatter_cs_##conv##_add_i8, int64_t, S, D, cyscatter_cr_##conv##_add)             \
-    CYSCATTER_SCATTER(cyscatter_cs_##conv##_max_i8, int64_t, S, D, cyscatter_cr_##conv##_max)             \
-    CYSCATTER_SCATTER(cyscatter_cs_##conv##_min_i8, int64_t, S, D, cyscatter_cr_##conv##_min)
+    CYSCATTER_SCATTER2(conv, add, S, D) CYSCATTER_SCATTER2(conv, max, S, D)                               \
+    CYSCATTER_SCATTER2(conv, min, S, D) CYSCATTER_SCATTER2(conv, sub, S, D)                               \
+    CYSCATTER_SCATTER2(conv, mul, S, D) CYSCATTER_SCATTER2(conv, div, S, D)
 CYSCATTER_SCATTERS(half, uint16_t, float)
 CYSCATTER_SCATTERS(bfloat, uint16_t, float)
 CYSCATTER_SCATTERS(f4, float, double)
 
-static const cyscatter_convscatter_fn cyscatter_convscatters[3][3][2] = {
-    {{cyscatter_cs_half_add_i4, cyscatter_cs_half_add_i8}, {cyscatter_cs_half_max_i4, cyscatter_cs_half_max_i8},
-     {cyscatter_cs_half_min_i4, cyscatter_cs_half_min_i8}},
-    {{cyscatter_cs_bfloat_add_i4, cyscatter_cs_bfloat_add_i8},
-     {cyscatter_cs_bfloat_max_i4, cyscatter_cs_bfloat_max_i8},
-     {cyscatter_cs_bfloat_min_i4, cyscatter_cs_bfloat_min_i8}},
-    {{cyscatter_cs_f4_add_i4, cyscatter_cs_f4_add_i8}, {cyscatter_cs_f4_max_i4, cyscatter_cs_f4_max_i8},
-     {cyscatter_cs_f4_min_i4, cyscatter_cs_f4_min_i8}},
-};
+/* [conversion - 1][CYSCATTER_CONV_* op][index of 8 bytes] */
+#define CYSCATTER_CONV_ROW(conv, op) {cyscatter_cs_##conv##_##op##_i4, cyscatter_cs_##conv##_##op##_i8}
+#define CYSCATTER_CONV_TABLE(conv)                                                                        \
+    {CYSCATTER_CONV_ROW(conv, add), CYSCATTER_CONV_ROW(conv, max), CYSCATTER_CONV_ROW(conv, min),          \
+     CYSCATTER_CONV_ROW(conv, sub), CYSCATTER_CONV_ROW(conv, mul), CYSCATTER_CONV_ROW(conv, div)}
+static const cyscatter_convscatter_fn cyscatter_convscatters[3][CYSCATTER_CONV_OPS][2] = {
+    CYSCATTER_CONV_TABLE(half), CYSCATTER_CONV_TABLE(bfloat), CYSCATTER_CONV_TABLE(f4)};
 
-/* the loop for conversion `conv` (CYSCATTER_CONV_*), op `op` (CYSCATTER_CONV_ADD/MAX/MIN) and an index of
+/* the loop for conversion `conv` (CYSCATTER_CONV_*), op `op` (CYSCATTER_CONV_ADD ... DIV) and an index of
  * `index_bytes` (4 or 8), or NULL where there is none or the CPU lacks AVX2/F16C */
 static inline cyscatter_convscatter_fn cyscatter_convscatter(int conv, int op, int index_bytes) {
-    if (conv < 1 || conv > 3 || op < 0 || op > 2 || (index_bytes != 4 && index_bytes != 8)) return NULL;
+    if (conv < 1 || conv > 3 || op < 0 || op >= CYSCATTER_CONV_OPS || (index_bytes != 4 && index_bytes != 8))
+        return NULL;
     if (!cyscatter_has_f16c()) return NULL;
     return cyscatter_convscatters[conv - 1][op][index_bytes == 8];
 }

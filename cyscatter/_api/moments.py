@@ -21,53 +21,86 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode, _FuncT
 
 
-def deviations3(ctx):
-    """(src - its group mean as (outer, n, inner), group counts as (size,)); dropped entries are not members."""
+def _real(dtype) -> np.dtype:
+    return np.finfo(dtype).dtype   # complex64 -> float32; the real float dtypes themselves
+
+
+def group_means(ctx):
+    """(group means (outer, size, inner) in the compute dtype, group counts (size,)); src read through the
+    context's source (a float16/bfloat16 src converted by the scatter kernel as it reads it)."""
     counts = ctx.counts()
     with np.errstate(invalid="ignore"):   # a complex infinity over the count: NaN parts, np.var's NaN variance
-        mean = ctx.put(ctx.src3) / ctx.xp.maximum(counts, 1)[None, :, None].astype(ctx.src3.real.dtype)
-    return _minus_taken(ctx, mean), counts
+        return ctx.put_src() / ctx.xp.maximum(counts, 1)[None, :, None].astype(_real(ctx.dtype)), counts
 
 
-def _minus_taken(ctx, mean3):
-    """src3 - mean3[:, flat, :], in the buffer of the gather: each fresh src-sized array costs its page faults
-    (a large share of scatter_var's time on the W1 workload)."""
-    taken = ctx.take(mean3.astype(ctx.src3.dtype, copy=False))
+def deviations3(ctx):
+    """(src - its group mean as (outer, n, inner), group counts as (size,)); dropped entries are not members."""
+    mean, counts = group_means(ctx)
+    return _minus_taken(ctx, mean, ctx.src3), counts
+
+
+def _minus_taken(ctx, mean3, rows3, plan=None):
+    """rows3 - mean3[:, flat, :] (`plan`: the rows' own, a chunk's), in the buffer of the gather: each fresh
+    src-sized array costs its page faults (a large share of scatter_var's time on the W1 workload)."""
+    taken = ctx.take(mean3.astype(ctx.dtype, copy=False), plan)
     with np.errstate(invalid="ignore"):   # inf - inf: the NaN variance of a group holding an infinity
-        return ctx.xp.subtract(ctx.src3, taken, out=taken)
+        return ctx.xp.subtract(rows3, taken, out=taken)
 
 
-def nan_deviations3(ctx):
-    """`deviations3` over the non-NaN entries (complex: either part NaN): (deviations, NaN at NaN entries, the
-    non-NaN counts of each output element, integers broadcastable against (outer, size, inner): the entries per
-    row, (1, size, 1), when src holds no NaN, and the means, (outer, size, inner)). The means and counts are
-    nanmean's (its counting kernels on the host: no mask of src is made, and no counts-sized float array)."""
+def nan_means(ctx):
+    """(the means of the non-NaN entries (complex: either part NaN) of each output element, their counts as
+    integers broadcastable against (outer, size, inner): the entries per row, (1, size, 1), when src holds no
+    NaN, else per element). nanmean's means and counts (its counting kernels on the host: no mask of src is
+    made, and no counts-sized float array)."""
     xp, op = ctx.xp, get_op("nanmean")
-    shape3 = (ctx.src3.shape[0], ctx.plan.size, ctx.src3.shape[2])
-    sums = ctx.be.fresh_table(shape3, op.compute_dtype(ctx.src3.dtype), op.identity(ctx.src3.dtype))
-    counts = counts3(run_counted(ctx.be.run_scatter, op, ctx.src3, ctx.plan, sums,
-                                 new_counts(op, shape3, xp, n=ctx.plan.n)))
+    if ctx.in_place:
+        # the NaN-skipping sums by the staged kernel, the counts of the non-NaN entries a chunk at a time (the
+        # counting kernels read only arrays of their own dtype): the same sums and counts, no n x F copy
+        sums = ctx.put_src(op, op.identity(ctx.dtype))
+        counts = xp.zeros(sums.shape, np.int32 if ctx.plan.n < 2**31 - 1 else np.int64)
+        for plan, rows3 in ctx.src_chunks():
+            ctx.put(xp.logical_not(xp.isnan(rows3)).astype(counts.dtype), plan=plan, into=counts)
+    else:
+        shape3 = (ctx.src3.shape[0], ctx.plan.size, ctx.src3.shape[2])
+        sums = ctx.be.fresh_table(shape3, op.compute_dtype(ctx.dtype), op.identity(ctx.dtype))
+        counts = counts3(run_counted(ctx.be.run_scatter, op, ctx.src3, ctx.plan, sums,
+                                     new_counts(op, shape3, xp, n=ctx.plan.n)))
     divisor = xp.maximum(counts, 1)
     for part in parts(sums):   # each part by the real count: correctly rounded, as reduce.divide
         xp.divide(part, divisor, out=part, dtype=part.dtype, casting="unsafe")
-    return _minus_taken(ctx, sums), counts, sums
+    return sums, counts
+
+
+def nan_deviations3(ctx):
+    """`deviations3` over the non-NaN entries: (deviations, NaN at NaN entries, the non-NaN counts of each output
+    element as `nan_means` gives them, the means (outer, size, inner))."""
+    sums, counts = nan_means(ctx)
+    return _minus_taken(ctx, sums, ctx.src3), counts, sums
 
 
 def var3(ctx, ddof, skip_nan: bool = False):
     """(outer, size, inner) variance: sum of |deviation|^2 / (count - ddof); NaN where count - ddof <= 0.
-    `skip_nan`: over the non-NaN entries of each element (numpy_groupies' nanvar, NumPy's np.nanvar)."""
+    `skip_nan`: over the non-NaN entries of each element (numpy_groupies' nanvar, NumPy's np.nanvar).
+
+    The deviations are taken a chunk of src rows at a time (`Reverse.src_chunks`) and their squares summed into
+    one table: each element sees its squares in index order, so the bits of one pass over the whole converted
+    src, without its n x F copy for a src read in place (float16/bfloat16)."""
     if skip_nan:
-        dev, counts, mean = nan_deviations3(ctx)
+        mean, counts = nan_means(ctx)
     else:
-        dev, counts = deviations3(ctx)
+        mean, counts = group_means(ctx)
         counts = counts[None, :, None]
-    dof = ctx.xp.subtract(counts, ddof, dtype=dev.real.dtype)   # in the result's dtype: no float64 copy
-    if dev.dtype.kind == "c":
-        squares = dev.real * dev.real + dev.imag * dev.imag
-    else:
-        squares = ctx.xp.multiply(dev, dev, out=dev)   # dev is this call's own buffer
-    # the NaN entries' deviations are NaN: nansum leaves them out
-    summed = ctx.put(squares, get_op("nansum" if skip_nan else "add"))
+    real = _real(ctx.dtype)
+    dof = ctx.xp.subtract(counts, ddof, dtype=real)   # in the result's dtype: no float64 copy
+    summed = ctx.xp.zeros(mean.shape, real)
+    for plan, rows3 in ctx.src_chunks():
+        dev = _minus_taken(ctx, mean, rows3, plan)
+        if dev.dtype.kind == "c":
+            squares = dev.real * dev.real + dev.imag * dev.imag
+        else:
+            squares = ctx.xp.multiply(dev, dev, out=dev)   # dev is this pass's own buffer
+        # the NaN entries' deviations are NaN: nansum leaves them out
+        ctx.put(squares, get_op("nansum" if skip_nan else "add"), plan=plan, into=summed)
     with np.errstate(divide="ignore", invalid="ignore"):   # in place: no output-sized temporaries but dof's
         ctx.xp.divide(summed, dof, out=summed)
     ctx.xp.copyto(summed, np.nan, where=~(dof > 0))

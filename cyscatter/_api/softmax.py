@@ -21,40 +21,62 @@ if TYPE_CHECKING:
 
 
 def group_max(ctx):
-    return ctx.put(ctx.src3, get_op("max"), start=-np.inf)
+    return ctx.put_src(get_op("max"), -np.inf)
+
+
+def _exp_sums(ctx, shift, log: bool = False):
+    """(outer, size, inner) sums of exp(src - shift of the group) (then their log), a chunk of src rows at a
+    time (`Reverse.src_chunks`): every element sees its terms in index order, the bits of one whole pass."""
+    xp = ctx.xp
+    sums = xp.zeros(shift.shape, ctx.dtype)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        for plan, rows3 in ctx.src_chunks():
+            ctx.put(xp.exp(rows3 - ctx.take(shift, plan)), plan=plan, into=sums)
+        return xp.log(sums) if log else sums
 
 
 def logsumexp3(ctx):
-    """(outer, size, inner) log-sum-exp of each group of ctx.src3; -inf for empty groups."""
+    """(outer, size, inner) log-sum-exp of each group of src; -inf for empty groups."""
     xp, peak = ctx.xp, group_max(ctx)
     shift = xp.where(xp.isfinite(peak), peak, 0)   # scipy's rule: a group without a finite max is not shifted
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        sums = ctx.put(xp.exp(ctx.src3 - ctx.take(shift)))
-        return xp.log(sums) + shift
+    with np.errstate(invalid="ignore"):
+        return _exp_sums(ctx, shift, log=True) + shift
 
 
-def softmax3(ctx):
-    """(outer, n, inner) softmax of ctx.src3 within its group; 0 for entries dropped by mode='drop'."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        shifted = ctx.xp.exp(ctx.src3 - ctx.take(group_max(ctx)))
-        probs = shifted / ctx.take(ctx.put(shifted))
-    return mask_dropped(ctx, probs, 0)
+def softmax3(ctx, dtype=None):
+    """(outer, n, inner) softmax of src within its group, in `dtype` (default the compute dtype); 0 for entries
+    dropped by mode='drop'. Two passes over src by chunks (the sums, then each entry's share): exp is taken
+    twice, each time the same bits, and no n x F array but the result."""
+    peak = group_max(ctx)
+    sums = _exp_sums(ctx, peak)
+
+    def probs(plan, rows3):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            shifted = ctx.xp.exp(rows3 - ctx.take(peak, plan))
+            return mask_dropped(ctx, shifted / ctx.take(sums, plan), 0, plan)
+    return ctx.map_rows(probs, ctx.dtype if dtype is None else dtype)
 
 
-def log_softmax3(ctx):
-    """(outer, n, inner) log-softmax of ctx.src3 within its group; -inf for entries dropped by mode='drop'."""
-    xp = ctx.xp
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        shifted = ctx.src3 - ctx.take(group_max(ctx))
-        logp = shifted - ctx.take(xp.log(ctx.put(xp.exp(shifted))))
-    return mask_dropped(ctx, logp, -np.inf)
+def log_softmax3(ctx, dtype=None):
+    """(outer, n, inner) log-softmax of src within its group, in `dtype` (default the compute dtype); -inf for
+    entries dropped by mode='drop'. By chunks, as `softmax3`."""
+    peak = group_max(ctx)
+    log_sums = _exp_sums(ctx, peak, log=True)
+
+    def logp(plan, rows3):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            shifted = rows3 - ctx.take(peak, plan)
+            return mask_dropped(ctx, shifted - ctx.take(log_sums, plan), -np.inf, plan)
+    return ctx.map_rows(logp, ctx.dtype if dtype is None else dtype)
 
 
-def mask_dropped(ctx, a3, value):
-    """`a3` (outer, n, inner) with `value` at the entries dropped under mode='drop' (the others belong to a group)."""
-    if not ctx.plan.drops:
+def mask_dropped(ctx, a3, value, plan=None):
+    """`a3` (outer, n, inner) with `value` at the entries dropped under mode='drop' (the others belong to a group);
+    `plan`: a3's rows' own (a chunk's)."""
+    plan = ctx.plan if plan is None else plan
+    if not plan.drops:
         return a3
-    return ctx.xp.where(ctx.valid3(), a3, a3.dtype.type(value))
+    return ctx.xp.where(plan.valid()[None, :, None], a3, a3.dtype.type(value))
 
 
 def _check_out(ctx, out, shape, result):
@@ -188,7 +210,7 @@ def scatter_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | No
                                           broadcast=False)
     target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        probs = softmax3(ctx).astype(result, copy=False)
+        probs = softmax3(ctx, result)
     return _finish(probs.reshape(src_shape(ctx, batch, feat)), target, out)
 
 
@@ -235,5 +257,5 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
                                           broadcast=False)
     target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        probs = log_softmax3(ctx).astype(result, copy=False)
+        probs = log_softmax3(ctx, result)
     return _finish(probs.reshape(src_shape(ctx, batch, feat)), target, out)

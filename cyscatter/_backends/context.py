@@ -15,38 +15,87 @@ class Reverse:
 
     `src3` may be given as a callable that makes it (with `dtype`, the derivative dtype): the rules that never
     read src (add, sub and mean's VJPs, the linear JVPs) then never pay for its n x F conversion (a float16 src's
-    derivatives are float64)."""
+    derivatives are float64). `source`, when given, is what the backend's `rows_source` reads src from (a
+    float16/bfloat16 src read in place): `src3` is then made from it, and `src_chunks` walks it a cache-sized
+    block of converted rows at a time."""
 
-    __slots__ = ("_src3", "be", "dst3", "dtype", "exact", "out3", "plan")
+    __slots__ = ("_src3", "be", "dst3", "dtype", "exact", "out3", "plan", "source")
 
-    def __init__(self, be, plan, src3, out3, dst3, exact: tuple | None = None, *, dtype=None):
+    def __init__(self, be, plan, src3, out3, dst3, exact: tuple | None = None, *, dtype=None, source=None):
         self.be, self.plan, self._src3, self.out3, self.dst3 = be, plan, src3, out3, dst3
         # (src3, out3, dst3) in their integer dtype, for the winners of max/min and their twins on integer
         # inputs: the float64 views round above 2**53, which would tie distinct integers; None for float inputs
         self.exact = exact
         self.dtype = src3.dtype if dtype is None else dtype
+        self.source = source
 
     @property
     def src3(self) -> np.ndarray:
-        if callable(self._src3):
+        if self._src3 is None:
+            self._src3 = self.be.whole_rows(self.source)
+        elif callable(self._src3):
             self._src3 = self._src3()
         return self._src3
+
+    @property
+    def in_place(self) -> bool:
+        """Whether src is still read through `source` in place (a host `StagedRows`, which has a stage code),
+        not yet converted whole."""
+        return self._src3 is None and getattr(self.source, "code", None) is not None
+
+    def src_chunks(self):
+        """(plan, src rows) pairs over the entries in order, src in the context's dtype: the rows of `source` a
+        converted block at a time (no n x F copy), else `src3` whole. A rule whose result for an entry needs only
+        that entry's src row and per-group tables reads src through them; the plans serve passes after the whole
+        index was checked (the first full pass raised any bad entry)."""
+        if self.in_place:
+            yield from self.be.row_chunks(self.source, self.plan)
+        else:
+            yield self.plan, self.src3
 
     @property
     def xp(self):
         return self.be.xp
 
-    def take(self, a3: np.ndarray) -> np.ndarray:
-        """a3[:, flat, :] as (outer, n, inner), zero where an entry was dropped."""
-        taken = self.xp.zeros((a3.shape[0], self.plan.n, a3.shape[2]), a3.dtype)
-        self.be.run_gather(self.xp.ascontiguousarray(a3), self.plan, taken)
+    def map_rows(self, fn, dtype) -> np.ndarray:
+        """``fn(plan, rows3)`` over `src_chunks`, joined as one (outer, n, inner) array of `dtype`: a per-entry
+        result that reads only its entry's src row and per-group tables, computed a chunk at a time and cast
+        into the result (the cast of each element as the whole array's), so no n x F array in the compute dtype
+        is held beside it."""
+        if not self.in_place:
+            return fn(self.plan, self.src3).astype(dtype, copy=False)
+        outer, n, inner = self.source.shape
+        out = self.xp.empty((outer, n, inner), dtype)
+        r0 = 0
+        for plan, rows3 in self.src_chunks():
+            out[:, r0:r0 + plan.n] = fn(plan, rows3)
+            r0 += plan.n
+        return out
+
+    def take(self, a3: np.ndarray, plan=None) -> np.ndarray:
+        """a3[:, flat, :] as (outer, n, inner), zero where an entry was dropped (`plan`: another, e.g. a chunk's)."""
+        plan = self.plan if plan is None else plan
+        taken = self.xp.zeros((a3.shape[0], plan.n, a3.shape[2]), a3.dtype)
+        self.be.run_gather(self.xp.ascontiguousarray(a3), plan, taken)
         return taken
 
-    def put(self, v3: np.ndarray, op: Op = ADD, start=0) -> np.ndarray:
+    def put(self, v3: np.ndarray, op: Op = ADD, start=0, *, plan=None, into=None) -> np.ndarray:
         """Scatter v3 (outer, n, inner) with `op` (a registry `Op`, default add) into a fresh (outer, size, inner)
-        array starting at `start`."""
-        out = self.xp.full((v3.shape[0], self.plan.size, v3.shape[2]), start, v3.dtype)
-        self.be.run_scatter(op, self.xp.ascontiguousarray(v3), self.plan, out)
+        array starting at `start`, or into the table `into` (C-ordered, v3's dtype: a pass over a chunk's rows,
+        `plan` the chunk's)."""
+        plan = self.plan if plan is None else plan
+        out = self.xp.full((v3.shape[0], plan.size, v3.shape[2]), start, v3.dtype) if into is None else into
+        self.be.run_scatter(op, self.xp.ascontiguousarray(v3), plan, out)
+        return out
+
+    def put_src(self, op: Op = ADD, start=0) -> np.ndarray:
+        """`put` of src itself, read through `source` when there is one (the staged kernel converts it a block
+        at a time: the same bits as the whole conversion)."""
+        if not self.in_place:
+            return self.put(self.src3, op, start)
+        outer, _, inner = self.source.shape
+        out = self.xp.full((outer, self.plan.size, inner), start, self.dtype)
+        self.be.run_scatter(op, self.source, self.plan, out)
         return out
 
     def counts(self) -> np.ndarray:

@@ -151,6 +151,23 @@ def converted_chunks(source: StagedRows, chunk_bytes: int | None = None):
         yield r0, r1, rows3
 
 
+def row_chunks(source, plan):
+    """(plan of rows [r0, r1), those rows of src in the compute dtype) over what `rows_source` gave: the source as
+    it is in one piece, or a `StagedRows` in `converted_chunks` (one reused buffer), so a family that walks src
+    row by row against per-group tables needs no n x F converted copy. The row plans are for passes after the
+    whole index was checked (their errors would name positions within the chunk)."""
+    if type(source) is not StagedRows:
+        yield plan, source
+        return
+    for r0, r1, rows3 in converted_chunks(source):
+        yield plan.rows(r0, r1), rows3
+
+
+def whole_rows(source) -> np.ndarray:
+    """What `rows_source` gave as one (outer, rows, inner) array in its dtype (a `StagedRows` converted whole)."""
+    return rows_view(source.array, source.dtype, *source.shape) if type(source) is StagedRows else source
+
+
 def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
     if a3.strides[2] == a3.itemsize:
         return a3

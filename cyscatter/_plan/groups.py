@@ -13,14 +13,18 @@ def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_
     """(context, result dtype, batch shape B, feature shape F) of a group op on `src` (NumPy or CuPy).
 
     The context holds the validated index plan, `src` as (outer, n, inner) in the compute dtype (`compute`, or
-    the `float_dtypes` rule), and the core's take (gather) and put (scatter) helpers on the arrays' backend.
+    the `float_dtypes` rule; read in place and converted by chunks where the backend can: `Reverse.src_chunks`),
+    and the core's take (gather) and put (scatter) helpers on the arrays' backend.
     `src_arg` is the argument that holds `src`, for the errors. `broadcast`: `src` may broadcast against the
     shape B + I + F it stands for (see `cyscatter._plan.layout.src_layout`); False where it must have that shape.
     `dims_arg`: what `dim_size` came from, for a bound error ("grad_out.shape" where a reverse function read it).
     """
     call = prepare("group", src, index, dim_size=dim_size, axis=axis, mode=mode, dtype=compute, name=name,
                    complex_ok=complex_ok, src_arg=src_arg, broadcast=broadcast, dims_arg=dims_arg)
-    return Reverse(call.be, call.plan, call.src3(), None, None), call.result_dtype, call.batch, call.feat
+    # src as the scatter kernels read it (a float16/bfloat16 src in place): `src3` converts it whole only for the
+    # families that ask for it, `src_chunks` a block of rows at a time
+    ctx = Reverse(call.be, call.plan, None, None, None, dtype=call.compute, source=call.src_rows())
+    return ctx, call.result_dtype, call.batch, call.feat
 
 
 def dst_shape(ctx: Reverse, batch: tuple, feat: tuple) -> tuple:

@@ -63,6 +63,12 @@ class IndexPlan:
         # by its constructor's arguments: every pickle protocol (0 and 1 cannot store __slots__ otherwise)
         return IndexPlan, (self.flat, self.shape, self.dims, self.mode, self.coords, self.arg, self.sized_by)
 
+    def rows(self, r0: int, r1: int) -> IndexPlan:
+        """The plan of entries [r0, r1) (a view of `flat`), for a pass over a chunk of src rows after the whole
+        index was checked: its errors would name positions within the chunk."""
+        flat = self.flat[r0:r1]
+        return IndexPlan(flat, flat.shape, self.dims, self.mode, (flat,), self.arg, self.sized_by)
+
     def valid(self) -> np.ndarray:
         """Boolean (n,) mask of the entries that take part (all of them unless mode='drop' or
         'normalize_drop')."""

@@ -126,7 +126,7 @@ MUTANTS = (
            "ctx.xp.copyto(summed, np.nan, where=~(dof > 0))", "ctx.xp.copyto(summed, np.nan, where=~(dof >= 0))",
            "var of a group with count == ddof is inf, not NaN"),
     Mutant("softmax-shift", "cyscatter/_api/softmax.py",
-           "shifted = ctx.xp.exp(rows3 - ctx.take(peak, plan))", "shifted = ctx.xp.exp(rows3)",
+           "shifted = ctx.xp.exp(ctx.src3 - ctx.take(group_max(ctx)))", "shifted = ctx.xp.exp(ctx.src3)",
            "softmax without the group maximum's shift (overflows)"),
     # ---- reverse rules -----------------------------------------------------------------------------------------
     Mutant("rules-sub-sign", "cyscatter/_reverse/rules.py",

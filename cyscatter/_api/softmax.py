@@ -45,8 +45,13 @@ def logsumexp3(ctx):
 
 def softmax3(ctx, dtype=None):
     """(outer, n, inner) softmax of src within its group, in `dtype` (default the compute dtype); 0 for entries
-    dropped by mode='drop'. Two passes over src by chunks (the sums, then each entry's share): exp is taken
-    twice, each time the same bits, and no n x F array but the result."""
+    dropped by mode='drop'. A src read in place takes two passes by chunks (the sums, then each entry's share):
+    exp is taken twice, each time the same bits, and no n x F array but the result."""
+    if not ctx.in_place:   # src held whole already: one exp, its array reused for the shares
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            shifted = ctx.xp.exp(ctx.src3 - ctx.take(group_max(ctx)))
+            probs = ctx.xp.divide(shifted, ctx.take(ctx.put(shifted)), out=shifted)
+        return mask_dropped(ctx, probs, 0).astype(ctx.dtype if dtype is None else dtype, copy=False)
     peak = group_max(ctx)
     sums = _exp_sums(ctx, peak)
 
@@ -59,7 +64,13 @@ def softmax3(ctx, dtype=None):
 
 def log_softmax3(ctx, dtype=None):
     """(outer, n, inner) log-softmax of src within its group, in `dtype` (default the compute dtype); -inf for
-    entries dropped by mode='drop'. By chunks, as `softmax3`."""
+    entries dropped by mode='drop'. By chunks for a src read in place, as `softmax3`."""
+    if not ctx.in_place:
+        xp = ctx.xp
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            shifted = ctx.src3 - ctx.take(group_max(ctx))
+            logp = shifted - ctx.take(xp.log(ctx.put(xp.exp(shifted))))
+        return mask_dropped(ctx, logp, -np.inf).astype(ctx.dtype if dtype is None else dtype, copy=False)
     peak = group_max(ctx)
     log_sums = _exp_sums(ctx, peak, log=True)
 

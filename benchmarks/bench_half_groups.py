@@ -1,0 +1,50 @@
+"""float16 group reductions and scatter mul, one thread: median time and tracemalloc peak of each call, for
+comparing two trees (run it once per tree, alternating, e.g.
+``for t in /work/main /work/wt-x /work/main /work/wt-x; do PYTHONPATH=$t python benchmarks/bench_half_groups.py; done``)
+plus, in the same run, the float32 call on the same values as the yardstick.
+
+Shapes: 200000 x 64 float16 rows into 5000 groups (the issue's)."""
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+import cyscatter as cs
+
+cs.set_num_threads(1)
+rng = np.random.default_rng(0)
+N, F, SIZE = 200000, 64, 5000
+idx = rng.integers(0, SIZE, N)
+x32 = rng.standard_normal((N, F)).astype(np.float32)
+x16 = x32.astype(np.float16)
+CALLS = {
+    "scatter mul": lambda x: cs.scatter(x, idx, "mul", dim_size=SIZE),
+    "scatter_var": lambda x: cs.scatter_var(x, idx, dim_size=SIZE),
+    "scatter_std": lambda x: cs.scatter_std(x, idx, dim_size=SIZE),
+    "scatter_nanvar": lambda x: cs.scatter_nanvar(x, idx, dim_size=SIZE),
+    "scatter_logsumexp": lambda x: cs.scatter_logsumexp(x, idx, dim_size=SIZE),
+    "scatter_softmax": lambda x: cs.scatter_softmax(x, idx, dim_size=SIZE),
+    "scatter_log_softmax": lambda x: cs.scatter_log_softmax(x, idx, dim_size=SIZE),
+}
+
+
+def timed(f, x, repeat=7):
+    f(x)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f(x)
+        times.append(time.perf_counter() - t0)
+    tracemalloc.start()
+    f(x)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return np.median(times) * 1e3, peak / 1e6
+
+
+print(cs.__file__, file=sys.stderr)
+with np.errstate(all="ignore"):
+    for name, f in CALLS.items():
+        (t16, p16), (t32, _) = timed(f, x16), timed(f, x32)
+        print(f"{name:20s} float16 {t16:7.2f} ms  peak {p16:6.1f} MB   float32 {t32:7.2f} ms   ratio {t16 / t32:4.2f}")

@@ -36,10 +36,10 @@ def group_means(ctx):
 def deviations3(ctx):
     """(src - its group mean as (outer, n, inner), group counts as (size,)); dropped entries are not members."""
     mean, counts = group_means(ctx)
-    return _minus_taken(ctx, mean, ctx.src3), counts
+    return minus_taken(ctx, mean, ctx.src3), counts
 
 
-def _minus_taken(ctx, mean3, rows3, plan=None):
+def minus_taken(ctx, mean3, rows3, plan=None):
     """rows3 - mean3[:, flat, :] (`plan`: the rows' own, a chunk's), in the buffer of the gather: each fresh
     src-sized array costs its page faults (a large share of scatter_var's time on the W1 workload)."""
     taken = ctx.take(mean3.astype(ctx.dtype, copy=False), plan)
@@ -58,7 +58,7 @@ def nan_means(ctx):
         # counting kernels read only arrays of their own dtype): the same sums and counts, no n x F copy
         sums = ctx.put_src(op, op.identity(ctx.dtype))
         counts = xp.zeros(sums.shape, np.int32 if ctx.plan.n < 2**31 - 1 else np.int64)
-        for plan, rows3 in ctx.src_chunks():
+        for _, plan, rows3 in ctx.src_chunks():
             ctx.put(xp.logical_not(xp.isnan(rows3)).astype(counts.dtype), plan=plan, into=counts)
     else:
         shape3 = (ctx.src3.shape[0], ctx.plan.size, ctx.src3.shape[2])
@@ -75,7 +75,7 @@ def nan_deviations3(ctx):
     """`deviations3` over the non-NaN entries: (deviations, NaN at NaN entries, the non-NaN counts of each output
     element as `nan_means` gives them, the means (outer, size, inner))."""
     sums, counts = nan_means(ctx)
-    return _minus_taken(ctx, sums, ctx.src3), counts, sums
+    return minus_taken(ctx, sums, ctx.src3), counts, sums
 
 
 def var3(ctx, ddof, skip_nan: bool = False):
@@ -93,8 +93,8 @@ def var3(ctx, ddof, skip_nan: bool = False):
     real = _real(ctx.dtype)
     dof = ctx.xp.subtract(counts, ddof, dtype=real)   # in the result's dtype: no float64 copy
     summed = ctx.xp.zeros(mean.shape, real)
-    for plan, rows3 in ctx.src_chunks():
-        dev = _minus_taken(ctx, mean, rows3, plan)
+    for _, plan, rows3 in ctx.src_chunks():
+        dev = minus_taken(ctx, mean, rows3, plan)
         if dev.dtype.kind == "c":
             squares = dev.real * dev.real + dev.imag * dev.imag
         else:

@@ -30,7 +30,7 @@ def _exp_sums(ctx, shift, log: bool = False):
     xp = ctx.xp
     sums = xp.zeros(shift.shape, ctx.dtype)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        for plan, rows3 in ctx.src_chunks():
+        for _, plan, rows3 in ctx.src_chunks():
             ctx.put(xp.exp(rows3 - ctx.take(shift, plan)), plan=plan, into=sums)
         return xp.log(sums) if log else sums
 
@@ -55,7 +55,7 @@ def softmax3(ctx, dtype=None):
     peak = group_max(ctx)
     sums = _exp_sums(ctx, peak)
 
-    def probs(plan, rows3):
+    def probs(_, plan, rows3):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             shifted = ctx.xp.exp(rows3 - ctx.take(peak, plan))
             return mask_dropped(ctx, shifted / ctx.take(sums, plan), 0, plan)
@@ -74,7 +74,7 @@ def log_softmax3(ctx, dtype=None):
     peak = group_max(ctx)
     log_sums = _exp_sums(ctx, peak, log=True)
 
-    def logp(plan, rows3):
+    def logp(_, plan, rows3):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             shifted = rows3 - ctx.take(peak, plan)
             return mask_dropped(ctx, shifted - ctx.take(log_sums, plan), -np.inf, plan)

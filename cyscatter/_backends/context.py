@@ -39,37 +39,40 @@ class Reverse:
 
     @property
     def in_place(self) -> bool:
-        """Whether src is still read through `source` in place (a host `StagedRows`, which has a stage code),
-        not yet converted whole."""
-        return self._src3 is None and getattr(self.source, "code", None) is not None
+        """Whether src is still read through `source` in place (a host `StagedRows`), not yet converted
+        whole."""
+        return (self._src3 is None or callable(self._src3)) and getattr(self.source, "staged", False)
+
+    @property
+    def shape3(self) -> tuple:
+        """src's canonical shape (outer, n, inner), read without converting it."""
+        return self.source.shape if self.in_place else self.src3.shape
 
     def src_chunks(self):
-        """(plan, src rows) pairs over the entries in order, src in the context's dtype: the rows of `source` a
+        """(slice of the entries, their plan, their src rows) over the entries in order, src in the context's dtype: the rows of `source` a
         converted block at a time (no n x F copy), else `src3` whole. A rule whose result for an entry needs only
         that entry's src row and per-group tables reads src through them; the plans serve passes after the whole
         index was checked (the first full pass raised any bad entry)."""
         if self.in_place:
             yield from self.be.row_chunks(self.source, self.plan)
         else:
-            yield self.plan, self.src3
+            yield slice(0, self.plan.n), self.plan, self.src3
 
     @property
     def xp(self):
         return self.be.xp
 
     def map_rows(self, fn, dtype) -> np.ndarray:
-        """``fn(plan, rows3)`` over `src_chunks`, joined as one (outer, n, inner) array of `dtype`: a per-entry
+        """``fn(rows, plan, rows3)`` (`rows`: the chunk's slice of the entries, to read other src-like arrays)
+        over `src_chunks`, joined as one (outer, n, inner) array of `dtype`: a per-entry
         result that reads only its entry's src row and per-group tables, computed a chunk at a time and cast
         into the result (the cast of each element as the whole array's), so no n x F array in the compute dtype
         is held beside it."""
         if not self.in_place:
-            return fn(self.plan, self.src3).astype(dtype, copy=False)
-        outer, n, inner = self.source.shape
-        out = self.xp.empty((outer, n, inner), dtype)
-        r0 = 0
-        for plan, rows3 in self.src_chunks():
-            out[:, r0:r0 + plan.n] = fn(plan, rows3)
-            r0 += plan.n
+            return fn(slice(0, self.plan.n), self.plan, self.src3).astype(dtype, copy=False)
+        out = self.xp.empty(self.source.shape, dtype)
+        for rows, plan, rows3 in self.src_chunks():
+            out[:, rows] = fn(rows, plan, rows3)
         return out
 
     def take(self, a3: np.ndarray, plan=None) -> np.ndarray:
@@ -88,6 +91,16 @@ class Reverse:
         self.be.run_scatter(op, self.xp.ascontiguousarray(v3), plan, out)
         return out
 
+    def put_rows(self, fn, dtype, op: Op = ADD, start=0) -> np.ndarray:
+        """The scatter (`op`, from `start`) of ``fn(rows, plan, rows3)`` over `src_chunks` into one fresh
+        (outer, size, inner) table of `dtype`: each element's updates in index order, the bits of one `put` of
+        the whole per-entry array, which is never made."""
+        outer, _, inner = self.shape3
+        out = self.xp.full((outer, self.plan.size, inner), start, dtype)
+        for rows, plan, rows3 in self.src_chunks():
+            self.be.run_scatter(op, self.xp.ascontiguousarray(fn(rows, plan, rows3), dtype=dtype), plan, out)
+        return out
+
     def put_src(self, op: Op = ADD, start=0) -> np.ndarray:
         """`put` of src itself, read through `source` when there is one (the staged kernel converts it a block
         at a time: the same bits as the whole conversion)."""
@@ -95,7 +108,11 @@ class Reverse:
             return self.put(self.src3, op, start)
         outer, _, inner = self.source.shape
         out = self.xp.full((outer, self.plan.size, inner), start, self.dtype)
-        self.be.run_scatter(op, self.source, self.plan, out)
+        if self.source.code is not None:
+            self.be.run_scatter(op, self.source, self.plan, out)
+        else:   # a conversion no stage makes: chunk by chunk, each element's updates still in index order
+            for _, plan, rows3 in self.src_chunks():
+                self.be.run_scatter(op, rows3, plan, out)
         return out
 
     def counts(self) -> np.ndarray:

@@ -97,9 +97,13 @@ def rows_view(arr, dtype, outer: int, rows: int, inner: int):
 rows_source = rows_view   # what a scatter reads: the GPU kernels read only C-ordered rows of their own dtype
 
 
+def chunked_source(arr, dtype, outer: int, rows: int, inner: int):
+    """None: the GPU kernels read only arrays (`Reverse` converts src whole)."""
+
+
 def row_chunks(source, plan):
     """The host's row chunks: here the source is an array already, one chunk."""
-    yield plan, source
+    yield slice(0, plan.n), plan, source
 
 
 def whole_rows(source):

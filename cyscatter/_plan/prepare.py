@@ -386,8 +386,10 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
                  be.rows_view(out, key, outer, plan.size, inner),
                  None if "dst" not in others else be.rows_view(others["dst"][0], key, outer, plan.size, inner))
     src = expand_cast(src, expected, len(feat), dtype, be.xp)
+    # src converted whole only for the rules that ask for `src3`; the others read it by chunks (`src_chunks`)
     ctx = Reverse(be, plan, functools.partial(be.rows_view, src, dtype, outer, plan.n, inner),
-                  be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact, dtype=dtype)
+                  be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact, dtype=dtype,
+                  source=be.chunked_source(src, dtype, outer, plan.n, inner))
     return Call(be, op, plan, batch, feat, outer, inner, src, out.shape, dtype, dtype, context=ctx, views=views,
                 src_shape=src_shape, expected=expected)
 

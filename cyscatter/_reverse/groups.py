@@ -53,7 +53,7 @@ def _dst_view(name, src, index, out, axis, mode, **given):
         given["src_dot"] = expand_cast(given["src_dot"], expected, len(feat), dtype, be.xp)
     src = expand_cast(src, expected, len(feat), dtype, be.xp)
     ctx = group_view(name, src, index, dims, axis, mode, compute=dtype)[0]
-    outer, inner = ctx.src3.shape[0], ctx.src3.shape[2]
+    outer, _, inner = ctx.shape3
     rows = {k: be.rows_view(v, dtype, outer, ctx.plan.n if k == "src_dot" else ctx.plan.size, inner)
             for k, v in (("out", out), *given.items())}
     return ctx, rows, expected
@@ -68,4 +68,4 @@ def _src_view(name, out, index, dim_size, axis, mode, other_name, other):
     other = _check_shape(other_name, check_numeric(be.asarray(other), other_name), "out", out.shape)
     dtype = _grad_dtype(name, out, other)
     ctx = group_view(name, out, index, dim_size, axis, mode, compute=dtype, src_arg="out", broadcast=False)[0]
-    return ctx, be.rows_view(other, dtype, *ctx.src3.shape)
+    return ctx, be.rows_view(other, dtype, *ctx.shape3)

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cyscatter._api.moments import check_ddof, deviations3, nan_deviations3
+from cyscatter._api.moments import check_ddof, group_means, minus_taken, nan_means
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._docs import reverse_doc
@@ -19,16 +19,16 @@ if TYPE_CHECKING:
 
 
 def _moment_factor(ctx, out3, ddof, std: bool, skip_nan: bool = False):
-    """(deviations (outer, n, inner), per-element factor (outer, size, inner)) with d out_j / d src_k =
-    factor_j * dev_k; the factor is 0 where the result is NaN by count <= ddof, or a std is 0 (a kink).
-    `skip_nan` (nanvar/nanstd): deviations from the mean of the non-NaN members, NaN at NaN entries (the
-    callers zero them, `_absent_to_zero`), and the count of those members per output element, as
+    """(group means (outer, size, inner), per-element factor (outer, size, inner)) with d out_j / d src_k =
+    factor_j * (src_k - mean_j); the factor is 0 where the result is NaN by count <= ddof, or a std is 0 (a
+    kink). `skip_nan` (nanvar/nanstd): the mean of the non-NaN members, whose deviations are NaN at NaN entries
+    (the callers zero them, `_absent_to_zero`), and the count of those members per output element, as
     `cyscatter._api.moments.var3` computes the result."""
     if skip_nan:
-        dev, counts, _ = nan_deviations3(ctx)
+        mean, counts = nan_means(ctx)
         dof = (counts - ddof).astype(ctx.dtype)
     else:
-        dev, counts = deviations3(ctx)
+        mean, counts = group_means(ctx)
         dof = (counts - ddof)[None, :, None].astype(ctx.dtype)
     ok = dof > 0
     if std:
@@ -37,26 +37,37 @@ def _moment_factor(ctx, out3, ddof, std: bool, skip_nan: bool = False):
     else:
         denom = dof / 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        return dev, ctx.xp.where(ok, 1 / denom, 0).astype(ctx.dtype, copy=False)
+        return mean, ctx.xp.where(ok, 1 / denom, 0).astype(ctx.dtype, copy=False)
 
 
-def _absent_to_zero(ctx, skip_nan, values):
-    """`values` (outer, n, inner) with 0 at the NaN entries of src where `skip_nan`: those entries take no part,
-    so neither a cotangent reaches them nor does their tangent (NaN or not) reach the output."""
-    return ctx.xp.where(ctx.src3 == ctx.src3, values, 0) if skip_nan else values
+def _absent_to_zero(ctx, skip_nan, values, rows3):
+    """`values` (rows of src `rows3`) with 0 at the NaN entries of src where `skip_nan`: those entries take no
+    part, so neither a cotangent reaches them nor does their tangent (NaN or not) reach the output."""
+    return ctx.xp.where(~ctx.xp.isnan(rows3), values, 0) if skip_nan else values
 
+
+# both read src a chunk of rows at a time (`Reverse.src_chunks`): an entry's derivative needs its own src row and
+# its group's mean and factor only, so a float16 src is never converted whole to the float64 derivative dtype
 
 def _moment_vjp(name, std, grad_out, src, index, out, ddof, axis, mode, skip_nan=False):
     ctx, rows, expected = _dst_view(name, src, index, out, axis, mode, grad_out=grad_out)
-    dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std, skip_nan)
-    grad = _absent_to_zero(ctx, skip_nan, ctx.take(rows["grad_out"] * factor) * dev)
+    mean, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std, skip_nan)
+    scaled = rows["grad_out"] * factor
+
+    def rows_grad(_, plan, rows3):
+        return _absent_to_zero(ctx, skip_nan, ctx.take(scaled, plan) * minus_taken(ctx, mean, rows3, plan), rows3)
+    grad = ctx.map_rows(rows_grad, ctx.dtype)
     return unbroadcast(grad.reshape(expected), shape_of(src), ctx.xp)
 
 
 def _moment_jvp(name, std, src, index, out, src_dot, ddof, axis, mode, skip_nan=False):
     ctx, rows, _ = _dst_view(name, src, index, out, axis, mode, src_dot=src_dot)
-    dev, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std, skip_nan)
-    return (ctx.put(_absent_to_zero(ctx, skip_nan, dev * rows["src_dot"])) * factor).reshape(shape_of(out))
+    mean, factor = _moment_factor(ctx, rows["out"], check_ddof(ddof), std, skip_nan)
+    dot3 = rows["src_dot"]
+
+    def rows_tangent(at, plan, rows3):
+        return _absent_to_zero(ctx, skip_nan, minus_taken(ctx, mean, rows3, plan) * dot3[:, at], rows3)
+    return (ctx.put_rows(rows_tangent, ctx.dtype) * factor).reshape(shape_of(out))
 
 
 @reverse_doc("scatter_var")

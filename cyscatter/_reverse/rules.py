@@ -185,19 +185,22 @@ def _mul_src(ctx, g3):
 
 
 def _mul_dst(ctx, g3):
-    return g3 * ctx.put(ctx.src3, get_op("mul"), start=1)
+    return g3 * ctx.put_src(get_op("mul"), start=1)
 
 
 def _div_src(ctx, g3):
-    # out = init / s1 / ... / sc, so d out / d s_k = -out / s_k
-    with np.errstate(divide="ignore", invalid="ignore"):
-        grad = -(ctx.take(g3) * ctx.take(ctx.out3)) / ctx.src3
-    return ctx.xp.where(ctx.valid3(), grad, 0).astype(ctx.dtype, copy=False)
+    # out = init / s1 / ... / sc, so d out / d s_k = -out / s_k: an entry's own src row and its group's values
+    # (by chunks of src rows: no n x F conversion of a float16 src)
+    def rows_grad(_, plan, rows3):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            grad = -(ctx.take(g3, plan) * ctx.take(ctx.out3, plan)) / rows3
+        return ctx.xp.where(plan.valid()[None, :, None], grad, 0)
+    return ctx.map_rows(rows_grad, ctx.dtype)
 
 
 def _div_dst(ctx, g3):
     with np.errstate(divide="ignore", invalid="ignore"):
-        return g3 * ctx.put(ctx.src3, get_op("div"), start=1)
+        return g3 * ctx.put_src(get_op("div"), start=1)
 
 
 def _identity_dst(ctx, g3):

@@ -20,10 +20,12 @@ if TYPE_CHECKING:
     from cyscatter._typing import ArrayInput, DimSize, IndexLike, Mode
 
 
-def _lse_weights(ctx, out3):
-    """d out_j / d src_k = exp(src_k - out_j): the softmax of k's group; 0 for dropped entries."""
+def _lse_weights(ctx, out3, plan, rows3):
+    """d out_j / d src_k = exp(src_k - out_j) for the entries of `plan` (src rows `rows3`: a chunk of
+    `Reverse.src_chunks`, so that a float16 src is not converted whole): the softmax of k's group; 0 for dropped
+    entries."""
     with np.errstate(over="ignore", invalid="ignore"):
-        return mask_dropped(ctx, ctx.xp.exp(ctx.src3 - ctx.take(out3)), 0)
+        return mask_dropped(ctx, ctx.xp.exp(rows3 - ctx.take(out3, plan)), 0, plan)
 
 
 @reverse_doc("scatter_logsumexp")
@@ -53,7 +55,8 @@ def scatter_logsumexp_vjp(grad_out: ArrayInput, src: ArrayInput, index: IndexLik
     if porting:
         raise unexpected_keywords("scatter_logsumexp_vjp", porting)
     ctx, rows, expected = _dst_view("scatter_logsumexp_vjp", src, index, out, axis, mode, grad_out=grad_out)
-    grad = (ctx.take(rows["grad_out"]) * _lse_weights(ctx, rows["out"])).reshape(expected)
+    grad = ctx.map_rows(lambda _, plan, rows3: ctx.take(rows["grad_out"], plan)
+                        * _lse_weights(ctx, rows["out"], plan, rows3), ctx.dtype).reshape(expected)
     return unbroadcast(grad, shape_of(src), ctx.xp)
 
 
@@ -79,15 +82,18 @@ def scatter_logsumexp_jvp(src: ArrayInput, index: IndexLike, out: ArrayInput, sr
     if porting:
         raise unexpected_keywords("scatter_logsumexp_jvp", porting)
     ctx, rows, _ = _dst_view("scatter_logsumexp_jvp", src, index, out, axis, mode, src_dot=src_dot)
-    return ctx.put(_lse_weights(ctx, rows["out"]) * rows["src_dot"]).reshape(shape_of(out))
+    dot3 = rows["src_dot"]
+    return ctx.put_rows(lambda at, plan, rows3: _lse_weights(ctx, rows["out"], plan, rows3) * dot3[:, at],
+                        ctx.dtype).reshape(shape_of(out))
 
 
 # ---- softmax and log-softmax -----------------------------------------------------------------------------------
 
 def _softmax_map(ctx, v3):
-    """y * (v - sum over the group of y * v), y = ctx.src3: the softmax Jacobian (symmetric) applied to v."""
-    y3 = ctx.src3
-    return y3 * (v3 - ctx.take(ctx.put(y3 * v3)))
+    """y * (v - sum over the group of y * v), y = the context's src (the softmax output): the softmax Jacobian
+    (symmetric) applied to v; y read by chunks, a float16 one never converted whole."""
+    sums = ctx.put_rows(lambda at, _, y3: y3 * v3[:, at], ctx.dtype)
+    return ctx.map_rows(lambda at, plan, y3: y3 * (v3[:, at] - ctx.take(sums, plan)), ctx.dtype)
 
 
 @reverse_doc("scatter_softmax")
@@ -174,7 +180,8 @@ def scatter_log_softmax_vjp(grad_out: ArrayInput, out: ArrayInput, index: IndexL
         raise unexpected_keywords("scatter_log_softmax_vjp", porting)
     ctx, g3 = _src_view("scatter_log_softmax_vjp", out, index, dim_size, axis, mode, "grad_out", grad_out)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        grad = g3 - ctx.xp.exp(ctx.src3) * ctx.take(ctx.put(g3))
+        sums = ctx.put(g3)
+        grad = ctx.map_rows(lambda at, plan, y3: g3[:, at] - ctx.xp.exp(y3) * ctx.take(sums, plan), ctx.dtype)
     return mask_dropped(ctx, grad, 0).reshape(shape_of(out))
 
 
@@ -203,5 +210,6 @@ def scatter_log_softmax_jvp(out: ArrayInput, index: IndexLike, src_dot: ArrayInp
         raise unexpected_keywords("scatter_log_softmax_jvp", porting)
     ctx, dot3 = _src_view("scatter_log_softmax_jvp", out, index, dim_size, axis, mode, "src_dot", src_dot)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        tangent = dot3 - ctx.take(ctx.put(ctx.xp.exp(ctx.src3) * dot3))
+        tangent = ctx.take(ctx.put_rows(lambda at, _, y3: ctx.xp.exp(y3) * dot3[:, at], ctx.dtype))
+        tangent = ctx.xp.subtract(dot3, tangent, out=tangent)   # in the gather's buffer: one n x F array
     return mask_dropped(ctx, tangent, 0).reshape(shape_of(out))

@@ -9,6 +9,7 @@ from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.keywords import unexpected_keywords
+from cyscatter._backends.context import Reverse
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, index_shape, parse_coords, plan_index, sized_by
@@ -49,9 +50,33 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
     outer, inner = prod(batch), prod(feat)
     sized = size_arg(dim_size, plan)
     check_table_bytes((outer, plan.size, inner), np.int64, *sized)
+    source = be.chunked_source(src, compute, outer, plan.n, inner)
     with sized_by(*sized):
-        _, arg = be.arg_winners(op, be.rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
+        if source is not None:
+            arg = _chunked_winners(be, op, source, plan, compute)
+        else:
+            _, arg = be.arg_winners(op, be.rows_view(src, compute, outer, plan.n, inner), plan, plan.size)
     return with_fill(arg, plan.n, fill).reshape(batch + plan.dims + feat)
+
+
+def _chunked_winners(be, op, source, plan, compute):
+    """`arg_winners`' positions for a src read in place (float16/bfloat16, `chunked_source`), with no n x F
+    float32 copy: each group's max/min (fmax/fmin) by the staged scatter, then, a chunk of converted rows at a
+    time, the smallest position of a member tied with it (equal, zeros of the same sign, NaN with NaN unless the
+    op skips NaN) by a scatter "min". The kernel replaces its winner only by a strictly better member, so its
+    winner is that first tied member: the same positions, and an empty or (fmax/fmin) all-NaN group has none."""
+    ctx = Reverse(be, plan, None, None, None, dtype=compute, source=source)
+    best = ctx.put_src(op, op.identity(compute))
+    arg = np.full(best.shape, plan.n, np.int64)
+    for rows, part, rows3 in ctx.src_chunks():
+        taken = ctx.take(best, part)
+        wins = (rows3 == taken) & (np.signbit(rows3) == np.signbit(taken))
+        if not op.skips_nan:
+            wins |= np.isnan(rows3) & np.isnan(taken)
+        wins &= part.valid()[None, :, None]
+        positions = np.where(wins, np.arange(rows.start, rows.stop, dtype=np.int64)[None, :, None], plan.n)
+        be.run_scatter(get_op("min"), positions, part, arg)
+    return arg
 
 
 def _scatter_arg_by_scatter(be, name, src, index, dim_size, axis, mode):

@@ -1,4 +1,4 @@
-"""float16 group reductions and scatter mul, one thread: median time and tracemalloc peak of each call, for
+"""float16 group reductions, their reverse functions and scatter mul, one thread: median time and tracemalloc peak of each call, for
 comparing two trees (run it once per tree, alternating, e.g.
 ``for t in /work/main /work/wt-x /work/main /work/wt-x; do PYTHONPATH=$t python benchmarks/bench_half_groups.py; done``)
 plus, in the same run, the float32 call on the same values as the yardstick.
@@ -26,6 +26,17 @@ CALLS = {
     "scatter_logsumexp": lambda x: cs.scatter_logsumexp(x, idx, dim_size=SIZE),
     "scatter_softmax": lambda x: cs.scatter_softmax(x, idx, dim_size=SIZE),
     "scatter_log_softmax": lambda x: cs.scatter_log_softmax(x, idx, dim_size=SIZE),
+    "scatter_argmax": lambda x: cs.scatter_argmax(x, idx, dim_size=SIZE),
+}
+# the reverse functions, told of the float16 src (derivatives in float64) or of the same values in float64
+G = rng.standard_normal((SIZE, F))
+OUT_DIV = cs.scatter(x16, idx, "div", dim_size=SIZE)
+OUT_VAR = cs.scatter_var(x16, idx, dim_size=SIZE)
+OUT_LSE = cs.scatter_logsumexp(x16, idx, dim_size=SIZE)
+REVERSE = {
+    "scatter_vjp_src div": lambda x: cs.scatter_vjp_src("div", G, x, idx, OUT_DIV),
+    "scatter_var_vjp": lambda x: cs.scatter_var_vjp(G, x, idx, OUT_VAR),
+    "scatter_logsumexp_vjp": lambda x: cs.scatter_logsumexp_vjp(G, x, idx, OUT_LSE),
 }
 
 
@@ -47,4 +58,8 @@ print(cs.__file__, file=sys.stderr)
 with np.errstate(all="ignore"):
     for name, f in CALLS.items():
         (t16, p16), (t32, _) = timed(f, x16), timed(f, x32)
-        print(f"{name:20s} float16 {t16:7.2f} ms  peak {p16:6.1f} MB   float32 {t32:7.2f} ms   ratio {t16 / t32:4.2f}")
+        print(f"{name:22s} float16 {t16:7.2f} ms  peak {p16:6.1f} MB   float32 {t32:7.2f} ms   ratio {t16 / t32:4.2f}")
+    x64 = x16.astype(np.float64)
+    for name, f in REVERSE.items():
+        (t16, p16), (t64, _) = timed(f, x16), timed(f, x64)
+        print(f"{name:22s} float16 {t16:7.2f} ms  peak {p16:6.1f} MB   float64 {t64:7.2f} ms   ratio {t16 / t64:4.2f}")

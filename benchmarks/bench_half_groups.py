@@ -1,5 +1,5 @@
-"""float16 group reductions, their reverse functions and scatter mul, one thread: median time and tracemalloc peak of each call, for
-comparing two trees (run it once per tree, alternating, e.g.
+"""float16 group reductions, their reverse functions and scatter mul, one thread: median time and tracemalloc
+peak of each call, for comparing two trees (run it once per tree, alternating, e.g.
 ``for t in /work/main /work/wt-x /work/main /work/wt-x; do PYTHONPATH=$t python benchmarks/bench_half_groups.py; done``)
 plus, in the same run, the float32 call on the same values as the yardstick.
 

@@ -15,9 +15,11 @@ class Reverse:
 
     `src3` may be given as a callable that makes it (with `dtype`, the derivative dtype): the rules that never
     read src (add, sub and mean's VJPs, the linear JVPs) then never pay for its n x F conversion (a float16 src's
-    derivatives are float64). `source`, when given, is what the backend's `rows_source` reads src from (a
-    float16/bfloat16 src read in place): `src3` is then made from it, and `src_chunks` walks it a cache-sized
-    block of converted rows at a time."""
+    derivatives are float64). `source`, when given, is src as the backend's `chunked_source` reads it in place
+    (float16/bfloat16 into float32 or float64): `src3` is then made from it when a rule asks for it, and
+    `src_chunks` (with `map_rows`, `put_rows`, `put_src`) walks it a cache-sized block of converted rows at a
+    time, so that a rule whose per-entry result reads only that entry's src row and per-group tables makes no
+    n x F converted copy."""
 
     __slots__ = ("_src3", "be", "dst3", "dtype", "exact", "out3", "plan", "source")
 
@@ -49,10 +51,9 @@ class Reverse:
         return self.source.shape if self.in_place else self.src3.shape
 
     def src_chunks(self):
-        """(slice of the entries, their plan, their src rows) over the entries in order, src in the context's dtype: the rows of `source` a
-        converted block at a time (no n x F copy), else `src3` whole. A rule whose result for an entry needs only
-        that entry's src row and per-group tables reads src through them; the plans serve passes after the whole
-        index was checked (the first full pass raised any bad entry)."""
+        """(slice of the entries, their plan, their src rows in the context's dtype) over the entries in order: the
+        rows of `source` a converted block at a time (no n x F copy), else `src3` whole. The plans serve passes
+        after the whole index was checked (a first full pass raised any bad entry)."""
         if self.in_place:
             yield from self.be.row_chunks(self.source, self.plan)
         else:
@@ -64,10 +65,9 @@ class Reverse:
 
     def map_rows(self, fn, dtype) -> np.ndarray:
         """``fn(rows, plan, rows3)`` (`rows`: the chunk's slice of the entries, to read other src-like arrays)
-        over `src_chunks`, joined as one (outer, n, inner) array of `dtype`: a per-entry
-        result that reads only its entry's src row and per-group tables, computed a chunk at a time and cast
-        into the result (the cast of each element as the whole array's), so no n x F array in the compute dtype
-        is held beside it."""
+        over `src_chunks`, joined as one (outer, n, inner) array of `dtype`: a per-entry result that reads only
+        its entry's src row and per-group tables, computed a chunk at a time and cast into the result (each
+        element cast as in the whole array), so no n x F array in the compute dtype is held beside it."""
         if not self.in_place:
             return fn(slice(0, self.plan.n), self.plan, self.src3).astype(dtype, copy=False)
         out = self.xp.empty(self.source.shape, dtype)
@@ -76,7 +76,7 @@ class Reverse:
         return out
 
     def take(self, a3: np.ndarray, plan=None) -> np.ndarray:
-        """a3[:, flat, :] as (outer, n, inner), zero where an entry was dropped (`plan`: another, e.g. a chunk's)."""
+        """a3[:, flat, :] as (outer, n, inner), zero where an entry was dropped (`plan`: another, a chunk's)."""
         plan = self.plan if plan is None else plan
         taken = self.xp.zeros((a3.shape[0], plan.n, a3.shape[2]), a3.dtype)
         self.be.run_gather(self.xp.ascontiguousarray(a3), plan, taken)

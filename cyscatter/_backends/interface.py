@@ -129,7 +129,8 @@ class Backend(Protocol):
     where there is none (`scatter_argmax` composes scatter and gather)."""
 
 
-MEMBERS = ("xp", "asarray", "rows_view", "chunked_source", "row_chunks", "whole_rows", "writable_rows", "check_writable", "precheck", "run_scatter", "run_gather",
+MEMBERS = ("xp", "asarray", "rows_view", "chunked_source", "row_chunks", "whole_rows",
+           "writable_rows", "check_writable", "precheck", "run_scatter", "run_gather",
            "fresh_table", "rounded", "exclusive_products", "name", "raises_in_kernels", "fused_reverse", "reduce_max",
            "reduce_all", "reduce_any", "shape_of", "refuse_dtype", "on_host", "divide_by_counts",
            "divide_by_element_counts", "count_rows", "nonzero_flags", "group_scan", "linear_scan", "route",

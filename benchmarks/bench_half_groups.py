@@ -33,10 +33,12 @@ G = rng.standard_normal((SIZE, F))
 OUT_DIV = cs.scatter(x16, idx, "div", dim_size=SIZE)
 OUT_VAR = cs.scatter_var(x16, idx, dim_size=SIZE)
 OUT_LSE = cs.scatter_logsumexp(x16, idx, dim_size=SIZE)
+OUT_MAX = cs.scatter(x16, idx, "max", dim_size=SIZE)
 REVERSE = {
     "scatter_vjp_src div": lambda x: cs.scatter_vjp_src("div", G, x, idx, OUT_DIV),
     "scatter_var_vjp": lambda x: cs.scatter_var_vjp(G, x, idx, OUT_VAR),
     "scatter_logsumexp_vjp": lambda x: cs.scatter_logsumexp_vjp(G, x, idx, OUT_LSE),
+    "scatter_vjp_src max": lambda x: cs.scatter_vjp_src("max", G, x, idx, OUT_MAX),
 }
 
 

@@ -39,18 +39,11 @@ def _winners(xp, a: np.ndarray, best: np.ndarray, skip_nan: bool = False) -> np.
     return same if skip_nan else same | (xp.isnan(a) & xp.isnan(best))
 
 
-def _win_counts(ctx: Reverse, skip_nan: bool = False) -> tuple:
-    """(src winner mask, winners per destination, dst winner mask or None) for max/min (fmax/fmin: `skip_nan`).
-    For a src read in place (float16/bfloat16) the src mask comes as a function of a chunk (its plan and src
-    rows) and the winners are counted a chunk at a time: no n x F copy of src."""
-    src3, out3, dst3 = ctx.exact or (ctx.src3 if not ctx.in_place else None, ctx.out3, ctx.dst3)
-    if src3 is None:
-        def src_win(plan, rows3):
-            return _winners(ctx.xp, rows3, ctx.take(out3, plan), skip_nan) & plan.valid()[None, :, None]
-        nwin = ctx.put_rows(lambda _, plan, rows3: src_win(plan, rows3), ctx.dtype)
-    else:
-        src_win = _winners(ctx.xp, src3, ctx.take(out3), skip_nan) & ctx.valid3()
-        nwin = ctx.put(src_win.astype(ctx.dtype))
+def _win_counts(ctx: Reverse, skip_nan: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(src winner mask, winners per destination, dst winner mask or None) for max/min (fmax/fmin: `skip_nan`)."""
+    src3, out3, dst3 = ctx.exact or (ctx.src3, ctx.out3, ctx.dst3)
+    src_win = _winners(ctx.xp, src3, ctx.take(out3), skip_nan) & ctx.valid3()
+    nwin = ctx.put(src_win.astype(ctx.dtype))
     dst_win = None
     if dst3 is not None:
         # a NaN dst still holds a NaN result under fmax/fmin: that result is dst's, as on a row no entry reached
@@ -141,20 +134,16 @@ def selected_tangents(ctx, dot3, op):
 
 def _extreme_src(ctx, g3, skip_nan: bool = False):
     xp = ctx.xp
-    if _fused(ctx) and not ctx.in_place:
+    if _fused(ctx):
         return _selected_src(ctx, g3, "won" if skip_nan else "tied")
     src_win, nwin, _ = _win_counts(ctx, skip_nan)
     share = xp.where(nwin > 0, g3 / xp.maximum(nwin, 1), 0)   # nwin is 0 only where no entry landed
-    share = share.astype(ctx.dtype, copy=False)
-    if callable(src_win):   # by chunks of src rows
-        return ctx.map_rows(lambda _, plan, rows3: xp.where(src_win(plan, rows3), ctx.take(share, plan), 0),
-                            ctx.dtype)
-    return xp.where(src_win, ctx.take(share), 0).astype(ctx.dtype, copy=False)
+    return xp.where(src_win, ctx.take(share.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
 
 
 def _extreme_dst(ctx, g3, skip_nan: bool = False):
     xp = ctx.xp
-    if _fused(ctx) and not ctx.in_place:
+    if _fused(ctx):
         share = _fused_shares(ctx, g3, "won" if skip_nan else "tied")[0]
         return np.where(_winners(xp, ctx.dst3, ctx.out3), share, 0).astype(ctx.dtype, copy=False)
     _, nwin, dst_win = _win_counts(ctx, skip_nan)

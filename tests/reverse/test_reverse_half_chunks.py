@@ -85,7 +85,7 @@ def _inputs(n, f, size, dtype, rng, specials=True):
 def chunks(request, monkeypatch):
     monkeypatch.setattr(host, "STAGE_MIN_ELEMENTS", 0)
     if request.param:
-        monkeypatch.setattr(host, "STAGE_CHUNK_BYTES", request.param)
+        monkeypatch.setattr(host, "ROW_CHUNK_BYTES", request.param)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -139,7 +139,7 @@ def test_chunked_reverse_against_plain_loops(name):
 @pytest.mark.parametrize("name", ["div-vjp_src", "div-vjp_dst", "mul-vjp_dst", "var-vjp", "std-jvp", "nanvar-vjp",
                                   "logsumexp-vjp", "logsumexp-jvp", "softmax-vjp", "log_softmax-jvp"])
 def test_chunked_reverse_makes_no_converted_copy(dtype, name, monkeypatch):
-    monkeypatch.setattr(host, "STAGE_CHUNK_BYTES", 1 << 18)
+    monkeypatch.setattr(host, "ROW_CHUNK_BYTES", 1 << 18)
     rng = np.random.default_rng(4)
     n, f, size = 100_000, 16, 500
     src, idx, g, dot = _inputs(n, f, size, dtype, rng, specials=False)

@@ -156,7 +156,7 @@ MUTANTS = (
            "    if a.dtype.kind == \"f\":\n        same &= xp.signbit(a) == xp.signbit(best)\n", "",
            "-0.0 and +0.0 tie in max/min's reverse rules"),
     Mutant("rules-nanmean-count", "cyscatter/_reverse/rules.py",
-           "per_element = g3 / ctx.xp.maximum(counts, 1)", "per_element = g3 / ctx.xp.maximum(counts, 2)",
+           "per_element = (g3 / ctx.xp.maximum(counts, 1))", "per_element = (g3 / ctx.xp.maximum(counts, 2))",
            "nanmean's cotangent of a single non-NaN entry is halved (general path)"),
     Mutant("rules-set-winner", "cyscatter/_reverse/rules.py",
            '"assign_last": Rules(vjp_src=_assign_src(True)', '"assign_last": Rules(vjp_src=_assign_src(False)',

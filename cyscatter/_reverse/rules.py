@@ -226,19 +226,27 @@ def _not_nan(ctx) -> np.ndarray:
     return ctx.src3 == ctx.src3   # NumPy's isnan negated; complex: NaN in either part
 
 
+def _present(rows3) -> np.ndarray:
+    """`_not_nan` of a chunk of src rows."""
+    return rows3 == rows3  # noqa: PLR0124 (the NaN test of every dtype, complex included)
+
+
 def _nansum_src(ctx, g3):
+    if ctx.in_place:   # a half-precision src by chunks: each entry's own row decides (the fused pass reads it whole)
+        return ctx.map_rows(lambda _, plan, rows3: ctx.xp.where(_present(rows3), ctx.take(g3, plan), 0), ctx.dtype)
     if _fused(ctx, "present"):
         return _selected_src(ctx, g3, "present", average=False)   # (nansum does not split)
     return ctx.xp.where(_not_nan(ctx), ctx.take(g3), 0).astype(ctx.dtype, copy=False)
 
 
 def _nanmean_src(ctx, g3):
-    if _fused(ctx, "present"):
+    if _fused(ctx, "present") and not ctx.in_place:
         return _selected_src(ctx, g3, "present")
-    keep = _not_nan(ctx)
-    counts = ctx.put(keep.astype(ctx.dtype))   # non-NaN entries per output element
-    per_element = g3 / ctx.xp.maximum(counts, 1)
-    return ctx.xp.where(keep, ctx.take(per_element.astype(ctx.dtype, copy=False)), 0).astype(ctx.dtype, copy=False)
+    # non-NaN entries per output element, then each entry's share: by chunks of src rows where it is read in place
+    counts = ctx.put_rows(lambda _, plan, rows3: _present(rows3), ctx.dtype)
+    per_element = (g3 / ctx.xp.maximum(counts, 1)).astype(ctx.dtype, copy=False)
+    return ctx.map_rows(lambda _, plan, rows3: ctx.xp.where(_present(rows3), ctx.take(per_element, plan), 0),
+                        ctx.dtype)
 
 
 def _without_nan(ctx) -> Reverse:

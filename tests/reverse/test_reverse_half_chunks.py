@@ -1,5 +1,6 @@
 """Reverse functions whose per-entry derivative reads only that entry's src row and per-group tables (div's
-src and dst rules, mul's dst rule, the moments, logsumexp, softmax and log_softmax) on a float16/bfloat16 src:
+src and dst rules, mul's dst rule, nansum's and nanmean's src rules, the moments, logsumexp, softmax and
+log_softmax) on a float16/bfloat16 src:
 read a chunk of converted rows at a time (`Reverse.src_chunks`), against the same function on the src converted
 whole to float64 (the derivative dtype) first, bit for bit, and without the n x F float64 copy."""
 import numpy as np
@@ -56,6 +57,7 @@ def _calls(size):
 
     calls = {f"{op}-{kind}": scatter_rule(kind, op) for op in ("div", "mul") for kind in ("vjp_src", "vjp_dst", "jvp")
              if not (op == "mul" and kind != "vjp_dst")}
+    calls.update({f"{op}-vjp_src": scatter_rule("vjp_src", op) for op in ("nansum", "nanmean")})
     for name in ("var", "std", "nanvar", "nanstd"):
         for kind in ("vjp", "jvp"):
             calls[f"{name}-{kind}"] = group_rule(name, kind, ddof=1)
@@ -103,7 +105,8 @@ def test_chunked_reverse_matches_the_whole_conversion(chunks, dtype, name, n, f,
     _same(got, want)
 
 
-@pytest.mark.parametrize("name", ["div-vjp_src", "var-vjp", "nanstd-jvp", "logsumexp-vjp", "softmax-vjp"])
+@pytest.mark.parametrize("name", ["div-vjp_src", "nanmean-vjp_src", "var-vjp", "nanstd-jvp", "logsumexp-vjp",
+                                  "softmax-vjp"])
 def test_chunked_reverse_against_plain_loops(name):
     """An independent reference for a few rules: per group, the derivative written out in NumPy (float64)."""
     rng = np.random.default_rng(11)
@@ -121,6 +124,8 @@ def test_chunked_reverse_against_plain_loops(name):
         xs = x[m]
         if name == "div-vjp_src":   # d out / d x_k = -out / x_k, out the (float16) forward result
             want[m] = -g[j] * out[j] / xs
+        elif name == "nanmean-vjp_src":   # no NaN here: each member gets its group's share
+            want[m] = g[j] / m.sum()
         elif name == "var-vjp":
             want[m] = g[j] * 2 * (xs - xs.mean(0)) / (m.sum() - 1)
         elif name == "nanstd-jvp":
@@ -136,7 +141,8 @@ def test_chunked_reverse_against_plain_loops(name):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("name", ["div-vjp_src", "div-vjp_dst", "mul-vjp_dst", "var-vjp", "std-jvp", "nanvar-vjp",
+@pytest.mark.parametrize("name", ["div-vjp_src", "div-vjp_dst", "mul-vjp_dst", "nanmean-vjp_src", "var-vjp",
+                                  "std-jvp", "nanvar-vjp",
                                   "logsumexp-vjp", "logsumexp-jvp", "softmax-vjp", "log_softmax-jvp"])
 def test_chunked_reverse_makes_no_converted_copy(dtype, name, monkeypatch):
     monkeypatch.setattr(host, "ROW_CHUNK_BYTES", 1 << 18)

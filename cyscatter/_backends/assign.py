@@ -35,7 +35,10 @@ def run_host(last: bool, src3: np.ndarray, plan: Any, out3: np.ndarray, counts: 
              threads: int = 0) -> None:
     """out3[o, j, f] = src3[o, winner[j], f] for the rows an entry reaches; the other rows keep their values."""
     winner = host_winners(plan, last, counts)
-    status = kernels.gather(src3, winner, out3, kernels.IndexMode.MODE_DROP, threads)
+    # rows with elements apart (a Fortran-ordered dst or src) are moved in place by the any-strides gather
+    apart = any(a.shape[2] > 1 and a.strides[2] != a.itemsize and a.size for a in (src3, out3))
+    gather = kernels.gather_apart if apart else kernels.gather
+    status = gather(src3, winner, out3, kernels.IndexMode.MODE_DROP, threads)
     if status >= 0:   # a dropping gather reports nothing
         raise AssertionError(f"gather refused winner position {status}")
 

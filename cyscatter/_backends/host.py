@@ -33,7 +33,12 @@ reduce_all = functools.partial(np.logical_and.reduce, axis=None)
 reduce_any = functools.partial(np.logical_or.reduce, axis=None)
 # the pair of indices as it is (`tuple` of a tuple returns it, a C call): host indices are planned where they are
 on_host = tuple
-divide_by_counts = kernels.divide_by_counts   # False where the kernel does not take the dtypes
+
+
+def divide_by_counts(work3: np.ndarray, counts: np.ndarray, threads: int = 0) -> bool:
+    """work3[o, j, :] /= max(counts[j], 1) in one kernel pass; False (nothing done) for the dtypes the kernel
+    does not take and for rows whose elements are apart (an `out=` written in place)."""
+    return not _apart(work3) and kernels.divide_by_counts(work3, counts, threads)
 shape_of = _shape_of   # any array argument's (a DLPack-only producer's through numpy.from_dlpack)
 
 
@@ -160,6 +165,24 @@ def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a3)
 
 
+def rows_in_place(arr, dtype, outer: int, rows: int, inner: int) -> np.ndarray | None:
+    """`arr` itself as (outer, rows, inner), whatever its strides (row elements apart, negative strides), or None
+    where that takes a copy or a conversion: what the kernels that take any strides read or write in place
+    (`kernels.gather_apart`, the assignment and NaN kernels, `run_scatter` into rows with elements apart)."""
+    if type(arr) is not np.ndarray or arr.dtype != dtype or not arr.flags.aligned or not arr.dtype.isnative:
+        return None
+    try:
+        a3 = arr.reshape((outer, rows, inner), copy=False)
+    except ValueError:
+        return None
+    return _unit_inner_stride(a3) if a3.shape[2] <= 1 else a3
+
+
+def _apart(a3: np.ndarray) -> bool:
+    """Whether the elements of a row of `a3` are not adjacent (the plain kernels need them adjacent)."""
+    return a3.shape[2] > 1 and a3.strides[2] != a3.itemsize and a3.size > 0
+
+
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
     """(work, direct): `dst` itself as (outer, rows, inner) when possible (its row elements may be apart: the
     runners handle such a view), else a converted copy to copy back."""
@@ -218,7 +241,7 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
                 threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
     (`op` a registry `Op`; the kernel takes its op code)."""
-    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize and out3.size:   # (empty arrays: strides 0)
+    if _apart(out3) and not op.winner:   # (assignments below write any strides)
         return _scatter_strided_out(op, src3, plan, out3, counts, threads)
     if type(src3) is StagedRows:
         if plan.size == 0 or src3.transpose and (out3.shape[1] > 4 * max(plan.n, 1) or (
@@ -243,7 +266,7 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
         src3 = src3.copy()
     if op.winner and op.skips_nan and _assign.skips_nan(src3):   # nanfirst / nanlast: a winner per element
         precheck(plan)
-        if src3.dtype == out3.dtype and src3.dtype.char in "fdFD":   # in place, nothing beyond out3
+        if src3.dtype == out3.dtype and src3.dtype.char in "fdFD":   # in place, any strides, nothing beyond out3
             return assign_kernels.nan_assign(src3, plan.flat, out3, op.winner == "last")
         return _assign.run_nan(sys.modules[__name__], op.winner == "last", src3, plan, out3)
     if op.winner:   # an assignment: winner pass, then a gather (see cyscatter._backends.assign)
@@ -262,9 +285,10 @@ def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: 
     STRIDED_BLOCK_BYTES) and scattered as `inner` slices of one-element rows into the columns of out3. Blocks go
     in index order, so every element gets its updates in the order of the reference. Where out3 is small next
     to the entries (copying it costs less than the per-column passes: 5000 x 64 float32 from 200000 rows, 2.9
-    ms copied, 5-6 in place) and for assignments, a C-ordered copy is updated and copied back."""
+    ms copied, 5-6 in place), a C-ordered copy is updated and copied back. (Assignments write any strides in
+    `run_scatter` itself.)"""
     outer, n, inner = src3.shape
-    if op.winner or out3.size * 4 < outer * n * inner:
+    if out3.size * 4 < outer * n * inner:
         work = np.ascontiguousarray(out3)
         run_scatter(op, src3, plan, work, counts, threads)
         out3[...] = work
@@ -275,6 +299,7 @@ def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: 
     for o in range(outer):
         columns = out3[o].T[:, :, None]   # (inner, size, 1): any strides serve one-element rows
         for k0 in range(0, n, step):
+            block = None   # the block before is freed first: one block at a time
             block = cast(np.ascontiguousarray(arr[o, k0:k0 + step].T), dtype)
             status = kernels.scatter_reduce(op.opcode, block[:, :, None], plan.flat[k0:k0 + step], columns,
                                             counts if o == 0 else None, plan.kernel_mode, threads)
@@ -293,7 +318,7 @@ def precheck(plan) -> None:
 def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
         raise TypeError("gather does not support src dtype object")
-    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize:   # a Fortran-ordered gather_into dst, in place
+    if _apart(out3) or _apart(src3):   # a Fortran-ordered dst or src (any strides), read and written in place
         status = kernels.gather_apart(src3, plan.flat, out3, plan.kernel_mode, threads)
     else:
         status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)

@@ -50,11 +50,14 @@ def check_out(be: Any, out: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any
     return target
 
 
-def direct(be: Any, target: Any, compute_dtype: np.dtype, *inputs: Any) -> bool:
-    """Whether the kernels may write straight into `target`: C-contiguous, aligned, native, of the compute dtype,
-    sharing no memory with the inputs (else the result is made in a work table and copied in)."""
-    return (type(target) is be.xp.ndarray and target.flags.c_contiguous and getattr(target.flags, "aligned", True)
+def direct(be: Any, target: Any, compute_dtype: np.dtype, *inputs: Any, shape3: tuple | None = None) -> bool:
+    """Whether the kernels may write straight into `target`: aligned, native, of the compute dtype, sharing no
+    memory with the inputs, and C-contiguous or, given the canonical `shape3`, of strides the backend writes in
+    place (`rows_in_place`: any on the host); else the result is made in a work table and copied in."""
+    return (type(target) is be.xp.ndarray and getattr(target.flags, "aligned", True)
             and target.dtype == compute_dtype and target.dtype.isnative
+            and (target.flags.c_contiguous or shape3 is not None
+                 and be.rows_in_place(target, compute_dtype, *shape3) is not None)
             and not any(be.xp.may_share_memory(target, a) for a in inputs))
 
 

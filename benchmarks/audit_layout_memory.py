@@ -133,7 +133,7 @@ def _peak(make, dl, sl):
         call()   # warm: kernels' kept blocks, lazily imported modules
         call, dst, src = make(dl, sl)
         _, peak = traced_peak(call)
-    except Exception as err:   # a layout the function refuses is reported, not audited
+    except (TypeError, ValueError) as err:   # a layout the function refuses is reported, not audited
         return None, dst, src, f"{type(err).__name__}"
     return peak, dst, src, ""
 

@@ -80,8 +80,8 @@ def element_winners(be: Any, src3: Any, plan: Any, last: bool) -> Any:
     outer, n, inner = src3.shape
     none = -1 if last else n
     positions = xp.arange(n, dtype=np.int64)[None, :, None]
-    present = src3 == src3
-    pos3 = xp.where(present, positions, np.int64(none))
+    pos3 = xp.full(src3.shape, none, np.int64)   # C-ordered whatever src3's strides: the scatter kernels' rows
+    xp.copyto(pos3, xp.broadcast_to(positions, src3.shape), where=src3 == src3)
     win3 = be.fresh_table((outer, plan.size, inner), np.dtype(np.int64), np.int64(none))
     be.run_scatter(get_op("max" if last else "min"), pos3, plan, win3)
     return win3

@@ -33,13 +33,13 @@ reduce_all = functools.partial(np.logical_and.reduce, axis=None)
 reduce_any = functools.partial(np.logical_or.reduce, axis=None)
 # the pair of indices as it is (`tuple` of a tuple returns it, a C call): host indices are planned where they are
 on_host = tuple
+shape_of = _shape_of   # any array argument's (a DLPack-only producer's through numpy.from_dlpack)
 
 
 def divide_by_counts(work3: np.ndarray, counts: np.ndarray, threads: int = 0) -> bool:
     """work3[o, j, :] /= max(counts[j], 1) in one kernel pass; False (nothing done) for the dtypes the kernel
     does not take and for rows whose elements are apart (an `out=` written in place)."""
     return not _apart(work3) and kernels.divide_by_counts(work3, counts, threads)
-shape_of = _shape_of   # any array argument's (a DLPack-only producer's through numpy.from_dlpack)
 
 
 def refuse_dtype(name: str, dtype) -> None:
@@ -166,9 +166,8 @@ def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
 
 
 def rows_in_place(arr, dtype, outer: int, rows: int, inner: int) -> np.ndarray | None:
-    """`arr` itself as (outer, rows, inner), whatever its strides (row elements apart, negative strides), or None
-    where that takes a copy or a conversion: what the kernels that take any strides read or write in place
-    (`kernels.gather_apart`, the assignment and NaN kernels, `run_scatter` into rows with elements apart)."""
+    """`arr` itself as (outer, rows, inner) of any strides, or None where that takes a copy or a conversion: for
+    the runs that read or write any strides (`gather_apart`, the assignments, `run_scatter` into rows apart)."""
     if type(arr) is not np.ndarray or arr.dtype != dtype or not arr.flags.aligned or not arr.dtype.isnative:
         return None
     try:
@@ -178,8 +177,7 @@ def rows_in_place(arr, dtype, outer: int, rows: int, inner: int) -> np.ndarray |
     return _unit_inner_stride(a3) if a3.shape[2] <= 1 else a3
 
 
-def _apart(a3: np.ndarray) -> bool:
-    """Whether the elements of a row of `a3` are not adjacent (the plain kernels need them adjacent)."""
+def _apart(a3: np.ndarray) -> bool:   # row elements not adjacent (the plain kernels need them adjacent)
     return a3.shape[2] > 1 and a3.strides[2] != a3.itemsize and a3.size > 0
 
 
@@ -276,23 +274,57 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
         raise plan.error(status)
 
 
-STRIDED_BLOCK_BYTES = 1 << 18   # the transposed src block of `_scatter_strided_out`
+COLUMN_GROUP_BYTES = 1 << 20   # the C-ordered buffer of a group of out's columns
+STRIDED_BLOCK_BYTES = 1 << 18   # the transposed src block of `_scatter_columns`
 
 
 def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
-    """`run_scatter` into an `out3` whose row elements are not adjacent (a Fortran-ordered scatter_into dst),
-    in place: a block of entries at a time, its columns made adjacent (a transposed copy of at most
-    STRIDED_BLOCK_BYTES) and scattered as `inner` slices of one-element rows into the columns of out3. Blocks go
-    in index order, so every element gets its updates in the order of the reference. Where out3 is small next
-    to the entries (copying it costs less than the per-column passes: 5000 x 64 float32 from 200000 rows, 2.9
-    ms copied, 5-6 in place), a C-ordered copy is updated and copied back. (Assignments write any strides in
-    `run_scatter` itself.)"""
+    """`run_scatter` into an `out3` whose row elements are apart (a Fortran-ordered dst or out), in index order
+    for every element (the same bits as a C-ordered out), the cheapest of three ways by the src elements E
+    against out3's (one thread, float32):
+
+    - E > 4 * out3.size: out3 is small next to the entries; a C-ordered copy is updated and copied back (5000 x
+      64 from 200000 rows: 2.6 ms, 6.1 by column groups; the copy is under a quarter of src);
+    - E < out3.size: few entries; `_scatter_columns`, one-element rows down each column (100000 x 32 from 20000
+      rows: 2.3 ms, 4.4 by column groups, which copy all of out3 in and out);
+    - else: `_scatter_groups`, a group of columns at a time through a C-ordered buffer (50000 x 64 from 100000
+      rows: add 9.8 ms and max 10.2, against 26 and 84 by columns). (Assignments: in `run_scatter` itself.)"""
     outer, n, inner = src3.shape
-    if out3.size * 4 < outer * n * inner:
+    entries = outer * n * inner
+    if out3.size * 4 < entries:
         work = np.ascontiguousarray(out3)
         run_scatter(op, src3, plan, work, counts, threads)
         out3[...] = work
-        return
+    elif entries < out3.size:
+        _scatter_columns(op, src3, plan, out3, counts, threads)
+    else:
+        _scatter_groups(op, src3, plan, out3, counts, threads)
+
+
+def _scatter_groups(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
+    """A group of out3's columns at a time copied into a C-ordered buffer of about COLUMN_GROUP_BYTES, updated by
+    the core kernel from the same columns of src (its rows as they are, strided) and copied back. A group is at
+    least a cache line of a row or an eighth of it, whichever is less (fewer passes over the index), so the
+    buffer stays within an eighth of out3 or COLUMN_GROUP_BYTES."""
+    outer, size, inner = out3.shape
+    least = max(1, min(64 // out3.itemsize, inner // 8))
+    width = min(inner, max(least, COLUMN_GROUP_BYTES // max(1, outer * size * out3.itemsize)))
+    precheck(plan)   # under mode='raise', before the first group is written back
+    buf = np.empty((outer, size, width), out3.dtype)
+    staged = type(src3) is StagedRows
+    for f0 in range(0, inner, width):
+        f1 = min(inner, f0 + width)
+        work = buf[:, :, :f1 - f0]
+        work[...] = out3[:, :, f0:f1]
+        part = StagedRows(src3.array[:, :, f0:f1], src3.dtype, src3.code, False) if staged else src3[:, :, f0:f1]
+        run_scatter(op, part, plan, work, counts if f0 == 0 else None, threads)
+        out3[:, :, f0:f1] = work
+
+
+def _scatter_columns(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
+    """A block of entries at a time, its columns made adjacent (a transposed copy of at most STRIDED_BLOCK_BYTES),
+    scattered as `inner` slices of one-element rows into the columns of out3, blocks in index order."""
+    outer, n, inner = src3.shape
     precheck(plan)
     arr, dtype = (src3.array, src3.dtype) if type(src3) is StagedRows else (src3, src3.dtype)
     step = max(8, STRIDED_BLOCK_BYTES // max(1, inner * dtype.itemsize))
@@ -318,10 +350,8 @@ def precheck(plan) -> None:
 def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
         raise TypeError("gather does not support src dtype object")
-    if _apart(src3) and not _apart(out3):
-        # the any-strides gather reads such a src down columns, slower than a copy and the row gather (50000 x
-        # 64 float32 Fortran-ordered to 100000 rows, one thread: 63 ms against 7.5; bench_strided_out.py)
-        src3 = np.ascontiguousarray(src3)
+    if _apart(src3) and not _apart(out3):   # read down its columns: slower than a copy and the row gather
+        src3 = np.ascontiguousarray(src3)   # (50000 x 64 float32 to 100000 rows: 63 ms against 7.5, one thread)
     if _apart(out3):   # a Fortran-ordered dst (any strides), written in place
         status = kernels.gather_apart(src3, plan.flat, out3, plan.kernel_mode, threads)
     else:

@@ -17,8 +17,10 @@ from cyscatter._registry.ops import get_op
 
 DTYPES = ("float32", "float64", "int32", "int64", "float16", "complex64", "complex128")
 LAYOUTS = ("F", "T", "rows2", "cols2", "neg")
-# (shape of the written array with the index dim at `axis`, axis): rows, features first, batch slices
-GEOMETRIES = {"rows": ((13, 6), 0), "features-first": ((6, 13), 1), "batched": ((3, 13, 5), 1)}
+# (shape of the table with the index dim at `axis`, axis, entries): rows, features first, batch slices, and
+# fewer or many more entries than table rows (the three ways of `host._scatter_strided_out`)
+GEOMETRIES = {"rows": ((13, 6), 0, 17), "features-first": ((6, 13), 1, 17), "batched": ((3, 13, 5), 1, 17),
+              "few-entries": ((40, 6), 0, 17), "many-entries": ((5, 6), 0, 30)}
 
 
 def laid_out(a: np.ndarray, layout: str) -> np.ndarray:
@@ -51,13 +53,12 @@ def _src_values(op, dtype, shape, rng):
 
 
 def _case(op, dtype, geometry, *key):
-    """(src, index, table shape, axis): src with 17 entries along `axis`, a table of 13 rows there."""
+    """(src, index, table shape, axis) of `geometry`."""
     rng = rng_for(op, dtype, geometry, *key)
-    shape, axis = GEOMETRIES[geometry]
-    n = 17
+    shape, axis, n = GEOMETRIES[geometry]
     src_shape = shape[:axis] + (n,) + shape[axis + 1:]
     index = rng.integers(0, shape[axis], n)
-    index[:3] = (2, 2, 5)   # repeated entries: the assignments' winners and the reductions' order matter
+    index[:3] = (2, 2, 4)   # repeated entries: the assignments' winners and the reductions' order matter
     return _src_values(op, dtype, src_shape, rng), index, shape, axis
 
 
@@ -123,7 +124,7 @@ def _gather_values(dtype, shape, rng):
 @pytest.mark.parametrize("into", [True, False])
 def test_gather_any_strides_matches_the_loops(dtype, layout, geometry, side, into):
     rng = rng_for(dtype, layout, geometry, side, into)
-    table_shape, axis = GEOMETRIES[geometry]
+    table_shape, axis, _ = GEOMETRIES[geometry]
     table = _gather_values(dtype, table_shape, rng)
     index = rng.integers(0, table_shape[axis], 17)
     out_shape = table_shape[:axis] + (17,) + table_shape[axis + 1:]
@@ -204,6 +205,40 @@ def test_scatter_out_of_any_strides_makes_no_table_copy(op, layout):
     base = _peak(lambda: cs.scatter(src, index, op, dim_size=SIZE, out=out_c))
     peak = _peak(lambda: cs.scatter(src, index, op, dim_size=SIZE, out=out))
     assert peak < base + out.nbytes / 4, (peak, base)
+
+
+@pytest.mark.parametrize("op", ["add", "max", "mul", "mean", "sqrt_n", "nansum", "nanmean", "fmin"])
+@pytest.mark.parametrize("layout", ["F", "cols2", "neg"])
+def test_scatter_out_with_fewer_entries_than_rows_is_written_in_place(op, layout):
+    src, index, table = _inputs()
+    src, index = src[:SIZE // 2], index[:SIZE // 2]
+    out_c = np.zeros_like(table)
+    out = laid_out(out_c, layout)
+    base = _peak(lambda: cs.scatter(src, index, op, dim_size=SIZE, out=out_c))
+    peak = _peak(lambda: cs.scatter(src, index, op, dim_size=SIZE, out=out))
+    assert peak < base + out.nbytes / 4, (peak, base)
+    assert_same(out, out_c)   # (the values against the loops: the small cases above)
+
+
+UFUNCS = {"add": np.add, "max": np.maximum, "mul": np.multiply, "nansum": np.add, "fmin": np.fmin}
+
+
+@pytest.mark.parametrize("op", list(UFUNCS))
+@pytest.mark.parametrize("layout", ["F", "cols2", "neg"])
+@pytest.mark.parametrize("entries", [SIZE // 2, 2 * SIZE])
+def test_scatter_into_strided_dst_by_columns_or_column_groups(op, layout, entries):
+    """Fewer entries than rows: down the columns; up to four times as many: a group of columns at a time through
+    a buffer of about 1 MiB (here 4 MiB of dst)."""
+    src, index, table = _inputs()
+    src, index = src[:entries], index[:entries]
+    dst = laid_out(table, layout)
+    want = table.copy()   # src holds no NaN: nansum and fmin update as add and the ufunc's own rule
+    UFUNCS[op].at(want, index, src)
+    peak = _peak(lambda: cs.scatter_into(dst, src, index, op))
+    assert peak < dst.nbytes / 3, peak
+    dst[...] = table
+    cs.scatter_into(dst, src, index, op)
+    assert_same(dst, want)
 
 
 @pytest.mark.parametrize("op", ["add", "max", "mean", "nanmean", "set", "first"])

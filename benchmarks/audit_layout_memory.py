@@ -4,7 +4,7 @@ the written array and of src, against the same call's peak with C-ordered arrays
 
     python benchmarks/audit_layout_memory.py                  # the table of every case, copies flagged
     python benchmarks/audit_layout_memory.py --only-copies    # only the cases that copy a whole array
-    python benchmarks/audit_layout_memory.py --ratio 8        # 8x more entries than destination rows
+    python benchmarks/audit_layout_memory.py --ratio 8        # 8x more entries than destination rows (0.5: half)
 
 Shapes: float64, destination (8192, 64) (4 MiB), src (n, 64) with n = ratio * 8192 (default 2: 8 MiB), a
 random index; "ff" cases put the features first (``axis=1``: dst (64, 8192), src (64, n)). Layouts of the
@@ -54,10 +54,10 @@ def laid_out(values: np.ndarray, layout: str) -> np.ndarray:
     raise ValueError(layout)
 
 
-def _scatter_cases(ratio: int):
+def _scatter_cases(ratio: float):
     """(function name, op, features_first, make) where make(dst_layout, src_layout) -> (call, dst, src)."""
     rng = np.random.default_rng(0)
-    n = ratio * SIZE
+    n = int(ratio * SIZE)
     idx = rng.integers(0, SIZE, n)
     rows = rng.standard_normal((n, FEATURES))
     table = rng.standard_normal((SIZE, FEATURES))
@@ -138,7 +138,7 @@ def _peak(make, dl, sl):
     return peak, dst, src, ""
 
 
-def audit(ratio: int, only_copies: bool = False):
+def audit(ratio: float, only_copies: bool = False):
     """Rows (function, op, ff, role, layout, peak KiB, C peak KiB, extra, copies) for every case."""
     rows = []
     for fun, op, ff, make in _scatter_cases(ratio):
@@ -162,7 +162,7 @@ def audit(ratio: int, only_copies: bool = False):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ratio", type=int, default=2, help="index entries per destination row (default 2)")
+    p.add_argument("--ratio", type=float, default=2, help="index entries per destination row (default 2)")
     p.add_argument("--only-copies", action="store_true")
     a = p.parse_args()
     rows = audit(a.ratio, a.only_copies)

@@ -239,6 +239,11 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
                 threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
     (`op` a registry `Op`; the kernel takes its op code)."""
+    if type(src3) is StagedRows and src3.transpose and out3.strides[0] == out3.itemsize and out3.size:
+        # features-first data into a table whose batch slices are adjacent (a Fortran-ordered out): the transposed
+        # problem's table is out3 itself, so no table of the kernel's own is copied in and back
+        src3 = StagedRows(src3.array.transpose(2, 1, 0), src3.dtype, src3.code, False)
+        out3 = out3.transpose(2, 1, 0)
     if _apart(out3) and not op.winner:   # (assignments below write any strides)
         return _scatter_strided_out(op, src3, plan, out3, counts, threads)
     if type(src3) is StagedRows:

@@ -168,7 +168,7 @@ def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
 def rows_in_place(arr, dtype, outer: int, rows: int, inner: int) -> np.ndarray | None:
     """`arr` itself as (outer, rows, inner) of any strides, or None where that takes a copy or a conversion: for
     the runs that read or write any strides (`gather_apart`, the assignments, `run_scatter` into rows apart)."""
-    if type(arr) is not np.ndarray or arr.dtype != dtype or not arr.flags.aligned or not arr.dtype.isnative:
+    if type(arr) is not np.ndarray or arr.dtype != dtype or not arr.flags.aligned:
         return None
     try:
         a3 = arr.reshape((outer, rows, inner), copy=False)
@@ -182,17 +182,11 @@ def _apart(a3: np.ndarray) -> bool:   # row elements not adjacent (the plain ker
 
 
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
-    """(work, direct): `dst` itself as (outer, rows, inner) when possible (its row elements may be apart: the
-    runners handle such a view), else a converted copy to copy back."""
-    if dst.dtype == dtype and dst.flags.aligned:
-        try:
-            d3 = np.reshape(dst, (outer, rows, inner), copy=False)
-        except ValueError:
-            d3 = None
-        if d3 is not None and (d3.strides[2] == d3.itemsize or d3.shape[2] <= 1):
-            return _unit_inner_stride(d3), True
-        if d3 is not None:   # row elements apart (a Fortran-ordered dst): `run_scatter` writes it in place
-            return d3, True
+    """(work, direct): `dst` itself as (outer, rows, inner) when possible (`rows_in_place`: its row elements may
+    be apart, the runners handle such a view), else a converted copy to copy back."""
+    d3 = rows_in_place(dst, dtype, outer, rows, inner)
+    if d3 is not None:
+        return d3, True
     # np.array copies even a contiguous dst (ascontiguousarray would hand back a misaligned one unchanged)
     return np.array(dst, dtype=dtype, order="C").reshape(outer, rows, inner), False
 
@@ -240,8 +234,7 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
     (`op` a registry `Op`; the kernel takes its op code)."""
     if type(src3) is StagedRows and src3.transpose and out3.strides[0] == out3.itemsize and out3.size:
-        # features-first data into a table whose batch slices are adjacent (a Fortran-ordered out): the transposed
-        # problem's table is out3 itself, so no table of the kernel's own is copied in and back
+        # batch slices adjacent (features first into a Fortran-ordered out): out3 is the transposed problem's table
         src3 = StagedRows(src3.array.transpose(2, 1, 0), src3.dtype, src3.code, False)
         out3 = out3.transpose(2, 1, 0)
     if _apart(out3) and not op.winner:   # (assignments below write any strides)
@@ -285,8 +278,7 @@ STRIDED_BLOCK_BYTES = 1 << 18   # the transposed src block of `_scatter_columns`
 
 def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
     """`run_scatter` into an `out3` whose row elements are apart (a Fortran-ordered dst or out), in index order
-    for every element (the same bits as a C-ordered out), the cheapest of three ways by the src elements E
-    against out3's (one thread, float32):
+    per element (a C-ordered out's bits), the cheapest way by src's elements E against out3's (one thread, f4):
 
     - E > 4 * out3.size: out3 is small next to the entries; a C-ordered copy is updated and copied back (5000 x
       64 from 200000 rows: 2.6 ms, 6.1 by column groups; the copy is under a quarter of src);
@@ -307,10 +299,9 @@ def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: 
 
 
 def _scatter_groups(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
-    """A group of out3's columns at a time copied into a C-ordered buffer of about COLUMN_GROUP_BYTES, updated by
-    the core kernel from the same columns of src (its rows as they are, strided) and copied back. A group is at
-    least a cache line of a row or an eighth of it, whichever is less (fewer passes over the index), so the
-    buffer stays within an eighth of out3 or COLUMN_GROUP_BYTES."""
+    """A group of out3's columns at a time through a C-ordered buffer of about COLUMN_GROUP_BYTES, updated from
+    the same columns of src (its rows strided as they are); a group is at least a cache line of a row or an
+    eighth of it, whichever is less (fewer passes over the index)."""
     outer, size, inner = out3.shape
     least = max(1, min(64 // out3.itemsize, inner // 8))
     width = min(inner, max(least, COLUMN_GROUP_BYTES // max(1, outer * size * out3.itemsize)))

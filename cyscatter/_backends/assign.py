@@ -18,6 +18,7 @@ import numpy as np
 
 from cyscatter import assign_kernels, kernels
 from cyscatter._arrays.dtypes import float_kind
+from cyscatter._backends.strided import apart
 from cyscatter._registry.ops import get_op
 
 
@@ -36,8 +37,7 @@ def run_host(last: bool, src3: np.ndarray, plan: Any, out3: np.ndarray, counts: 
     """out3[o, j, f] = src3[o, winner[j], f] for the rows an entry reaches; the other rows keep their values."""
     winner = host_winners(plan, last, counts)
     # rows with elements apart (a Fortran-ordered dst or src) are moved in place by the any-strides gather
-    apart = any(a.shape[2] > 1 and a.strides[2] != a.itemsize and a.size for a in (src3, out3))
-    gather = kernels.gather_apart if apart else kernels.gather
+    gather = kernels.gather_apart if apart(src3) or apart(out3) else kernels.gather
     status = gather(src3, winner, out3, kernels.IndexMode.MODE_DROP, threads)
     if status >= 0:   # a dropping gather reports nothing
         raise AssertionError(f"gather refused winner position {status}")

@@ -17,6 +17,7 @@ from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._arrays.protocols import shape_of as _shape_of
 from cyscatter._backends import assign as _assign
+from cyscatter._backends.strided import apart, gather_groups, group_buffer
 from cyscatter._registry.ops import Op, get_op
 from cyscatter._runtime.threads import team
 
@@ -39,7 +40,7 @@ shape_of = _shape_of   # any array argument's (a DLPack-only producer's through 
 def divide_by_counts(work3: np.ndarray, counts: np.ndarray, threads: int = 0) -> bool:
     """work3[o, j, :] /= max(counts[j], 1) in one kernel pass; False (nothing done) for the dtypes the kernel
     does not take and for rows whose elements are apart (an `out=` written in place)."""
-    return not _apart(work3) and kernels.divide_by_counts(work3, counts, threads)
+    return not apart(work3) and kernels.divide_by_counts(work3, counts, threads)
 
 
 def refuse_dtype(name: str, dtype) -> None:
@@ -177,10 +178,6 @@ def rows_in_place(arr, dtype, outer: int, rows: int, inner: int) -> np.ndarray |
     return _unit_inner_stride(a3) if a3.shape[2] <= 1 else a3
 
 
-def _apart(a3: np.ndarray) -> bool:   # row elements not adjacent (the plain kernels need them adjacent)
-    return a3.shape[2] > 1 and a3.strides[2] != a3.itemsize and a3.size > 0
-
-
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
     """(work, direct): `dst` itself as (outer, rows, inner) when possible (`rows_in_place`: its row elements may
     be apart, the runners handle such a view), else a converted copy to copy back."""
@@ -237,7 +234,7 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
         # batch slices adjacent (features first into a Fortran-ordered out): out3 is the transposed problem's table
         src3 = StagedRows(src3.array.transpose(2, 1, 0), src3.dtype, src3.code, False)
         out3 = out3.transpose(2, 1, 0)
-    if _apart(out3) and not op.winner:   # (assignments below write any strides)
+    if apart(out3) and not op.winner:   # (assignments below write any strides)
         return _scatter_strided_out(op, src3, plan, out3, counts, threads)
     if type(src3) is StagedRows:
         if plan.size == 0 or src3.transpose and (out3.shape[1] > 4 * max(plan.n, 1) or (
@@ -272,7 +269,6 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
         raise plan.error(status)
 
 
-COLUMN_GROUP_BYTES = 1 << 20   # the C-ordered buffer of a group of out's columns
 STRIDED_BLOCK_BYTES = 1 << 18   # the transposed src block of `_scatter_columns`
 
 
@@ -299,14 +295,11 @@ def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: 
 
 
 def _scatter_groups(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
-    """A group of out3's columns at a time through a C-ordered buffer of about COLUMN_GROUP_BYTES, updated from
-    the same columns of src (its rows strided as they are); a group is at least a cache line of a row or an
-    eighth of it, whichever is less (fewer passes over the index)."""
-    outer, size, inner = out3.shape
-    least = max(1, min(64 // out3.itemsize, inner // 8))
-    width = min(inner, max(least, COLUMN_GROUP_BYTES // max(1, outer * size * out3.itemsize)))
+    """A group of out3's columns at a time through a C-ordered buffer (`strided.group_buffer`), updated from the
+    same columns of src (its rows strided as they are) and copied back."""
     precheck(plan)   # under mode='raise', before the first group is written back
-    buf = np.empty((outer, size, width), out3.dtype)
+    buf = group_buffer(out3)
+    inner, width = out3.shape[2], buf.shape[2]
     staged = type(src3) is StagedRows
     for f0 in range(0, inner, width):
         f1 = min(inner, f0 + width)
@@ -346,9 +339,11 @@ def precheck(plan) -> None:
 def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
         raise TypeError("gather does not support src dtype object")
-    if _apart(src3) and not _apart(out3):   # read down its columns: slower than a copy and the row gather
-        src3 = np.ascontiguousarray(src3)   # (50000 x 64 float32 to 100000 rows: 63 ms against 7.5, one thread)
-    if _apart(out3):   # a Fortran-ordered dst (any strides), written in place
+    if apart(src3) and not apart(out3):   # not down its columns: 50000 x 64 float32 to 100000 rows took 63 ms
+        if src3.size * 4 >= out3.size:    # by groups of columns 4.4 (copied whole 3.5, but src3 is large)
+            return gather_groups(src3, plan, out3, threads)
+        src3 = np.ascontiguousarray(src3)   # (a quarter of out3 at most; 5000 x 64 to 200000: 2.9 ms, groups 5.2)
+    if apart(out3):   # a Fortran-ordered dst (any strides), written in place
         status = kernels.gather_apart(src3, plan.flat, out3, plan.kernel_mode, threads)
     else:
         status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)

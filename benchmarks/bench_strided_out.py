@@ -1,6 +1,7 @@
-"""Strided out=/dst/src written and read in place against the former way (the call on C-ordered arrays, then a
-copy into the caller's array, or a C-ordered copy of src first) and against the same call on C-ordered arrays,
-one interleaved run, one thread.
+"""Strided out=/dst/src as this build takes them (in place, by column groups, or through a copy where that is
+faster: docs/strided_destinations.rst) against the former way (the call on C-ordered arrays, then a copy into the
+caller's array, or a C-ordered copy of src first) and against the same call on C-ordered arrays, one interleaved
+run, one thread.
 
     python benchmarks/bench_strided_out.py                 # 15 rounds
     python benchmarks/bench_strided_out.py --rounds 31
@@ -37,29 +38,29 @@ def _cases():
     return {
         "scatter add, out=": {
             "C out": lambda: cs.scatter(src, idx, "add", dim_size=size, out=out_c),
-            "F out, in place": lambda: cs.scatter(src, idx, "add", dim_size=size, out=out_f),
+            "F out (this build)": lambda: cs.scatter(src, idx, "add", dim_size=size, out=out_f),
             "F out, via a C result": lambda: np.copyto(out_f, cs.scatter(src, idx, "add", dim_size=size))},
         "scatter mean, out=": {
             "C out": lambda: cs.scatter(src, idx, "mean", dim_size=size, out=out_c),
-            "F out, in place": lambda: cs.scatter(src, idx, "mean", dim_size=size, out=out_f),
+            "F out (this build)": lambda: cs.scatter(src, idx, "mean", dim_size=size, out=out_f),
             "F out, via a C result": lambda: np.copyto(out_f, cs.scatter(src, idx, "mean", dim_size=size))},
         "features-first max, axis=1, out=": {
             "C out": lambda: cs.scatter(src_t, idx, "max", dim_size=size, axis=1, out=ff_c),
-            "F out, in place": lambda: cs.scatter(src_t, idx, "max", dim_size=size, axis=1, out=ff_f),
+            "F out (this build)": lambda: cs.scatter(src_t, idx, "max", dim_size=size, axis=1, out=ff_f),
             "F out, via a C result": lambda: np.copyto(ff_f, cs.scatter(src_t, idx, "max", dim_size=size,
                                                                         axis=1))},
         "scatter_into set": {
             "C dst": lambda: cs.scatter_into(dst_c, src, idx, "set"),
-            "F dst, in place": lambda: cs.scatter_into(dst_f, src, idx, "set"),
+            "F dst (this build)": lambda: cs.scatter_into(dst_f, src, idx, "set"),
             "F dst, via a C copy": lambda: np.copyto(dst_f, cs.scatter_into(np.ascontiguousarray(dst_f), src, idx,
                                                                             "set"))},
         "gather, out=": {
             "C out": lambda: cs.gather(table, idx, out=rows_c),
-            "F out, in place": lambda: cs.gather(table, idx, out=rows_f),
+            "F out (this build)": lambda: cs.gather(table, idx, out=rows_f),
             "F out, via a C result": lambda: np.copyto(rows_f, cs.gather(table, idx))},
         "gather_into, F src": {
             "C src": lambda: cs.gather_into(rows_c, table, idx),
-            "F src, in place": lambda: cs.gather_into(rows_c, table_f, idx),
+            "F src (this build)": lambda: cs.gather_into(rows_c, table_f, idx),
             "F src, via a C copy": lambda: cs.gather_into(rows_c, np.ascontiguousarray(table_f), idx)},
     }
 

@@ -27,6 +27,10 @@ class Backend(Protocol):
         """What `run_scatter` and `segment_reduce` (they alone) read a src from: `rows_view`'s array, or an object
         the backend's kernels convert and lay out a block at a time instead of a whole copy."""
 
+    def rows_in_place(self, arr: Any, dtype: Any, outer: int, rows: int, inner: int) -> Any:
+        """`arr` itself as (outer, rows, inner) with the strides the backend's kernels read and write in place
+        (the host's: any), or None where that would take a copy or a conversion."""
+
     def writable_rows(self, dst: Any, dtype: Any, outer: int, rows: int, inner: int) -> tuple[Any, bool]:
         """(work, direct): `dst` itself as (outer, rows, inner) when possible, else a converted copy to copy
         back. A backend whose `run_scatter` and `run_gather` take rows with apart elements may hand those out."""
@@ -117,8 +121,8 @@ class Backend(Protocol):
     where there is none (`scatter_argmax` composes scatter and gather)."""
 
 
-MEMBERS = ("xp", "asarray", "rows_view", "writable_rows", "check_writable", "precheck", "run_scatter", "run_gather",
-           "fresh_table", "rounded", "exclusive_products", "name", "raises_in_kernels", "fused_reverse", "reduce_max",
+MEMBERS = ("xp", "asarray", "rows_view", "rows_in_place", "writable_rows", "check_writable", "precheck",
+           "run_scatter", "run_gather", "fresh_table", "rounded", "exclusive_products", "name", "raises_in_kernels", "fused_reverse", "reduce_max",
            "reduce_all", "reduce_any", "shape_of", "refuse_dtype", "on_host", "divide_by_counts",
            "divide_by_element_counts", "count_rows", "nonzero_flags", "group_scan", "linear_scan", "route",
            "segment_reduce", "repeat_segments", "arg_winners")

@@ -12,7 +12,7 @@ from reference import ref_scatter
 
 import cyscatter as cs
 from cyscatter import kernels
-from cyscatter._backends import host
+from cyscatter._backends import host, strided
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint64, np.complex64, np.complex128]
 
@@ -200,12 +200,14 @@ def test_ready_reports_the_tile_widths():
 @pytest.mark.parametrize("src_layout", ["c", "fortran", "float16"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_scatter_into_a_fortran_dst_in_place(op, src_layout, threads, monkeypatch):
-    """A Fortran-ordered dst is written in place (blocks of the entries, small ones here) where it is large next
-    to the entries, and through a C-ordered copy where it is small: the same bits either way."""
+    """A Fortran-ordered dst is written in place (down its columns, small blocks of entries here, or a group of
+    its columns at a time, groups of one column here) where it is large next to the entries, and through a
+    C-ordered copy where it is small: the same bits every way."""
     monkeypatch.setattr(host, "STRIDED_BLOCK_BYTES", 256)
+    monkeypatch.setattr(strided, "COLUMN_GROUP_BYTES", 256)
     rng = np.random.default_rng(8)
     x = _values(rng, (90, 12), np.float32)
-    for groups in (40, 5):   # 40 x 12 table against 90 x 12 entries: in place; 5 x 12: copied
+    for groups in (100, 40, 5):   # 100 x 12 against 90 x 12 entries: by columns; 40 x 12: column groups; 5 x 12: copied
         idx = rng.integers(-2, groups + 2, 90)
         dst = _values(rng, (groups, 12), np.float32)
         want = ref_scatter(x.astype(np.float16).astype(np.float32) if src_layout == "float16" else x, idx, op,

@@ -54,6 +54,8 @@ cdef extern from "include/_stage.h" nogil:
 
 cdef extern from "include/_layout.h" nogil:
     int cyscatter_layout_has_avx2()
+    int cyscatter_layout_has_avx512()
+    int cyscatter_layout_use512
     int cyscatter_layout_add(const char* src, Py_ssize_t f_begin, Py_ssize_t f_end, Py_ssize_t n, Py_ssize_t fs,
                               const void* index, int wide, void* table, Py_ssize_t ts, Py_ssize_t size, int kind)
     void cyscatter_layout_transpose(const void* src, Py_ssize_t rows, Py_ssize_t cols, Py_ssize_t ss, void* dst,
@@ -1560,6 +1562,15 @@ cdef Py_ssize_t _scatter_layout_add(cnp.ndarray src, const void* index, int wide
                            item)
         cyscatter_layout_give(table)
     return -1
+
+
+def _tune_layout_avx512(on=None):
+    """Test and benchmark knob: whether the 4-byte transposed sums may take the AVX-512 tiles where the CPU has
+    them (off: the AVX2 tiles); returns whether they would now run."""
+    global cyscatter_layout_use512
+    if on is not None:
+        cyscatter_layout_use512 = 1 if on else 0
+    return bool(cyscatter_layout_has_avx512())
 
 
 def layout_add_ready(dtype, Py_ssize_t width):

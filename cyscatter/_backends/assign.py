@@ -18,6 +18,7 @@ import numpy as np
 
 from cyscatter import assign_kernels, kernels
 from cyscatter._arrays.dtypes import float_kind
+from cyscatter._backends.strided import apart
 from cyscatter._registry.ops import get_op
 
 
@@ -35,7 +36,9 @@ def run_host(last: bool, src3: np.ndarray, plan: Any, out3: np.ndarray, counts: 
              threads: int = 0) -> None:
     """out3[o, j, f] = src3[o, winner[j], f] for the rows an entry reaches; the other rows keep their values."""
     winner = host_winners(plan, last, counts)
-    status = kernels.gather(src3, winner, out3, kernels.IndexMode.MODE_DROP, threads)
+    # rows with elements apart (a Fortran-ordered dst or src) are moved in place by the any-strides gather
+    gather = kernels.gather_apart if apart(src3) or apart(out3) else kernels.gather
+    status = gather(src3, winner, out3, kernels.IndexMode.MODE_DROP, threads)
     if status >= 0:   # a dropping gather reports nothing
         raise AssertionError(f"gather refused winner position {status}")
 
@@ -77,8 +80,8 @@ def element_winners(be: Any, src3: Any, plan: Any, last: bool) -> Any:
     outer, n, inner = src3.shape
     none = -1 if last else n
     positions = xp.arange(n, dtype=np.int64)[None, :, None]
-    present = src3 == src3
-    pos3 = xp.where(present, positions, np.int64(none))
+    pos3 = xp.full(src3.shape, none, np.int64)   # C-ordered whatever src3's strides: the scatter kernels' rows
+    xp.copyto(pos3, xp.broadcast_to(positions, src3.shape), where=src3 == src3)
     win3 = be.fresh_table((outer, plan.size, inner), np.dtype(np.int64), np.int64(none))
     be.run_scatter(get_op("max" if last else "min"), pos3, plan, win3)
     return win3

@@ -20,9 +20,9 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
     if call.direct:
         be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
         counts = new_counts(op, shape3, be.xp, call.fill, plan.n)
-        work3 = call.target.reshape(shape3)
+        work3 = be.rows_in_place(call.target, call.compute, *shape3)   # any strides the kernels write in place
         work3[...] = op.identity(call.result_dtype)
-        src3 = call.src_rows() if staged else call.src3()
+        src3 = call.src_rows() if staged else _src_in_place(call)
         counts = run_counted(run, op, src3, plan, work3, counts, threads, split=True)
         finish_fresh(op, work3, counts, call.fill, call.result_dtype, be, threads)
         return call.given
@@ -33,7 +33,7 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
             arg, given = call.size_arg
             raise ValueError(f"{arg}={given!r} asks for an output of shape {call.shape}, more elements than an "
                              f"array can hold ({err})") from None
-        src3 = call.src_rows(work3.dtype) if staged else call.src3(work3.dtype)
+        src3 = call.src_rows(work3.dtype) if staged else _src_in_place(call, work3.dtype)
         if op.counts or call.fill is not None:
             counts = run_counted(run, op, src3, plan, work3, new_counts(op, shape3, be.xp, call.fill, plan.n),
                                  threads, split=True)
@@ -56,12 +56,23 @@ def scatter_into(call: Any, indices_are_sorted: bool = False, threads: int = 0) 
     work3, direct = be.writable_rows(dst, call.compute, call.outer, call.plan.size, call.inner)
     op = call.op
     staged = not op.winner and not (op.skips_nan and op.counts)   # see scatter_fresh
-    _reduce_into(be, op, call.src_rows() if staged else call.src3(), call.plan, work3, indices_are_sorted,
-                 threads)
+    _reduce_into(be, op, call.src_rows() if staged else _src_in_place(call), call.plan, work3,
+                 indices_are_sorted, threads)
     if not direct:   # (a float16 / bfloat16 dst: rounded by the backend's loop, NumPy's bits and errors)
         back = be.rounded(work3, dst.dtype) if dst.dtype.itemsize == 2 and dst.dtype.kind in "fV" else work3
         be.xp.copyto(dst, back.reshape(dst.shape), casting="unsafe")
     return call.given
+
+
+def _src_in_place(call: Any, dtype: Any = None) -> Any:
+    """src as (outer, rows, inner) for the runs that read any strides (assignments, gathers; `run_scatter`'s
+    other kernels take it as `src3` gives it): src itself where it is of `dtype`, else `call.src3`'s copy."""
+    if call.op is not None and not call.op.winner:
+        return call.src3(dtype)
+    dtype = call.compute if dtype is None else dtype
+    rows = call.plan.size if call.gathers else call.plan.n
+    a3 = call.be.rows_in_place(call.src, dtype, call.outer, rows, call.inner)
+    return call.src3(dtype) if a3 is None else a3
 
 
 def gather(call: Any, threads: int = 0) -> Any:
@@ -70,7 +81,7 @@ def gather(call: Any, threads: int = 0) -> Any:
     n3 = (call.outer, plan.n, call.inner)
     if call.direct:
         be.precheck(plan)   # under mode="raise", before `out` is written
-        out3 = call.target.reshape(n3)
+        out3 = be.rows_in_place(call.target, call.target.dtype, *n3)   # any strides `run_gather` writes
         if plan.drops:   # zero bytes by default, as a fresh output: also '' for strings
             out3[...] = be.xp.zeros((), out3.dtype) if call.fill is None else call.fill
     elif plan.drops:
@@ -79,7 +90,7 @@ def gather(call: Any, threads: int = 0) -> Any:
             out3[...] = call.fill
     else:
         out3 = be.xp.empty(n3, call.compute)
-    be.run_gather(call.src3(), plan, out3, threads)
+    be.run_gather(_src_in_place(call), plan, out3, threads)
     if call.target is None:
         return out3.reshape(call.shape)
     if not call.direct:
@@ -91,7 +102,7 @@ def gather_into(call: Any, threads: int = 0) -> Any:
     """The in-place gather into the call's `dst`; returns the object the caller passed."""
     be, dst = call.be, call.target
     work3, direct = be.writable_rows(dst, dst.dtype, call.outer, call.plan.n, call.inner)
-    be.run_gather(call.src3(), call.plan, work3, threads)
+    be.run_gather(_src_in_place(call), call.plan, work3, threads)
     if not direct:
         be.xp.copyto(dst, work3.reshape(dst.shape))
     return call.given

@@ -94,6 +94,15 @@ def rows_view(arr, dtype, outer: int, rows: int, inner: int):
     return a3 if a3.flags.c_contiguous else cupy.ascontiguousarray(a3)
 
 
+def rows_in_place(arr, dtype, outer: int, rows: int, inner: int):
+    """`arr` itself as (outer, rows, inner) when it is C-contiguous, of `dtype` and aligned for the atomics, else
+    None: the raw kernels index flat memory."""
+    if type(arr) is cupy.ndarray and arr.dtype == dtype and arr.flags.c_contiguous \
+            and arr.data.ptr % min(arr.itemsize, _ATOMIC_WORD) == 0:
+        return arr.reshape(outer, rows, inner)
+    return None
+
+
 rows_source = rows_view   # what a scatter reads: the GPU kernels read only C-ordered rows of their own dtype
 
 

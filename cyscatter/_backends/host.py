@@ -17,6 +17,7 @@ from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._arrays.protocols import shape_of as _shape_of
 from cyscatter._backends import assign as _assign
+from cyscatter._backends.strided import apart, gather_groups, group_buffer
 from cyscatter._registry.ops import Op, get_op
 from cyscatter._runtime.threads import team
 
@@ -33,8 +34,13 @@ reduce_all = functools.partial(np.logical_and.reduce, axis=None)
 reduce_any = functools.partial(np.logical_or.reduce, axis=None)
 # the pair of indices as it is (`tuple` of a tuple returns it, a C call): host indices are planned where they are
 on_host = tuple
-divide_by_counts = kernels.divide_by_counts   # False where the kernel does not take the dtypes
 shape_of = _shape_of   # any array argument's (a DLPack-only producer's through numpy.from_dlpack)
+
+
+def divide_by_counts(work3: np.ndarray, counts: np.ndarray, threads: int = 0) -> bool:
+    """work3[o, j, :] /= max(counts[j], 1) in one kernel pass; False (nothing done) for the dtypes the kernel
+    does not take and for rows whose elements are apart (an `out=` written in place)."""
+    return not apart(work3) and kernels.divide_by_counts(work3, counts, threads)
 
 
 def refuse_dtype(name: str, dtype) -> None:
@@ -206,18 +212,24 @@ def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a3)
 
 
+def rows_in_place(arr, dtype, outer: int, rows: int, inner: int) -> np.ndarray | None:
+    """`arr` itself as (outer, rows, inner) of any strides, or None where that takes a copy or a conversion: for
+    the runs that read or write any strides (`gather_apart`, the assignments, `run_scatter` into rows apart)."""
+    if type(arr) is not np.ndarray or arr.dtype != dtype or not arr.flags.aligned:
+        return None
+    try:
+        a3 = arr.reshape((outer, rows, inner), copy=False)
+    except ValueError:
+        return None
+    return _unit_inner_stride(a3) if a3.shape[2] <= 1 else a3
+
+
 def writable_rows(dst: np.ndarray, dtype, outer: int, rows: int, inner: int) -> tuple[np.ndarray, bool]:
-    """(work, direct): `dst` itself as (outer, rows, inner) when possible (its row elements may be apart: the
-    runners handle such a view), else a converted copy to copy back."""
-    if dst.dtype == dtype and dst.flags.aligned:
-        try:
-            d3 = np.reshape(dst, (outer, rows, inner), copy=False)
-        except ValueError:
-            d3 = None
-        if d3 is not None and (d3.strides[2] == d3.itemsize or d3.shape[2] <= 1):
-            return _unit_inner_stride(d3), True
-        if d3 is not None:   # row elements apart (a Fortran-ordered dst): `run_scatter` writes it in place
-            return d3, True
+    """(work, direct): `dst` itself as (outer, rows, inner) when possible (`rows_in_place`: its row elements may
+    be apart, the runners handle such a view), else a converted copy to copy back."""
+    d3 = rows_in_place(dst, dtype, outer, rows, inner)
+    if d3 is not None:
+        return d3, True
     # np.array copies even a contiguous dst (ascontiguousarray would hand back a misaligned one unchanged)
     return np.array(dst, dtype=dtype, order="C").reshape(outer, rows, inner), False
 
@@ -264,7 +276,11 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
                 threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
     (`op` a registry `Op`; the kernel takes its op code)."""
-    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize and out3.size:   # (empty arrays: strides 0)
+    if type(src3) is StagedRows and src3.transpose and out3.strides[0] == out3.itemsize and out3.size:
+        # batch slices adjacent (features first into a Fortran-ordered out): out3 is the transposed problem's table
+        src3 = StagedRows(src3.array.transpose(2, 1, 0), src3.dtype, src3.code, False)
+        out3 = out3.transpose(2, 1, 0)
+    if apart(out3) and not op.winner:   # (assignments below write any strides)
         return _scatter_strided_out(op, src3, plan, out3, counts, threads)
     if type(src3) is StagedRows:
         if plan.size == 0 or src3.transpose and (out3.shape[1] > 4 * max(plan.n, 1) or (
@@ -289,7 +305,7 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
         src3 = src3.copy()
     if op.winner and op.skips_nan and _assign.skips_nan(src3):   # nanfirst / nanlast: a winner per element
         precheck(plan)
-        if src3.dtype == out3.dtype and src3.dtype.char in "fdFD":   # in place, nothing beyond out3
+        if src3.dtype == out3.dtype and src3.dtype.char in "fdFD":   # in place, any strides, nothing beyond out3
             return assign_kernels.nan_assign(src3, plan.flat, out3, op.winner == "last")
         return _assign.run_nan(sys.modules[__name__], op.winner == "last", src3, plan, out3)
     if op.winner:   # an assignment: winner pass, then a gather (see cyscatter._backends.assign)
@@ -299,28 +315,58 @@ def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray,
         raise plan.error(status)
 
 
-STRIDED_BLOCK_BYTES = 1 << 18   # the transposed src block of `_scatter_strided_out`
+STRIDED_BLOCK_BYTES = 1 << 18   # the transposed src block of `_scatter_columns`
 
 
 def _scatter_strided_out(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
-    """`run_scatter` into an `out3` whose row elements are not adjacent (a Fortran-ordered scatter_into dst),
-    in place: a block of entries at a time, its columns made adjacent (a transposed copy of at most
-    STRIDED_BLOCK_BYTES) and scattered as `inner` slices of one-element rows into the columns of out3. Blocks go
-    in index order, so every element gets its updates in the order of the reference. Where out3 is small next
-    to the entries (copying it costs less than the per-column passes: 5000 x 64 float32 from 200000 rows, 2.9
-    ms copied, 5-6 in place) and for assignments, a C-ordered copy is updated and copied back."""
+    """`run_scatter` into an `out3` whose row elements are apart (a Fortran-ordered dst or out), in index order
+    per element (a C-ordered out's bits), the cheapest way by src's elements E against out3's (one thread, f4):
+
+    - E > 4 * out3.size: out3 is small next to the entries; a C-ordered copy is updated and copied back (5000 x
+      64 from 200000 rows: 2.6 ms, 6.1 by column groups; the copy is under a quarter of src);
+    - E < out3.size: few entries; `_scatter_columns`, one-element rows down each column (100000 x 32 from 20000
+      rows: 2.3 ms, 4.4 by column groups, which copy all of out3 in and out);
+    - else: `_scatter_groups`, a group of columns at a time through a C-ordered buffer (50000 x 64 from 100000
+      rows: add 9.8 ms and max 10.2, against 26 and 84 by columns). (Assignments: in `run_scatter` itself.)"""
     outer, n, inner = src3.shape
-    if op.winner or out3.size * 4 < outer * n * inner:
+    entries = outer * n * inner
+    if out3.size * 4 < entries:
         work = np.ascontiguousarray(out3)
         run_scatter(op, src3, plan, work, counts, threads)
         out3[...] = work
-        return
+    elif entries < out3.size:
+        _scatter_columns(op, src3, plan, out3, counts, threads)
+    else:
+        _scatter_groups(op, src3, plan, out3, counts, threads)
+
+
+def _scatter_groups(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
+    """A group of out3's columns at a time through a C-ordered buffer (`strided.group_buffer`), updated from the
+    same columns of src (its rows strided as they are) and copied back."""
+    precheck(plan)   # under mode='raise', before the first group is written back
+    buf = group_buffer(out3)
+    inner, width = out3.shape[2], buf.shape[2]
+    staged = type(src3) is StagedRows
+    for f0 in range(0, inner, width):
+        f1 = min(inner, f0 + width)
+        work = buf[:, :, :f1 - f0]
+        work[...] = out3[:, :, f0:f1]
+        part = StagedRows(src3.array[:, :, f0:f1], src3.dtype, src3.code, False) if staged else src3[:, :, f0:f1]
+        run_scatter(op, part, plan, work, counts if f0 == 0 else None, threads)
+        out3[:, :, f0:f1] = work
+
+
+def _scatter_columns(op: Op, src3, plan, out3: np.ndarray, counts, threads: int) -> None:
+    """A block of entries at a time, its columns made adjacent (a transposed copy of at most STRIDED_BLOCK_BYTES),
+    scattered as `inner` slices of one-element rows into the columns of out3, blocks in index order."""
+    outer, n, inner = src3.shape
     precheck(plan)
     arr, dtype = (src3.array, src3.dtype) if type(src3) is StagedRows else (src3, src3.dtype)
     step = max(8, STRIDED_BLOCK_BYTES // max(1, inner * dtype.itemsize))
     for o in range(outer):
         columns = out3[o].T[:, :, None]   # (inner, size, 1): any strides serve one-element rows
         for k0 in range(0, n, step):
+            block = None   # the block before is freed first: one block at a time
             block = cast(np.ascontiguousarray(arr[o, k0:k0 + step].T), dtype)
             status = kernels.scatter_reduce(op.opcode, block[:, :, None], plan.flat[k0:k0 + step], columns,
                                             counts if o == 0 else None, plan.kernel_mode, threads)
@@ -339,7 +385,11 @@ def precheck(plan) -> None:
 def run_gather(src3: np.ndarray, plan, out3: np.ndarray, threads: int = 0) -> None:
     if src3.dtype.hasobject:
         raise TypeError("gather does not support src dtype object")
-    if out3.shape[2] > 1 and out3.strides[2] != out3.itemsize:   # a Fortran-ordered gather_into dst, in place
+    if apart(src3) and not apart(out3):   # not down its columns: 50000 x 64 float32 to 100000 rows took 63 ms
+        if src3.size * 4 >= out3.size:    # by groups of columns 4.4 (copied whole 3.5, but src3 is large)
+            return gather_groups(src3, plan, out3, threads)
+        src3 = np.ascontiguousarray(src3)   # (a quarter of out3 at most; 5000 x 64 to 200000: 2.9 ms, groups 5.2)
+    if apart(out3):   # a Fortran-ordered dst (any strides), written in place
         status = kernels.gather_apart(src3, plan.flat, out3, plan.kernel_mode, threads)
     else:
         status = kernels.gather(src3, plan.flat, out3, plan.kernel_mode, threads)

@@ -39,6 +39,10 @@ class Backend(Protocol):
     def whole_rows(self, source: Any) -> Any:
         """What `rows_source` gave, as `rows_view`'s array (converted whole where it was read in place)."""
 
+    def rows_in_place(self, arr: Any, dtype: Any, outer: int, rows: int, inner: int) -> Any:
+        """`arr` itself as (outer, rows, inner) with the strides the backend's kernels read and write in place
+        (the host's: any), or None where that would take a copy or a conversion."""
+
     def writable_rows(self, dst: Any, dtype: Any, outer: int, rows: int, inner: int) -> tuple[Any, bool]:
         """(work, direct): `dst` itself as (outer, rows, inner) when possible, else a converted copy to copy
         back. A backend whose `run_scatter` and `run_gather` take rows with apart elements may hand those out."""
@@ -129,7 +133,7 @@ class Backend(Protocol):
     where there is none (`scatter_argmax` composes scatter and gather)."""
 
 
-MEMBERS = ("xp", "asarray", "rows_view", "chunked_source", "row_chunks", "whole_rows",
+MEMBERS = ("xp", "asarray", "rows_view", "chunked_source", "row_chunks", "whole_rows", "rows_in_place",
            "writable_rows", "check_writable", "precheck", "run_scatter", "run_gather",
            "fresh_table", "rounded", "exclusive_products", "name", "raises_in_kernels", "fused_reverse", "reduce_max",
            "reduce_all", "reduce_any", "shape_of", "refuse_dtype", "on_host", "divide_by_counts",

@@ -194,7 +194,13 @@ def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -
     fill = None if fill_value is None else fill_for(fill_value, result_dtype, xp)
     shape = batch + plan.dims + feat
     target = None if out is None else check_out(be, out, shape, result_dtype)
-    into = target is not None and direct(be, target, compute, src, *coords)
+    # rows with elements apart are written in place by the assignments, and by the reductions where the entries
+    # are fewer than the rows (`host._scatter_strided_out` runs down the columns); with more entries its column
+    # groups cost more than a fresh table and a copy (50000 x 64 float32 from 100000 rows, one thread: add 10.7
+    # ms against 4.7; benchmarks/bench_strided_out.py)
+    into = target is not None and direct(be, target, compute, src, *coords,
+                                         apart=bool(op.winner) or plan.n < plan.size,
+                                         shape3=(math.prod(batch), plan.size, math.prod(feat)))
     if cast is not None and (cast != compute or src.shape != expected):
         src = src.astype(cast, copy=False)   # cast first (NumPy's dtype=), then to the compute dtype
     # else the one cast is to the compute dtype itself, left to the kernel's reading of src (`Call.src_rows`)
@@ -270,7 +276,8 @@ def _gather(src, index, axis, mode, fill_value, dtype, out) -> Call:
     fill = fill_for(fill_value, result_dtype, xp) if plan.drops else None
     shape = batch + plan.shape + feat
     target = None if out is None else check_out(be, out, shape, native(result_dtype))
-    into = target is not None and direct(be, target, native(result_dtype), src, *coords)
+    into = target is not None and direct(be, target, native(result_dtype), src, *coords, apart=True,
+                                         shape3=(math.prod(batch), plan.n, math.prod(feat)))
     if cast is not None and cast != src.dtype:
         src = src.astype(cast)
     return Call(be, None, plan, batch, feat, math.prod(batch), math.prod(feat), src, shape, result_dtype,

@@ -50,12 +50,21 @@ def check_out(be: Any, out: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any
     return target
 
 
-def direct(be: Any, target: Any, compute_dtype: np.dtype, *inputs: Any) -> bool:
-    """Whether the kernels may write straight into `target`: C-contiguous, aligned, native, of the compute dtype,
-    sharing no memory with the inputs (else the result is made in a work table and copied in)."""
-    return (type(target) is be.xp.ndarray and target.flags.c_contiguous and getattr(target.flags, "aligned", True)
+def direct(be: Any, target: Any, compute_dtype: np.dtype, *inputs: Any, shape3: tuple | None = None,
+           apart: bool = False) -> bool:
+    """Whether the kernels may write straight into `target`: aligned, native, of the compute dtype, sharing no
+    memory with the inputs, and C-contiguous or, given the canonical `shape3`, of strides the backend writes in
+    place (`rows_in_place`: any on the host), rows whose elements are apart (a Fortran-ordered 2-d `out`) only
+    with `apart`; else the result is made in a work table and copied in."""
+    return (type(target) is be.xp.ndarray and getattr(target.flags, "aligned", True)
             and target.dtype == compute_dtype and target.dtype.isnative
+            and (target.flags.c_contiguous or shape3 is not None and _in_place(be, target, shape3, apart))
             and not any(be.xp.may_share_memory(target, a) for a in inputs))
+
+
+def _in_place(be: Any, target: Any, shape3: tuple, apart: bool) -> bool:
+    a3 = be.rows_in_place(target, target.dtype, *shape3)
+    return a3 is not None and (apart or a3.shape[2] <= 1 or a3.strides[2] == a3.itemsize)
 
 
 _PYTHON_KIND = {int: "iu", float: "f", complex: "c"}

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include "_index_at.h"
 
 /* x[r] holds row r of a V x V matrix of (8 / V)-byte elements, element c at bits (64 / V) c (little-endian);
  * afterwards x[c] holds column c. V = 8 (bytes) or 4 (2-byte elements): recursive block swaps. */
@@ -39,10 +40,6 @@ static inline int cyscatter_gather_apart_small_ok(void) {
 #endif
 }
 
-static inline uint64_t cyscatter_apart_at(const void *index, int wide, ptrdiff_t k) {
-    return wide ? (uint64_t)((const int64_t *)index)[k] : (uint64_t)(int64_t)((const int32_t *)index)[k];
-}
-
 /* out[f * os + k * item] = src[index[k] * rs + f * item] (strides in bytes) for features [f0, f1) with
  * f1 - f0 a multiple of V = 8 / item, every entry k < n; entries outside [0, size) skipped (their outputs left
  * as they are). */
@@ -55,13 +52,13 @@ static void cyscatter_gather_apart_small(const char *src, ptrdiff_t rs, const vo
         const char *r[8];
         int ok = 1;
         for (int i = 0; i < v; i++) {
-            uint64_t j = cyscatter_apart_at(index, wide, k + i);
+            uint64_t j = cyscatter_index_at(index, wide, k + i);
             ok &= j < size;
             r[i] = src + (ptrdiff_t)j * rs;
         }
         if (!ok) {
             for (int i = 0; i < v; i++)
-                if (cyscatter_apart_at(index, wide, k + i) < size)
+                if (cyscatter_index_at(index, wide, k + i) < size)
                     for (ptrdiff_t f = f0; f < f1; f++)
                         memcpy(out + f * os + (k + i) * item, r[i] + f * item, (size_t)item);
             continue;
@@ -74,7 +71,7 @@ static void cyscatter_gather_apart_small(const char *src, ptrdiff_t rs, const vo
         }
     }
     for (; k < n; k++) {
-        uint64_t j = cyscatter_apart_at(index, wide, k);
+        uint64_t j = cyscatter_index_at(index, wide, k);
         if (j >= size) continue;
         for (ptrdiff_t f = f0; f < f1; f++)
             memcpy(out + f * os + k * item, src + (ptrdiff_t)j * rs + f * item, (size_t)item);

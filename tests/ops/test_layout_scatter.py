@@ -1,8 +1,9 @@
-"""Same-dtype sums read down their columns (`kernels.scatter_staged`'s AVX2 tiles, `_layout.h`): features-first
-data (index along the last axis) and Fortran-ordered or axis-swapped src, against the plain-loop reference bit for
-bit (each table element gets its updates in index order), for every kernel dtype of the add, tile edges (widths
-and entry counts that are not whole tiles), batch slices, out= and scatter_into, drop and raise, 1 and 2
-threads. Without AVX2 the same calls take the other paths and must give the same bits."""
+"""Same-dtype sums read down their columns (`kernels.scatter_staged`'s AVX2 and AVX-512 tiles, `_layout.h`):
+features-first data (index along the last axis) and Fortran-ordered or axis-swapped src, against the plain-loop
+reference bit for bit (each table element gets its updates in index order), for every kernel dtype of the add,
+tile edges (widths and entry counts that are not whole tiles of either kind), batch slices, out= and
+scatter_into, drop and raise, 1 and 2 threads, with the AVX-512 tiles on and off. Without AVX2 the same calls
+take the other paths and must give the same bits."""
 
 import numpy as np
 import pytest
@@ -11,9 +12,20 @@ from reference import ref_scatter
 
 import cyscatter as cs
 from cyscatter import kernels
-from cyscatter._backends import host
+from cyscatter._backends import host, strided
 
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint64, np.complex64, np.complex128]
+
+
+@pytest.fixture(params=["avx512", "avx2"])
+def tiles(request):
+    """The 4-byte sums on the AVX-512 tiles (where the CPU has them) or on the AVX2 tiles alone."""
+    on = request.param == "avx512"
+    if kernels._tune_layout_avx512(on) != on:
+        kernels._tune_layout_avx512(True)
+        pytest.skip("no AVX-512 here")
+    yield request.param
+    kernels._tune_layout_avx512(True)
 
 
 @pytest.fixture
@@ -61,11 +73,11 @@ def _result(got, axis):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("layout", ["features-first", "features-first-view", "fortran"])
-@pytest.mark.parametrize("width", [3, 8, 13, 40, 70])
-@pytest.mark.parametrize("n", [203, 16])
+@pytest.mark.parametrize("width", [3, 8, 13, 16, 40, 48, 70])
+@pytest.mark.parametrize("n", [203, 16, 15, 40])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_sum_read_down_columns_matches_the_loops(staged, dtype, layout, width, n, index_dtype, threads):
+def test_sum_read_down_columns_matches_the_loops(tiles, staged, dtype, layout, width, n, index_dtype, threads):
     rng = np.random.default_rng(width * 1000 + n)
     x = _values(rng, (n, width), dtype)
     idx = rng.integers(0, 23, n).astype(index_dtype)
@@ -77,7 +89,7 @@ def test_sum_read_down_columns_matches_the_loops(staged, dtype, layout, width, n
 @pytest.mark.parametrize("op", ["add", "mean", "sum"])
 @pytest.mark.parametrize("layout", ["features-first", "fortran"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_drop_counts_and_raise(staged, op, layout, dtype):
+def test_drop_counts_and_raise(tiles, staged, op, layout, dtype):
     rng = np.random.default_rng(3)
     x = _values(rng, (301, 24), dtype)
     idx = rng.integers(-4, 34, 301)
@@ -96,7 +108,7 @@ def test_drop_counts_and_raise(staged, op, layout, dtype):
 @pytest.mark.parametrize("layout", ["features-first", "fortran"])
 @pytest.mark.parametrize("dst_order", ["C", "F", "strided"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_scatter_into_and_out_add_to_what_is_there(staged, layout, dst_order, threads):
+def test_scatter_into_and_out_add_to_what_is_there(tiles, staged, layout, dst_order, threads):
     rng = np.random.default_rng(4)
     x = _values(rng, (257, 19), np.float32)
     idx = rng.integers(0, 21, 257)
@@ -114,7 +126,7 @@ def test_scatter_into_and_out_add_to_what_is_there(staged, layout, dst_order, th
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.complex64])
-def test_batch_slices(staged, dtype):
+def test_batch_slices(tiles, staged, dtype):
     rng = np.random.default_rng(5)
     idx = rng.integers(0, 13, 150)
     # (B, F, n), the index along the last axis: B * F one-element-row slices, read transposed
@@ -127,11 +139,11 @@ def test_batch_slices(staged, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint64, np.complex64])
 @pytest.mark.parametrize("transpose", [True, False])
-def test_kernel_entry(dtype, transpose):
+def test_kernel_entry(tiles, dtype, transpose):
     """`scatter_staged` itself on sizes of every tile edge; the transposed table is filled from out and copied
     back, out read and written in place otherwise."""
     rng = np.random.default_rng(6)
-    for width, n in ((8, 8), (9, 17), (33, 64), (64, 77)):
+    for width, n in ((8, 8), (9, 17), (16, 16), (33, 64), (48, 35), (64, 77)):
         x = _values(rng, (n, width), dtype)
         idx = rng.integers(0, 12, n)
         init = _values(rng, (12, width), dtype)
@@ -151,7 +163,7 @@ def test_kernel_entry(dtype, transpose):
 @pytest.mark.parametrize("check_after", [True, False])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_kernel_reports_the_first_bad_entry_and_leaves_out(check_after, index_dtype, threads):
+def test_kernel_reports_the_first_bad_entry_and_leaves_out(tiles, check_after, index_dtype, threads):
     """Under mode='raise' the transposed sum may check its index after the tile pass (into its private table):
     the status is still the first bad position, wherever it lies (inside a tile, past the whole tiles, several),
     and out is left as it was."""
@@ -188,12 +200,14 @@ def test_ready_reports_the_tile_widths():
 @pytest.mark.parametrize("src_layout", ["c", "fortran", "float16"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_scatter_into_a_fortran_dst_in_place(op, src_layout, threads, monkeypatch):
-    """A Fortran-ordered dst is written in place (blocks of the entries, small ones here) where it is large next
-    to the entries, and through a C-ordered copy where it is small: the same bits either way."""
+    """A Fortran-ordered dst is written in place (down its columns, small blocks of entries here, or a group of
+    its columns at a time, groups of one column here) where it is large next to the entries, and through a
+    C-ordered copy where it is small: the same bits every way."""
     monkeypatch.setattr(host, "STRIDED_BLOCK_BYTES", 256)
+    monkeypatch.setattr(strided, "COLUMN_GROUP_BYTES", 256)
     rng = np.random.default_rng(8)
     x = _values(rng, (90, 12), np.float32)
-    for groups in (40, 5):   # 40 x 12 table against 90 x 12 entries: in place; 5 x 12: copied
+    for groups in (100, 40, 5):   # 100 x 12 against 90 x 12 entries: by columns; 40 x 12: column groups; 5 x 12: copied
         idx = rng.integers(-2, groups + 2, 90)
         dst = _values(rng, (groups, 12), np.float32)
         want = ref_scatter(x.astype(np.float16).astype(np.float32) if src_layout == "float16" else x, idx, op,

@@ -9,6 +9,7 @@ from cyscatter._api.gather import gather
 from cyscatter._api.scatter import scatter
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.keywords import unexpected_keywords
+from cyscatter._backends.chunks import chunked_source
 from cyscatter._backends.context import Reverse
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
@@ -50,7 +51,7 @@ def _scatter_arg(name: str, src, index, dim_size, axis, mode, fill_value=None):
     outer, inner = prod(batch), prod(feat)
     sized = size_arg(dim_size, plan)
     check_table_bytes((outer, plan.size, inner), np.int64, *sized)
-    source = be.chunked_source(src, compute, outer, plan.n, inner)
+    source = chunked_source(src, compute, outer, plan.n, inner)
     with sized_by(*sized):
         if source is not None:
             arg = _chunked_winners(be, op, source, plan, compute)

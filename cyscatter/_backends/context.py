@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cyscatter._backends import chunks
 from cyscatter._registry.ops import Op, get_op
 
 ADD = get_op("add")
@@ -15,7 +16,7 @@ class Reverse:
 
     `src3` may be given as a callable that makes it (with `dtype`, the derivative dtype): the rules that never
     read src (add, sub and mean's VJPs, the linear JVPs) then never pay for its n x F conversion (a float16 src's
-    derivatives are float64). `source`, when given, is src as the backend's `chunked_source` reads it in place
+    derivatives are float64). `source`, when given, is src as `chunks.chunked_source` reads it in place
     (float16/bfloat16 into float32 or float64): `src3` is then made from it when a rule asks for it, and
     `src_chunks` (with `map_rows`, `put_rows`, `put_src`) walks it a cache-sized block of converted rows at a
     time, so that a rule whose per-entry result reads only that entry's src row and per-group tables makes no
@@ -34,7 +35,7 @@ class Reverse:
     @property
     def src3(self) -> np.ndarray:
         if self._src3 is None:
-            self._src3 = self.be.whole_rows(self.source)
+            self._src3 = chunks.whole_rows(self.source)
         elif callable(self._src3):
             self._src3 = self._src3()
         return self._src3
@@ -55,7 +56,7 @@ class Reverse:
         rows of `source` a converted block at a time (no n x F copy), else `src3` whole. The plans serve passes
         after the whole index was checked (a first full pass raised any bad entry)."""
         if self.in_place:
-            yield from self.be.row_chunks(self.source, self.plan)
+            yield from chunks.row_chunks(self.source, self.plan)
         else:
             yield slice(0, self.plan.n), self.plan, self.src3
 

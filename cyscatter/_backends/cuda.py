@@ -106,19 +106,6 @@ def rows_in_place(arr, dtype, outer: int, rows: int, inner: int):
 rows_source = rows_view   # what a scatter reads: the GPU kernels read only C-ordered rows of their own dtype
 
 
-def chunked_source(arr, dtype, outer: int, rows: int, inner: int):
-    """None: the GPU kernels read only arrays (`Reverse` converts src whole)."""
-
-
-def row_chunks(source, plan):
-    """The host's row chunks: here the source is an array already, one chunk."""
-    yield slice(0, plan.n), plan, source
-
-
-def whole_rows(source):
-    return source
-
-
 def writable_rows(dst, dtype, outer: int, rows: int, inner: int):
     """(work, direct): `dst` itself as (outer, rows, inner) when it is C-contiguous, of `dtype` and aligned for
     the atomics, else a C-contiguous converted copy for the caller to copy back."""

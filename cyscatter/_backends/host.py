@@ -89,7 +89,8 @@ class StagedRows:
     """A src that the scatter kernel reads as it is, a cached block of rows at a time (`kernels.scatter_staged`):
     converted to `dtype` there and, for `transpose` (one-element rows under several batch slices: features-first
     data), scattered as the transposed problem. Only `run_scatter` takes it, and only with a stage `code`; one
-    without (`chunked_source`: a conversion no stage makes, float16 to float64) is read by `converted_chunks`."""
+    without (`chunks.chunked_source`: a conversion no stage makes, float16 to float64) only `converted_chunks`
+    reads."""
     __slots__ = ("array", "code", "dtype", "shape", "transpose")
     staged = True   # what the `Reverse` context asks of a source it may read by chunks
 
@@ -141,30 +142,7 @@ def rows_source(arr: np.ndarray, dtype, outer: int, rows: int, inner: int):
     return StagedRows(a3, dtype, int(code), transpose)
 
 
-def chunked_source(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> StagedRows | None:
-    """`arr` as a source read in place by chunks (`Reverse.src_chunks`) where reading it as `dtype` converts it
-    (float16/bfloat16 to float32 for the kernels, to float64 for the reverse functions): the `rows_source` of the
-    scatter kernels, or where no stage makes the conversion a `StagedRows` without a stage code, which only
-    `converted_chunks` reads; None where there is nothing to convert or it cannot be read so (nothing copied)."""
-    dtype = np.dtype(dtype)
-    if type(arr) is not np.ndarray or arr.dtype == dtype or outer * rows * inner < STAGE_MIN_ELEMENTS \
-            or not (arr.dtype.isnative and arr.flags.aligned):
-        return None
-    if _stage_code(arr.dtype, dtype) is not None:
-        source = rows_source(arr, dtype, outer, rows, inner)
-        return source if type(source) is StagedRows else None
-    try:
-        a3 = arr.reshape((outer, rows, inner), copy=False)
-    except ValueError:
-        return None
-    return StagedRows(a3, dtype, None, False)
-
-
 STAGE_CHUNK_BYTES = 4 << 20   # converted rows a chunked family holds at once (a share of the L3)
-# the chunks of `row_chunks`, whose families hold several chunk-sized temporaries beside the converted rows
-# (gathered group values, products): 1 MiB keeps them in cache; 4 MiB chunks made the float16 VJPs of var, div
-# and logsumexp 1.4-1.6x slower than one whole conversion (200000 x 64 into 5000, one thread), 1 MiB 0.6-0.85x
-ROW_CHUNK_BYTES = 1 << 20
 
 
 def converted_chunks(source: StagedRows, chunk_bytes: int | None = None):
@@ -183,24 +161,6 @@ def converted_chunks(source: StagedRows, chunk_bytes: int | None = None):
         else:
             kernels.stage_rows(source.code, arr3[:, r0:r1], rows3)
         yield r0, r1, rows3
-
-
-def row_chunks(source, plan):
-    """(slice(r0, r1), plan of rows [r0, r1), those rows of src in the compute dtype) over what `rows_source` or
-    `chunked_source` gave: the source as
-    it is in one piece, or a `StagedRows` in `converted_chunks` (one reused buffer), so a family that walks src
-    row by row against per-group tables needs no n x F converted copy. The row plans are for passes after the
-    whole index was checked (their errors would name positions within the chunk)."""
-    if type(source) is not StagedRows:
-        yield slice(0, plan.n), plan, source
-        return
-    for r0, r1, rows3 in converted_chunks(source, ROW_CHUNK_BYTES):
-        yield slice(r0, r1), plan.rows(r0, r1), rows3
-
-
-def whole_rows(source) -> np.ndarray:
-    """What `rows_source` gave as one (outer, rows, inner) array in its dtype (a `StagedRows` converted whole)."""
-    return rows_view(source.array, source.dtype, *source.shape) if type(source) is StagedRows else source
 
 
 def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:

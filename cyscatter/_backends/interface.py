@@ -27,18 +27,6 @@ class Backend(Protocol):
         """What `run_scatter` and `segment_reduce` (they alone) read a src from: `rows_view`'s array, or an object
         the backend's kernels convert and lay out a block at a time instead of a whole copy."""
 
-    def chunked_source(self, arr: Any, dtype: Any, outer: int, rows: int, inner: int) -> Any:
-        """`arr` as a source `row_chunks` reads a converted chunk at a time (never copied), or None where there is
-        nothing to convert or the backend cannot."""
-
-    def row_chunks(self, source: Any, plan: Any) -> Any:
-        """(slice(r0, r1), plan of rows [r0, r1), rows [r0, r1) of src as an array in its dtype) triples covering
-        `source` (what `rows_source` or `chunked_source` gave) in order: one for an array, converted cache-sized
-        chunks for a source read in place."""
-
-    def whole_rows(self, source: Any) -> Any:
-        """What `rows_source` gave, as `rows_view`'s array (converted whole where it was read in place)."""
-
     def rows_in_place(self, arr: Any, dtype: Any, outer: int, rows: int, inner: int) -> Any:
         """`arr` itself as (outer, rows, inner) with the strides the backend's kernels read and write in place
         (the host's: any), or None where that would take a copy or a conversion."""
@@ -133,9 +121,8 @@ class Backend(Protocol):
     where there is none (`scatter_argmax` composes scatter and gather)."""
 
 
-MEMBERS = ("xp", "asarray", "rows_view", "chunked_source", "row_chunks", "whole_rows", "rows_in_place",
-           "writable_rows", "check_writable", "precheck", "run_scatter", "run_gather",
-           "fresh_table", "rounded", "exclusive_products", "name", "raises_in_kernels", "fused_reverse", "reduce_max",
+MEMBERS = ("xp", "asarray", "rows_view", "rows_in_place", "writable_rows", "check_writable", "precheck",
+           "run_scatter", "run_gather", "fresh_table", "rounded", "exclusive_products", "name", "raises_in_kernels", "fused_reverse", "reduce_max",
            "reduce_all", "reduce_any", "shape_of", "refuse_dtype", "on_host", "divide_by_counts",
            "divide_by_element_counts", "count_rows", "nonzero_flags", "group_scan", "linear_scan", "route",
            "segment_reduce", "repeat_segments", "arg_winners")

@@ -2,6 +2,7 @@
 "group" kind, as the `Reverse` context their kernels and rules read."""
 from __future__ import annotations
 
+from cyscatter._backends.chunks import chunked_source
 from cyscatter._backends.context import Reverse
 from cyscatter._plan.prepare import float_dtypes, prepare
 
@@ -23,7 +24,7 @@ def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_
                    complex_ok=complex_ok, src_arg=src_arg, broadcast=broadcast, dims_arg=dims_arg)
     # src as the scatter kernels read it (a float16/bfloat16 src in place, or one only `src_chunks` reads: float16
     # to float64): `src3` converts it whole only for the families that ask for it, `src_chunks` a chunk at a time
-    source = call.be.chunked_source(call.src, call.compute, call.outer, call.plan.n, call.inner)
+    source = chunked_source(call.src, call.compute, call.outer, call.plan.n, call.inner)
     ctx = Reverse(call.be, call.plan, call.src3 if source is None else None, None, None, dtype=call.compute,
                   source=source)
     return ctx, call.result_dtype, call.batch, call.feat

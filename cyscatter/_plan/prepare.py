@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from cyscatter._arrays.dtypes import float_kind, holds_numbers, native
+from cyscatter._backends.chunks import chunked_source
 from cyscatter._backends.context import Reverse
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.edges import check_weight, derivative_policy, dims_like, resolve, value_dtype
@@ -396,7 +397,7 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
     # src converted whole only for the rules that ask for `src3`; the others read it by chunks (`src_chunks`)
     ctx = Reverse(be, plan, functools.partial(be.rows_view, src, dtype, outer, plan.n, inner),
                   be.rows_view(out, dtype, outer, plan.size, inner), views.get("dst"), exact, dtype=dtype,
-                  source=be.chunked_source(src, dtype, outer, plan.n, inner))
+                  source=chunked_source(src, dtype, outer, plan.n, inner))
     return Call(be, op, plan, batch, feat, outer, inner, src, out.shape, dtype, dtype, context=ctx, views=views,
                 src_shape=src_shape, expected=expected)
 

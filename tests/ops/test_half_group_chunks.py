@@ -10,7 +10,7 @@ from memory import traced_peak
 
 import cyscatter as cs
 from cyscatter import kernels
-from cyscatter._backends import host
+from cyscatter._backends import chunks, host
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -40,7 +40,7 @@ def chunk_bytes(request, monkeypatch):
     """Small chunks: many chunk boundaries, some inside groups and across batch slices; every size staged."""
     monkeypatch.setattr(host, "STAGE_MIN_ELEMENTS", 0)
     if request.param:
-        monkeypatch.setattr(host, "ROW_CHUNK_BYTES", request.param)
+        monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", request.param)
     return request.param
 
 
@@ -95,7 +95,7 @@ def test_chunked_group_reductions_against_numpy(dtype, name):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", list(FUNCS))
 def test_chunked_group_reductions_make_no_converted_copy(dtype, name, monkeypatch):
-    monkeypatch.setattr(host, "ROW_CHUNK_BYTES", 1 << 18)
+    monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", 1 << 18)
     rng = np.random.default_rng(3)
     n, f, size = 100000, 16, 1000
     idx = rng.integers(0, size, n)
@@ -179,7 +179,7 @@ def test_chunked_arg_extremes_against_plain_loops(name):
 
 @pytest.mark.parametrize("name", ["argmax", "nanargmin"])
 def test_chunked_arg_extremes_make_no_converted_copy(name, monkeypatch):
-    monkeypatch.setattr(host, "ROW_CHUNK_BYTES", 1 << 18)
+    monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", 1 << 18)
     rng = np.random.default_rng(8)
     n, f, size = 100000, 16, 1000
     idx = rng.integers(0, size, n)

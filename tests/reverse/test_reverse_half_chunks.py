@@ -8,7 +8,7 @@ import pytest
 from memory import traced_peak
 
 import cyscatter as cs
-from cyscatter._backends import host
+from cyscatter._backends import chunks, host
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -84,16 +84,16 @@ def _inputs(n, f, size, dtype, rng, specials=True):
 
 
 @pytest.fixture(params=[None, 2048], ids=["default-chunks", "2KiB-chunks"])
-def chunks(request, monkeypatch):
+def small_chunks(request, monkeypatch):
     monkeypatch.setattr(host, "STAGE_MIN_ELEMENTS", 0)
     if request.param:
-        monkeypatch.setattr(host, "ROW_CHUNK_BYTES", request.param)
+        monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", request.param)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("n,f,size", [(3001, 5, 40), (1000, 1, 1200), (0, 3, 4)], ids=["rows", "empty-groups", "empty"])
-def test_chunked_reverse_matches_the_whole_conversion(chunks, dtype, name, n, f, size):
+def test_chunked_reverse_matches_the_whole_conversion(small_chunks, dtype, name, n, f, size):
     rng = np.random.default_rng(n + f)
     src, idx, g, dot = _inputs(n, f, size, dtype, rng)
     if name.startswith(("softmax", "log_softmax")):
@@ -145,7 +145,7 @@ def test_chunked_reverse_against_plain_loops(name):
                                   "std-jvp", "nanvar-vjp",
                                   "logsumexp-vjp", "logsumexp-jvp", "softmax-vjp", "log_softmax-jvp"])
 def test_chunked_reverse_makes_no_converted_copy(dtype, name, monkeypatch):
-    monkeypatch.setattr(host, "ROW_CHUNK_BYTES", 1 << 18)
+    monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", 1 << 18)
     rng = np.random.default_rng(4)
     n, f, size = 100_000, 16, 500
     src, idx, g, dot = _inputs(n, f, size, dtype, rng, specials=False)

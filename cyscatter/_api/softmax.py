@@ -55,11 +55,11 @@ def softmax3(ctx, dtype=None):
     peak = group_max(ctx)
     sums = _exp_sums(ctx, peak)
 
-    def probs(_, plan, rows3):
+    def chunk_probs(_, plan, rows3):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             shifted = ctx.xp.exp(rows3 - ctx.take(peak, plan))
             return mask_dropped(ctx, shifted / ctx.take(sums, plan), 0, plan)
-    return ctx.map_rows(probs, ctx.dtype if dtype is None else dtype)
+    return ctx.map_rows(chunk_probs, ctx.dtype if dtype is None else dtype)
 
 
 def log_softmax3(ctx, dtype=None):
@@ -74,11 +74,11 @@ def log_softmax3(ctx, dtype=None):
     peak = group_max(ctx)
     log_sums = _exp_sums(ctx, peak, log=True)
 
-    def logp(_, plan, rows3):
+    def chunk_logp(_, plan, rows3):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             shifted = rows3 - ctx.take(peak, plan)
             return mask_dropped(ctx, shifted - ctx.take(log_sums, plan), -np.inf, plan)
-    return ctx.map_rows(logp, ctx.dtype if dtype is None else dtype)
+    return ctx.map_rows(chunk_logp, ctx.dtype if dtype is None else dtype)
 
 
 def mask_dropped(ctx, a3, value, plan=None):

@@ -4,6 +4,9 @@ float16/bfloat16 src is converted a cache-sized block at a time instead of into 
 derivative dtype. Host arrays only: anything else (CuPy arrays) has no chunked source and is read whole."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 
 from cyscatter._backends import host
@@ -14,7 +17,7 @@ from cyscatter._backends import host
 ROW_CHUNK_BYTES = 1 << 20
 
 
-def chunked_source(arr, dtype, outer: int, rows: int, inner: int) -> host.StagedRows | None:
+def chunked_source(arr: Any, dtype: Any, outer: int, rows: int, inner: int) -> host.StagedRows | None:
     """`arr` as a source read in place by chunks where reading it as `dtype` converts it (float16/bfloat16 to
     float32 for the kernels, to float64 for the reverse functions): the scatter kernels' `rows_source`, or where
     no stage makes the conversion a `StagedRows` without a stage code, which only `converted_chunks` reads; None
@@ -33,7 +36,7 @@ def chunked_source(arr, dtype, outer: int, rows: int, inner: int) -> host.Staged
     return host.StagedRows(a3, dtype, None, False)
 
 
-def row_chunks(source, plan):
+def row_chunks(source: host.StagedRows, plan: Any) -> Iterator[tuple[slice, Any, np.ndarray]]:
     """(slice(r0, r1), plan of rows [r0, r1), those rows of src in its dtype) over a `chunked_source`, in order,
     converted into one reused buffer (`host.converted_chunks`). The row plans are for passes after the whole
     index was checked (their errors would name positions within the chunk)."""
@@ -41,6 +44,6 @@ def row_chunks(source, plan):
         yield slice(r0, r1), plan.rows(r0, r1), rows3
 
 
-def whole_rows(source) -> np.ndarray:
+def whole_rows(source: host.StagedRows) -> np.ndarray:
     """A `chunked_source` converted whole: `rows_view`'s array."""
     return host.rows_view(source.array, source.dtype, *source.shape)

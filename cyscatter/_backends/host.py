@@ -94,7 +94,7 @@ class StagedRows:
     __slots__ = ("array", "code", "dtype", "shape", "transpose")
     staged = True   # what the `Reverse` context asks of a source it may read by chunks
 
-    def __init__(self, array: np.ndarray, dtype: np.dtype, code: int, transpose: bool):
+    def __init__(self, array: np.ndarray, dtype: np.dtype, code: int | None, transpose: bool):
         self.array, self.dtype, self.code, self.transpose = array, dtype, code, transpose
         self.shape = array.shape
 
@@ -232,7 +232,7 @@ def _self_overlapping(a: np.ndarray) -> bool:
     return False
 
 
-def run_scatter(op: Op, src3: "np.ndarray | StagedRows", plan, out3: np.ndarray, counts: np.ndarray | None = None,
+def run_scatter(op: Op, src3: np.ndarray | StagedRows, plan, out3: np.ndarray, counts: np.ndarray | None = None,
                 threads: int = 0) -> None:
     """out3[o, flat[k], f] = op(out3[o, flat[k], f], src3[o, k, f]); counts[flat[k]] += 1 when counts is given
     (`op` a registry `Op`; the kernel takes its op code)."""

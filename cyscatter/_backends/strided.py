@@ -4,6 +4,8 @@ columns at a time through a small C-ordered buffer instead of a copy of the whol
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from cyscatter import kernels
@@ -26,7 +28,7 @@ def group_buffer(a3: np.ndarray) -> np.ndarray:
     return np.empty((outer, rows, width), a3.dtype)
 
 
-def gather_groups(src3: np.ndarray, plan, out3: np.ndarray, threads: int) -> None:
+def gather_groups(src3: np.ndarray, plan: Any, out3: np.ndarray, threads: int) -> None:
     """out3[o, k, :] = src3[o, flat[k], :] for a src3 whose row elements are apart (out3's adjacent): a group of
     src3's columns at a time made C-ordered, gathered into the same columns of out3. Under mode='raise' the first
     group's gather checks the whole index before writing anything."""

@@ -21,6 +21,18 @@ def holds_numbers(dtype) -> bool:
     return dtype.kind in "iufc" or is_bfloat16(dtype)
 
 
+def item_aligned(a) -> bool:
+    """Whether the kernels may load `a`'s items whole: NumPy's ``flags.aligned`` (True for arrays without the
+    flag, such as CuPy's), and for a complex NumPy array, which NumPy aligns to one component, its address and
+    strides also multiples of the item size."""
+    if not getattr(getattr(a, "flags", None), "aligned", True):
+        return False
+    if a.dtype.kind != "c" or type(a) is not np.ndarray or a.size == 0:
+        return True
+    item = a.itemsize
+    return a.ctypes.data % item == 0 and all(s % item == 0 for s, d in zip(a.strides, a.shape) if d > 1)
+
+
 def native(dtype) -> np.dtype:
     """`dtype` in the machine's byte order: the kernels and the dtype tables know only native dtypes."""
     return np.dtype(dtype).newbyteorder("=")

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from cyscatter import assign_kernels, fused_kernels, group_kernels, kernels, nan_kernels, scan_kernels
-from cyscatter._arrays.dtypes import is_bfloat16
+from cyscatter._arrays.dtypes import is_bfloat16, item_aligned
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._arrays.protocols import shape_of as _shape_of
@@ -76,7 +76,7 @@ def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.n
     the elements of one row must be adjacent.
     """
     a = arr if arr.dtype == dtype else cast(arr, dtype)
-    if not a.flags.aligned:   # e.g. buffers unpickled from another process: the kernels load whole items
+    if not item_aligned(a):   # e.g. buffers unpickled from another process: the kernels load whole items
         a = a.copy()
     try:   # the method, not np.reshape: no Python-level frames
         a3 = a.reshape((outer, rows, inner), copy=False)
@@ -130,7 +130,7 @@ def rows_source(arr: np.ndarray, dtype, outer: int, rows: int, inner: int):
     at a time), else `rows_view`'s array."""
     dtype = np.dtype(dtype)
     code = _stage_code(arr.dtype, dtype) if type(arr) is np.ndarray else None
-    if code is None or outer * rows * inner < STAGE_MIN_ELEMENTS or not arr.flags.aligned:
+    if code is None or outer * rows * inner < STAGE_MIN_ELEMENTS or not item_aligned(arr):
         return rows_view(arr, dtype, outer, rows, inner)
     try:
         a3 = arr.reshape((outer, rows, inner), copy=False)
@@ -175,7 +175,7 @@ def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
 def rows_in_place(arr, dtype, outer: int, rows: int, inner: int) -> np.ndarray | None:
     """`arr` itself as (outer, rows, inner) of any strides, or None where that takes a copy or a conversion: for
     the runs that read or write any strides (`gather_apart`, the assignments, `run_scatter` into rows apart)."""
-    if type(arr) is not np.ndarray or arr.dtype != dtype or not arr.flags.aligned:
+    if type(arr) is not np.ndarray or arr.dtype != dtype or not item_aligned(arr):
         return None
     try:
         a3 = arr.reshape((outer, rows, inner), copy=False)
@@ -261,7 +261,7 @@ def run_scatter(op: Op, src3: np.ndarray | StagedRows, plan, out3: np.ndarray, c
                 raise plan.error(status)
             else:
                 return None
-    if not src3.flags.aligned:   # e.g. a partial unpickled from another process (cyscatter.dask)
+    if not item_aligned(src3):   # e.g. a partial unpickled from another process (cyscatter.dask)
         src3 = src3.copy()
     if op.winner and op.skips_nan and _assign.skips_nan(src3):   # nanfirst / nanlast: a winner per element
         precheck(plan)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cyscatter._arrays.dtypes import float_kind, holds_numbers, is_bfloat16, native
+from cyscatter._arrays.dtypes import float_kind, holds_numbers, is_bfloat16, item_aligned, native
 from cyscatter._arrays.protocols import check_foreign
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def direct(be: Any, target: Any, compute_dtype: np.dtype, *inputs: Any, shape3: 
     memory with the inputs, and C-contiguous or, given the canonical `shape3`, of strides the backend writes in
     place (`rows_in_place`: any on the host), rows whose elements are apart (a Fortran-ordered 2-d `out`) only
     with `apart`; else the result is made in a work table and copied in."""
-    return (type(target) is be.xp.ndarray and getattr(target.flags, "aligned", True)
+    return (type(target) is be.xp.ndarray and item_aligned(target)
             and target.dtype == compute_dtype and target.dtype.isnative
             and (target.flags.c_contiguous or shape3 is not None and _in_place(be, target, shape3, apart))
             and not any(be.xp.may_share_memory(target, a) for a in inputs))

@@ -2408,9 +2408,10 @@ cdef enum:
 
 
 cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object identity, Py_ssize_t row_items):
-    """A new C-ordered array holding `identity`; when it holds at least a page and its rows of `row_items`
-    elements are longer than 16 bytes, its first element sits on a cache-line boundary (a view of a slightly
-    larger buffer, which is its `base`).
+    """A new C-ordered array holding `identity`; when it holds at least a page, its first element sits on a
+    cache-line boundary (a view of a slightly larger buffer, which is its `base`). `row_items` is the length
+    of the rows the kernels update (unused: rows of up to 16 B never straddle a line, but the table may be
+    read along other axes, features-first data's output rows, and its start is aligned for those too).
 
     NumPy's large blocks start 16 bytes past a page, so a row of 64 B straddles two cache lines and one of
     256 B five: a random row update then misses on one line more than it needs (rows of up to 16 B never
@@ -2437,7 +2438,7 @@ cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object id
                              f"for any array (more than 2**63 - 1 bytes)")
         nbytes *= dims[d]
     # zeros come from calloc: large outputs get zero pages from the OS as the kernel first touches them
-    if nbytes < ALIGN_MIN_BYTES or row_items * descr.itemsize <= 16:
+    if nbytes < ALIGN_MIN_BYTES:
         out = cnp.PyArray_ZEROS(nd, dims, typenum, 0) if zero else cnp.PyArray_EMPTY(nd, dims, typenum, 0)
     else:
         padded = nbytes + CACHE_LINE

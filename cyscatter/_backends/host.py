@@ -11,12 +11,13 @@ import sys
 
 import numpy as np
 
-from cyscatter import assign_kernels, fused_kernels, group_kernels, kernels, nan_kernels, scan_kernels
+from cyscatter import assign_kernels, fused_kernels, group_kernels, kernels, nan_kernels
 from cyscatter._arrays.dtypes import is_bfloat16, item_aligned
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray, where_is
 from cyscatter._arrays.protocols import shape_of as _shape_of
 from cyscatter._backends import assign as _assign
+from cyscatter._backends.scans import group_scan, linear_scan, route  # noqa: F401  (backend members)
 from cyscatter._backends.strided import apart, gather_groups, group_buffer
 from cyscatter._registry.ops import Op, get_op
 from cyscatter._runtime.threads import team
@@ -462,43 +463,6 @@ def nonzero_flags(src: np.ndarray) -> np.ndarray:
 
 
 # ---- grouped scans (`cyscatter._api.scan`): one pass over the index with a running value per destination row ----
-
-def group_scan(op: Op, src3: np.ndarray, plan, ident: np.ndarray, reverse: bool, exclusive: bool, track: bool,
-               sized) -> tuple:
-    """(out3, arg3 or None): the scan kernel; `ident` the op's identity (0-d, src3's dtype), `sized` the context
-    that names the argument sizing the running table in a MemoryError."""
-    out3 = np.empty(src3.shape, src3.dtype)
-    arg3 = targ = None
-    with sized:   # the running table has a row per group
-        table = np.empty((plan.size, src3.shape[2]), src3.dtype)
-        if track:
-            arg3 = np.empty(src3.shape, np.int64)
-            targ = np.empty((plan.size, src3.shape[2]), np.int64)
-        status = scan_kernels.scan(op.opcode, src3, plan.flat, out3, table, ident.reshape(1), reverse, exclusive,
-                                   plan.kernel_mode, arg3, targ)
-    if status >= 0:
-        raise plan.error(status)
-    return out3, arg3
-
-
-def linear_scan(b3: np.ndarray, a3: np.ndarray, plan, reverse: bool, exclusive: bool, sized) -> np.ndarray:
-    """The recurrence ``new = b + a * prev`` along each group (0 for dropped entries), by the scan kernels."""
-    out3 = np.empty(b3.shape, b3.dtype)
-    with sized:
-        table = np.empty((plan.size, b3.shape[2]), b3.dtype)
-    status = scan_kernels.linear_scan(b3, np.ascontiguousarray(a3, b3.dtype), plan.flat, out3, table, reverse,
-                                      exclusive, plan.kernel_mode)
-    if status >= 0:
-        raise plan.error(status)
-    return out3
-
-
-def route(g3: np.ndarray, arg3: np.ndarray) -> np.ndarray:
-    """g3[o, k, f] added at position arg3[o, k, f] (nothing where arg3 < 0): the adjoint of picking by arg3."""
-    out3 = np.zeros(g3.shape, g3.dtype)
-    scan_kernels.route(np.ascontiguousarray(g3), arg3, out3)
-    return out3
-
 
 # ---- sorted segments (CSR) and the winners of max/min: kernels the GPU backend has no counterpart of ----------
 

@@ -194,8 +194,8 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
     axis = normalize_axis(axis, src.ndim, m, array="src")
     src_dims = src.shape[axis:axis + m]
     if plan is None:
-        plan = gather_scatter_plan(gather_index, scatter_index, src_size=src_dims, dim_size=dim_size,
-                                   mode="raise" if mode is None else mode)
+        plan = _edges_plan(gather_index, scatter_index, src_dims, dim_size, "raise" if mode is None else mode,
+                           "src.shape")
     elif src_dims != plan.src_dims:
         raise ValueError(f"src shape {src.shape} has {src_dims} rows at axis {axis}, but the plan was made for "
                          f"src_size={plan.src_dims}")
@@ -342,13 +342,19 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike | None
     if scatter_index is None or isinstance(scatter_index, str):   # required: None only to name the usual port
         raise TypeError("gather_scatter_plan() missing 1 required positional argument: 'scatter_index'"
                         + edge_index_hint(gather_index))
+    return _edges_plan(gather_index, scatter_index, src_size, dim_size, mode, "src_size")
+
+
+def _edges_plan(gather_index, scatter_index, src_size, dim_size, mode: str, src_size_arg: str) -> GatherScatterPlan:
+    """`gather_scatter_plan`'s checks and plan; `src_size_arg` names where the source sizes came from in a bound
+    error (the argument, or the shape of `gather_scatter`'s src)."""
     check_mode(mode)
     gather_coords = parse_coords(gather_index, "gather_index")
     scatter_coords = parse_coords(scatter_index, "scatter_index")
     if index_shape(gather_coords) != index_shape(scatter_coords):
         raise ValueError(f"gather_index has shape {index_shape(gather_coords)} but scatter_index has shape "
                          f"{index_shape(scatter_coords)}: one entry of each per edge")
-    gather_plan = plan_index(None, src_size, mode, arg="gather_index", dims_arg="src_size", coords=gather_coords)
+    gather_plan = plan_index(None, src_size, mode, arg="gather_index", dims_arg=src_size_arg, coords=gather_coords)
     scatter_plan = plan_index(None, dim_size, mode, arg="scatter_index", dims_arg="dim_size",
                               coords=scatter_coords)
     return GatherScatterPlan(gather_plan, scatter_plan, mode)

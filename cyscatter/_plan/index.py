@@ -26,8 +26,9 @@ _INT64_MAX = np.iinfo(np.int64).max
 _INT32_MAX = np.iinfo(np.int32).max
 # the arguments by which a caller sizes the indexed axes: a bound error names the one given (it may be too small)
 _SIZE_ARGS = ("dim_size", "src_size")
-# a size read off another argument's shape (a reverse function's grad_out): the bound error says where it came from
-_SHAPE_ARGS = ("grad_out.shape",)
+# a size read off another argument's shape (a reverse function's grad_out, gather_scatter's src): the bound error
+# says where it came from, and why that argument's shape gives it
+_SHAPE_ARGS = {"grad_out.shape": "grad_out has a row per group", "src.shape": "src has a row per gathered node"}
 _MODE_DROP, _MODE_RAISE = kernels.IndexMode.MODE_DROP, kernels.IndexMode.MODE_RAISE
 
 
@@ -259,8 +260,10 @@ def _coordinate(coord: np.ndarray, size: int, mode: str, axis: int, m: int, arg:
         flat = flat.astype(np.int64)
     if mode in ("wrap", "clip") and flat.size:
         if size == 0:
+            # (`axis` counts the coordinates of a tuple index, not the axes of src)
             label = arg if m == 1 else f"{arg}[{axis}]"
-            raise IndexError(f"{label} cannot be {mode}ped into an axis of size 0 (indexed axis {axis})")
+            raise IndexError(f"{label} cannot be {mode}ped into an indexed axis of size 0; mode='drop' drops every "
+                             "entry instead")
         flat = xp.mod(flat, size) if mode == "wrap" else xp.clip(flat, 0, size - 1)
     elif mode == "normalize_drop" and flat.dtype.kind == "i" and flat.size:
         # JAX's default: a negative entry counts from the end once (NumPy's i + size); what is still out of
@@ -291,8 +294,7 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     if dim_size is not None and dims_arg in _SIZE_ARGS:
         given_sizes = f"{dims_arg}={dim_size!r} was given"
     elif dim_size is not None and dims_arg in _SHAPE_ARGS:
-        name = dims_arg.split(".")[0]
-        given_sizes = f"the size {tuple(dims)} was read from {name}'s shape ({name} has a row per group)"
+        given_sizes = f"the size {tuple(dims)} was read from {dims_arg.split('.')[0]}'s shape ({_SHAPE_ARGS[dims_arg]})"
     m = len(coords)
     if m == 0:
         # the one entry of the empty tuple index: row 0 of the single row that no indexed axes make
@@ -301,7 +303,8 @@ def plan_index(index, dim_size=None, mode: str = "raise", *, arg: str = "index",
     for axis, (coord, size) in enumerate(zip(coords, dims)):
         flat = _coordinate(coord, size, mode, axis, m, arg, be)
         if flat is None:
-            bad = int(xp.argmax(coord.reshape(-1) > _INT64_MAX)) if mode == "raise" else 0
+            # the first entry out of range, not the first past int64 (an earlier one may be too large already)
+            bad = int(xp.argmax(coord.reshape(-1) >= np.uint64(size))) if mode == "raise" else 0
             plan = IndexPlan(np.zeros(0, np.int64), index_shape(coords), dims, mode, coords, arg, given_sizes)
             raise plan.error(bad)
         flats.append(flat)

@@ -383,3 +383,30 @@ def test_nancumsum_matches_numpy_groupies():
     except (NotImplementedError, ValueError):
         pytest.skip("this numpy_groupies has no nancumsum")
     np.testing.assert_allclose(cs.scatter_scan(src, index, "nansum"), want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("op", ["add", "mul", "max", "nanmin"])
+@pytest.mark.parametrize("mode", ["raise", "drop"])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_with_far_more_groups_than_entries(op, mode, exclusive, reverse):
+    """A scan's output has src's shape: a huge dim_size costs no table of its size (the groups met are
+    renumbered), and gives the scan of the same entries under a small one; dropped entries stay dropped."""
+    rng = np.random.default_rng(7)
+    huge = 2**40
+    groups = np.array([3, 12345678901, 2**39, huge - 1])   # sorted: searchsorted numbers them
+    index = groups[rng.integers(0, 4, 300)]
+    if mode == "drop":
+        index[::7] = huge + 5
+    small = np.searchsorted(groups, index).astype(np.int64)   # the same groups, numbered 0..3 (4: dropped)
+    src = rng.standard_normal((300, 3))
+    src[::11, 1] = np.nan
+    kw = dict(exclusive=exclusive, reverse=reverse, mode=mode)
+    got = cs.scatter_scan(src, index, op, dim_size=huge, **kw)
+    assert_same(got, ref_scan(src, small, op, dim_size=4, **kw))
+    g = rng.standard_normal(src.shape)
+    if op != "nanmin":
+        assert_same(cs.scatter_scan_vjp(op, g, src, index, dim_size=huge, **kw),
+                    cs.scatter_scan_vjp(op, g, src, small, dim_size=4, **kw))
+    empty = cs.scatter_scan(np.ones((3, 0)), np.array([0, 5, huge - 1]), op, dim_size=huge)
+    assert empty.shape == (3, 0)

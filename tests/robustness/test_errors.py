@@ -200,3 +200,35 @@ def test_stride0_on_a_length_one_axis_is_fine(func):
     expected = ref_scatter(src, idx, dst=dst) if func == "scatter_into" else ref_gather(src, idx, dst=dst)
     getattr(cs, func)(dst, src, idx)
     assert_same(dst, expected)
+
+
+# ---- the bound errors name the first bad entry and the source of the size ------------------------------------
+
+@pytest.mark.parametrize("func", ["scatter", "gather"])
+def test_a_uint64_index_names_its_first_bad_entry(func):
+    """Entries past int64 do not hide an earlier entry that is out of range already."""
+    index = np.array([0, 9, 2**63, 1], np.uint64)
+    src = np.ones(4) if func == "scatter" else np.ones(5)
+    kw = {"dim_size": 5} if func == "scatter" else {}
+    with pytest.raises(IndexError, match=r"index\[1\] = 9 "):
+        getattr(cs, func)(src, index, **kw)
+    with pytest.raises(IndexError, match=r"index\[2\] = 9223372036854775808 "):
+        getattr(cs, func)(src, np.array([0, 4, 2**63, 1], np.uint64), **kw)
+
+
+def test_gather_scatter_names_src_shape_not_an_argument_it_lacks():
+    with pytest.raises(IndexError, match=r"gather_index\[1\] = 9 .*read from src's shape") as info:
+        cs.gather_scatter(np.ones((4, 2)), np.array([0, 9]), np.array([0, 1]))
+    assert "src_size" not in str(info.value)
+    with pytest.raises(IndexError, match=r"src_size=4 was given"):
+        cs.gather_scatter_plan(np.array([0, 9]), np.array([0, 1]), src_size=4)
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip"])
+def test_an_empty_axis_cannot_be_wrapped_or_clipped_into(mode):
+    with pytest.raises(IndexError, match=rf"index cannot be {mode}ped into an indexed axis of size 0; mode='drop'") \
+            as info:
+        cs.scatter(np.ones((3, 4)), np.arange(4), axis=1, dim_size=0, mode=mode)
+    assert "axis 0" not in str(info.value)
+    np.testing.assert_array_equal(cs.scatter(np.ones((3, 4)), np.arange(4), axis=1, dim_size=0, mode="drop"),
+                                  np.ones((3, 0)))

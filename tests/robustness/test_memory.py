@@ -179,15 +179,15 @@ def test_scatter_into_peak_is_o_dim_size(op):
 @pytest.mark.parametrize("call", ("fast", "general"))
 @pytest.mark.parametrize("op", OPS)
 def test_scatter_outputs_start_on_a_cache_line(op, call):
-    """An allocating scatter's output of at least a page with rows over 16 B starts on a 64-byte boundary (NumPy
-    hands out large blocks 16 B past one: every 64 B row would straddle two lines); it is an ordinary C-ordered,
-    writeable array holding the right values, whose `base` is the slightly larger buffer. Narrow-row and small
-    outputs are allocated as usual."""
+    """An allocating scatter's output of at least a page starts on a 64-byte boundary (NumPy hands out large
+    blocks 16 B past one: every 64 B row would straddle two lines), narrow rows and features-first data's
+    outputs too; it is an ordinary C-ordered, writeable array holding the right values, whose `base` is the
+    slightly larger buffer. Small outputs are allocated as usual."""
     rng = np.random.default_rng(1)
     index = rng.integers(0, 300, 2_000)
     extra = {} if call == "fast" else dict(fill_value=7)   # the general path (fill, counts)
-    for features, dtype, aligned in ((16, "float32", True), (3, "float64", True), (4, "float32", False),
-                                     (1, "float64", False)):
+    for features, dtype, aligned in ((16, "float32", True), (3, "float64", True), (4, "float32", True),
+                                     (1, "float64", True)):
         src = rng.standard_normal((2_000, features)).astype(dtype) + (1 if op in ("mul", "div") else 0)
         want = ref_scatter(src, index, op, dim_size=300, fill_value=extra.get("fill_value"))
         for _ in range(4):   # allocations land at different offsets: check several
@@ -198,6 +198,12 @@ def test_scatter_outputs_start_on_a_cache_line(op, call):
                 assert out.ctypes.data % 64 == 0
                 assert out.base is not None and out.base.nbytes < out.nbytes + 128
             out[...] = 0   # an ordinary array
+    features_first = np.ascontiguousarray(rng.standard_normal((2_000, 16)).T) + (1 if op in ("mul", "div") else 0)
+    for _ in range(4):
+        out = cs.scatter(features_first, index, op, dim_size=300, axis=1, **extra)
+        np.testing.assert_array_equal(out, ref_scatter(features_first, index, op, dim_size=300, axis=1,
+                                                       fill_value=extra.get("fill_value")), strict=True)
+        assert out.flags.c_contiguous and out.ctypes.data % 64 == 0
     small = cs.scatter(np.ones((10, 16)), np.arange(10) % 3, op)   # 384 B: below a page, no padded buffer
     owner = small if small.base is None else small.base   # the general path returns a reshaped view
     assert owner.flags.owndata and owner.nbytes == small.nbytes

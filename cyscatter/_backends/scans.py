@@ -2,13 +2,15 @@
 group met (the GPU backend sorts instead)."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from cyscatter import scan_kernels
 from cyscatter._registry.ops import Op
 
 
-def _scan_groups(plan) -> tuple[np.ndarray, int]:
+def _scan_groups(plan: Any) -> tuple[np.ndarray, int]:
     """(flat, size) for a scan's running table: the plan's own, or where the groups far outnumber the entries
     (a huge dim_size) the groups met renumbered densely, so the table has a row per group met, not per group;
     entries out of range stay out of range (dropped, or reported at their position)."""
@@ -22,8 +24,8 @@ def _scan_groups(plan) -> tuple[np.ndarray, int]:
     return renumbered, max(1, groups.size)
 
 
-def group_scan(op: Op, src3: np.ndarray, plan, ident: np.ndarray, reverse: bool, exclusive: bool, track: bool,
-               sized) -> tuple:
+def group_scan(op: Op, src3: np.ndarray, plan: Any, ident: np.ndarray, reverse: bool, exclusive: bool, track: bool,
+               sized: Any) -> tuple[np.ndarray, np.ndarray | None]:
     """(out3, arg3 or None): the scan kernel; `ident` the op's identity (0-d, src3's dtype), `sized` the context
     that names the argument sizing the running table in a MemoryError."""
     out3 = np.empty(src3.shape, src3.dtype)
@@ -41,7 +43,7 @@ def group_scan(op: Op, src3: np.ndarray, plan, ident: np.ndarray, reverse: bool,
     return out3, arg3
 
 
-def linear_scan(b3: np.ndarray, a3: np.ndarray, plan, reverse: bool, exclusive: bool, sized) -> np.ndarray:
+def linear_scan(b3: np.ndarray, a3: np.ndarray, plan: Any, reverse: bool, exclusive: bool, sized: Any) -> np.ndarray:
     """The recurrence ``new = b + a * prev`` along each group (0 for dropped entries), by the scan kernels."""
     out3 = np.empty(b3.shape, b3.dtype)
     flat, size = _scan_groups(plan)

@@ -127,3 +127,16 @@ def test_chunked_scan_makes_no_converted_copy(dtype, op, monkeypatch):
     # the float16 result (n * f * 2 bytes, 3.2 MB) and blocks; the whole conversion added a float32 src and a
     # float32 output (n * f * 4 bytes each)
     assert peak < n * f * 2 + n * f * 4 / 2, peak
+
+
+def test_chunked_scan_overflow_is_numpys(monkeypatch):
+    """A float32 running value past float16's range rounds to inf with NumPy's warning, or its error under
+    ``np.errstate(over="raise")``, as the whole result's cast gives."""
+    monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", 4096)
+    src = np.full((40000, 2), 60000, np.float16)
+    idx = np.zeros(40000, np.int64)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        got = cs.scatter_scan(src, idx, dim_size=1)
+    assert got[0, 0] == 60000 and np.isinf(got[1:]).all()
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        cs.scatter_scan(src, idx, dim_size=1)

@@ -246,13 +246,18 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
     check_given("src", src)
     check_given(other_name, other)
     backend_of(src=src, index=index, **{other_name: other})   # other's refusals too (a tensor needing grad, ...)
-    view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive)
+    # add's derivatives are scans of the cotangent or tangent alone: src is read only for its shape and dtype
+    # (a NaN-skipping twin still marks its NaN entries), so a float16/bfloat16 src is not converted (x3 None)
+    entry = scan_op(op)
+    view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive,
+                    chunked=entry.linear and not entry.skips_nan)
     other = check_numeric(view.be.asarray(other), other_name)
     check_real_derivative(other_name, other, np.empty(0, view.result))
     if other.shape != view.shape:
         raise ValueError(f"{name}: {other_name} shape {other.shape} != src shape {view.shape}")
     dtype = _float_dtype(np.empty(0, view.result), other)   # src's own dtype: float16/bfloat16 give float64
-    return view, dtype, view.rows(view.src3.reshape(view.shape), dtype), view.rows(other, dtype)
+    x3 = None if view.src3 is None else view.rows(view.src3.reshape(view.shape), dtype)
+    return view, dtype, x3, view.rows(other, dtype)
 
 
 @overload

@@ -83,7 +83,8 @@ cdef inline void _scan_wide(op_t op, const value_t* src, Py_ssize_t src_stride, 
 cdef Py_ssize_t scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                           value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, value_t identity,
                           bint reverse, bint exclusive, int mode, bint track,
-                          int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ) noexcept nogil:
+                          int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ,
+                          bint keep_table) noexcept nogil:
     cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = table.shape[0]
     cdef Py_ssize_t o, t, k, f, bad
     cdef index_t j
@@ -93,7 +94,7 @@ cdef Py_ssize_t scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const 
         if bad >= 0:
             return bad
     for o in range(outer):
-        for k in range(size):
+        for k in range(size if not keep_table else 0):
             for f in range(inner):
                 table[k, f] = identity
                 if track:
@@ -224,11 +225,13 @@ cdef tuple _shape3(const value_t[:, :, ::contiguous] a):
 def scan(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
          value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, const value_t[::1] identity,
          bint reverse=False, bint exclusive=False, int mode=MODE_RAISE, int64_t[:, :, ::contiguous] arg=None,
-         int64_t[:, ::contiguous] targ=None):
+         int64_t[:, ::contiguous] targ=None, bint keep_table=False):
     """Run the grouped scan for OP_ADD, OP_MUL, OP_MAX or OP_MIN; `table` (size, inner) is scratch space for the
     running values, `identity` a one-element array holding the start value. With `arg` and `targ` (max/min
-    only; shaped as `out` and `table`) also the position each output value comes from. Returns -1 or the first
-    bad index position."""
+    only; shaped as `out` and `table`) also the position each output value comes from. `keep_table` (one batch
+    slice only) continues from the running values `table` holds instead of starting at `identity`: a scan
+    over consecutive blocks of rows, one call a block, with `arg` positions within the block. Returns -1 or the
+    first bad index position."""
     cdef Py_ssize_t status = -1
     cdef OpAdd add
     cdef OpMul mul
@@ -242,6 +245,8 @@ def scan(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] i
     if identity.shape[0] != 1:
         raise ValueError(f"scan: identity has {identity.shape[0]} entries, not 1")
     shape = _shape3(src)
+    if keep_table and shape[0] > 1:
+        raise ValueError(f"scan: keep_table continues one batch slice's running values, got {shape[0]} slices")
     _check("scan", shape, index.shape[0], (("out", _shape3(out)),),
            (("table", (table.shape[0], table.shape[1])),), table.shape[0])
     if track:
@@ -256,14 +261,16 @@ def scan(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] i
     with nogil:
         if opcode == OP_ADD:
             status = scan_rows(add, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
-                               targ)
+                               targ, keep_table)
         elif opcode == OP_MUL:
             status = scan_rows(mul, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
-                               targ)
+                               targ, keep_table)
         elif opcode == OP_MAX:
-            status = scan_rows(mx, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ)
+            status = scan_rows(mx, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ,
+                               keep_table)
         else:
-            status = scan_rows(mn, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ)
+            status = scan_rows(mn, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ,
+                               keep_table)
     return status
 
 

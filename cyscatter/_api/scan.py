@@ -17,6 +17,7 @@ import numpy as np
 
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.keywords import unexpected_keywords
+from cyscatter._backends import chunks
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
 from cyscatter._plan.index import check_table_bytes, parse_coords, plan_index, sized_by
@@ -50,7 +51,8 @@ def scan_op(op):
 class ScanView:
     """A grouped scan's inputs on the canonical (outer, n, inner) view: backend, index plan, shapes, dtypes."""
 
-    def __init__(self, name, op, src, index, dim_size, axis, mode, reverse, exclusive, src_arg="src"):
+    def __init__(self, name, op, src, index, dim_size, axis, mode, reverse, exclusive, src_arg="src",
+                 chunked=False):
         self.op = scan_op(op)
         self.be = backend_of(**{src_arg: src}, index=index)
         src = self.be.asarray(src)
@@ -64,15 +66,20 @@ class ScanView:
         self.outer, self.inner = prod(batch), prod(feat)
         check_table_bytes((self.plan.size, self.inner), self.compute, *self.sized)
         self.reverse, self.exclusive = flag("reverse", reverse), flag("exclusive", exclusive)
-        self.src3 = self.rows(src)
+        # `chunked` (the forward scan): a float16/bfloat16 src read a block of converted rows at a time
+        # (`scan`), with no n x F copy in the compute dtype; src3 is then None
+        self.source = chunks.chunked_source(src, self.compute, self.outer, self.plan.n, self.inner) \
+            if chunked else None
+        self.src3 = self.rows(src) if self.source is None else None
         self.name = name
         # a NaN-skipping scan is its twin's over src with each NaN entry (complex: either part) made the
         # identity, so the running value carries through it (np.nancumsum's NaN as 0); `present3` marks the
         # others for the reverse functions (None: every entry counts)
         self.present3 = None
+        self.nan_is_identity = self.op.skips_nan and np.dtype(self.compute).kind in "fc"
         if self.op.skips_nan:
             self.op = get_op(self.op.twin)
-            if self.src3.dtype.kind in "fc":
+            if self.src3 is not None and self.src3.dtype.kind in "fc":
                 present = self.src3 == self.src3
                 if not bool(present.all()):
                     self.present3 = present
@@ -172,8 +179,9 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     Parameters
     ----------
     src : array_like, shape B + I + F
-        Values: integers, floats or complex (not for max/min). Small integers and float16 are computed as
-        `scatter` computes them (int64, float32) and cast back, so integer sums wrap as NumPy's do.
+        Values: integers, floats or complex (not for max/min). Small integers, float16 and bfloat16 are
+        computed as `scatter` computes them (int64, float32) and cast back, so integer sums wrap as NumPy's do;
+        a NumPy src is converted a block of rows at a time (no converted copy of the whole src).
     {index}
     op : {{"add", "mul", "max", "min", "nansum", "nanprod", "fmax", "fmin"}}, default "add"
         The running op; aliases "sum", "prod", "amax", "amin", "nanadd", "nanmul", "nanmax", "nanmin". Others
@@ -223,7 +231,12 @@ def scatter_scan(src: ArrayInput, index: IndexLike, op: OpLike = "add", *, dim_s
     """
     if porting:
         raise unexpected_keywords("scatter_scan", porting)
-    view = ScanView("scatter_scan", op, src, index, dim_size, axis, mode, reverse, exclusive)
+    view = ScanView("scatter_scan", op, src, index, dim_size, axis, mode, reverse, exclusive, chunked=True)
+    if view.source is not None:
+        result = np.empty(view.source.shape, view.result)
+        chunks.scan_rows(view.op, view.source, view.plan, view.identity(), view.reverse, view.exclusive,
+                         view.nan_is_identity, result, sized_by(*view.sized))
+        return result.reshape(view.shape)
     out3, _ = view.scan(view.src3)
     return view.finish(out3)
 
@@ -233,13 +246,18 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
     check_given("src", src)
     check_given(other_name, other)
     backend_of(src=src, index=index, **{other_name: other})   # other's refusals too (a tensor needing grad, ...)
-    view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive)
+    # add's derivatives are scans of the cotangent or tangent alone: src is read only for its shape and dtype
+    # (a NaN-skipping twin still marks its NaN entries), so a float16/bfloat16 src is not converted (x3 None)
+    entry = scan_op(op)
+    view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive,
+                    chunked=entry.linear and not entry.skips_nan)
     other = check_numeric(view.be.asarray(other), other_name)
     check_real_derivative(other_name, other, np.empty(0, view.result))
     if other.shape != view.shape:
         raise ValueError(f"{name}: {other_name} shape {other.shape} != src shape {view.shape}")
     dtype = _float_dtype(np.empty(0, view.result), other)   # src's own dtype: float16/bfloat16 give float64
-    return view, dtype, view.rows(view.src3.reshape(view.shape), dtype), view.rows(other, dtype)
+    x3 = None if view.src3 is None else view.rows(view.src3.reshape(view.shape), dtype)
+    return view, dtype, x3, view.rows(other, dtype)
 
 
 @overload

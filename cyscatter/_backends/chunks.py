@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from cyscatter import kernels, scan_kernels
 from cyscatter._backends import host
 
 # the chunks of `row_chunks`, whose families hold several chunk-sized temporaries beside the converted rows
@@ -47,3 +48,38 @@ def row_chunks(source: host.StagedRows, plan: Any) -> Iterator[tuple[slice, Any,
 def whole_rows(source: host.StagedRows) -> np.ndarray:
     """A `chunked_source` converted whole: `rows_view`'s array."""
     return host.rows_view(source.array, source.dtype, *source.shape)
+
+
+def scan_rows(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, reverse: bool, exclusive: bool,
+              nan_is_identity: bool, result: np.ndarray, sized: Any) -> None:
+    """The grouped scan (`host.group_scan`, value only) of a `chunked_source` into `result` ((outer, n, inner) of
+    the result dtype): per batch slice, blocks of converted rows in scan order, the running table carried from
+    block to block (`scan_kernels.scan`'s keep_table), so each element's running values are those of the one
+    pass over src converted whole, and each block's outputs are cast into `result` as the whole output would
+    be. `nan_is_identity`: a NaN-skipping scan's NaN entries made the identity first (`ScanView`)."""
+    arr3, dtype, code = source.array, source.dtype, source.code
+    outer, n, inner = source.shape
+    valid = plan.valid()
+    if not plan.drops and not bool(valid.all()):   # the whole index checked first: the first bad entry named
+        raise plan.error(int(np.argmin(valid)))
+    step = max(1, ROW_CHUNK_BYTES // max(1, inner * dtype.itemsize))
+    starts = range(0, n, step)
+    with sized:   # the running table has a row per group
+        table = np.empty((plan.size, inner), dtype)
+    buf, out = np.empty((1, min(step, n), inner), dtype), np.empty((1, min(step, n), inner), dtype)
+    for o in range(outer):
+        table[...] = ident
+        for r0 in reversed(starts) if reverse else starts:
+            r1 = min(n, r0 + step)
+            rows3, out3 = buf[:, :r1 - r0], out[:, :r1 - r0]
+            if code is None:   # NumPy's own cast, the loop of astype
+                np.copyto(rows3, arr3[o:o + 1, r0:r1], casting="unsafe")
+            else:
+                kernels.stage_rows(code, arr3[o:o + 1, r0:r1], rows3)
+            if nan_is_identity:
+                np.copyto(rows3, ident, where=np.isnan(rows3))
+            status = scan_kernels.scan(op.opcode, rows3, plan.flat[r0:r1], out3, table, ident.reshape(1), reverse,
+                                       exclusive, plan.kernel_mode, keep_table=True)
+            if status >= 0:
+                raise plan.error(r0 + status)
+            result[o:o + 1, r0:r1] = host.rounded(out3, result.dtype)   # F16C where NumPy's cast is slow

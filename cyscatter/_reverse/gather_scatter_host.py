@@ -51,9 +51,18 @@ class _Call:
         if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
             out32 = host.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
-            run_forward(self.op, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.w,
+            run_forward(self.op, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.weight(out32.dtype),
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)
+
+    def weight(self, dtype):
+        """The weight for `run_forward` computing in `dtype`: `w2` (already converted) viewed in the weight's
+        broadcast shape when it is of that dtype, so that a float16/bfloat16 weight of one value per feature
+        (E x F) is not converted again beside it; else the weight as given."""
+        if self.w2 is None or self.w2.dtype != dtype:
+            return self.w
+        k = len(self.plan.index_shape)
+        return self.w2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
 
     @cached_property
     def src3(self):
@@ -157,7 +166,7 @@ def vjp_src(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_
             d = d * call.absent(call.scale(call.w2, keep), msgs)
         np.add.at(result, (slice(None), call.plan.gather[keep]), d)
     elif call.op.linear:
-        run_forward(ADD, call.per_destination(g3), call.plan, call.w, call.heads, call.feat, result,
+        run_forward(ADD, call.per_destination(g3), call.plan, call.weight(call.dtype), call.heads, call.feat, result,
                     call.threads, transpose=True)
     elif call.inner and call.outer:
         indptr, ids, cols = call.plan.transpose
@@ -232,7 +241,7 @@ def jvp(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_do
     elif call.op.linear:
         result = np.zeros(size3, call.dtype)
         if s_dot3 is not None:
-            run_forward(ADD, s_dot3, call.plan, call.w, call.heads, call.feat, result, call.threads)
+            run_forward(ADD, s_dot3, call.plan, call.weight(call.dtype), call.heads, call.feat, result, call.threads)
         if w_dot2 is not None:
             part = np.zeros(size3, call.dtype)
             run_forward(ADD, call.src3, call.plan, wd, call.heads, call.feat, part, call.threads)

@@ -11,6 +11,7 @@ import numpy as np
 
 from cyscatter import kernels, scan_kernels
 from cyscatter._backends import host
+from cyscatter._backends.scans import scan_groups
 
 # the chunks of `row_chunks`, whose families hold several chunk-sized temporaries beside the converted rows
 # (gathered group values, products): 1 MiB keeps them in cache; 4 MiB chunks made the float16 VJPs of var, div
@@ -64,8 +65,9 @@ def scan_rows(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, re
         raise plan.error(int(np.argmin(valid)))
     step = max(1, ROW_CHUNK_BYTES // max(1, inner * dtype.itemsize))
     starts = range(0, n, step)
-    with sized:   # the running table has a row per group
-        table = np.empty((plan.size, inner), dtype)
+    flat, size = scan_groups(plan)
+    with sized:   # the running table has a row per group met
+        table = np.empty((size, inner), dtype)
     buf, out = np.empty((1, min(step, n), inner), dtype), np.empty((1, min(step, n), inner), dtype)
     for o in range(outer):
         table[...] = ident
@@ -78,7 +80,7 @@ def scan_rows(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, re
                 kernels.stage_rows(code, arr3[o:o + 1, r0:r1], rows3)
             if nan_is_identity:
                 np.copyto(rows3, ident, where=np.isnan(rows3))
-            status = scan_kernels.scan(op.opcode, rows3, plan.flat[r0:r1], out3, table, ident.reshape(1), reverse,
+            status = scan_kernels.scan(op.opcode, rows3, flat[r0:r1], out3, table, ident.reshape(1), reverse,
                                        exclusive, plan.kernel_mode, keep_table=True)
             if status >= 0:
                 raise plan.error(r0 + status)

@@ -10,7 +10,7 @@ from cyscatter import scan_kernels
 from cyscatter._registry.ops import Op
 
 
-def _scan_groups(plan: Any) -> tuple[np.ndarray, int]:
+def scan_groups(plan: Any) -> tuple[np.ndarray, int]:
     """(flat, size) for a scan's running table: the plan's own, or where the groups far outnumber the entries
     (a huge dim_size) the groups met renumbered densely, so the table has a row per group met, not per group;
     entries out of range stay out of range (dropped, or reported at their position)."""
@@ -30,7 +30,7 @@ def group_scan(op: Op, src3: np.ndarray, plan: Any, ident: np.ndarray, reverse: 
     that names the argument sizing the running table in a MemoryError."""
     out3 = np.empty(src3.shape, src3.dtype)
     arg3 = targ = None
-    flat, size = _scan_groups(plan)
+    flat, size = scan_groups(plan)
     with sized:   # the running table has a row per group
         table = np.empty((size, src3.shape[2]), src3.dtype)
         if track:
@@ -46,7 +46,7 @@ def group_scan(op: Op, src3: np.ndarray, plan: Any, ident: np.ndarray, reverse: 
 def linear_scan(b3: np.ndarray, a3: np.ndarray, plan: Any, reverse: bool, exclusive: bool, sized: Any) -> np.ndarray:
     """The recurrence ``new = b + a * prev`` along each group (0 for dropped entries), by the scan kernels."""
     out3 = np.empty(b3.shape, b3.dtype)
-    flat, size = _scan_groups(plan)
+    flat, size = scan_groups(plan)
     with sized:
         table = np.empty((size, b3.shape[2]), b3.dtype)
     status = scan_kernels.linear_scan(b3, np.ascontiguousarray(a3, b3.dtype), flat, out3, table, reverse,

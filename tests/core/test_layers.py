@@ -144,6 +144,8 @@ def _top_level_names(path: Path) -> set[str]:
             names.add(node.name)
         elif isinstance(node, ast.Assign):
             names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.ImportFrom):   # a member defined in a module of its own, imported by name
+            names |= {alias.asname or alias.name for alias in node.names}
     return names
 
 

@@ -410,3 +410,13 @@ def test_scan_with_far_more_groups_than_entries(op, mode, exclusive, reverse):
                     cs.scatter_scan_vjp(op, g, src, small, dim_size=4, **kw))
     empty = cs.scatter_scan(np.ones((3, 0)), np.array([0, 5, huge - 1]), op, dim_size=huge)
     assert empty.shape == (3, 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8])
+def test_scan_of_a_converted_src_with_far_more_groups_than_entries(dtype):
+    """The block-converting scan keeps a table of the groups met too."""
+    rng = np.random.default_rng(8)
+    index = np.array([5, 2**40 - 1, 77])[rng.integers(0, 3, 40000)]
+    src = (rng.standard_normal((40000, 2)) * 3).astype(dtype)
+    small = np.searchsorted(np.array([5, 77, 2**40 - 1]), index)
+    assert_same(cs.scatter_scan(src, index, "max", dim_size=2**40), cs.scatter_scan(src, small, "max", dim_size=3))

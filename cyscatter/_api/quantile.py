@@ -18,7 +18,7 @@ from cyscatter._arrays.dtypes import float_kind, native
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends.select import backend_of
 from cyscatter._docs import fill_doc
-from cyscatter._plan.groups import dst_shape, group_view
+from cyscatter._plan.groups import dst_shape, group_view, sizes_of_out
 from cyscatter._plan.index import sized_by
 from cyscatter._plan.values import fill_for, size_arg
 
@@ -217,7 +217,9 @@ def order_stat(name, src, index, qs, method, skip_nan, dim_size, axis, mode, fil
             raise TypeError(f"dtype={dtype} for {name}: cannot cast src dtype {arr.dtype} to it (same_kind)")
         arr = arr.astype(dtype)
     result = result_dtype(arr.dtype, method, name)
-    ctx, _, batch, feat = group_view(name, arr, index, dim_size, axis, mode, compute=native(arr.dtype))
+    dim_size, dims_arg = sizes_of_out(out, index, axis, dim_size, lead=0 if scalar else 1)
+    ctx, _, batch, feat = group_view(name, arr, index, dim_size, axis, mode, compute=native(arr.dtype),
+                                     dims_arg=dims_arg)
     fill = default_fill(result, fill_value, ctx.xp)
     shape = dst_shape(ctx, batch, feat)
     if not scalar:

@@ -2,14 +2,13 @@
 gather kernels (each group is shifted by its own maximum before `exp`)."""
 from __future__ import annotations
 
-import operator
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._docs import fill_doc
-from cyscatter._plan.groups import dst_shape, group_view, src_shape
+from cyscatter._plan.groups import dst_shape, group_view, sizes_of_out, src_shape
 from cyscatter._plan.index import sized_by
 from cyscatter._plan.values import check_out, size_arg
 from cyscatter._registry.ops import get_op
@@ -95,7 +94,7 @@ def _check_out(ctx, out, shape, result):
     try:
         return check_out(ctx.be, out, shape, result)
     except TypeError as error:
-        raise TypeError(str(error).replace(" (dtype= chooses it)", "")) from None
+        raise TypeError(str(error).replace(" (the dtype= argument chooses another)", "")) from None
 
 
 def _finish(result, target, out):
@@ -104,18 +103,6 @@ def _finish(result, target, out):
         return result
     target[...] = result
     return out
-
-
-def _dims_of_out(out, index, axis):
-    """D read off `out`'s shape (as scatter's `out=`): its dims at the index position, or None (inferred from the
-    index, and `out` then checked against that) where `axis` is negative or `out` has too few dims."""
-    m = len(index) if isinstance(index, tuple) else 1
-    start = operator.index(axis)
-    shape = getattr(out, "shape", None)
-    if shape is None or start < 0 or len(shape) < start + m:
-        return None
-    dims = tuple(int(d) for d in shape[start:start + m])
-    return dims[0] if m == 1 and not isinstance(index, tuple) else dims
 
 
 # ---- public functions --------------------------------------------------------------------------------------------
@@ -169,9 +156,8 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
     """
     if porting:
         raise unexpected_keywords("scatter_logsumexp", porting)
-    if out is not None and dim_size is None:
-        dim_size = _dims_of_out(out, index, axis)
-    ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode)
+    dim_size, dims_arg = sizes_of_out(out, index, axis, dim_size)
+    ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode, dims_arg=dims_arg)
     target = None if out is None else _check_out(ctx, out, dst_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         lse = logsumexp3(ctx).astype(result, copy=False)

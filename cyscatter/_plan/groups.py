@@ -2,6 +2,8 @@
 "group" kind, as the `Reverse` context their kernels and rules read."""
 from __future__ import annotations
 
+import operator
+
 from cyscatter._backends.chunks import chunked_source
 from cyscatter._backends.context import Reverse
 from cyscatter._plan.prepare import float_dtypes, prepare
@@ -28,6 +30,22 @@ def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_
     ctx = Reverse(call.be, call.plan, call.src3 if source is None else None, None, None, dtype=call.compute,
                   source=source)
     return ctx, call.result_dtype, call.batch, call.feat
+
+
+def sizes_of_out(out, index, axis, dim_size, lead: int = 0) -> tuple:
+    """(dim_size, dims_arg) for a group op given `out`: D read off `out`'s shape (as scatter's ``out=``) when no
+    `dim_size` is given, its dims at the index position past `lead` leading dims (a quantile's q axis), named
+    "out.shape" for the bound errors; `dim_size` itself where it is given, `axis` is negative or `out` has too few
+    dims (D then inferred from the index, and `out` checked against it)."""
+    shape = getattr(out, "shape", None)
+    if shape is None or dim_size is not None:
+        return dim_size, "dim_size"
+    m = len(index) if isinstance(index, tuple) else 1
+    start = operator.index(axis)
+    if start < 0 or len(shape) < lead + start + m:
+        return None, "dim_size"
+    dims = tuple(int(d) for d in shape[lead + start:lead + start + m])
+    return (dims[0] if m == 1 and not isinstance(index, tuple) else dims), "out.shape"
 
 
 def dst_shape(ctx: Reverse, batch: tuple, feat: tuple) -> tuple:

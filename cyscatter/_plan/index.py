@@ -28,7 +28,8 @@ _INT32_MAX = np.iinfo(np.int32).max
 _SIZE_ARGS = ("dim_size", "src_size")
 # a size read off another argument's shape (a reverse function's grad_out, gather_scatter's src): the bound error
 # says where it came from, and why that argument's shape gives it
-_SHAPE_ARGS = {"grad_out.shape": "grad_out has a row per group", "src.shape": "src has a row per gathered node"}
+_SHAPE_ARGS = {"grad_out.shape": "grad_out has a row per group", "out.shape": "out has a row per group",
+               "src.shape": "src has a row per gathered node"}
 _MODE_DROP, _MODE_RAISE = kernels.IndexMode.MODE_DROP, kernels.IndexMode.MODE_RAISE
 
 

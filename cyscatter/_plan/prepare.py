@@ -189,9 +189,11 @@ def _scatter(op: Op, src, index, dim_size, axis, mode, fill_value, dtype, out) -
     else:
         axis, batch, feat, expected = out_layout(src.shape, coords, axis, out)
     m = len(coords)
+    dims_arg = "dim_size"
     if out is not None and dim_size is None and np.ndim(out) == len(batch) + m + len(feat):
         dim_size = tuple(int(d) for d in np.shape(out)[axis:axis + m])   # D from out, as scatter_into's dst
-    plan = plan_index(None, dim_size, mode, coords=coords)
+        dims_arg = "out.shape"
+    plan = plan_index(None, dim_size, mode, coords=coords, dims_arg=dims_arg)
     fill = None if fill_value is None else fill_for(fill_value, result_dtype, xp)
     shape = batch + plan.dims + feat
     target = None if out is None else check_out(be, out, shape, result_dtype)

@@ -46,7 +46,8 @@ def check_out(be: Any, out: Any, shape: tuple[int, ...], dtype: np.dtype) -> Any
     if target.shape != tuple(shape):
         raise ValueError(f"out has shape {target.shape} but the result has shape {tuple(shape)}")
     if native(target.dtype) != dtype:
-        raise TypeError(f"out has dtype {target.dtype} but the result dtype is {dtype} (dtype= chooses it)")
+        raise TypeError(f"out has dtype {target.dtype} but the result dtype is {dtype} (the dtype= argument chooses "
+                        "another)")
     return target
 
 

@@ -420,3 +420,15 @@ def test_scan_of_a_converted_src_with_far_more_groups_than_entries(dtype):
     src = (rng.standard_normal((40000, 2)) * 3).astype(dtype)
     small = np.searchsorted(np.array([5, 77, 2**40 - 1]), index)
     assert_same(cs.scatter_scan(src, index, "max", dim_size=2**40), cs.scatter_scan(src, small, "max", dim_size=3))
+
+
+def test_scan_takes_any_dim_size_the_index_can_address():
+    """No table of dim_size rows is made, so no size check of one refuses a large dim_size."""
+    index = np.arange(10) % 4
+    for run in (lambda d: cs.scatter_scan(np.ones(10), index, dim_size=d),
+                lambda d: cs.scatter_scan_vjp("add", np.ones(10), np.ones(10), index, dim_size=d),
+                lambda d: cs.scatter_scan_jvp("mul", np.full(10, 2.0), index, np.ones(10), dim_size=d)):
+        assert_same(run(2**62), run(4))
+    assert_same(cs.scatter_scan(np.ones(10), (index, index % 2), dim_size=(2**31, 2**31)),
+                cs.scatter_scan(np.ones(10), (index, index % 2), dim_size=(4, 2)))
+    assert cs.scatter_scan(np.ones((0, 3)), np.zeros(0, np.int64), dim_size=2**62).shape == (0, 3)

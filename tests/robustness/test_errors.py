@@ -232,3 +232,26 @@ def test_an_empty_axis_cannot_be_wrapped_or_clipped_into(mode):
     assert "axis 0" not in str(info.value)
     np.testing.assert_array_equal(cs.scatter(np.ones((3, 4)), np.arange(4), axis=1, dim_size=0, mode="drop"),
                                   np.ones((3, 0)))
+
+
+@pytest.mark.parametrize("call", ["add", "median", "nanmedian", "quantile", "logsumexp"])
+def test_sizes_read_off_out_are_named_so(call):
+    """Without dim_size, D is read off `out`'s shape (the median and quantile ops too); a bound error then names
+    out's shape, not a dim_size the caller never passed."""
+    x, idx = np.arange(30.).reshape(10, 3), np.arange(10) % 4
+    run = {"add": lambda out: cs.scatter(x, idx, "add", out=out),
+           "median": lambda out: cs.scatter(x, idx, "median", out=out),
+           "nanmedian": lambda out: cs.scatter(x, idx, "nanmedian", out=out),
+           "quantile": lambda out: cs.scatter_quantile(x, idx, 0.5, out=out),
+           "logsumexp": lambda out: cs.scatter_logsumexp(x, idx, out=out)}[call]
+    out = np.full((6, 3), 7.0)
+    assert run(out) is out
+    want = {"add": ref_scatter(x, idx, "add", dim_size=6), "logsumexp": cs.scatter_logsumexp(x, idx, dim_size=6)}
+    want = want.get(call, np.vstack([np.median(x[idx == j], axis=0) if (idx == j).any() else np.full(3, np.nan)
+                                     for j in range(6)]))
+    np.testing.assert_array_equal(out, want)
+    small = np.full((3, 3), 7.0)
+    with pytest.raises(IndexError, match=r"read from out's shape") as info:
+        run(small)
+    assert "dim_size" not in str(info.value)
+    np.testing.assert_array_equal(small, np.full((3, 3), 7.0))

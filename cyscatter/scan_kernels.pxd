@@ -17,13 +17,11 @@ from cyscatter.kernels cimport op_t, value_t, index_t
 # first member). `table` (size, inner) holds the running value of each group; it is filled with `identity` per
 # outer row. Entries out of range under MODE_DROP get `identity`. With `track` (max/min), arg[o, k, f] is the
 # position whose value out[o, k, f] is (the first one to reach the running extremum; -1: none), using `targ`
-# (size, inner) as its running table. `keep_table` starts from the running values `table` (and `targ`) hold
-# instead of `identity`: a scan continued over consecutive blocks of rows (one batch slice).
+# (size, inner) as its running table.
 cdef Py_ssize_t scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                           value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, value_t identity,
                           bint reverse, bint exclusive, int mode, bint track,
-                          int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ,
-                          bint keep_table) noexcept nogil
+                          int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ) noexcept nogil
 
 # The first-order linear recurrence along each group: new = b[k] + a[k] * prev (prev: the group's last value,
 # 0 at first), out[k] = new (or prev when `exclusive`); dropped entries get 0. The derivatives of the product

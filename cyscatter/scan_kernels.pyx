@@ -83,8 +83,17 @@ cdef inline void _scan_wide(op_t op, const value_t* src, Py_ssize_t src_stride, 
 cdef Py_ssize_t scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                           value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, value_t identity,
                           bint reverse, bint exclusive, int mode, bint track,
-                          int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ,
-                          bint keep_table) noexcept nogil:
+                          int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ) noexcept nogil:
+    return _scan_rows(op, src, index, out, table, identity, reverse, exclusive, mode, track, arg, targ, False)
+
+
+cdef Py_ssize_t _scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
+                           value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, value_t identity,
+                           bint reverse, bint exclusive, int mode, bint track,
+                           int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ,
+                           bint keep_table) noexcept nogil:
+    """`scan_rows`, or with `keep_table` starting from the running values `table` (and `targ`) hold instead of
+    `identity`: a scan continued over consecutive blocks of rows (one batch slice; `scan(keep_table=True)`)."""
     cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = table.shape[0]
     cdef Py_ssize_t o, t, k, f, bad
     cdef index_t j
@@ -260,16 +269,16 @@ def scan(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] i
         arg, targ = no_arg, no_targ
     with nogil:
         if opcode == OP_ADD:
-            status = scan_rows(add, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
+            status = _scan_rows(add, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
                                targ, keep_table)
         elif opcode == OP_MUL:
-            status = scan_rows(mul, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
+            status = _scan_rows(mul, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
                                targ, keep_table)
         elif opcode == OP_MAX:
-            status = scan_rows(mx, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ,
+            status = _scan_rows(mx, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ,
                                keep_table)
         else:
-            status = scan_rows(mn, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ,
+            status = _scan_rows(mn, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ,
                                keep_table)
     return status
 

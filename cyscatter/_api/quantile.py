@@ -206,9 +206,10 @@ def default_fill(result, fill_value, xp):
 
 
 def order_stat(name, src, index, qs, method, skip_nan, dim_size, axis, mode, fill_value, *, scalar=False,
-               dtype=None, out=None):
+               dtype=None, out=None, dims_from_out=False):
     """The quantiles of each group, B + D + F for a `scalar` q, else (nq,) + B + D + F, in NumPy's result dtype
-    (see `result_dtype`); written into `out` (checked before anything is computed) when given."""
+    (see `result_dtype`); written into `out` (checked before anything is computed) when given, D read off it
+    without `dim_size` where `dims_from_out` (`scatter`'s rule; scatter_quantile's `out` must fit the index)."""
     be = backend_of(src=src, index=index)
     arr = be.asarray(src)
     if dtype is not None:
@@ -217,7 +218,8 @@ def order_stat(name, src, index, qs, method, skip_nan, dim_size, axis, mode, fil
             raise TypeError(f"dtype={dtype} for {name}: cannot cast src dtype {arr.dtype} to it (same_kind)")
         arr = arr.astype(dtype)
     result = result_dtype(arr.dtype, method, name)
-    dim_size, dims_arg = sizes_of_out(out, index, axis, dim_size, lead=0 if scalar else 1)
+    dim_size, dims_arg = sizes_of_out(out if dims_from_out else None, index, axis, dim_size,
+                                      lead=0 if scalar else 1)
     ctx, _, batch, feat = group_view(name, arr, index, dim_size, axis, mode, compute=native(arr.dtype),
                                      dims_arg=dims_arg)
     fill = default_fill(result, fill_value, ctx.xp)
@@ -345,4 +347,4 @@ def median(src, index, skip_nan: bool, *, dim_size=None, axis=0, fill_value=None
            out=None, name="scatter"):
     """`scatter`'s op "median" ("nanmedian" with `skip_nan`): ``np.median`` (``np.nanmedian``) of each group."""
     return order_stat(name, src, index, np.array([0.5]), MEDIAN, skip_nan, dim_size, axis, mode, fill_value,
-                      scalar=True, dtype=dtype, out=out)
+                      scalar=True, dtype=dtype, out=out, dims_from_out=True)

@@ -2407,11 +2407,10 @@ cdef enum:
     ALIGN_MIN_BYTES = 4096   # smaller outputs are allocated as usual (their rows sit in L1 anyway)
 
 
-cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object identity, Py_ssize_t row_items):
+cdef cnp.ndarray _fresh_table(int nd, cnp.npy_intp* dims, int typenum, object identity):
     """A new C-ordered array holding `identity`; when it holds at least a page, its first element sits on a
-    cache-line boundary (a view of a slightly larger buffer, which is its `base`). `row_items` is the length
-    of the rows the kernels update (unused: rows of up to 16 B never straddle a line, but the table may be
-    read along other axes, features-first data's output rows, and its start is aligned for those too).
+    cache-line boundary (a view of a slightly larger buffer, which is its `base`): narrow rows too, which never
+    straddle a line, since the table may be read along its other axes (features-first data's output rows).
 
     NumPy's large blocks start 16 bytes past a page, so a row of 64 B straddles two cache lines and one of
     256 B five: a random row update then misses on one line more than it needs (rows of up to 16 B never
@@ -2475,7 +2474,7 @@ def fresh_table(shape, dtype, identity):
         return np.full(shape, identity, dtype)
     for d in range(nd):
         dims[d] = shape[d]
-    return _fresh_table(nd, dims, np.dtype(dtype).num, identity, dims[nd - 1] if nd else 1)
+    return _fresh_table(nd, dims, np.dtype(dtype).num, identity)
 
 
 def scatter_simple(src, index, int opcode, identity, dim_size, int num_threads):
@@ -2511,7 +2510,7 @@ def scatter_simple(src, index, int opcode, identity, dim_size, int num_threads):
         dims[d] = cnp.PyArray_DIM(s, d)
     _rows_layout(s, size, &L)
     try:
-        out = _fresh_table(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s), identity, L.inner)
+        out = _fresh_table(cnp.PyArray_NDIM(s), dims, cnp.PyArray_TYPE(s), identity)
     except (ValueError, MemoryError):   # the general path raises them again, naming dim_size
         return None
     if _run_scatter(opcode, s, <cnp.ndarray>index, out, &L, num_threads) >= 0:

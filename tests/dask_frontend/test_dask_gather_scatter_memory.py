@@ -2,14 +2,13 @@
 edges reach (counted here from the edges with NumPy), and Dask sizes the plans and edge pieces by the bytes they
 hold (measured with tracemalloc), on the local scheduler and on a dask.distributed worker, so that workers spill
 them by their real size."""
-import tracemalloc
-
 import numpy as np
 import pytest
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 from dask.sizeof import sizeof
+from memory import traced
 
 import cyscatter as cs
 import cyscatter.dask as csd
@@ -63,12 +62,9 @@ def test_a_pair_that_reaches_most_rows_keeps_its_block_whole():
 
 
 def measured_bytes(fn):
-    tracemalloc.start()
-    try:
-        value = fn()
-        return value, tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    """(`fn()`'s result, the bytes still traced when it returned: what the result holds)."""
+    value, current, _ = traced(fn)
+    return value, current
 
 
 def test_dask_sizes_a_pair_plan_by_the_bytes_it_holds():

@@ -49,7 +49,7 @@ CACHE = os.path.join(HERE, "build", "cyscatter-cache")
 KEEP = 3   # builds kept per module in CACHE
 HEADERS = ("include/_cpu.h", "include/_cdiv.h", "include/_fused.h", "include/_halfconv.h", "include/_stage.h",
            "include/_convscatter.h", "include/_layout.h", "include/_gather_apart.h",
-           "include/_halfround.h", "include/_index_at.h")   # setuptools does not scan includes
+           "include/_halfround.h", "include/_index_at.h", "include/_csrsum.h")   # setuptools does not scan includes
 HEADERS_PATHS = tuple(f"cyscatter/{h}" for h in HEADERS)
 
 directives = {

@@ -53,10 +53,23 @@ cdef extern from "include/_fused.h" nogil:
     float cyscatter_dot_row_f(int sel, const float* g, const float* x, const float* o, float w, Py_ssize_t n)
     double cyscatter_dot_row_d(int sel, const double* g, const double* x, const double* o, double w, Py_ssize_t n)
 
+cdef extern from "include/_csrsum.h" nogil:
+    int cyscatter_csrsum_has_avx2()
+    void cyscatter_csrsum_f(const float* src, Py_ssize_t s_row, const int64_t* indptr, const int64_t* cols,
+                            Py_ssize_t m, const int64_t* ids, const float* w, float* out, Py_ssize_t o_row,
+                            Py_ssize_t inner, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead)
+    void cyscatter_csrsum_d(const double* src, Py_ssize_t s_row, const int64_t* indptr, const int64_t* cols,
+                            Py_ssize_t m, const int64_t* ids, const double* w, double* out, Py_ssize_t o_row,
+                            Py_ssize_t inner, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead)
+
 cdef enum:
     MAX_THREADS = 256
     CHUNK = 256          # features per stack buffer (scaled rows of non-add ops, tie counts)
     CACHE_LINE = 64
+
+# Whether the float/double sums keep each destination row in AVX2 registers (`_tune_csr_registers` switches it
+# off so that the tests compare the two loops; it is on only where the CPU has AVX2).
+cdef bint _csr_registers = cyscatter_csrsum_has_avx2() != 0
 
 # Edges to look ahead when prefetching src rows (-1: auto, 0: off); `_tune` sets it for the benchmarks.
 cdef Py_ssize_t _prefetch_edges = -1
@@ -317,6 +330,16 @@ cdef void _forward_rows(op_t op, const value_t* src, const int64_t* indptr, cons
     cdef const value_t* x
     cdef value_t one = 1
     cdef value_t buf[CHUNK]
+    if op_t is OpAdd and (value_t is double or value_t is float):
+        if _csr_registers and (weight == NULL or G.heads == 1):
+            for o in range(G.outer):
+                if value_t is double:
+                    cyscatter_csrsum_d(src + o * G.s_outer, G.s_row, indptr, cols, m, edge_ids, weight,
+                                       out + o * G.o_outer, G.o_row, G.inner, r0, r1, ahead)
+                else:
+                    cyscatter_csrsum_f(src + o * G.s_outer, G.s_row, indptr, cols, m, edge_ids, weight,
+                                       out + o * G.o_outer, G.o_row, G.inner, r0, r1, ahead)
+            return
     for o in range(G.outer):
         for r in range(r0, r1):
             acc = out + o * G.o_outer + r * G.o_row
@@ -370,25 +393,34 @@ cdef inline Py_ssize_t _check_call(const int64_t[::1] indptr, const int64_t[::1]
 cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                                    const int64_t[::1] cols, const int64_t* edge_ids, const value_t* weight,
                                    Py_ssize_t heads, value_t[:, :, ::contiguous] out, int num_threads) noexcept nogil:
-    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], status, ahead
+    cdef Py_ssize_t status = _check_call(indptr, cols, src.shape, out.shape, weight != NULL, heads)
+    if status != -1:
+        return status
+    _forward_csr(op, src, indptr, cols, edge_ids, weight, heads, out, num_threads)
+    return -1
+
+
+cdef void _forward_csr(op_t op, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                       const int64_t[::1] cols, const int64_t* edge_ids, const value_t* weight, Py_ssize_t heads,
+                       value_t[:, :, ::contiguous] out, int num_threads) noexcept nogil:
+    # `gather_scatter_csr` on operands already checked
+    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], ahead
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
     cdef Geo G
-    status = _check_call(indptr, cols, src.shape, out.shape, weight != NULL, heads)
-    if status != -1 or src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
-        return status
+    if src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
+        return
     _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(value_t),
               src.strides[1] // sizeof(value_t), out.strides[0] // sizeof(value_t), out.strides[1] // sizeof(value_t))
     ahead = _ahead(G.inner * <Py_ssize_t>sizeof(value_t), src.shape[1])
     if parts == 1 or rows < 2:
         _forward_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &G, 0, rows,
                       ahead)
-        return -1
+        return
     _cuts(&indptr[0], rows, parts, cut)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         _forward_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &G, cut[t],
                       cut[t + 1], ahead)
-    return -1
 
 
 # ---- forward of the NaN-skipping ops -----------------------------------------------------------------------------
@@ -751,6 +783,16 @@ def set_prefetch_edges(Py_ssize_t edges):
     _prefetch_edges = edges
 
 
+def _tune_csr_registers(on=None):
+    """Whether the float/double sums along a CSR keep each destination row in AVX2 registers (None: leave it);
+    returns the previous setting. Switching it on where the CPU has no AVX2 is ignored."""
+    global _csr_registers
+    previous = bool(_csr_registers)
+    if on is not None:
+        _csr_registers = bool(on) and cyscatter_csrsum_has_avx2() != 0
+    return previous
+
+
 def csr(const int64_t[::1] key, Py_ssize_t size, const int64_t[::1] other, Py_ssize_t other_size, bint drop):
     """(status, indptr, edge_ids, cols): the edges grouped stably by `key`, see `build_csr`; on a bad entry
     (status >= 0, mode raise) the arrays are None."""
@@ -825,19 +867,19 @@ def forward(int opcode, const value_t[:, :, ::contiguous] src, const int64_t[::1
         raise ValueError("forward: src and out disagree in batch or feature size")
     _edges_ok("forward", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted, heads,
               src.shape[2])
-    with nogil:
+    with nogil:   # `_edges_ok` and the shapes above checked what `gather_scatter_csr` would check again
         if opcode == OP_ADD:
-            status = gather_scatter_csr(add, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(add, src, indptr, cols, ids, w, heads, out, num_threads)
         elif opcode == OP_SUB:
-            status = gather_scatter_csr(sub, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(sub, src, indptr, cols, ids, w, heads, out, num_threads)
         elif opcode == OP_MUL:
-            status = gather_scatter_csr(mul, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(mul, src, indptr, cols, ids, w, heads, out, num_threads)
         elif opcode == OP_DIV:
-            status = gather_scatter_csr(div, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(div, src, indptr, cols, ids, w, heads, out, num_threads)
         elif opcode == OP_MAX:
-            status = gather_scatter_csr(mx, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(mx, src, indptr, cols, ids, w, heads, out, num_threads)
         elif opcode == OP_MIN:
-            status = gather_scatter_csr(mn, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(mn, src, indptr, cols, ids, w, heads, out, num_threads)
     return status
 
 

@@ -1,0 +1,123 @@
+/* The weighted or plain sum of gathered rows along a CSR by destination, each destination row's block of features
+ * kept in AVX2 registers across its edges. The scalar row loop (`_fused.h`) loads and stores the accumulated row
+ * at every edge, so each edge waits for the previous edge's store to be forwarded (about 9 cycles a vector) and,
+ * on wide rows, for the store port; here an edge costs its loads and one add (or multiply and add) a vector.
+ * Each element still sums its messages in CSR order, one rounding each (w * x rounded, then added: no FMA is
+ * enabled), so results are bitwise those of the scalar loop. Built by target attributes (the package's baseline
+ * is SSE2); `cyscatter_csrsum_has_avx2` says whether the CPU runs it, else the caller keeps the scalar loop. */
+#ifndef CYSCATTER_CSRSUM_H
+#define CYSCATTER_CSRSUM_H
+#include <stddef.h>
+#include <stdint.h>
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define CYSCATTER_CSRSUM 1
+
+static int cyscatter_csrsum_has_avx2(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx2") != 0;
+    }
+    return known;
+}
+
+#define CYSCATTER_CSRSUM_INLINE __attribute__((target("avx2"), always_inline)) static inline
+/* vectors of accumulators a block holds: 8 of the 16 registers, the rest for the row being added */
+#define CYSCATTER_CSRSUM_BLOCK 8
+
+/* `nv` whole vectors and, `tail`, one masked vector of a destination row's block, summed over its edges
+ * [p0, p1). `nv` and `tail` are constants at every call site, so the accumulators are registers. */
+#define CYSCATTER_CSRSUM_BLOCK_FN(T, V, SUF, S, MASKI)                                                 \
+    CYSCATTER_CSRSUM_INLINE void cyscatter_csrsum_block_##SUF(                                          \
+            T *acc, const T *src, ptrdiff_t s_row, const int64_t *cols, const int64_t *ids, const T *w,  \
+            ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t m, ptrdiff_t ahead, ptrdiff_t row_bytes, int nv, int tail, \
+            MASKI mask) {                                                                               \
+        V a[CYSCATTER_CSRSUM_BLOCK + 1];                                                                \
+        const int L = (int)(sizeof(V) / sizeof(T));                                                     \
+        for (int j = 0; j < nv; j++) a[j] = _mm256_loadu_##S(acc + j * L);                              \
+        if (tail) a[nv] = _mm256_maskload_##S(acc + nv * L, mask);                                      \
+        for (ptrdiff_t p = p0; p < p1; p++) {                                                           \
+            const T *x = src + cols[p] * s_row;                                                         \
+            if (ahead && p + ahead < m) {                                                               \
+                const char *n = (const char *)(src + cols[p + ahead] * s_row);                          \
+                for (ptrdiff_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(n + b, 0, 3);          \
+                if (w && ids) __builtin_prefetch(w + ids[p + ahead], 0, 3);                             \
+            }                                                                                           \
+            if (w) {                                                                                    \
+                const V wv = _mm256_set1_##S(w[ids ? ids[p] : p]);                                      \
+                for (int j = 0; j < nv; j++)                                                            \
+                    a[j] = _mm256_add_##S(a[j], _mm256_mul_##S(wv, _mm256_loadu_##S(x + j * L)));       \
+                if (tail)                                                                               \
+                    a[nv] = _mm256_add_##S(a[nv], _mm256_mul_##S(wv, _mm256_maskload_##S(x + nv * L, mask))); \
+            } else {                                                                                    \
+                for (int j = 0; j < nv; j++) a[j] = _mm256_add_##S(a[j], _mm256_loadu_##S(x + j * L));   \
+                if (tail) a[nv] = _mm256_add_##S(a[nv], _mm256_maskload_##S(x + nv * L, mask));         \
+            }                                                                                           \
+        }                                                                                               \
+        for (int j = 0; j < nv; j++) _mm256_storeu_##S(acc + j * L, a[j]);                              \
+        if (tail) _mm256_maskstore_##S(acc + nv * L, mask, a[nv]);                                      \
+    }
+CYSCATTER_CSRSUM_BLOCK_FN(float, __m256, f, ps, __m256i)
+CYSCATTER_CSRSUM_BLOCK_FN(double, __m256d, d, pd, __m256i)
+
+/* out[r] += sum over p in [indptr[r], indptr[r + 1]) of w[e] * src[cols[p]] (or of src[cols[p]] when w is
+ * NULL), e = ids[p] (or p when ids is NULL), for the rows r in [r0, r1); one weight per edge. Rows of `inner`
+ * features, `s_row` / `o_row` items apart; `ahead` edges of look-ahead for the src-row prefetch (0: none). */
+#define CYSCATTER_CSRSUM_FN(T, V, SUF, L)                                                               \
+    __attribute__((target("avx2"))) static void cyscatter_csrsum_##SUF(                                 \
+            const T *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols, ptrdiff_t m,      \
+            const int64_t *ids, const T *w, T *out, ptrdiff_t o_row, ptrdiff_t inner, ptrdiff_t r0,      \
+            ptrdiff_t r1, ptrdiff_t ahead) {                                                            \
+        const ptrdiff_t row_bytes = inner * (ptrdiff_t)sizeof(T);                                        \
+        for (ptrdiff_t f0 = 0; f0 < inner; f0 += CYSCATTER_CSRSUM_BLOCK * L) {                          \
+            ptrdiff_t width = inner - f0 < CYSCATTER_CSRSUM_BLOCK * L ? inner - f0 : CYSCATTER_CSRSUM_BLOCK * L; \
+            int nv = (int)(width / L), rest = (int)(width % L);                                          \
+            int64_t lanes[8];                                                                           \
+            __m256i mask;                                                                               \
+            for (int j = 0; j < 8; j++) lanes[j] = j < rest ? -1 : 0;                                   \
+            mask = L == 4 ? _mm256_set_epi64x(lanes[3], lanes[2], lanes[1], lanes[0])                   \
+                          : _mm256_set_epi32((int)lanes[7], (int)lanes[6], (int)lanes[5], (int)lanes[4], \
+                                             (int)lanes[3], (int)lanes[2], (int)lanes[1], (int)lanes[0]); \
+            for (ptrdiff_t r = r0; r < r1; r++) {                                                       \
+                T *acc = out + r * o_row + f0;                                                          \
+                const T *s = src + f0;                                                                  \
+                ptrdiff_t p0 = indptr[r], p1 = indptr[r + 1];                                           \
+                if (p0 == p1) continue;                                                                 \
+                switch (nv * 2 + (rest > 0)) {                                                          \
+                CYSCATTER_CSRSUM_CASES(SUF)                                                             \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }
+#define CYSCATTER_CSRSUM_CASE(SUF, NV, TAIL)                                                            \
+    case NV * 2 + TAIL:                                                                                 \
+        cyscatter_csrsum_block_##SUF(acc, s, s_row, cols, ids, w, p0, p1, m, ahead, row_bytes, NV, TAIL, mask); \
+        break;
+#define CYSCATTER_CSRSUM_CASES(SUF)                                                                     \
+    CYSCATTER_CSRSUM_CASE(SUF, 0, 1) CYSCATTER_CSRSUM_CASE(SUF, 1, 0) CYSCATTER_CSRSUM_CASE(SUF, 1, 1)   \
+    CYSCATTER_CSRSUM_CASE(SUF, 2, 0) CYSCATTER_CSRSUM_CASE(SUF, 2, 1) CYSCATTER_CSRSUM_CASE(SUF, 3, 0)   \
+    CYSCATTER_CSRSUM_CASE(SUF, 3, 1) CYSCATTER_CSRSUM_CASE(SUF, 4, 0) CYSCATTER_CSRSUM_CASE(SUF, 4, 1)   \
+    CYSCATTER_CSRSUM_CASE(SUF, 5, 0) CYSCATTER_CSRSUM_CASE(SUF, 5, 1) CYSCATTER_CSRSUM_CASE(SUF, 6, 0)   \
+    CYSCATTER_CSRSUM_CASE(SUF, 6, 1) CYSCATTER_CSRSUM_CASE(SUF, 7, 0) CYSCATTER_CSRSUM_CASE(SUF, 7, 1)   \
+    CYSCATTER_CSRSUM_CASE(SUF, 8, 0)
+CYSCATTER_CSRSUM_FN(float, __m256, f, 8)
+CYSCATTER_CSRSUM_FN(double, __m256d, d, 4)
+#else
+#define CYSCATTER_CSRSUM 0
+static int cyscatter_csrsum_has_avx2(void) { return 0; }
+static void cyscatter_csrsum_f(const float *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols,
+                               ptrdiff_t m, const int64_t *ids, const float *w, float *out, ptrdiff_t o_row,
+                               ptrdiff_t inner, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ahead) {
+    (void)src; (void)s_row; (void)indptr; (void)cols; (void)m; (void)ids; (void)w; (void)out; (void)o_row;
+    (void)inner; (void)r0; (void)r1; (void)ahead;
+}
+static void cyscatter_csrsum_d(const double *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols,
+                               ptrdiff_t m, const int64_t *ids, const double *w, double *out, ptrdiff_t o_row,
+                               ptrdiff_t inner, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ahead) {
+    (void)src; (void)s_row; (void)indptr; (void)cols; (void)m; (void)ids; (void)w; (void)out; (void)o_row;
+    (void)inner; (void)r0; (void)r1; (void)ahead;
+}
+#endif
+#endif

@@ -2465,6 +2465,24 @@ def half_to_float(const uint16_t[::1] src, float[::1] dst):
         cyscatter_f16_to_f32(&src[0], &dst[0], n)
 
 
+def unit_inner_view(cnp.ndarray a3):
+    """`a3` (3-d, rows of at most one element) viewed with an inner stride of one item: the same memory, the view
+    NumPy's ``as_strided`` makes, without its Python frames (the `[:, :, ::contiguous]` kernels are given rows
+    whose elements are adjacent)."""
+    cdef cnp.npy_intp strides[3]
+    cdef int flags = cnp.NPY_ARRAY_ALIGNED | (cnp.NPY_ARRAY_WRITEABLE if cnp.PyArray_ISWRITEABLE(a3) else 0)
+    if cnp.PyArray_NDIM(a3) != 3 or cnp.PyArray_DIM(a3, 2) > 1:
+        raise ValueError(f"unit_inner_view takes a 3-d array of rows of at most one element, got shape "
+                         f"{(<object>a3).shape}")
+    strides[0], strides[1], strides[2] = cnp.PyArray_STRIDE(a3, 0), cnp.PyArray_STRIDE(a3, 1), a3.itemsize
+    descr = a3.dtype
+    Py_INCREF(descr)   # PyArray_NewFromDescr steals a reference
+    out = PyArray_NewFromDescr(cnp.ndarray, descr, 3, cnp.PyArray_DIMS(a3), strides, cnp.PyArray_DATA(a3), flags,
+                               None)
+    cnp.set_array_base(out, a3)
+    return out
+
+
 def fresh_table(shape, dtype, identity):
     """A new C-ordered array of `shape` and `dtype` holding `identity`, rows along the last axis, cache-line
     aligned as `_fresh_table` says: the accumulator of an allocating scatter."""

@@ -77,13 +77,15 @@ def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.n
     the elements of one row must be adjacent.
     """
     a = arr if arr.dtype == dtype else cast(arr, dtype)
-    if not item_aligned(a):   # e.g. buffers unpickled from another process: the kernels load whole items
-        a = a.copy()
+    if not (a.flags.aligned and a.dtype.kind != "c") and not item_aligned(a):
+        a = a.copy()   # e.g. buffers unpickled from another process: the kernels load whole items
     try:   # the method, not np.reshape: no Python-level frames
         a3 = a.reshape((outer, rows, inner), copy=False)
     except ValueError:
         return np.ascontiguousarray(a).reshape(outer, rows, inner)
-    return a3 if a3.strides[2] == a3.itemsize else _unit_inner_stride(a3)
+    if a3.strides[2] == a3.itemsize:
+        return a3
+    return kernels.unit_inner_view(a3) if inner <= 1 else np.ascontiguousarray(a3)
 
 
 class StagedRows:
@@ -168,8 +170,7 @@ def _unit_inner_stride(a3: np.ndarray) -> np.ndarray:
     if a3.strides[2] == a3.itemsize:
         return a3
     if a3.shape[2] <= 1:   # one element per row: any inner stride is as good as the unit one
-        return np.lib.stride_tricks.as_strided(a3, strides=a3.strides[:2] + (a3.itemsize,),
-                                               writeable=a3.flags.writeable)
+        return kernels.unit_inner_view(a3)
     return np.ascontiguousarray(a3)
 
 
@@ -262,8 +263,8 @@ def run_scatter(op: Op, src3: np.ndarray | StagedRows, plan, out3: np.ndarray, c
                 raise plan.error(status)
             else:
                 return None
-    if not item_aligned(src3):   # e.g. a partial unpickled from another process (cyscatter.dask)
-        src3 = src3.copy()
+    if (type(src3) is not np.ndarray or not src3.flags.aligned or src3.dtype.kind == "c") and not item_aligned(src3):
+        src3 = src3.copy()   # e.g. a partial unpickled from another process (cyscatter.dask)
     if op.winner and op.skips_nan and _assign.skips_nan(src3):   # nanfirst / nanlast: a winner per element
         precheck(plan)
         if src3.dtype == out3.dtype and src3.dtype.char in "fdFD":   # in place, any strides, nothing beyond out3

@@ -222,7 +222,9 @@ def check_table_bytes(shape: tuple, dtype, arg: str, given) -> None:
     """ValueError naming `arg` (= `given`) when an array of `shape` and `dtype`, the output it sizes, could not
     exist: its byte count would pass what an array can address (and, unchecked, wrap around). NumPy counts the
     dims that are not 0, so an empty array whose other dims are huge cannot exist either."""
-    nbytes = math.prod(max(d, 1) for d in shape) * np.dtype(dtype).itemsize
+    nbytes = np.dtype(dtype).itemsize
+    for d in shape:   # (a loop, not a generator: this runs on every call)
+        nbytes *= max(d, 1)
     if nbytes > _MAX_TABLE_BYTES:
         raise ValueError(f"{arg}={given!r} asks for an output of shape {tuple(shape)} and dtype {np.dtype(dtype)}: "
                          f"{nbytes} bytes, too big for any array (at most 2**63 - 1 bytes)")

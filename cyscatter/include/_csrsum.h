@@ -70,22 +70,29 @@ CYSCATTER_CSRSUM_BLOCK_FN(double, __m256d, d, pd, __m256i)
             const T *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols, ptrdiff_t m,      \
             const int64_t *ids, const T *w, T *out, ptrdiff_t o_row, ptrdiff_t inner, ptrdiff_t r0,      \
             ptrdiff_t r1, ptrdiff_t ahead) {                                                            \
-        const ptrdiff_t row_bytes = inner * (ptrdiff_t)sizeof(T);                                        \
-        for (ptrdiff_t f0 = 0; f0 < inner; f0 += CYSCATTER_CSRSUM_BLOCK * L) {                          \
-            ptrdiff_t width = inner - f0 < CYSCATTER_CSRSUM_BLOCK * L ? inner - f0 : CYSCATTER_CSRSUM_BLOCK * L; \
-            int nv = (int)(width / L), rest = (int)(width % L);                                          \
-            int64_t lanes[8];                                                                           \
-            __m256i mask;                                                                               \
-            for (int j = 0; j < 8; j++) lanes[j] = j < rest ? -1 : 0;                                   \
-            mask = L == 4 ? _mm256_set_epi64x(lanes[3], lanes[2], lanes[1], lanes[0])                   \
-                          : _mm256_set_epi32((int)lanes[7], (int)lanes[6], (int)lanes[5], (int)lanes[4], \
-                                             (int)lanes[3], (int)lanes[2], (int)lanes[1], (int)lanes[0]); \
-            for (ptrdiff_t r = r0; r < r1; r++) {                                                       \
+        const ptrdiff_t row_bytes = inner * (ptrdiff_t)sizeof(T), block = CYSCATTER_CSRSUM_BLOCK * L;   \
+        /* the last block's whole vectors and masked lanes (every other block is whole) */              \
+        const ptrdiff_t last = inner - (inner - 1) / block * block;                                     \
+        const int last_nv = (int)(last / L), rest = (int)(last % L);                                     \
+        int64_t lanes[8];                                                                               \
+        __m256i mask;                                                                                   \
+        for (int j = 0; j < 8; j++) lanes[j] = j < rest ? -1 : 0;                                       \
+        mask = L == 4 ? _mm256_set_epi64x(lanes[3], lanes[2], lanes[1], lanes[0])                       \
+                      : _mm256_set_epi32((int)lanes[7], (int)lanes[6], (int)lanes[5], (int)lanes[4],     \
+                                         (int)lanes[3], (int)lanes[2], (int)lanes[1], (int)lanes[0]);     \
+        if (inner <= 0) return;                                                                         \
+        /* a destination row's blocks one after the other: its edges' src rows, brought into the cache  \
+         * by the first block, serve the next ones */                                                   \
+        for (ptrdiff_t r = r0; r < r1; r++) {                                                           \
+            ptrdiff_t p0 = indptr[r], p1 = indptr[r + 1];                                               \
+            if (p0 == p1) continue;                                                                     \
+            for (ptrdiff_t f0 = 0; f0 < inner; f0 += block) {                                           \
                 T *acc = out + r * o_row + f0;                                                          \
                 const T *s = src + f0;                                                                  \
-                ptrdiff_t p0 = indptr[r], p1 = indptr[r + 1];                                           \
-                if (p0 == p1) continue;                                                                 \
-                switch (nv * 2 + (rest > 0)) {                                                          \
+                const int whole = f0 + block < inner, nv = whole ? CYSCATTER_CSRSUM_BLOCK : last_nv;     \
+                /* the look-ahead prefetch fetches whole rows: once, with the first block */            \
+                const ptrdiff_t pf = f0 == 0 ? ahead : 0;                                               \
+                switch (nv * 2 + (!whole && rest > 0)) {                                                \
                 CYSCATTER_CSRSUM_CASES(SUF)                                                             \
                 }                                                                                       \
             }                                                                                           \
@@ -93,7 +100,7 @@ CYSCATTER_CSRSUM_BLOCK_FN(double, __m256d, d, pd, __m256i)
     }
 #define CYSCATTER_CSRSUM_CASE(SUF, NV, TAIL)                                                            \
     case NV * 2 + TAIL:                                                                                 \
-        cyscatter_csrsum_block_##SUF(acc, s, s_row, cols, ids, w, p0, p1, m, ahead, row_bytes, NV, TAIL, mask); \
+        cyscatter_csrsum_block_##SUF(acc, s, s_row, cols, ids, w, p0, p1, m, pf, row_bytes, NV, TAIL, mask); \
         break;
 #define CYSCATTER_CSRSUM_CASES(SUF)                                                                     \
     CYSCATTER_CSRSUM_CASE(SUF, 0, 1) CYSCATTER_CSRSUM_CASE(SUF, 1, 0) CYSCATTER_CSRSUM_CASE(SUF, 1, 1)   \

@@ -1,5 +1,5 @@
 """The fused sums along a CSR with each destination row held in AVX2 registers (`_csrsum.h`): gather_scatter's
-add and mean forward and its add VJP w.r.t. src (the CSR by source), float32 and float64, against a plain loop
+add, mean and sqrt_n forward and its add VJP w.r.t. src (the CSR by source), float32 and float64, against a plain loop
 over the edges in order, bit for bit (each element sums its messages in edge order, w * x rounded first), and
 against the scalar row loop (the registers switched off). Widths around the vector and block sizes, empty rows,
 weights per edge and per head (the scalar loop's case), batch slices, special values, 1 and 2 threads."""
@@ -66,10 +66,11 @@ def test_weighted_and_plain_sums_match_the_edge_loop(csr_loop, dtype, width):
         expected = _loop(src, gi, si, 9, weight)
         for threads in (1, 2):
             assert_same(cs.gather_scatter(src, op="add", weight=weight, plan=plan, num_threads=threads), expected)
-        got = cs.gather_scatter(src, gi, si, "mean", weight=weight, dim_size=9, num_threads=1)
-        counts = np.bincount(si, minlength=9).astype(dtype)[:, None]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            assert_same(got, np.where(counts > 0, expected / np.maximum(counts, 1), 0).astype(dtype))
+        counts = np.maximum(np.bincount(si, minlength=9), 1).astype(dtype)[:, None]
+        for op, divisor in (("mean", counts), ("sqrt_n", np.sqrt(counts))):
+            got = cs.gather_scatter(src, gi, si, op, weight=weight, dim_size=9, num_threads=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                assert_same(got, (expected / divisor).astype(dtype))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cyscatter._backends import host
 from cyscatter._backends.reduce import _reduce_into, _runner, finish_fresh, new_counts, run_counted
 
 
@@ -14,9 +15,7 @@ def scatter_fresh(call: Any, indices_are_sorted: bool = False, threads: int = 0)
     be, op, plan = call.be, call.op, call.plan
     shape3 = (call.outer, plan.size, call.inner)
     run = _runner(be, indices_are_sorted) if indices_are_sorted else be.run_scatter
-    # the kernel reads src in place (converting blocks of rows) unless an assignment's winner pass or a
-    # NaN-skipping op's element counts need the whole array (the sorted-run kernel hands such a src to the core)
-    staged = not op.winner and not (op.skips_nan and (op.counts or call.fill is not None))
+    staged = _staged(call, run, op.counts or call.fill is not None)
     if call.direct:
         be.precheck(plan)   # under mode="raise", before `out` is written: the kernels then meet no bad entry
         counts = new_counts(op, shape3, be.xp, call.fill, plan.n)
@@ -55,13 +54,24 @@ def scatter_into(call: Any, indices_are_sorted: bool = False, threads: int = 0) 
     be, dst = call.be, call.target
     work3, direct = be.writable_rows(dst, call.compute, call.outer, call.plan.size, call.inner)
     op = call.op
-    staged = not op.winner and not (op.skips_nan and op.counts)   # see scatter_fresh
+    staged = _staged(call, _runner(be, indices_are_sorted), op.counts)
     _reduce_into(be, op, call.src_rows() if staged else _src_in_place(call), call.plan, work3,
                  indices_are_sorted, threads)
     if not direct:   # (a float16 / bfloat16 dst: rounded by the backend's loop, NumPy's bits and errors)
         back = be.rounded(work3, dst.dtype) if dst.dtype.itemsize == 2 and dst.dtype.kind in "fV" else work3
         be.xp.copyto(dst, back.reshape(dst.shape), casting="unsafe")
     return call.given
+
+
+def _staged(call: Any, run: Any, counting: bool) -> bool:
+    """Whether the scatter reads src in place (converting blocks of rows, `rows_source`): always but for an
+    assignment's winner pass, and for a NaN-skipping op that counts (element counts: nanmean, a fill_value) off
+    the host's own counting passes, which read such blocks too (the GPU's and the sorted-run kernel's take the
+    whole array)."""
+    op = call.op
+    if op.winner:
+        return False
+    return not (op.skips_nan and counting) or run is host.run_scatter
 
 
 def _src_in_place(call: Any, dtype: Any = None) -> Any:

@@ -8,8 +8,8 @@ import numpy as np
 from cyscatter import kernels, nan_kernels
 from cyscatter._arrays.dtypes import parts
 from cyscatter._backends import host
+from cyscatter._backends.host import StagedRows, converted_chunks, run_scatter_runs
 from cyscatter._backends.host import run_scatter as run_scatter_host
-from cyscatter._backends.host import run_scatter_runs
 from cyscatter._registry.ops import get_op
 from cyscatter._runtime import machine as _machine
 
@@ -123,8 +123,11 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
         return rows
     most = int(rows.max()) if rows.size else 0
     narrow = next(t for t in NAN_COUNT_DTYPES if most <= np.iinfo(t).max)
-    fused = work3.size * (work3.itemsize + np.dtype(narrow).itemsize) <= _machine.ACTIVE.fused_count_bytes
     nansum = op.opcode == kernels.OpCode.OP_NANADD
+    if isinstance(src3, StagedRows):
+        nan, found = _count_by_blocks(run_scatter, op, src3, plan, work3, narrow, nansum, threads)
+        return _counted(rows, nan, found, element_counts, split)
+    fused = work3.size * (work3.itemsize + np.dtype(narrow).itemsize) <= _machine.ACTIVE.fused_count_bytes
     if not nansum:
         run_scatter(op, src3, plan, work3, None, threads)
         if not nan_kernels.any_nan(src3):   # no NaN count table for a src without one (a read, as a count pass)
@@ -137,12 +140,42 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
         found = nan_kernels.nansum_count(src3, plan.flat, work3, nan, threads)
     else:
         found = nan_kernels.count(src3, plan.flat, nan, threads)
+    return _counted(rows, nan, found, element_counts, split)
+
+
+def _counted(rows, nan, found: bool, element_counts, split: bool):
+    """What `_run_counted_host` returns from its row counts and NaN counts (`found`: a NaN was met)."""
     if not found:
         return rows
     if split:
         return NanCounts(rows, nan, element_counts.dtype)
     nan_kernels.element_counts(rows, nan, element_counts.array())
     return element_counts.array()
+
+
+def _count_by_blocks(run_scatter, op, source: StagedRows, plan, work3, narrow, nansum: bool, threads: int):
+    """(NaN counts, whether a NaN was met) of a src read in place a block of converted rows at a time (float16 /
+    bfloat16, a Fortran-ordered or strided src), by the passes `_run_counted_host` makes over a whole src: the
+    sums (nansum's own, else the staged scatter kernel's), then the NaN counts, in one pass where the tables fit
+    the cache. Each element still gets its entries in index order, so the results are those of the whole-array
+    passes; the NaN count table is the only memory beyond the output and one block."""
+    nan = kernels.fresh_table(work3.shape, narrow, 0)
+    fused = work3.size * (work3.itemsize + nan.itemsize) <= _machine.ACTIVE.fused_count_bytes
+    found = False
+    if nansum and fused:
+        for r0, r1, rows3 in converted_chunks(source):
+            found = nan_kernels.nansum_count(rows3, plan.flat[r0:r1], work3, nan, threads) > 0 or found
+        return nan, found
+    if nansum:
+        for r0, r1, rows3 in converted_chunks(source):
+            found = nan_kernels.nansum(rows3, plan.flat[r0:r1], work3, threads) > 0 or found
+        if not found:
+            return nan, False
+    else:
+        run_scatter(op, source, plan, work3, None, threads)
+    for r0, r1, rows3 in converted_chunks(source):
+        found = nan_kernels.count(rows3, plan.flat[r0:r1], nan, threads) > 0 or found
+    return nan, found
 
 
 def run_counted(run_scatter, op, src3, plan, work3, counts, threads: int = 0, split: bool = False):

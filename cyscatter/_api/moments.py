@@ -169,7 +169,7 @@ def _moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _FuncT
 def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool, skip_nan: bool = False):
     """The group variances (or their square roots), in the real dtype of `src`."""
     ddof = check_ddof(ddof)
-    ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True)
+    ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True, layout=True)
     real = result if is_bfloat16(result) else np.finfo(result).dtype   # complex64 -> float32
     with sized_by(*size_arg(dim_size, ctx.plan)):
         var = var3(ctx, ddof, skip_nan)

@@ -111,5 +111,5 @@ def test_no_src_sized_copy():
     for src in (np.asfortranarray(x), x.astype(np.float16)):
         for op, fill in (("nanmean", None), ("fmax", -1.0)):
             cs.scatter(src, index, op, dim_size=100, fill_value=fill)
-            _, peak = traced_peak(lambda: cs.scatter(src, index, op, dim_size=100, fill_value=fill))
+            _, peak = traced_peak(lambda s=src, o=op, f=fill: cs.scatter(s, index, o, dim_size=100, fill_value=f))
             assert peak < x.nbytes / 2, (src.dtype, op, peak)

@@ -24,6 +24,7 @@ import numpy as np
 
 cdef extern from "include/_cpu.h" nogil:
     void cyscatter_prefetch_r(const void* p)
+    int cyscatter_has_avx2()
 
 cdef extern from "include/_fused.h" nogil:
     void cyscatter_add_row_f(float* acc, const float* x, Py_ssize_t n)
@@ -54,7 +55,6 @@ cdef extern from "include/_fused.h" nogil:
     double cyscatter_dot_row_d(int sel, const double* g, const double* x, const double* o, double w, Py_ssize_t n)
 
 cdef extern from "include/_csrsum.h" nogil:
-    int cyscatter_csrsum_has_avx2()
     void cyscatter_csrsum_f(const float* src, Py_ssize_t s_row, const int64_t* indptr, const int64_t* cols,
                             Py_ssize_t m, const int64_t* ids, const float* w, float* out, Py_ssize_t o_row,
                             Py_ssize_t inner, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead)
@@ -69,7 +69,7 @@ cdef enum:
 
 # Whether the float/double sums keep each destination row in AVX2 registers (`_tune_csr_registers` switches it
 # off so that the tests compare the two loops; it is on only where the CPU has AVX2).
-cdef bint _csr_registers = cyscatter_csrsum_has_avx2() != 0
+cdef bint _csr_registers = cyscatter_has_avx2() != 0
 
 # Edges to look ahead when prefetching src rows (-1: auto, 0: off); `_tune` sets it for the benchmarks.
 cdef Py_ssize_t _prefetch_edges = -1
@@ -789,7 +789,7 @@ def _tune_csr_registers(on=None):
     global _csr_registers
     previous = bool(_csr_registers)
     if on is not None:
-        _csr_registers = bool(on) and cyscatter_csrsum_has_avx2() != 0
+        _csr_registers = bool(on) and cyscatter_has_avx2() != 0
     return previous
 
 

@@ -23,6 +23,21 @@ static inline ptrdiff_t cyscatter_rows_ahead(ptrdiff_t reach, ptrdiff_t row_byte
     return ahead < reach / 64 ? ahead : reach / 64;
 }
 
+/* Whether the CPU runs AVX2 (the kernels built for it by target attributes; the package's baseline is SSE2),
+ * asked once */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+static inline int cyscatter_has_avx2(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx2") != 0;
+    }
+    return known;
+}
+#else
+static inline int cyscatter_has_avx2(void) { return 0; }
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define cyscatter_prefetch_w(p) __builtin_prefetch((const void *)(p), 1, 3)
 #define cyscatter_prefetch_r(p) __builtin_prefetch((const void *)(p), 0, 3)

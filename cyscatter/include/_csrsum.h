@@ -4,24 +4,16 @@
  * on wide rows, for the store port; here an edge costs its loads and one add (or multiply and add) a vector.
  * Each element still sums its messages in CSR order, one rounding each (w * x rounded, then added: no FMA is
  * enabled), so results are bitwise those of the scalar loop. Built by target attributes (the package's baseline
- * is SSE2); `cyscatter_csrsum_has_avx2` says whether the CPU runs it, else the caller keeps the scalar loop. */
+ * is SSE2); `cyscatter_has_avx2` (`_cpu.h`) says whether the CPU runs it, else the caller keeps the scalar loop. */
 #ifndef CYSCATTER_CSRSUM_H
 #define CYSCATTER_CSRSUM_H
 #include <stddef.h>
 #include <stdint.h>
+#include "_cpu.h"
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #define CYSCATTER_CSRSUM 1
-
-static int cyscatter_csrsum_has_avx2(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2") != 0;
-    }
-    return known;
-}
 
 #define CYSCATTER_CSRSUM_INLINE __attribute__((target("avx2"), always_inline)) static inline
 /* vectors of accumulators a block holds: 8 of the 16 registers, the rest for the row being added */
@@ -113,7 +105,6 @@ CYSCATTER_CSRSUM_FN(float, __m256, f, 8)
 CYSCATTER_CSRSUM_FN(double, __m256d, d, 4)
 #else
 #define CYSCATTER_CSRSUM 0
-static int cyscatter_csrsum_has_avx2(void) { return 0; }
 static void cyscatter_csrsum_f(const float *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols,
                                ptrdiff_t m, const int64_t *ids, const float *w, float *out, ptrdiff_t o_row,
                                ptrdiff_t inner, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ahead) {

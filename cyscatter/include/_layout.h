@@ -24,6 +24,7 @@
 #include <Python.h>   /* PyMem_RawMalloc: the kept table is seen by tracemalloc, as the package's other buffers */
 #include <string.h>
 #include "_index_at.h"
+#include "_cpu.h"
 
 /* the element kinds of the add: a float32, an int32 (wrapping), a float64, an int64 or uint64 (wrapping), a
  * complex64 (two float32 adds) */
@@ -100,14 +101,7 @@ static void cyscatter_layout_give(void *data) {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 
-static int cyscatter_layout_has_avx2(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2") != 0;
-    }
-    return known;
-}
+static int cyscatter_layout_has_avx2(void) { return cyscatter_has_avx2(); }
 
 #define CYSCATTER_LAYOUT_SRC_AHEAD 256   /* bytes */
 #define CYSCATTER_LAYOUT_AHEAD 16        /* entries */

@@ -84,6 +84,11 @@ cdef extern from "include/_cpu.h" nogil:
     Py_ssize_t cyscatter_rows_ahead(Py_ssize_t reach, Py_ssize_t row_bytes)
     int cyscatter_omp_max_threads()
     int cyscatter_have_openmp()
+    int cyscatter_has_avx2()
+
+cdef extern from "include/_csrsum.h" nogil:
+    void cyscatter_rowsum_f(float* acc, const float* src, Py_ssize_t s_row, Py_ssize_t rows, Py_ssize_t inner)
+    void cyscatter_rowsum_d(double* acc, const double* src, Py_ssize_t s_row, Py_ssize_t rows, Py_ssize_t inner)
     void cyscatter_prefetch_w(const void* p)
     void cyscatter_prefetch_r(const void* p)
     bint cyscatter_is_constant(Py_ssize_t x)
@@ -188,6 +193,9 @@ cdef Py_ssize_t _min_work = 32768  # element updates per thread below which a ca
 cdef int _default_threads = 0      # 0: OpenMP's default (OMP_NUM_THREADS, else the number of cores)
 cdef int _prefetch_rows = -1       # distance, in index entries, of the row prefetch (-1: auto, 0: off)
 cdef int _lean_vectors = 1
+# float/double sums of several consecutive rows (segments, sorted runs) keep the row in AVX2 registers
+# (`_csrsum.h`); `_tune_rows_registers` switches it off so that the tests compare the two loops
+cdef bint _rows_registers = cyscatter_has_avx2() != 0
 cdef int _stream = -1              # gather output with non-temporal stores (-1: auto, for outputs > 64 MB)
 cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1: auto, 0: off)
 cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
@@ -390,6 +398,15 @@ cdef inline void _combine_row(op_t op, value_t* dst, const value_t* src, Py_ssiz
 cdef void combine_rows(op_t op, value_t* dst, const value_t* src, Py_ssize_t rows, Py_ssize_t stride,
                        Py_ssize_t width) noexcept nogil:
     cdef Py_ssize_t p
+    if op_t is OpAdd and (value_t is double or value_t is float):
+        # several rows into one: the row in registers, each element's sum still in row order (the same bits);
+        # one-element rows keep the scalar loop, which the masked vector loads would slow
+        if _rows_registers and rows > 1 and width > 1:
+            if value_t is double:
+                cyscatter_rowsum_d(dst, src, stride, rows, width)
+            else:
+                cyscatter_rowsum_f(dst, src, stride, rows, width)
+            return
     for p in range(rows):
         _combine_row(op, dst, src + p * stride, width)
 
@@ -2463,6 +2480,16 @@ def half_to_float(const uint16_t[::1] src, float[::1] dst):
         return
     with nogil:
         cyscatter_f16_to_f32(&src[0], &dst[0], n)
+
+
+def _tune_rows_registers(on=None):
+    """Whether float/double sums of several consecutive rows keep the row in AVX2 registers (None: leave it);
+    returns the previous setting. Switching it on where the CPU has no AVX2 is ignored."""
+    global _rows_registers
+    previous = bool(_rows_registers)
+    if on is not None:
+        _rows_registers = bool(on) and cyscatter_has_avx2() != 0
+    return previous
 
 
 def unit_inner_view(cnp.ndarray a3):

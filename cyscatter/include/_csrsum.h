@@ -31,7 +31,7 @@
         for (int j = 0; j < nv; j++) a[j] = _mm256_loadu_##S(acc + j * L);                              \
         if (tail) a[nv] = _mm256_maskload_##S(acc + nv * L, mask);                                      \
         for (ptrdiff_t p = p0; p < p1; p++) {                                                           \
-            const T *x = src + cols[p] * s_row;                                                         \
+            const T *x = src + (cols ? cols[p] : p) * s_row;                                            \
             if (ahead && p + ahead < m) {                                                               \
                 const char *n = (const char *)(src + cols[p + ahead] * s_row);                          \
                 for (ptrdiff_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(n + b, 0, 3);          \
@@ -54,41 +54,72 @@
 CYSCATTER_CSRSUM_BLOCK_FN(float, __m256, f, ps, __m256i)
 CYSCATTER_CSRSUM_BLOCK_FN(double, __m256d, d, pd, __m256i)
 
+/* The blocks of a row's `inner` features: all whole (CYSCATTER_CSRSUM_BLOCK vectors) but the last, of `last_nv`
+ * whole vectors and `rest` lanes masked by `mask` */
+typedef struct {
+    int last_nv, rest;
+    __m256i mask;
+} cyscatter_csrsum_blocks;
+
+__attribute__((target("avx2"))) static inline cyscatter_csrsum_blocks cyscatter_csrsum_plan(ptrdiff_t inner, int L) {
+    cyscatter_csrsum_blocks B;
+    const ptrdiff_t block = CYSCATTER_CSRSUM_BLOCK * L, last = inner - (inner - 1) / block * block;
+    int64_t lanes[8];
+    B.last_nv = (int)(last / L);
+    B.rest = (int)(last % L);
+    for (int j = 0; j < 8; j++) lanes[j] = j < B.rest ? -1 : 0;
+    B.mask = L == 4 ? _mm256_set_epi64x(lanes[3], lanes[2], lanes[1], lanes[0])
+                    : _mm256_set_epi32((int)lanes[7], (int)lanes[6], (int)lanes[5], (int)lanes[4], (int)lanes[3],
+                                       (int)lanes[2], (int)lanes[1], (int)lanes[0]);
+    return B;
+}
+
+/* One destination row `acc` (inner > 0 features) += the rows p in [p0, p1) (src row cols[p], or p where cols is
+ * NULL), a block of features after the other: the src rows, brought into the cache by the first block, serve the
+ * next ones; the look-ahead prefetch fetches whole rows, with the first block */
+#define CYSCATTER_CSRSUM_ROW_FN(T, SUF, L)                                                              \
+    CYSCATTER_CSRSUM_INLINE void cyscatter_csrsum_row_##SUF(                                            \
+            T *acc_row, const T *src, ptrdiff_t s_row, const int64_t *cols, const int64_t *ids, const T *w, \
+            ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t m, ptrdiff_t ahead, ptrdiff_t inner,                  \
+            const cyscatter_csrsum_blocks *B) {                                                         \
+        const ptrdiff_t row_bytes = inner * (ptrdiff_t)sizeof(T), block = CYSCATTER_CSRSUM_BLOCK * L;   \
+        const __m256i mask = B->mask;                                                                   \
+        for (ptrdiff_t f0 = 0; f0 < inner; f0 += block) {                                               \
+            T *acc = acc_row + f0;                                                                      \
+            const T *s = src + f0;                                                                      \
+            const int whole = f0 + block < inner, nv = whole ? CYSCATTER_CSRSUM_BLOCK : B->last_nv;      \
+            const ptrdiff_t pf = f0 == 0 ? ahead : 0;                                                   \
+            switch (nv * 2 + (!whole && B->rest > 0)) {                                                 \
+            CYSCATTER_CSRSUM_CASES(SUF)                                                                 \
+            }                                                                                           \
+        }                                                                                               \
+    }
+
 /* out[r] += sum over p in [indptr[r], indptr[r + 1]) of w[e] * src[cols[p]] (or of src[cols[p]] when w is
  * NULL), e = ids[p] (or p when ids is NULL), for the rows r in [r0, r1); one weight per edge. Rows of `inner`
  * features, `s_row` / `o_row` items apart; `ahead` edges of look-ahead for the src-row prefetch (0: none). */
-#define CYSCATTER_CSRSUM_FN(T, V, SUF, L)                                                               \
+#define CYSCATTER_CSRSUM_FN(T, SUF, L)                                                                  \
     __attribute__((target("avx2"))) static void cyscatter_csrsum_##SUF(                                 \
             const T *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols, ptrdiff_t m,      \
             const int64_t *ids, const T *w, T *out, ptrdiff_t o_row, ptrdiff_t inner, ptrdiff_t r0,      \
             ptrdiff_t r1, ptrdiff_t ahead) {                                                            \
-        const ptrdiff_t row_bytes = inner * (ptrdiff_t)sizeof(T), block = CYSCATTER_CSRSUM_BLOCK * L;   \
-        /* the last block's whole vectors and masked lanes (every other block is whole) */              \
-        const ptrdiff_t last = inner - (inner - 1) / block * block;                                     \
-        const int last_nv = (int)(last / L), rest = (int)(last % L);                                     \
-        int64_t lanes[8];                                                                               \
-        __m256i mask;                                                                                   \
-        for (int j = 0; j < 8; j++) lanes[j] = j < rest ? -1 : 0;                                       \
-        mask = L == 4 ? _mm256_set_epi64x(lanes[3], lanes[2], lanes[1], lanes[0])                       \
-                      : _mm256_set_epi32((int)lanes[7], (int)lanes[6], (int)lanes[5], (int)lanes[4],     \
-                                         (int)lanes[3], (int)lanes[2], (int)lanes[1], (int)lanes[0]);     \
+        cyscatter_csrsum_blocks B;                                                                      \
         if (inner <= 0) return;                                                                         \
-        /* a destination row's blocks one after the other: its edges' src rows, brought into the cache  \
-         * by the first block, serve the next ones */                                                   \
-        for (ptrdiff_t r = r0; r < r1; r++) {                                                           \
-            ptrdiff_t p0 = indptr[r], p1 = indptr[r + 1];                                               \
-            if (p0 == p1) continue;                                                                     \
-            for (ptrdiff_t f0 = 0; f0 < inner; f0 += block) {                                           \
-                T *acc = out + r * o_row + f0;                                                          \
-                const T *s = src + f0;                                                                  \
-                const int whole = f0 + block < inner, nv = whole ? CYSCATTER_CSRSUM_BLOCK : last_nv;     \
-                /* the look-ahead prefetch fetches whole rows: once, with the first block */            \
-                const ptrdiff_t pf = f0 == 0 ? ahead : 0;                                               \
-                switch (nv * 2 + (!whole && rest > 0)) {                                                \
-                CYSCATTER_CSRSUM_CASES(SUF)                                                             \
-                }                                                                                       \
-            }                                                                                           \
-        }                                                                                               \
+        B = cyscatter_csrsum_plan(inner, L);                                                            \
+        for (ptrdiff_t r = r0; r < r1; r++)                                                             \
+            if (indptr[r] < indptr[r + 1])                                                              \
+                cyscatter_csrsum_row_##SUF(out + r * o_row, src, s_row, cols, ids, w, indptr[r],        \
+                                           indptr[r + 1], m, ahead, inner, &B);                         \
+    }
+
+/* acc[f] += src[p * s_row + f] for the rows p in [0, rows), in order: a segment's sum */
+#define CYSCATTER_ROWSUM_FN(T, SUF, L)                                                                  \
+    __attribute__((target("avx2"))) static void cyscatter_rowsum_##SUF(                                 \
+            T *acc, const T *src, ptrdiff_t s_row, ptrdiff_t rows, ptrdiff_t inner) {                   \
+        cyscatter_csrsum_blocks B;                                                                      \
+        if (inner <= 0 || rows <= 0) return;                                                            \
+        B = cyscatter_csrsum_plan(inner, L);                                                            \
+        cyscatter_csrsum_row_##SUF(acc, src, s_row, NULL, NULL, NULL, 0, rows, rows, 0, inner, &B);     \
     }
 #define CYSCATTER_CSRSUM_CASE(SUF, NV, TAIL)                                                            \
     case NV * 2 + TAIL:                                                                                 \
@@ -101,10 +132,20 @@ CYSCATTER_CSRSUM_BLOCK_FN(double, __m256d, d, pd, __m256i)
     CYSCATTER_CSRSUM_CASE(SUF, 5, 0) CYSCATTER_CSRSUM_CASE(SUF, 5, 1) CYSCATTER_CSRSUM_CASE(SUF, 6, 0)   \
     CYSCATTER_CSRSUM_CASE(SUF, 6, 1) CYSCATTER_CSRSUM_CASE(SUF, 7, 0) CYSCATTER_CSRSUM_CASE(SUF, 7, 1)   \
     CYSCATTER_CSRSUM_CASE(SUF, 8, 0)
-CYSCATTER_CSRSUM_FN(float, __m256, f, 8)
-CYSCATTER_CSRSUM_FN(double, __m256d, d, 4)
+CYSCATTER_CSRSUM_ROW_FN(float, f, 8)
+CYSCATTER_CSRSUM_ROW_FN(double, d, 4)
+CYSCATTER_CSRSUM_FN(float, f, 8)
+CYSCATTER_CSRSUM_FN(double, d, 4)
+CYSCATTER_ROWSUM_FN(float, f, 8)
+CYSCATTER_ROWSUM_FN(double, d, 4)
 #else
 #define CYSCATTER_CSRSUM 0
+static void cyscatter_rowsum_f(float *acc, const float *src, ptrdiff_t s_row, ptrdiff_t rows, ptrdiff_t inner) {
+    (void)acc; (void)src; (void)s_row; (void)rows; (void)inner;
+}
+static void cyscatter_rowsum_d(double *acc, const double *src, ptrdiff_t s_row, ptrdiff_t rows, ptrdiff_t inner) {
+    (void)acc; (void)src; (void)s_row; (void)rows; (void)inner;
+}
 static void cyscatter_csrsum_f(const float *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols,
                                ptrdiff_t m, const int64_t *ids, const float *w, float *out, ptrdiff_t o_row,
                                ptrdiff_t inner, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ahead) {

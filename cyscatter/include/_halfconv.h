@@ -34,4 +34,35 @@ static void cyscatter_f16_to_f32(const uint16_t* src, float* dst, ptrdiff_t n) {
     }
 }
 
+/* float16 (`bfloat` 0) or bfloat16 (1) elements widened to float or double, exactly (a NaN stays a NaN; its
+ * payload is not kept): the rows a reverse kernel reads from a half-precision src into a stack buffer, a row at
+ * a time, instead of a whole converted copy. The tests stay outside the loops, which vectorise. */
+static inline void cyscatter_widen_row_f(int bfloat, const uint16_t* src, float* dst, ptrdiff_t n) {
+    if (bfloat) {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            uint32_t bits = (uint32_t)src[i] << 16;
+            memcpy(dst + i, &bits, sizeof bits);
+        }
+    } else {
+        cyscatter_f16_to_f32(src, dst, n);
+    }
+}
+
+static inline void cyscatter_widen_row_d(int bfloat, const uint16_t* src, double* dst, ptrdiff_t n) {
+    float f;
+    if (bfloat) {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            uint32_t bits = (uint32_t)src[i] << 16;
+            memcpy(&f, &bits, sizeof f);
+            dst[i] = (double)f;
+        }
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            uint32_t bits = cyscatter_half_bits_to_float_bits(src[i]);
+            memcpy(&f, &bits, sizeof f);
+            dst[i] = (double)f;
+        }
+    }
+}
+
 #endif

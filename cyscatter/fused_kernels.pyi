@@ -25,6 +25,14 @@ def extreme_ties(is_max: bool, src: npt.NDArray[Any], indptr: npt.NDArray[np.int
 def extreme_back(src: npt.NDArray[Any], indptr: npt.NDArray[np.int64], cols: npt.NDArray[np.int64],
                  edge_ids: npt.NDArray[np.int64], weight: npt.NDArray[Any], weighted: bool, out: npt.NDArray[Any],
                  share: npt.NDArray[Any], result: npt.NDArray[Any], num_threads: int, select: int = ...) -> None: ...
+def extreme_ties_half(code: int, src: npt.NDArray[np.uint16], indptr: npt.NDArray[np.int64],
+                      cols: npt.NDArray[np.int64], out: npt.NDArray[Any], grad_out: npt.NDArray[Any],
+                      tangent_src: npt.NDArray[Any], use_tangent_src: bool, result: npt.NDArray[Any],
+                      num_threads: int, dst_init: npt.NDArray[Any] | None = ..., select: int = ...,
+                      average: bool = ...) -> None: ...
+def extreme_back_half(code: int, src: npt.NDArray[np.uint16], indptr: npt.NDArray[np.int64],
+                      cols: npt.NDArray[np.int64], out: npt.NDArray[Any], share: npt.NDArray[Any],
+                      result: npt.NDArray[Any], num_threads: int, select: int = ...) -> None: ...
 def dots(g: npt.NDArray[Any], src: npt.NDArray[Any], gather: npt.NDArray[np.int64],
          scatter: npt.NDArray[np.int64], result: npt.NDArray[Any], out: npt.NDArray[Any], ties: int,
          weight: npt.NDArray[Any], weighted: bool, num_threads: int) -> None: ...

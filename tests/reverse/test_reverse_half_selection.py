@@ -205,3 +205,44 @@ def test_selection_reverse_makes_no_converted_copy(dtype, kind, op, monkeypatch)
     # whole conversion adds a float64 copy of src, n * f * 8 bytes (12.8 MB); the bound is half a float32 copy
     result = n * f * 8 if kind == "vjp_src" else 0
     assert peak < result + n * f * 4 / 2, peak
+
+
+def test_half_kernel_entry_points_validate_their_arguments():
+    bits, out = np.ones((1, 4, 2), np.float16).view(np.uint16), np.zeros((1, 3, 2))
+    ptr, cols = np.array([0, 1, 2, 4]), np.array([0, 1, 2, 3])   # by destination: 3 rows, 4 source rows
+    by_src, dest = np.array([0, 1, 2, 3, 4]), np.array([0, 1, 2, 2])
+    res_src = np.zeros((1, 4, 2))
+
+    def ties(**kw):
+        args = {"code": 1, "src": bits, "indptr": ptr, "cols": cols, "out": out, "grad_out": out,
+                "tangent_src": out, "use_tangent_src": False, "result": out.copy(), "num_threads": 1}
+        args.update(kw)
+        select, dst_init = args.pop("select", 0), args.pop("dst_init", None)
+        fused_kernels.extreme_ties_half(*args.values(), dst_init=dst_init, select=select)
+
+    def back(**kw):
+        args = {"code": 1, "src": bits, "indptr": by_src, "cols": dest, "out": out, "share": out.copy(),
+                "result": res_src.copy(), "num_threads": 1}
+        args.update(kw)
+        select = args.pop("select", 0)
+        fused_kernels.extreme_back_half(*args.values(), select=select)
+
+    ties()
+    back()   # the well-formed calls run
+    for bad, match in [({"code": 0}, "code must be 1"), ({"code": 3}, "code must be 1"),
+                       ({"select": 3}, "select must be 0"), ({"result": np.zeros((1, 3, 3))}, "share shape"),
+                       ({"src": np.ones((1, 4, 3), np.uint16)}, "share shape"),
+                       ({"tangent_src": np.zeros((1, 3, 2)), "use_tangent_src": True}, "tangent_src fit"),
+                       ({"dst_init": np.zeros((1, 3, 2))[:, ::-1]}, "dst_init must share"),
+                       ({"cols": np.array([0, 1, 2, 9])}, "CSR does not fit")]:
+        with pytest.raises(ValueError, match=match):
+            ties(**bad)
+    buf = np.zeros((1, 4, 2))
+    overlapping = {"share": buf[:, 1:], "result": buf, "out": np.zeros((1, 4, 2))[:, 1:]}
+    for bad, match in [({"code": -1}, "code must be 1"), ({"select": -1}, "select must be 0"),
+                       ({"result": np.zeros((1, 4, 3))}, "must share shape"),
+                       ({"share": np.zeros((1, 3, 2))[:, ::-1]}, "must share shape"),
+                       (overlapping, "must not overlap"),
+                       ({"cols": np.array([0, 1, 2, 7])}, "CSR does not fit")]:
+        with pytest.raises(ValueError, match=match):
+            back(**bad)

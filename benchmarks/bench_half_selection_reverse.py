@@ -1,6 +1,6 @@
-"""The reverse functions of the selecting ops (max/min, fmax/fmin, and the JVPs of nansum/nanmean) on a
-float16/bfloat16 src, one thread: the selection kernels reading the half-precision rows themselves (each row
-widened in a stack buffer) against the src converted whole to float64 first (the path before they did: the same
+"""The reverse functions of the selecting ops (max/min, fmax/fmin, and the JVPs of nansum/nanmean) and of the
+products (mul, nanprod) on a float16/bfloat16 src, one thread: the kernels reading the half-precision rows
+themselves (each row widened in a stack buffer) against the src converted whole to float64 first (the path before they did: the same
 build with the chunked source turned off, `host.STAGE_MIN_ELEMENTS` raised past the src's size), interleaved in
 one run; median times, their ratio and the tracemalloc peaks.
 
@@ -32,10 +32,16 @@ except ImportError:   # bfloat16 rows left out
 
 
 def calls(x):
-    out = {op: cs.scatter(x, idx, op, dim_size=SIZE) for op in ("max", "fmax", "nanmean")}
+    out = {op: cs.scatter(x, idx, op, dim_size=SIZE) for op in ("max", "fmax", "nanmean", "mul", "nanprod")}
     dst = np.zeros(out["max"].shape, out["max"].dtype)
     into = cs.scatter_into(dst.copy(), x, idx, "max")
+    ones = np.ones(out["max"].shape, out["max"].dtype)
+    into_prod = cs.scatter_into(ones.copy(), x, idx, "nanprod")
     return {
+        "vjp_src mul": lambda: cs.scatter_vjp_src("mul", G, x, idx, out["mul"]),
+        "vjp_src nanprod": lambda: cs.scatter_vjp_src("nanprod", G, x, idx, out["nanprod"]),
+        "vjp_dst nanprod": lambda: cs.scatter_vjp_dst("nanprod", G, ones, x, idx, into_prod),
+        "jvp mul": lambda: cs.scatter_jvp("mul", x, idx, out["mul"], DOT),
         "vjp_src max": lambda: cs.scatter_vjp_src("max", G, x, idx, out["max"]),
         "vjp_src fmax": lambda: cs.scatter_vjp_src("fmax", G, x, idx, out["fmax"]),
         "vjp_dst max": lambda: cs.scatter_vjp_dst("max", G, dst, x, idx, into),

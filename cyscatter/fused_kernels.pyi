@@ -33,6 +33,9 @@ def extreme_ties_half(code: int, src: npt.NDArray[np.uint16], indptr: npt.NDArra
 def extreme_back_half(code: int, src: npt.NDArray[np.uint16], indptr: npt.NDArray[np.int64],
                       cols: npt.NDArray[np.int64], out: npt.NDArray[Any], share: npt.NDArray[Any],
                       result: npt.NDArray[Any], num_threads: int, select: int = ...) -> None: ...
+def exclusive_products_half(code: int, src: npt.NDArray[np.uint16], order: npt.NDArray[np.int64],
+                            indptr: npt.NDArray[np.int64], partials: npt.NDArray[Any],
+                            nan_as_one: bool = ...) -> None: ...
 def dots(g: npt.NDArray[Any], src: npt.NDArray[Any], gather: npt.NDArray[np.int64],
          scatter: npt.NDArray[np.int64], result: npt.NDArray[Any], out: npt.NDArray[Any], ties: int,
          weight: npt.NDArray[Any], weighted: bool, num_threads: int) -> None: ...

@@ -772,6 +772,50 @@ cdef void _back_csr(select_t sel, Src src, const int64_t[::1] indptr,
                    &share[0, 0, 0], &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
 
 
+
+# ---- group products of a half-precision src (mul's and nanprod's reverse rules) ------------------------------------
+
+cdef void _half_products(int conv, bint nan_as_one, const uint16_t* src, Py_ssize_t s_outer, Py_ssize_t s_row,
+                         const int64_t* order, const int64_t* indptr, Py_ssize_t ngroups, real_t* partials,
+                         Py_ssize_t p_outer, Py_ssize_t p_row, Py_ssize_t outer, Py_ssize_t inner) noexcept nogil:
+    """`kernels.group_exclusive_products` on src's rows widened CHUNK features at a time (a NaN read as 1 where
+    `nan_as_one`): per feature the same products in the same order (suffix, then prefix), so the same bits, with
+    a row's features side by side instead of one feature down the group at a time. Strides in items."""
+    cdef real_t acc[CHUNK]
+    cdef real_t x[CHUNK]
+    cdef real_t* prow
+    cdef Py_ssize_t o, g, p, f, f0, n
+    for o in range(outer):
+        for g in range(ngroups):
+            f0 = 0
+            while f0 < inner:
+                n = min(<Py_ssize_t>CHUNK, inner - f0)
+                for f in range(n):
+                    acc[f] = 1
+                for p in range(indptr[g + 1] - 1, indptr[g] - 1, -1):
+                    prow = partials + o * p_outer + order[p] * p_row + f0
+                    _widen(conv, src + o * s_outer + order[p] * s_row + f0, x, n)
+                    if nan_as_one:
+                        for f in range(n):
+                            if x[f] != x[f]:
+                                x[f] = 1
+                    for f in range(n):
+                        prow[f] = acc[f]
+                        acc[f] = acc[f] * x[f]
+                for f in range(n):
+                    acc[f] = 1
+                for p in range(indptr[g], indptr[g + 1]):
+                    prow = partials + o * p_outer + order[p] * p_row + f0
+                    _widen(conv, src + o * s_outer + order[p] * s_row + f0, x, n)
+                    if nan_as_one:
+                        for f in range(n):
+                            if x[f] != x[f]:
+                                x[f] = 1
+                    for f in range(n):
+                        prow[f] = prow[f] * acc[f]
+                        acc[f] = acc[f] * x[f]
+                f0 += n
+
 # ---- per-edge dots (SDDMM) ---------------------------------------------------------------------------------------
 
 cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather, const int64_t* scatter,
@@ -1193,6 +1237,49 @@ def extreme_back_half(int code, const uint16_t[:, :, ::contiguous] src, const in
             _back_csr(won, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
         else:
             _back_csr(present, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
+
+
+cdef Py_ssize_t _first_bad_group(Py_ssize_t n, const int64_t[::1] order, const int64_t[::1] indptr) noexcept nogil:
+    """First group g whose bounds leave [0, len(order)] or decrease, or len(indptr) - 1 when an entry of `order`
+    outside [0, n) is reached; -1 when the groups are safe to walk (`kernels`' check of the same name)."""
+    cdef Py_ssize_t g, p, ngroups = indptr.shape[0] - 1
+    for g in range(ngroups):
+        if indptr[g] < 0 or indptr[g] > indptr[g + 1] or indptr[g + 1] > order.shape[0]:
+            return g
+    for g in range(ngroups):
+        for p in range(indptr[g], indptr[g + 1]):
+            if <uint64_t>order[p] >= <uint64_t>n:
+                return ngroups
+    return -1
+
+
+def exclusive_products_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] order,
+                            const int64_t[::1] indptr, real_t[:, :, ::contiguous] partials, bint nan_as_one=False):
+    """`kernels.exclusive_products` of a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each
+    row widened exactly to partials' dtype as it is read, a NaN read as 1 where `nan_as_one` (nanprod): the bits
+    of `exclusive_products` on src converted (and its NaNs replaced) whole first, without that copy. Entries
+    that no group holds are left as they are. Raises ValueError, before writing anything, for partials of another
+    shape than src or groups that leave the arrays."""
+    cdef Py_ssize_t bad
+    _check_conv("exclusive_products_half", code)
+    if not _same_shape(src, partials):
+        raise ValueError(f"exclusive_products_half: partials shape {(<object>partials).shape} != src shape "
+                         f"{(<object>src).shape}")
+    with nogil:
+        bad = _first_bad_group(src.shape[1], order, indptr)
+    if bad == indptr.shape[0] - 1:
+        raise ValueError(f"exclusive_products_half: order holds an entry outside [0, {src.shape[1]}), the rows of "
+                         "src")
+    if bad >= 0:
+        raise ValueError(f"exclusive_products_half: indptr[{bad}:{bad + 2}] is not a group of order (bounds must "
+                         f"not decrease and must lie in [0, {order.shape[0]}])")
+    if src.shape[0] == 0 or src.shape[1] == 0 or src.shape[2] == 0 or indptr.shape[0] < 2:
+        return
+    with nogil:
+        _half_products(code, nan_as_one, &src[0, 0, 0], src.strides[0] // sizeof(uint16_t),
+                       src.strides[1] // sizeof(uint16_t), &order[0] if order.shape[0] else NULL, &indptr[0],
+                       indptr.shape[0] - 1, &partials[0, 0, 0], partials.strides[0] // sizeof(real_t),
+                       partials.strides[1] // sizeof(real_t), src.shape[0], src.shape[2])
 
 def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src, const int64_t[::1] gather,
          const int64_t[::1] scatter, value_t[:, ::1] result, const value_t[:, :, ::contiguous] out, int ties,

@@ -66,15 +66,22 @@ _NONE, _NO_WEIGHT = np.zeros(0, np.int64), {np.dtype(t): np.zeros((0, 1), t) for
 _WIDENED = {"float16": 1, "bfloat16": 2}
 
 
-def _selection_src(ctx):
-    """src as the selection kernels read it: (code, its bits as (outer, n, inner) uint16) for a float16/bfloat16
-    src still read in place (`fused_kernels.extreme_ties_half`: each row widened to the derivative dtype in a
-    stack buffer, the values of the whole conversion without that n x F copy), else (0, src3 C-contiguous).
-    A src whose row elements lie apart (Fortran order) has its bits copied, a quarter of a float64 copy."""
+def _half_source(ctx):
+    """(code, its bits as (outer, n, inner) uint16) for a float16/bfloat16 src still read in place that the CPU
+    kernels widen a row at a time themselves (`fused_kernels.extreme_ties_half` and its siblings: each row
+    converted exactly to the derivative dtype in a stack buffer, the values of the whole conversion without
+    that n x F copy), else None. A src whose row elements lie apart (Fortran order) has its bits copied, a
+    quarter of a float64 copy."""
     code = _WIDENED.get(ctx.source.array.dtype.name) if ctx.in_place else None
-    if code is None:
-        return 0, np.ascontiguousarray(ctx.src3)
+    if code is None or not ctx.be.fused_reverse or ctx.dtype not in (np.float32, np.float64):
+        return None
     return code, _canonical._unit_inner_stride(ctx.source.array.view(np.uint16))
+
+
+def _selection_src(ctx):
+    """src as the selection kernels read it: `_half_source`'s pair, else (0, src3 C-contiguous)."""
+    half = _half_source(ctx)
+    return (0, np.ascontiguousarray(ctx.src3)) if half is None else half
 
 
 def _selection_inputs(ctx, select: str):
@@ -210,8 +217,21 @@ def _others_product(ctx) -> np.ndarray:
     return partials
 
 
+def _half_others_product(ctx, half, nan_as_one: bool) -> np.ndarray:
+    """`_others_product` of a `_half_source` (`fused_kernels.exclusive_products_half`), a NaN entry read as 1
+    where `nan_as_one` (nanprod's src): the same bits, no converted copy of src."""
+    code, bits = half
+    order, indptr = ctx.plan.groups()
+    partials = np.zeros(bits.shape, ctx.dtype)
+    fused_kernels.exclusive_products_half(code, bits, order, indptr, partials, nan_as_one)
+    if ctx.dst3 is not None:
+        partials *= ctx.take(ctx.dst3)
+    return partials
+
+
 def _mul_src(ctx, g3):
-    return ctx.take(g3) * _others_product(ctx)
+    half = _half_source(ctx)
+    return ctx.take(g3) * (_others_product(ctx) if half is None else _half_others_product(ctx, half, False))
 
 
 def _mul_dst(ctx, g3):
@@ -286,7 +306,21 @@ def _without_nan(ctx) -> Reverse:
 
 
 def _nanprod_src(ctx, g3):
-    return ctx.xp.where(_not_nan(ctx), _mul_src(_without_nan(ctx), g3), 0).astype(ctx.dtype, copy=False)
+    half = _half_source(ctx)
+    if half is None:
+        return ctx.xp.where(_not_nan(ctx), _mul_src(_without_nan(ctx), g3), 0).astype(ctx.dtype, copy=False)
+    grad = (ctx.take(g3) * _half_others_product(ctx, half, True)).astype(ctx.dtype, copy=False)
+    for rows, _, rows3 in ctx.src_chunks():   # a NaN entry gets 0, by chunks of src rows
+        np.copyto(grad[:, rows], 0, where=~_present(rows3))
+    return grad
+
+
+def _nanprod_dst(ctx, g3):
+    if not ctx.in_place:
+        return _mul_dst(_without_nan(ctx), g3)
+    # the product of each group's non-NaN entries, by chunks of src rows (each element's updates in index order)
+    return g3 * ctx.put_rows(lambda _, plan, rows3: ctx.xp.where(_present(rows3), rows3, 1), ctx.dtype,
+                             get_op("mul"), start=1)
 
 
 def _nan_assign_src(last: bool):
@@ -332,7 +366,7 @@ RULES: dict[str, Rules] = {
     "assign_first": Rules(vjp_src=_assign_src(False), vjp_dst=_assign_dst),
     "nansum": Rules(vjp_src=_nansum_src, vjp_dst=_identity_dst),
     "nanmean": Rules(vjp_src=_nanmean_src, vjp_dst=_identity_dst),
-    "nanprod": Rules(vjp_src=_nanprod_src, vjp_dst=lambda ctx, g3: _mul_dst(_without_nan(ctx), g3)),
+    "nanprod": Rules(vjp_src=_nanprod_src, vjp_dst=_nanprod_dst),
     "nan_extreme": Rules(vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
                          vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True)),
     "nan_assign_last": Rules(vjp_src=_nan_assign_src(True), vjp_dst=_nan_assign_dst),

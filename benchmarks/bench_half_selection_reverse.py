@@ -4,6 +4,10 @@ themselves (each row widened in a stack buffer) against the src converted whole 
 build with the chunked source turned off, `host.STAGE_MIN_ELEMENTS` raised past the src's size), interleaved in
 one run; median times, their ratio and the tracemalloc peaks.
 
+Also gather_scatter's forward pass with a float16/bfloat16 weight of one value per edge and feature (200000 edges
+between 5000 nodes of 64 float32 features), the kernel widening each edge's weights against the weight converted
+whole to float32 first (`host._HALF_WEIGHTS` emptied).
+
 Shapes: 200000 x 64 rows into 5000 groups (the issue's). Run:
 ``PYTHONPATH=. python benchmarks/bench_half_selection_reverse.py [rounds]``."""
 import sys
@@ -50,14 +54,24 @@ def calls(x):
     }
 
 
+NODES = rng.standard_normal((SIZE, F)).astype(np.float32)
+GIDX = rng.integers(0, SIZE, N)
+
+
+def edge_calls(w):
+    return {f"gather_scatter {op}": (lambda op=op: cs.gather_scatter(NODES, GIDX, idx, op, weight=w, dim_size=SIZE))
+            for op in ("add", "max")}
+
+
 def whole(f):
-    """f run on the path that converts src whole first."""
+    """f run on the path that converts src (or the weight) whole first."""
     def run():
         saved, host.STAGE_MIN_ELEMENTS = host.STAGE_MIN_ELEMENTS, 1 << 62
+        kinds, host._HALF_WEIGHTS = host._HALF_WEIGHTS, {}
         try:
             return f()
         finally:
-            host.STAGE_MIN_ELEMENTS = saved
+            host.STAGE_MIN_ELEMENTS, host._HALF_WEIGHTS = saved, kinds
     return run
 
 
@@ -74,7 +88,7 @@ def main(rounds=9):
     print(f"{'call':28s} {'in place':>9s} {'whole':>9s} {'ratio':>6s} {'peak MB':>8s} {'whole MB':>8s}")
     for name, dtype in DTYPES.items():
         x = x32.astype(dtype)
-        for label, f in calls(x).items():
+        for label, f in {**calls(x), **edge_calls(x)}.items():
             g = whole(f)
             a, b = f(), g()
             assert np.array_equal(np.asarray(a).view(np.uint64), np.asarray(b).view(np.uint64)), label

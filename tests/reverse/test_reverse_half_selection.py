@@ -299,3 +299,17 @@ def test_product_reverse_makes_no_converted_copy(dtype, call, monkeypatch):
     # coefficients and their product with the tangent likewise), no float64 copy of src (n * f * 8 bytes more)
     held = 0 if kind == "vjp_dst" else 2 * n * f * 8
     assert peak < held + n * f * 4 / 2, peak
+
+
+def test_half_products_entry_point_validates_its_arguments():
+    bits, partials = np.ones((1, 4, 2), np.float16).view(np.uint16), np.zeros((1, 4, 2))
+    order, indptr = np.array([0, 2, 1, 3]), np.array([0, 2, 4])
+    fused_kernels.exclusive_products_half(1, bits, order, indptr, partials)
+    np.testing.assert_array_equal(partials, 1)   # the product of one other member, 1.0
+    for args, match in [((3, bits, order, indptr, partials), "code must be 1"),
+                        ((1, bits, order, indptr, np.zeros((1, 3, 2))), "partials shape"),
+                        ((1, bits, np.array([0, 2, 1, 9]), indptr, partials), "outside"),
+                        ((1, bits, order, np.array([0, 3, 2]), partials), "not a group"),
+                        ((2, bits, order, np.array([0, 2, 5]), partials), "not a group")]:
+        with pytest.raises(ValueError, match=match):
+            fused_kernels.exclusive_products_half(*args)

@@ -60,7 +60,7 @@ GIDX = rng.integers(0, SIZE, N)
 
 def edge_calls(w):
     return {f"gather_scatter {op}": (lambda op=op: cs.gather_scatter(NODES, GIDX, idx, op, weight=w, dim_size=SIZE))
-            for op in ("add", "max")}
+            for op in ("add", "max", "nanmean")}
 
 
 def whole(f):

@@ -586,6 +586,68 @@ cdef void _forward_nan_rows(nan_op_t op, const nan_value_t* src, const int64_t* 
                         f0 += n
 
 
+cdef void _forward_nan_half_rows(nan_op_t op, const real_t* src, const int64_t* indptr, const int64_t* cols,
+                                 Py_ssize_t m, const int64_t* edge_ids, const uint16_t* hweight, int wconv,
+                                 real_t* out, count_t* counts, Py_ssize_t c_outer, Py_ssize_t c_row, const Geo* G,
+                                 Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
+    # `_forward_nan_rows` with float16 / bfloat16 weights (`hweight`, `wconv`), the messages formed as in
+    # `_forward_half_rows`
+    cdef Py_ssize_t o, r, p, e, f, f0, n, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
+    cdef real_t* acc
+    cdef count_t* cnt
+    cdef const real_t* x
+    cdef real_t buf[CHUNK]
+    for o in range(G.outer):
+        for r in range(r0, r1):
+            acc = out + o * G.o_outer + r * G.o_row
+            cnt = counts + o * c_outer + r * c_row if counts != NULL else NULL
+            for p in range(indptr[r], indptr[r + 1]):
+                if ahead and p + ahead < m:
+                    _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    if edge_ids != NULL:
+                        cyscatter_prefetch_r(hweight + edge_ids[p + ahead] * G.heads)
+                x = src + o * G.s_outer + cols[p] * G.s_row
+                e = edge_ids[p] if edge_ids != NULL else p
+                f0 = 0
+                while f0 < G.inner:
+                    n = min(<Py_ssize_t>CHUNK, G.inner - f0)
+                    _half_messages(wconv, hweight + e * G.heads, x, buf, G, f0, n)
+                    combine_rows(op, acc + f0, buf, 1, 0, n)
+                    if cnt != NULL:
+                        for f in range(n):
+                            cnt[f0 + f] += (buf[f] == buf[f])
+                    f0 += n
+
+
+cdef Py_ssize_t _forward_nan_half_csr(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
+                                      const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids,
+                                      const uint16_t* hweight, int wconv, Py_ssize_t heads,
+                                      nan_value_t[:, :, ::contiguous] out, count_t* counts, Py_ssize_t c_outer,
+                                      Py_ssize_t c_row, int num_threads) noexcept nogil:
+    """`gather_scatter_nan_csr` with float16 / bfloat16 weights (`hweight`, `wconv`; float and double values)."""
+    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], status, ahead
+    cdef Py_ssize_t cut[MAX_THREADS + 1]
+    cdef int parts = _team(num_threads), t
+    cdef Geo G
+    status = _check_call(indptr, cols, src.shape, out.shape, True, heads)
+    if status != -1 or src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
+        return status
+    _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(nan_value_t),
+              src.strides[1] // sizeof(nan_value_t), out.strides[0] // sizeof(nan_value_t),
+              out.strides[1] // sizeof(nan_value_t))
+    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(nan_value_t), src.shape[1])
+    if nan_value_t is float or nan_value_t is double:
+        if parts == 1 or rows < 2:
+            _forward_nan_half_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, hweight, wconv,
+                                   &out[0, 0, 0], counts, c_outer, c_row, &G, 0, rows, ahead)
+            return -1
+        _cuts(&indptr[0], rows, parts, cut)
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            _forward_nan_half_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, hweight, wconv,
+                                   &out[0, 0, 0], counts, c_outer, c_row, &G, cut[t], cut[t + 1], ahead)
+    return -1
+
+
 cdef Py_ssize_t gather_scatter_nan_csr(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
                                        const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids,
                                        const nan_value_t* weight, Py_ssize_t heads,
@@ -1096,14 +1158,25 @@ def forward(int opcode, const value_t[:, :, ::contiguous] src, const int64_t[::1
 def forward_nan(int opcode, const nan_value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                 const int64_t[::1] cols, const int64_t[::1] edge_ids, const nan_value_t[:, ::1] weight, bint weighted,
                 nan_value_t[:, :, ::contiguous] out, count_t[:, :, ::contiguous] counts, bint counting,
-                int num_threads):
+                int num_threads, const uint16_t[:, ::1] half_weight=None, int weight_code=0):
     """`gather_scatter_nan_csr` for a NaN-skipping `opcode` (OP_NANADD, OP_NANMUL, OP_FMAX, OP_FMIN) on float or
     complex values; `counting`: add each output element's non-NaN messages to `counts` (out's shape). Returns
-    the kernel's status, as `forward`."""
+    the kernel's status, as `forward`. `half_weight` and `weight_code` as in `forward`."""
     cdef Py_ssize_t status = -1
     cdef const nan_value_t* w = &weight[0, 0] if weighted and weight.shape[0] > 0 else NULL
     cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
     cdef const int64_t* ids = _ids(edge_ids)
+    cdef const uint16_t* hw = NULL
+    cdef int code = weight_code
+    if weight_code:
+        _check_conv("forward_nan", weight_code)
+        if nan_value_t is not float and nan_value_t is not double:
+            raise TypeError("forward_nan: float16/bfloat16 weights take float32 or float64 values")
+        if half_weight is None or not weighted:
+            raise ValueError("forward_nan: a weight_code needs half_weight and weighted")
+        w, heads = NULL, half_weight.shape[1]
+        if half_weight.shape[0] > 0 and heads > 0:
+            hw = &half_weight[0, 0]
     cdef count_t* c = NULL
     cdef Py_ssize_t c_outer = 0, c_row = 0
     cdef OpNanAdd nanadd
@@ -1120,8 +1193,23 @@ def forward_nan(int opcode, const nan_value_t[:, :, ::contiguous] src, const int
         if out.shape[0] and out.shape[1] and out.shape[2]:
             c = &counts[0, 0, 0]
             c_outer, c_row = counts.strides[0] // sizeof(count_t), counts.strides[1] // sizeof(count_t)
-    _edges_ok("forward_nan", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted, heads,
-              src.shape[2])
+    _edges_ok("forward_nan", indptr, cols, edge_ids, src.shape[1], out.shape[1],
+              half_weight.shape[0] if weight_code else weight.shape[0], weighted, heads, src.shape[2])
+    if hw != NULL:
+        with nogil:
+            if opcode == OP_NANADD:
+                status = _forward_nan_half_csr(nanadd, src, indptr, cols, ids, hw, code, heads, out, c, c_outer,
+                                               c_row, num_threads)
+            elif opcode == OP_NANMUL:
+                status = _forward_nan_half_csr(nanmul, src, indptr, cols, ids, hw, code, heads, out, c, c_outer,
+                                               c_row, num_threads)
+            elif opcode == OP_FMAX:
+                status = _forward_nan_half_csr(fmx, src, indptr, cols, ids, hw, code, heads, out, c, c_outer,
+                                               c_row, num_threads)
+            else:
+                status = _forward_nan_half_csr(fmn, src, indptr, cols, ids, hw, code, heads, out, c, c_outer,
+                                               c_row, num_threads)
+        return status
     with nogil:
         if opcode == OP_NANADD:
             status = gather_scatter_nan_csr(nanadd, src, indptr, cols, ids, w, heads, out, c, c_outer, c_row,

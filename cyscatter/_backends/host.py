@@ -433,24 +433,23 @@ def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bo
         return   # no batch slice or no feature: nothing to compute (a head dim of length 0 included)
     indptr, edge_ids, cols = plan.transpose if transpose else (plan.indptr, plan.edge_ids, plan.cols)
     parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2])
-    nan_kernel = op.skips_nan and out3.dtype.kind in "fc"
     code = _HALF_WEIGHTS.get(w.dtype.name) if type(w) is np.ndarray and w.dtype.isnative else None
-    if code is not None and not nan_kernel and out3.dtype in (np.float32, np.float64):
+    half = {}
+    if code is not None and out3.dtype in (np.float32, np.float64):
         # float16/bfloat16 weights read as they are, each edge's widened exactly by the kernel: no E x heads
         # float32 copy, the same messages
-        half = weight_rows(w, plan.index_shape, feat, heads, w.dtype).view(np.uint16)
-        status = fused_kernels.forward(op.twin_opcode, src3, indptr, cols, edge_ids, np.zeros((0, 1), out3.dtype),
-                                       True, out3, parts, half_weight=half, weight_code=code)
-        if status != -1:
-            raise ValueError(f"the plan's edges do not fit src and out (kernel status {status})")
-        return
-    w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
-    if nan_kernel:
+        half = {"half_weight": weight_rows(w, plan.index_shape, feat, heads, w.dtype).view(np.uint16),
+                "weight_code": code}
+        w2 = np.zeros((0, 1), out3.dtype)
+    else:
+        w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
+    if op.skips_nan and out3.dtype.kind in "fc":
         status = fused_kernels.forward_nan(op.opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
-                                           _NO_COUNTS if counts is None else counts, counts is not None, parts)
+                                           _NO_COUNTS if counts is None else counts, counts is not None, parts,
+                                           **half)
     else:   # integers hold no NaN: a NaN-skipping op runs its twin's kernel
         status = fused_kernels.forward(op.twin_opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
-                                       parts)
+                                       parts, **half)
     if status != -1:   # a plan validates everything the kernel checks; only a corrupted one gets here
         raise ValueError(f"the plan's edges do not fit src and out (kernel status {status})")
 

@@ -1,13 +1,12 @@
 """gather_scatter's forward pass with a float16/bfloat16 weight on float32/float64 values: the fused kernel reads
 the weight as it is, widening each edge's weights exactly as it forms the messages, against the weight converted
-whole first (the path the NaN-skipping ops still take), against plain loops, and without the E x heads float32
-copy of the weight."""
+whole first, against plain loops, and without the E x heads float32 copy of the weight."""
 import numpy as np
 import pytest
 from memory import traced_peak
 
 import cyscatter as cs
-from cyscatter import fused_kernels
+from cyscatter import fused_kernels, kernels
 from cyscatter._backends import host
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -50,7 +49,8 @@ def _weight(shape, dtype, rng, layout):
 
 @pytest.mark.parametrize("weight_dtype", list(HALF))
 @pytest.mark.parametrize("values", list(VALUES))
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "fmax"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "nanmean",
+                                "nanprod", "fmax", "fmin"])
 @pytest.mark.parametrize("heads", ["per-feature", "per-edge", "two-heads", "wide-rows"])
 @pytest.mark.parametrize("layout", ["C", "rows-apart"])
 @pytest.mark.parametrize("mode", ["raise", "drop", "clip"])
@@ -91,7 +91,8 @@ def test_half_weight_against_plain_loops(weight_dtype, op):
 
 
 @pytest.mark.parametrize("weight_dtype", list(HALF))
-def test_half_weight_makes_no_converted_copy(weight_dtype):
+@pytest.mark.parametrize("op", ["add", "nanmean"])
+def test_half_weight_makes_no_converted_copy(weight_dtype, op):
     rng = np.random.default_rng(5)
     nodes, edges, size, f = 500, 50_000, 500, 64
     x = rng.standard_normal((nodes, f)).astype(np.float32)
@@ -99,10 +100,11 @@ def test_half_weight_makes_no_converted_copy(weight_dtype):
     gi, si = rng.integers(0, nodes, edges), rng.integers(0, size, edges)
 
     def call():
-        return cs.gather_scatter(x, gi, si, "add", weight=w, dim_size=size)
+        return cs.gather_scatter(x, gi, si, op, weight=w, dim_size=size)
     call()   # warm the Python layer's caches
     _, peak = traced_peak(call)
-    # the output, the edge plan's int64 arrays; a float32 copy of the weight is edges * f * 4 bytes (12.8 MB)
+    # the output (nanmean: and its counts), the edge plan's int64 arrays; a float32 copy of the weight is
+    # edges * f * 4 bytes (12.8 MB)
     assert peak < edges * f * 4 / 2, peak
 
 
@@ -121,3 +123,20 @@ def test_half_weight_entry_point_validates_its_arguments():
     with pytest.raises(TypeError, match="float32 or float64 values"):
         fused_kernels.forward(0, src.astype(np.int64), ptr, cols, none, np.zeros((0, 1), np.int64), True,
                               out.astype(np.int64), 1, half_weight=bits, weight_code=1)
+    counts = np.zeros((1, 3, 2), np.int32)
+    out = np.zeros((1, 3, 2), np.float32)
+    assert fused_kernels.forward_nan(fused_kernels_nanadd(), src, ptr, cols, none, empty, True, out, counts, True, 1,
+                                     half_weight=bits, weight_code=1) == -1
+    np.testing.assert_array_equal(out, 1)
+    np.testing.assert_array_equal(counts, 1)
+    with pytest.raises(ValueError, match="code must be 1"):
+        fused_kernels.forward_nan(fused_kernels_nanadd(), src, ptr, cols, none, empty, True, out, counts, True, 1,
+                                  half_weight=bits, weight_code=-1)
+    with pytest.raises(TypeError, match="float32 or float64 values"):
+        fused_kernels.forward_nan(fused_kernels_nanadd(), src.astype(np.complex64), ptr, cols, none,
+                                  np.zeros((0, 1), np.complex64), True, out.astype(np.complex64), counts, True, 1,
+                                  half_weight=bits, weight_code=1)
+
+
+def fused_kernels_nanadd():
+    return int(kernels.OpCode.OP_NANADD)

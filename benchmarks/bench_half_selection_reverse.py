@@ -9,7 +9,7 @@ between 5000 nodes of 64 float32 features), the kernel widening each edge's weig
 whole to float32 first (`host._HALF_WEIGHTS` emptied).
 
 Shapes: 200000 x 64 rows into 5000 groups (the issue's). Run:
-``PYTHONPATH=. python benchmarks/bench_half_selection_reverse.py [rounds]``."""
+``PYTHONPATH=. python benchmarks/bench_half_selection_reverse.py [rounds [name-substring]]``."""
 import sys
 import time
 import tracemalloc
@@ -83,12 +83,14 @@ def peak(f):
     return top / 1e6
 
 
-def main(rounds=9):
+def main(rounds=9, only=""):
     print(f"{N} x {F} rows into {SIZE}, one thread, {rounds} interleaved rounds; median ms")
-    print(f"{'call':28s} {'in place':>9s} {'whole':>9s} {'ratio':>6s} {'peak MB':>8s} {'whole MB':>8s}")
+    print(f"{'call':32s} {'in place':>9s} {'whole':>9s} {'ratio':>6s} {'peak MB':>8s} {'whole MB':>8s}")
     for name, dtype in DTYPES.items():
         x = x32.astype(dtype)
         for label, f in {**calls(x), **edge_calls(x)}.items():
+            if only not in label:
+                continue
             g = whole(f)
             a, b = f(), g()
             assert np.array_equal(np.asarray(a).view(np.uint64), np.asarray(b).view(np.uint64)), label
@@ -99,8 +101,8 @@ def main(rounds=9):
                     h()
                     times[h].append(time.perf_counter() - t0)
             tf, tg = (np.median(times[h]) * 1e3 for h in (f, g))
-            print(f"{name + ' ' + label:28s} {tf:9.1f} {tg:9.1f} {tf / tg:6.2f} {peak(f):8.1f} {peak(g):8.1f}")
+            print(f"{name + ' ' + label:32s} {tf:9.1f} {tg:9.1f} {tf / tg:6.2f} {peak(f):8.1f} {peak(g):8.1f}")
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:]))
+    main(*(int(a) if a.isdigit() else a for a in sys.argv[1:]))

@@ -11,7 +11,7 @@ from cython.parallel cimport prange
 from cython.view cimport contiguous
 from libc.math cimport signbit
 from libc.stdlib cimport malloc, free
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int64_t, uint16_t, uint64_t
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t,
@@ -62,6 +62,10 @@ cdef extern from "include/_csrsum.h" nogil:
                             Py_ssize_t m, const int64_t* ids, const double* w, double* out, Py_ssize_t o_row,
                             Py_ssize_t inner, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead)
 
+cdef extern from "include/_halfconv.h" nogil:
+    void cyscatter_widen_row_f(int bfloat, const uint16_t* src, float* dst, Py_ssize_t n)
+    void cyscatter_widen_row_d(int bfloat, const uint16_t* src, double* dst, Py_ssize_t n)
+
 cdef enum:
     MAX_THREADS = 256
     CHUNK = 256          # features per stack buffer (scaled rows of non-add ops, tie counts)
@@ -84,6 +88,7 @@ cdef struct Geo:
     Py_ssize_t outer, inner, heads, chunk
     Py_ssize_t s_outer, s_row      # the gathered side (rows addressed by cols)
     Py_ssize_t o_outer, o_row      # the side owned row by row (out, result)
+    Py_ssize_t x_outer, x_row      # the reverse kernels' src rows, in src's own items
 
 
 cdef inline Py_ssize_t _ahead(Py_ssize_t row_bytes, Py_ssize_t table_rows) noexcept nogil:
@@ -161,6 +166,52 @@ cdef inline void _sel_tangent(int sel, real_t* count, real_t* acc, const real_t*
         cyscatter_sel_tangent_row_f(sel, count, acc, x, o, t, w, with_tw, tw, n)
     else:
         cyscatter_sel_tangent_row_d(sel, count, acc, x, o, t, w, with_tw, tw, n)
+
+
+# A float16 / bfloat16 src (the `conv` codes, kernels.StageCode's: 1 float16, 2 bfloat16; 0: src of the value
+# type) is read a row chunk at a time into a stack buffer of the value type, converted exactly, so that the
+# reverse passes make no n x F converted copy and compare the values that copy would hold.
+cdef enum:
+    CONV_NONE = 0
+    CONV_HALF = 1
+    CONV_BFLOAT = 2
+
+
+cdef inline void _widen(int conv, const uint16_t* s, real_t* d, Py_ssize_t n) noexcept nogil:
+    if real_t is float:
+        cyscatter_widen_row_f(conv == CONV_BFLOAT, s, d, n)
+    else:
+        cyscatter_widen_row_d(conv == CONV_BFLOAT, s, d, n)
+
+
+cdef struct Src:
+    # a reverse kernel's src: its first element (NULL where it is empty or no edge reads it), its `conv` code,
+    # its rows per batch slice and its strides in its own items
+    const void* ptr
+    int conv
+    Py_ssize_t rows, s_outer, s_row
+
+
+cdef inline Src _real_src(const real_t[:, :, ::contiguous] a, Py_ssize_t m) noexcept nogil:
+    """`a`, of the value type, as a `Src`; no first element where m (the edges reading it) is 0."""
+    cdef Src x
+    x.ptr = NULL
+    if m and a.shape[0] and a.shape[1] and a.shape[2]:
+        x.ptr = &a[0, 0, 0]
+    x.conv, x.rows = CONV_NONE, a.shape[1]
+    x.s_outer, x.s_row = a.strides[0] // sizeof(real_t), a.strides[1] // sizeof(real_t)
+    return x
+
+
+cdef inline Src _half_src(int conv, const uint16_t[:, :, ::contiguous] a, Py_ssize_t m) noexcept nogil:
+    """`a`, the bits of a float16 or bfloat16 src, as a `Src`."""
+    cdef Src x
+    x.ptr = NULL
+    if m and a.shape[0] and a.shape[1] and a.shape[2]:
+        x.ptr = &a[0, 0, 0]
+    x.conv, x.rows = conv, a.shape[1]
+    x.s_outer, x.s_row = a.strides[0] // sizeof(uint16_t), a.strides[1] // sizeof(uint16_t)
+    return x
 
 
 cdef inline void _bits_count(real_t* count, const uint64_t* b, Py_ssize_t p, Py_ssize_t n) noexcept nogil:
@@ -322,6 +373,61 @@ cdef inline void _scale(value_t* dst, const value_t* x, value_t w, Py_ssize_t n)
             dst[f] = w * x[f]
 
 
+cdef inline void _half_messages(int wconv, const uint16_t* wrow, const real_t* x, real_t* buf, const Geo* G,
+                                Py_ssize_t f0, Py_ssize_t n) noexcept nogil:
+    """buf[f - f0] = w_f * x[f] for the features [f0, f0 + n) (n <= CHUNK), w_f the weight of f's head read from
+    the edge's row `wrow` of float16 / bfloat16 weights (`wconv`), widened exactly: the messages that the weight
+    converted whole gives, each rounded to the value type."""
+    cdef real_t wbuf[CHUNK]
+    cdef Py_ssize_t h0 = f0 // G.chunk, a, b, f
+    cdef real_t w
+    if G.chunk == 1:   # a weight per feature
+        _widen(wconv, wrow + f0, wbuf, n)
+        for f in range(n):
+            buf[f] = wbuf[f] * x[f0 + f]
+        return
+    _widen(wconv, wrow + h0, wbuf, (f0 + n - 1) // G.chunk + 1 - h0)
+    a = f0
+    while a < f0 + n:
+        w = wbuf[a // G.chunk - h0]
+        b = min(f0 + n, (a // G.chunk + 1) * G.chunk)
+        for f in range(a, b):
+            buf[f - f0] = w * x[f]
+        a = b
+
+
+cdef void _forward_half_rows(op_t op, const real_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
+                             const int64_t* edge_ids, const uint16_t* hweight, int wconv, real_t* out, const Geo* G,
+                             Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
+    """`_forward_rows` with float16 / bfloat16 weights (`hweight`, `wconv`): the messages are formed a CHUNK of
+    features at a time from the edge's weights widened exactly, then combined as `_forward_rows` combines them
+    (a separate loop: the weighted float32 pass measured 1.4x slower with this branch inside it)."""
+    cdef Py_ssize_t o, r, p, e, f, f0, n, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
+    cdef real_t* acc
+    cdef const real_t* x
+    cdef real_t buf[CHUNK]
+    for o in range(G.outer):
+        for r in range(r0, r1):
+            acc = out + o * G.o_outer + r * G.o_row
+            for p in range(indptr[r], indptr[r + 1]):
+                if ahead and p + ahead < m:
+                    _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    if edge_ids != NULL:
+                        cyscatter_prefetch_r(hweight + edge_ids[p + ahead] * G.heads)
+                x = src + o * G.s_outer + cols[p] * G.s_row
+                e = edge_ids[p] if edge_ids != NULL else p
+                f0 = 0
+                while f0 < G.inner:
+                    n = min(<Py_ssize_t>CHUNK, G.inner - f0)
+                    _half_messages(wconv, hweight + e * G.heads, x, buf, G, f0, n)
+                    if op_t is OpAdd:   # acc + w * x, the message rounded first as `_add_scaled` does
+                        for f in range(n):
+                            acc[f0 + f] = acc[f0 + f] + buf[f]
+                    else:
+                        combine_rows(op, acc + f0, buf, 1, 0, n)
+                    f0 += n
+
+
 cdef void _forward_rows(op_t op, const value_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
                         const int64_t* edge_ids, const value_t* weight, value_t* out, const Geo* G,
                         Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
@@ -376,6 +482,7 @@ cdef inline void _geometry(Geo* G, Py_ssize_t outer, Py_ssize_t inner, Py_ssize_
     G.heads = heads if heads > 0 else 1
     G.chunk = inner // G.heads
     G.s_outer, G.s_row, G.o_outer, G.o_row = s_outer, s_row, o_outer, o_row
+    G.x_outer, G.x_row = s_outer, s_row
 
 
 cdef inline Py_ssize_t _check_call(const int64_t[::1] indptr, const int64_t[::1] cols, const Py_ssize_t* src_shape,
@@ -396,14 +503,16 @@ cdef Py_ssize_t gather_scatter_csr(op_t op, const value_t[:, :, ::contiguous] sr
     cdef Py_ssize_t status = _check_call(indptr, cols, src.shape, out.shape, weight != NULL, heads)
     if status != -1:
         return status
-    _forward_csr(op, src, indptr, cols, edge_ids, weight, heads, out, num_threads)
+    _forward_csr(op, src, indptr, cols, edge_ids, weight, NULL, CONV_NONE, heads, out, num_threads)
     return -1
 
 
 cdef void _forward_csr(op_t op, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
-                       const int64_t[::1] cols, const int64_t* edge_ids, const value_t* weight, Py_ssize_t heads,
-                       value_t[:, :, ::contiguous] out, int num_threads) noexcept nogil:
-    # `gather_scatter_csr` on operands already checked
+                       const int64_t[::1] cols, const int64_t* edge_ids, const value_t* weight,
+                       const uint16_t* hweight, int wconv, Py_ssize_t heads, value_t[:, :, ::contiguous] out,
+                       int num_threads) noexcept nogil:
+    # `gather_scatter_csr` on operands already checked; with `hweight` (weight NULL), float16 / bfloat16 weights
+    # (`wconv`, float and double values)
     cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], ahead
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
@@ -413,6 +522,17 @@ cdef void _forward_csr(op_t op, const value_t[:, :, ::contiguous] src, const int
     _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(value_t),
               src.strides[1] // sizeof(value_t), out.strides[0] // sizeof(value_t), out.strides[1] // sizeof(value_t))
     ahead = _ahead(G.inner * <Py_ssize_t>sizeof(value_t), src.shape[1])
+    if hweight != NULL:
+        if value_t is float or value_t is double:
+            if parts == 1 or rows < 2:
+                _forward_half_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, hweight, wconv,
+                                   &out[0, 0, 0], &G, 0, rows, ahead)
+                return
+            _cuts(&indptr[0], rows, parts, cut)
+            for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+                _forward_half_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, hweight, wconv,
+                                   &out[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
+        return
     if parts == 1 or rows < 2:
         _forward_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &G, 0, rows,
                       ahead)
@@ -466,6 +586,68 @@ cdef void _forward_nan_rows(nan_op_t op, const nan_value_t* src, const int64_t* 
                         f0 += n
 
 
+cdef void _forward_nan_half_rows(nan_op_t op, const real_t* src, const int64_t* indptr, const int64_t* cols,
+                                 Py_ssize_t m, const int64_t* edge_ids, const uint16_t* hweight, int wconv,
+                                 real_t* out, count_t* counts, Py_ssize_t c_outer, Py_ssize_t c_row, const Geo* G,
+                                 Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
+    # `_forward_nan_rows` with float16 / bfloat16 weights (`hweight`, `wconv`), the messages formed as in
+    # `_forward_half_rows`
+    cdef Py_ssize_t o, r, p, e, f, f0, n, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
+    cdef real_t* acc
+    cdef count_t* cnt
+    cdef const real_t* x
+    cdef real_t buf[CHUNK]
+    for o in range(G.outer):
+        for r in range(r0, r1):
+            acc = out + o * G.o_outer + r * G.o_row
+            cnt = counts + o * c_outer + r * c_row if counts != NULL else NULL
+            for p in range(indptr[r], indptr[r + 1]):
+                if ahead and p + ahead < m:
+                    _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    if edge_ids != NULL:
+                        cyscatter_prefetch_r(hweight + edge_ids[p + ahead] * G.heads)
+                x = src + o * G.s_outer + cols[p] * G.s_row
+                e = edge_ids[p] if edge_ids != NULL else p
+                f0 = 0
+                while f0 < G.inner:
+                    n = min(<Py_ssize_t>CHUNK, G.inner - f0)
+                    _half_messages(wconv, hweight + e * G.heads, x, buf, G, f0, n)
+                    combine_rows(op, acc + f0, buf, 1, 0, n)
+                    if cnt != NULL:
+                        for f in range(n):
+                            cnt[f0 + f] += (buf[f] == buf[f])
+                    f0 += n
+
+
+cdef Py_ssize_t _forward_nan_half_csr(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
+                                      const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids,
+                                      const uint16_t* hweight, int wconv, Py_ssize_t heads,
+                                      nan_value_t[:, :, ::contiguous] out, count_t* counts, Py_ssize_t c_outer,
+                                      Py_ssize_t c_row, int num_threads) noexcept nogil:
+    """`gather_scatter_nan_csr` with float16 / bfloat16 weights (`hweight`, `wconv`; float and double values)."""
+    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], status, ahead
+    cdef Py_ssize_t cut[MAX_THREADS + 1]
+    cdef int parts = _team(num_threads), t
+    cdef Geo G
+    status = _check_call(indptr, cols, src.shape, out.shape, True, heads)
+    if status != -1 or src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
+        return status
+    _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(nan_value_t),
+              src.strides[1] // sizeof(nan_value_t), out.strides[0] // sizeof(nan_value_t),
+              out.strides[1] // sizeof(nan_value_t))
+    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(nan_value_t), src.shape[1])
+    if nan_value_t is float or nan_value_t is double:
+        if parts == 1 or rows < 2:
+            _forward_nan_half_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, hweight, wconv,
+                                   &out[0, 0, 0], counts, c_outer, c_row, &G, 0, rows, ahead)
+            return -1
+        _cuts(&indptr[0], rows, parts, cut)
+        for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+            _forward_nan_half_rows(op, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, hweight, wconv,
+                                   &out[0, 0, 0], counts, c_outer, c_row, &G, cut[t], cut[t + 1], ahead)
+    return -1
+
+
 cdef Py_ssize_t gather_scatter_nan_csr(nan_op_t op, const nan_value_t[:, :, ::contiguous] src,
                                        const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids,
                                        const nan_value_t* weight, Py_ssize_t heads,
@@ -495,8 +677,8 @@ cdef Py_ssize_t gather_scatter_nan_csr(nan_op_t op, const nan_value_t[:, :, ::co
 
 # ---- max / min reverse -------------------------------------------------------------------------------------------
 
-cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_t* indptr, const int64_t* cols,
-                     Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const real_t* out,
+cdef void _ties_rows(select_t sel, bint average, const void* src, int conv, const int64_t* indptr,
+                     const int64_t* cols, Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const real_t* out,
                      const real_t* grad_out, const real_t* tangent_src, const real_t* tangent_w,
                      const real_t* dst_init, real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1,
                      Py_ssize_t ahead, const uint64_t* bits, Py_ssize_t words, Py_ssize_t src_rows) noexcept nogil:
@@ -504,10 +686,13 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
     # Features are walked one head at a time (a constant weight, no division per element), a chunk at a time.
     # `bits` (the present selection, no weight tangent; else NULL): src's NaN bits, `words` per row of
     # `src_rows` per outer index, read instead of src where an edge's weight is finite and not 0.
+    # src rows are at G.x_* (in src's items; `conv`: float16 / bfloat16, widened a chunk at a time into `xbuf`).
     cdef Py_ssize_t o, r, p, e, f, f0, n, at, a, b, h, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
+    cdef Py_ssize_t item = 2 if conv != CONV_NONE else <Py_ssize_t>sizeof(real_t), xat
     cdef real_t w, tw
     cdef real_t count[CHUNK]
     cdef real_t acc[CHUNK]
+    cdef real_t xbuf[CHUNK]
     cdef const real_t* x
     cdef const real_t* orow
     cdef const uint64_t* brow
@@ -526,7 +711,8 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                 for p in range(indptr[r], indptr[r + 1]):
                     if ahead and p + ahead < m:
                         if bits == NULL:
-                            _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                            _prefetch_row(<const char*>src + (o * G.x_outer + cols[p + ahead] * G.x_row) * item,
+                                          G.inner * item)
                         else:
                             _prefetch_row(bits + (o * src_rows + cols[p + ahead]) * words, words * 8)
                         if tangent_src != NULL:   # (tangent_src has src's strides)
@@ -534,7 +720,12 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                         if edge_ids != NULL and weight != NULL:   # the weights in CSR order: a miss per edge
                             cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
                     at = o * G.s_outer + cols[p] * G.s_row
-                    x = src + at
+                    xat = o * G.x_outer + cols[p] * G.x_row + f0
+                    if conv == CONV_NONE:
+                        x = <const real_t*>src + xat   # feature a at x[a - f0]
+                    else:   # (never with `bits`)
+                        _widen(conv, <const uint16_t*>src + xat, xbuf, n)
+                        x = xbuf
                     e = edge_ids[p] if edge_ids != NULL else p
                     a, h = f0, f0 // G.chunk
                     while a < f0 + n:
@@ -548,11 +739,11 @@ cdef void _ties_rows(select_t sel, bint average, const real_t* src, const int64_
                                 _bits_tangent(count + (a - f0), acc + (a - f0), brow, a, tangent_src + at + a, w,
                                               b - a)
                         elif not tangents:
-                            _sel_count(_code(sel), count + (a - f0), x + a, orow + a, w, b - a)
+                            _sel_count(_code(sel), count + (a - f0), x + (a - f0), orow + a, w, b - a)
                         else:
                             tw = tangent_w[e * G.heads + h] if tangent_w != NULL else 0
                             # (not 0 * x without a weight tangent: NaN where x is +-inf)
-                            _sel_tangent(_code(sel), count + (a - f0), acc + (a - f0), x + a, orow + a,
+                            _sel_tangent(_code(sel), count + (a - f0), acc + (a - f0), x + (a - f0), orow + a,
                                          tangent_src + at + a if tangent_src != NULL else NULL, w,
                                          tangent_w != NULL, tw, b - a)
                         a, h = b, h + 1
@@ -576,16 +767,18 @@ cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, co
     """The caller (the `def` wrapper, or a cimporting one) has checked the CSR and that out, grad_out and result
     share one shape and strides, and tangent_src src's."""
     cdef SelectTied tied = SelectTied(_tag=0)
-    _shares_csr(tied, True, src, indptr, cols, edge_ids, weight, heads, out, grad_out, tangent_src, tangent_w,
-                dst_init, result, num_threads)
+    cdef Src x = _real_src(src, cols.shape[0])
+    _shares_csr(tied, True, x, x.s_outer, x.s_row, indptr, cols, edge_ids, weight, heads, out, grad_out,
+                tangent_src, tangent_w, dst_init, result, num_threads)
 
 
-cdef void _shares_csr(select_t sel, bint average, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
-                      const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
+cdef void _shares_csr(select_t sel, bint average, Src src, Py_ssize_t t_outer, Py_ssize_t t_row,
+                      const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
                       const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
                       const real_t* tangent_src, const real_t* tangent_w, const real_t* dst_init,
                       real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
-    """`extreme_ties_csr` for the selection `sel`; without `average` tangent mode gives the sum (nansum)."""
+    """`extreme_ties_csr` for the selection `sel`; without `average` tangent mode gives the sum (nansum). `t_outer`,
+    `t_row`: tangent_src's strides in items."""
     cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], ahead
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
@@ -593,47 +786,56 @@ cdef void _shares_csr(select_t sel, bint average, const real_t[:, :, ::contiguou
     cdef Geo G
     if out.shape[0] == 0 or out.shape[2] == 0 or rows == 0:
         return
-    _geometry(&G, out.shape[0], out.shape[2], heads, src.strides[0] // sizeof(real_t),
-              src.strides[1] // sizeof(real_t), out.strides[0] // sizeof(real_t), out.strides[1] // sizeof(real_t))
+    _geometry(&G, out.shape[0], out.shape[2], heads, t_outer, t_row, out.strides[0] // sizeof(real_t),
+              out.strides[1] // sizeof(real_t))
+    G.x_outer, G.x_row = src.s_outer, src.s_row
     if tangent_src == NULL and tangent_w == NULL:
         g = &grad_out[0, 0, 0]
     # (tangent mode reads a tangent row at random with each src row)
-    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), src.shape[1] * (2 if tangent_src != NULL else 1))
+    ahead = _ahead(G.inner * <Py_ssize_t>(2 if src.conv != CONV_NONE else sizeof(real_t)),
+                   src.rows * (2 if tangent_src != NULL else 1))
     cdef uint64_t* bits = NULL
     cdef Py_ssize_t words = (G.inner + 63) // 64
     if select_t is SelectPresent:
         # src's NaN bits, once, when src is out of cache (prefetched) and read about once per row or more; without
         # the memory (malloc fails) the rows are read as before
-        if tangent_w == NULL and ahead and m >= src.shape[1] > 0:
-            bits = <uint64_t*>malloc(G.outer * src.shape[1] * words * sizeof(uint64_t))
+        if src.conv == CONV_NONE and tangent_w == NULL and ahead and m >= src.rows > 0:
+            bits = <uint64_t*>malloc(G.outer * src.rows * words * sizeof(uint64_t))
             if bits != NULL:
-                _nan_bits(&src[0, 0, 0], G.outer, src.shape[1], G.inner, G.s_outer, G.s_row, bits, words)
+                _nan_bits(<const real_t*>src.ptr, G.outer, src.rows, G.inner, G.x_outer, G.x_row, bits, words)
     if m == 0 or parts == 1 or rows < 2:
-        _ties_rows(sel, average, &src[0, 0, 0] if m else NULL, &indptr[0], &cols[0] if m else NULL, m, edge_ids,
+        _ties_rows(sel, average, src.ptr, src.conv, &indptr[0], &cols[0] if m else NULL, m, edge_ids,
                    weight, &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead,
-                   bits, words, src.shape[1])
+                   bits, words, src.rows)
     else:
         _cuts(&indptr[0], rows, parts, cut)
         for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-            _ties_rows(sel, average, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], g,
-                       tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead, bits,
-                       words, src.shape[1])
+            _ties_rows(sel, average, src.ptr, src.conv, &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0],
+                       g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead, bits,
+                       words, src.rows)
     free(bits)
 
 
-cdef void _back_rows(select_t sel, const real_t* src, const int64_t* indptr, const int64_t* cols, Py_ssize_t m,
-                     const int64_t* edge_ids, const real_t* weight, const real_t* out, const real_t* share,
-                     real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead) noexcept nogil:
-    # here the owned rows are the source rows (src and result share G.o_*), cols the destination rows (G.s_*),
-    # whose out and share rows are read at random: prefetched `ahead` edges early, as the forward's src rows
-    cdef Py_ssize_t o, s, p, e, f, at, h, lo, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
+cdef void _back_rows(select_t sel, const void* src, int conv, const int64_t* indptr, const int64_t* cols,
+                     Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const real_t* out,
+                     const real_t* share, real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1,
+                     Py_ssize_t ahead) noexcept nogil:
+    # here the owned rows are the source rows (result's at G.o_*, src's at G.x_*), cols the destination rows
+    # (G.s_*), whose out and share rows are read at random: prefetched `ahead` edges early, as the forward's src
+    # rows. A float16 / bfloat16 src (`conv`) is widened CHUNK features at a time into `xbuf`.
+    cdef Py_ssize_t o, s, p, e, f, at, h, lo, f0, n, row_bytes = G.inner * <Py_ssize_t>sizeof(real_t)
     cdef real_t w
-    cdef const real_t* x
+    cdef real_t xbuf[CHUNK]
+    cdef const real_t* x = NULL
+    cdef const uint16_t* hx = NULL
     cdef const real_t* orow = NULL
     cdef real_t* res
     for o in range(G.outer):
         for s in range(r0, r1):
-            x = src + o * G.o_outer + s * G.o_row
+            if conv == CONV_NONE:
+                x = <const real_t*>src + o * G.x_outer + s * G.x_row
+            else:
+                hx = <const uint16_t*>src + o * G.x_outer + s * G.x_row
             res = result + o * G.o_outer + s * G.o_row
             for f in range(G.inner):
                 res[f] = 0
@@ -649,9 +851,19 @@ cdef void _back_rows(select_t sel, const real_t* src, const int64_t* indptr, con
                 for h in range(G.heads):
                     w = weight[e * G.heads + h] if weight != NULL else 1   # (1 * v is v exactly, NaN included)
                     lo = h * G.chunk
-                    if select_t is not SelectPresent:   # (out is NULL there)
-                        orow = out + at + lo
-                    _sel_axpy(_code(sel), res + lo, x + lo, orow, share + at + lo, w, G.chunk)
+                    if conv == CONV_NONE:
+                        if select_t is not SelectPresent:   # (out is NULL there)
+                            orow = out + at + lo
+                        _sel_axpy(_code(sel), res + lo, x + lo, orow, share + at + lo, w, G.chunk)
+                        continue
+                    f0 = lo
+                    while f0 < lo + G.chunk:   # (the selections are per element: any split gives the same bits)
+                        n = min(<Py_ssize_t>CHUNK, lo + G.chunk - f0)
+                        _widen(conv, hx + f0, xbuf, n)
+                        if select_t is not SelectPresent:
+                            orow = out + at + f0
+                        _sel_axpy(_code(sel), res + f0, xbuf, orow, share + at + f0, w, n)
+                        f0 += n
 
 
 cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
@@ -660,33 +872,79 @@ cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[:
                            real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
     """The caller has checked the transposed CSR, that src and result share shape and strides, out and share."""
     cdef SelectTied tied = SelectTied(_tag=0)
-    _back_csr(tied, src, indptr, cols, edge_ids, weight, heads, out, share, result, num_threads)
+    _back_csr(tied, _real_src(src, 1), indptr, cols, edge_ids, weight, heads, out, share, result, num_threads)
 
 
-cdef void _back_csr(select_t sel, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+cdef void _back_csr(select_t sel, Src src, const int64_t[::1] indptr,
                     const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
                     const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
                     real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
-    """`extreme_back_csr` for the selection `sel`."""
-    cdef Py_ssize_t rows = src.shape[1], m = cols.shape[0], ahead
+    """`extreme_back_csr` for the selection `sel`: src (its `Src`) has result's shape."""
+    cdef Py_ssize_t rows = result.shape[1], m = cols.shape[0], ahead
     cdef Py_ssize_t cut[MAX_THREADS + 1]
     cdef int parts = _team(num_threads), t
     cdef Geo G
-    if src.shape[0] == 0 or src.shape[2] == 0 or rows == 0:
+    if result.shape[0] == 0 or result.shape[2] == 0 or rows == 0:
         return
-    _geometry(&G, src.shape[0], src.shape[2], heads, out.strides[0] // sizeof(real_t),
-              out.strides[1] // sizeof(real_t), src.strides[0] // sizeof(real_t), src.strides[1] // sizeof(real_t))
+    _geometry(&G, result.shape[0], result.shape[2], heads, out.strides[0] // sizeof(real_t),
+              out.strides[1] // sizeof(real_t), result.strides[0] // sizeof(real_t),
+              result.strides[1] // sizeof(real_t))
+    G.x_outer, G.x_row = src.s_outer, src.s_row
     ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), 2 * out.shape[1])   # two tables: out and share
     if m == 0 or out.shape[1] == 0 or parts == 1 or rows < 2:
-        _back_rows(sel, &src[0, 0, 0], &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight,
+        _back_rows(sel, src.ptr, src.conv, &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight,
                    &out[0, 0, 0] if out.shape[1] else NULL, &share[0, 0, 0] if out.shape[1] else NULL,
                    &result[0, 0, 0], &G, 0, rows, ahead)
         return
     _cuts(&indptr[0], rows, parts, cut)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-        _back_rows(sel, &src[0, 0, 0], &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0], &share[0, 0, 0],
-                   &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
+        _back_rows(sel, src.ptr, src.conv, &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0],
+                   &share[0, 0, 0], &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
 
+
+
+# ---- group products of a half-precision src (mul's and nanprod's reverse rules) ------------------------------------
+
+cdef void _half_products(int conv, bint nan_as_one, const uint16_t* src, Py_ssize_t s_outer, Py_ssize_t s_row,
+                         const int64_t* order, const int64_t* indptr, Py_ssize_t ngroups, real_t* partials,
+                         Py_ssize_t p_outer, Py_ssize_t p_row, Py_ssize_t outer, Py_ssize_t inner) noexcept nogil:
+    """`kernels.group_exclusive_products` on src's rows widened CHUNK features at a time (a NaN read as 1 where
+    `nan_as_one`): per feature the same products in the same order (suffix, then prefix), so the same bits, with
+    a row's features side by side instead of one feature down the group at a time. Strides in items."""
+    cdef real_t acc[CHUNK]
+    cdef real_t x[CHUNK]
+    cdef real_t* prow
+    cdef Py_ssize_t o, g, p, f, f0, n
+    for o in range(outer):
+        for g in range(ngroups):
+            f0 = 0
+            while f0 < inner:
+                n = min(<Py_ssize_t>CHUNK, inner - f0)
+                for f in range(n):
+                    acc[f] = 1
+                for p in range(indptr[g + 1] - 1, indptr[g] - 1, -1):
+                    prow = partials + o * p_outer + order[p] * p_row + f0
+                    _widen(conv, src + o * s_outer + order[p] * s_row + f0, x, n)
+                    if nan_as_one:
+                        for f in range(n):
+                            if x[f] != x[f]:
+                                x[f] = 1
+                    for f in range(n):
+                        prow[f] = acc[f]
+                        acc[f] = acc[f] * x[f]
+                for f in range(n):
+                    acc[f] = 1
+                for p in range(indptr[g], indptr[g + 1]):
+                    prow = partials + o * p_outer + order[p] * p_row + f0
+                    _widen(conv, src + o * s_outer + order[p] * s_row + f0, x, n)
+                    if nan_as_one:
+                        for f in range(n):
+                            if x[f] != x[f]:
+                                x[f] = 1
+                    for f in range(n):
+                        prow[f] = prow[f] * acc[f]
+                        acc[f] = acc[f] * x[f]
+                f0 += n
 
 # ---- per-edge dots (SDDMM) ---------------------------------------------------------------------------------------
 
@@ -850,13 +1108,26 @@ cdef bint _same_layout(object a, object b):
 
 def forward(int opcode, const value_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
             const int64_t[::1] edge_ids, const value_t[:, ::1] weight, bint weighted,
-            value_t[:, :, ::contiguous] out, int num_threads):
+            value_t[:, :, ::contiguous] out, int num_threads, const uint16_t[:, ::1] half_weight=None,
+            int weight_code=0):
     """Run `gather_scatter_csr` for `opcode`; `edge_ids` empty: the CSR order is the edge order. Returns its
-    status (-1, a bad column position, or -2 - a bad row)."""
+    status (-1, a bad column position, or -2 - a bad row). `weight_code` 1 (float16) or 2 (bfloat16), float32 or
+    float64 values only: the weights are `half_weight`'s bits (`weight` is not read), each edge's widened exactly
+    as it is read, so the result has the bits of the weight converted whole first."""
     cdef Py_ssize_t status = -1
     cdef const value_t* w = &weight[0, 0] if weighted and weight.shape[0] > 0 else NULL
     cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
     cdef const int64_t* ids = _ids(edge_ids)
+    cdef const uint16_t* hw = NULL
+    if weight_code:
+        _check_conv("forward", weight_code)
+        if value_t is not float and value_t is not double:
+            raise TypeError("forward: float16/bfloat16 weights take float32 or float64 values")
+        if half_weight is None or not weighted:
+            raise ValueError("forward: a weight_code needs half_weight and weighted")
+        w, heads = NULL, half_weight.shape[1]
+        if half_weight.shape[0] > 0 and heads > 0:
+            hw = &half_weight[0, 0]
     cdef OpAdd add
     cdef OpSub sub
     cdef OpMul mul
@@ -865,35 +1136,47 @@ def forward(int opcode, const value_t[:, :, ::contiguous] src, const int64_t[::1
     cdef OpMin mn
     if src.shape[0] != out.shape[0] or src.shape[2] != out.shape[2]:
         raise ValueError("forward: src and out disagree in batch or feature size")
-    _edges_ok("forward", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted, heads,
-              src.shape[2])
+    _edges_ok("forward", indptr, cols, edge_ids, src.shape[1], out.shape[1],
+              half_weight.shape[0] if weight_code else weight.shape[0], weighted, heads, src.shape[2])
+    cdef int code = weight_code
     with nogil:   # `_edges_ok` and the shapes above checked what `gather_scatter_csr` would check again
         if opcode == OP_ADD:
-            _forward_csr(add, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(add, src, indptr, cols, ids, w, hw, code, heads, out, num_threads)
         elif opcode == OP_SUB:
-            _forward_csr(sub, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(sub, src, indptr, cols, ids, w, hw, code, heads, out, num_threads)
         elif opcode == OP_MUL:
-            _forward_csr(mul, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(mul, src, indptr, cols, ids, w, hw, code, heads, out, num_threads)
         elif opcode == OP_DIV:
-            _forward_csr(div, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(div, src, indptr, cols, ids, w, hw, code, heads, out, num_threads)
         elif opcode == OP_MAX:
-            _forward_csr(mx, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(mx, src, indptr, cols, ids, w, hw, code, heads, out, num_threads)
         elif opcode == OP_MIN:
-            _forward_csr(mn, src, indptr, cols, ids, w, heads, out, num_threads)
+            _forward_csr(mn, src, indptr, cols, ids, w, hw, code, heads, out, num_threads)
     return status
 
 
 def forward_nan(int opcode, const nan_value_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                 const int64_t[::1] cols, const int64_t[::1] edge_ids, const nan_value_t[:, ::1] weight, bint weighted,
                 nan_value_t[:, :, ::contiguous] out, count_t[:, :, ::contiguous] counts, bint counting,
-                int num_threads):
+                int num_threads, const uint16_t[:, ::1] half_weight=None, int weight_code=0):
     """`gather_scatter_nan_csr` for a NaN-skipping `opcode` (OP_NANADD, OP_NANMUL, OP_FMAX, OP_FMIN) on float or
     complex values; `counting`: add each output element's non-NaN messages to `counts` (out's shape). Returns
-    the kernel's status, as `forward`."""
+    the kernel's status, as `forward`. `half_weight` and `weight_code` as in `forward`."""
     cdef Py_ssize_t status = -1
     cdef const nan_value_t* w = &weight[0, 0] if weighted and weight.shape[0] > 0 else NULL
     cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
     cdef const int64_t* ids = _ids(edge_ids)
+    cdef const uint16_t* hw = NULL
+    cdef int code = weight_code
+    if weight_code:
+        _check_conv("forward_nan", weight_code)
+        if nan_value_t is not float and nan_value_t is not double:
+            raise TypeError("forward_nan: float16/bfloat16 weights take float32 or float64 values")
+        if half_weight is None or not weighted:
+            raise ValueError("forward_nan: a weight_code needs half_weight and weighted")
+        w, heads = NULL, half_weight.shape[1]
+        if half_weight.shape[0] > 0 and heads > 0:
+            hw = &half_weight[0, 0]
     cdef count_t* c = NULL
     cdef Py_ssize_t c_outer = 0, c_row = 0
     cdef OpNanAdd nanadd
@@ -910,8 +1193,23 @@ def forward_nan(int opcode, const nan_value_t[:, :, ::contiguous] src, const int
         if out.shape[0] and out.shape[1] and out.shape[2]:
             c = &counts[0, 0, 0]
             c_outer, c_row = counts.strides[0] // sizeof(count_t), counts.strides[1] // sizeof(count_t)
-    _edges_ok("forward_nan", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted, heads,
-              src.shape[2])
+    _edges_ok("forward_nan", indptr, cols, edge_ids, src.shape[1], out.shape[1],
+              half_weight.shape[0] if weight_code else weight.shape[0], weighted, heads, src.shape[2])
+    if hw != NULL:
+        with nogil:
+            if opcode == OP_NANADD:
+                status = _forward_nan_half_csr(nanadd, src, indptr, cols, ids, hw, code, heads, out, c, c_outer,
+                                               c_row, num_threads)
+            elif opcode == OP_NANMUL:
+                status = _forward_nan_half_csr(nanmul, src, indptr, cols, ids, hw, code, heads, out, c, c_outer,
+                                               c_row, num_threads)
+            elif opcode == OP_FMAX:
+                status = _forward_nan_half_csr(fmx, src, indptr, cols, ids, hw, code, heads, out, c, c_outer,
+                                               c_row, num_threads)
+            else:
+                status = _forward_nan_half_csr(fmn, src, indptr, cols, ids, hw, code, heads, out, c, c_outer,
+                                               c_row, num_threads)
+        return status
     with nogil:
         if opcode == OP_NANADD:
             status = gather_scatter_nan_csr(nanadd, src, indptr, cols, ids, w, heads, out, c, c_outer, c_row,
@@ -977,16 +1275,17 @@ def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_
         if result.shape[0] and result.shape[1] and result.shape[2]:
             result[:, :, :] = 0
         return
+    cdef Src x = _real_src(src, cols.shape[0])
     with nogil:
         if select == 0:
-            _shares_csr(tied, average, src, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w, dst_ptr, result,
-                        num_threads)
+            _shares_csr(tied, average, x, x.s_outer, x.s_row, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w,
+                        dst_ptr, result, num_threads)
         elif select == 1:
-            _shares_csr(won, average, src, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w, dst_ptr, result,
-                        num_threads)
+            _shares_csr(won, average, x, x.s_outer, x.s_row, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w,
+                        dst_ptr, result, num_threads)
         else:
-            _shares_csr(present, average, src, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w, dst_ptr,
-                        result, num_threads)
+            _shares_csr(present, average, x, x.s_outer, x.s_row, indptr, cols, ids, w, heads, out, grad_out, t_src,
+                        t_w, dst_ptr, result, num_threads)
 
 
 def extreme_back(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
@@ -1010,14 +1309,147 @@ def extreme_back(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr
     cdef const int64_t* ids = _ids(edge_ids)
     cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
     cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
+    cdef Src x = _real_src(src, 1)
     with nogil:
         if select == 0:
-            _back_csr(tied, src, indptr, cols, ids, w, heads, out, share, result, num_threads)
+            _back_csr(tied, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
         elif select == 1:
-            _back_csr(won, src, indptr, cols, ids, w, heads, out, share, result, num_threads)
+            _back_csr(won, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
         else:
-            _back_csr(present, src, indptr, cols, ids, w, heads, out, share, result, num_threads)
+            _back_csr(present, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
 
+
+
+_NO_EDGE_IDS = np.zeros(0, np.int64)
+
+
+cdef bint _same_shape(object a, object b):
+    return a.shape == b.shape
+
+
+cdef int _check_conv(str fun, int code) except -1:
+    if code != CONV_HALF and code != CONV_BFLOAT:
+        raise ValueError(f"{fun}: code must be 1 (float16) or 2 (bfloat16), got {code}")
+    return 0
+
+
+def extreme_ties_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                      const int64_t[::1] cols, const real_t[:, :, ::contiguous] out,
+                      const real_t[:, :, ::contiguous] grad_out, const real_t[:, :, ::contiguous] tangent_src,
+                      bint use_tangent_src, real_t[:, :, ::contiguous] result, int num_threads,
+                      const real_t[:, :, ::contiguous] dst_init=None, int select=0, bint average=True):
+    """`extreme_ties` without weights on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16): each
+    row is widened exactly to out's dtype as the kernel reads it, so the result has the bits of `extreme_ties` on
+    src converted whole first, without that copy. `tangent_src` (when used) has src's shape, any row strides."""
+    cdef SelectTied tied = SelectTied(_tag=0)
+    cdef SelectWon won = SelectWon(_tag=0)
+    cdef SelectPresent present = SelectPresent(_tag=0)
+    _check_conv("extreme_ties_half", code)
+    _check_select(select)
+    if not (_same_layout(out, grad_out) and _same_layout(out, result)) or src.shape[0] != out.shape[0] \
+            or src.shape[2] != out.shape[2] or (use_tangent_src and not _same_shape(tangent_src, src)):
+        raise ValueError("extreme_ties_half: out, grad_out and result must share shape and strides, src and "
+                         "tangent_src fit them")
+    cdef const real_t* dst_ptr = NULL
+    if dst_init is not None and not _same_layout(out, dst_init):
+        raise ValueError("extreme_ties_half: dst_init must share out's shape and strides")
+    if dst_init is not None and out.shape[0] and out.shape[1] and out.shape[2]:
+        dst_ptr = &dst_init[0, 0, 0]
+    _edges_ok("extreme_ties_half", indptr, cols, _NO_EDGE_IDS, src.shape[1], out.shape[1], 0, False, 1,
+              src.shape[2])
+    cdef const real_t* t_src = NULL
+    cdef Py_ssize_t t_outer = 0, t_row = 0
+    if use_tangent_src:
+        if not (tangent_src.shape[0] and tangent_src.shape[1] and tangent_src.shape[2]):
+            if result.shape[0] and result.shape[1] and result.shape[2]:
+                result[:, :, :] = 0   # no edge carries a tangent (as `extreme_ties`)
+            return
+        t_src = &tangent_src[0, 0, 0]
+        t_outer, t_row = tangent_src.strides[0] // sizeof(real_t), tangent_src.strides[1] // sizeof(real_t)
+    cdef Src x = _half_src(code, src, cols.shape[0])
+    with nogil:
+        if select == 0:
+            _shares_csr(tied, average, x, t_outer, t_row, indptr, cols, NULL, NULL, 1, out, grad_out, t_src, NULL,
+                        dst_ptr, result, num_threads)
+        elif select == 1:
+            _shares_csr(won, average, x, t_outer, t_row, indptr, cols, NULL, NULL, 1, out, grad_out, t_src, NULL,
+                        dst_ptr, result, num_threads)
+        else:
+            _shares_csr(present, average, x, t_outer, t_row, indptr, cols, NULL, NULL, 1, out, grad_out, t_src,
+                        NULL, dst_ptr, result, num_threads)
+
+
+def extreme_back_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                      const int64_t[::1] cols, const real_t[:, :, ::contiguous] out,
+                      const real_t[:, :, ::contiguous] share, real_t[:, :, ::contiguous] result, int num_threads,
+                      int select=0):
+    """`extreme_back` without weights on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each
+    row widened exactly to result's dtype as it is read (the bits of `extreme_back` on src converted first)."""
+    cdef SelectTied tied = SelectTied(_tag=0)
+    cdef SelectWon won = SelectWon(_tag=0)
+    cdef SelectPresent present = SelectPresent(_tag=0)
+    _check_conv("extreme_back_half", code)
+    _check_select(select)
+    if not _same_shape(src, result) or not _same_layout(out, share) or src.shape[0] != out.shape[0] \
+            or src.shape[2] != out.shape[2]:
+        raise ValueError("extreme_back_half: src and result must share shape, out and share shape and strides")
+    if np.may_share_memory(np.asarray(result), np.asarray(src)) or \
+            np.may_share_memory(np.asarray(result), np.asarray(share)):
+        raise ValueError("extreme_back_half: result must not overlap src or share (its rows are written as they "
+                         "are read)")
+    _edges_ok("extreme_back_half", indptr, cols, _NO_EDGE_IDS, out.shape[1], src.shape[1], 0, False, 1,
+              src.shape[2])
+    cdef Src x = _half_src(code, src, 1)
+    with nogil:
+        if select == 0:
+            _back_csr(tied, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
+        elif select == 1:
+            _back_csr(won, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
+        else:
+            _back_csr(present, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
+
+
+cdef Py_ssize_t _first_bad_group(Py_ssize_t n, const int64_t[::1] order, const int64_t[::1] indptr) noexcept nogil:
+    """First group g whose bounds leave [0, len(order)] or decrease, or len(indptr) - 1 when an entry of `order`
+    outside [0, n) is reached; -1 when the groups are safe to walk (`kernels`' check of the same name)."""
+    cdef Py_ssize_t g, p, ngroups = indptr.shape[0] - 1
+    for g in range(ngroups):
+        if indptr[g] < 0 or indptr[g] > indptr[g + 1] or indptr[g + 1] > order.shape[0]:
+            return g
+    for g in range(ngroups):
+        for p in range(indptr[g], indptr[g + 1]):
+            if <uint64_t>order[p] >= <uint64_t>n:
+                return ngroups
+    return -1
+
+
+def exclusive_products_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] order,
+                            const int64_t[::1] indptr, real_t[:, :, ::contiguous] partials, bint nan_as_one=False):
+    """`kernels.exclusive_products` of a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each
+    row widened exactly to partials' dtype as it is read, a NaN read as 1 where `nan_as_one` (nanprod): the bits
+    of `exclusive_products` on src converted (and its NaNs replaced) whole first, without that copy. Entries
+    that no group holds are left as they are. Raises ValueError, before writing anything, for partials of another
+    shape than src or groups that leave the arrays."""
+    cdef Py_ssize_t bad
+    _check_conv("exclusive_products_half", code)
+    if not _same_shape(src, partials):
+        raise ValueError(f"exclusive_products_half: partials shape {(<object>partials).shape} != src shape "
+                         f"{(<object>src).shape}")
+    with nogil:
+        bad = _first_bad_group(src.shape[1], order, indptr)
+    if bad == indptr.shape[0] - 1:
+        raise ValueError(f"exclusive_products_half: order holds an entry outside [0, {src.shape[1]}), the rows of "
+                         "src")
+    if bad >= 0:
+        raise ValueError(f"exclusive_products_half: indptr[{bad}:{bad + 2}] is not a group of order (bounds must "
+                         f"not decrease and must lie in [0, {order.shape[0]}])")
+    if src.shape[0] == 0 or src.shape[1] == 0 or src.shape[2] == 0 or indptr.shape[0] < 2:
+        return
+    with nogil:
+        _half_products(code, nan_as_one, &src[0, 0, 0], src.strides[0] // sizeof(uint16_t),
+                       src.strides[1] // sizeof(uint16_t), &order[0] if order.shape[0] else NULL, &indptr[0],
+                       indptr.shape[0] - 1, &partials[0, 0, 0], partials.strides[0] // sizeof(real_t),
+                       partials.strides[1] // sizeof(real_t), src.shape[0], src.shape[2])
 
 def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src, const int64_t[::1] gather,
          const int64_t[::1] scatter, value_t[:, ::1] result, const value_t[:, :, ::contiguous] out, int ties,

@@ -422,6 +422,7 @@ def messages(src3, plan, w, heads: int, feat: tuple, dtype):
 
 
 _NO_COUNTS = np.zeros((0, 0, 0), np.int32)
+_HALF_WEIGHTS = {"float16": 1, "bfloat16": 2}   # the weight codes of `fused_kernels.forward` (kernels.StageCode's)
 
 
 def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bool = False, counts=None) -> None:
@@ -431,14 +432,24 @@ def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bo
     if out3.shape[0] == 0 or out3.shape[2] == 0:
         return   # no batch slice or no feature: nothing to compute (a head dim of length 0 included)
     indptr, edge_ids, cols = plan.transpose if transpose else (plan.indptr, plan.edge_ids, plan.cols)
-    w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
     parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2])
+    code = _HALF_WEIGHTS.get(w.dtype.name) if type(w) is np.ndarray and w.dtype.isnative else None
+    half = {}
+    if code is not None and out3.dtype in (np.float32, np.float64):
+        # float16/bfloat16 weights read as they are, each edge's widened exactly by the kernel: no E x heads
+        # float32 copy, the same messages
+        half = {"half_weight": weight_rows(w, plan.index_shape, feat, heads, w.dtype).view(np.uint16),
+                "weight_code": code}
+        w2 = np.zeros((0, 1), out3.dtype)
+    else:
+        w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
     if op.skips_nan and out3.dtype.kind in "fc":
         status = fused_kernels.forward_nan(op.opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
-                                           _NO_COUNTS if counts is None else counts, counts is not None, parts)
+                                           _NO_COUNTS if counts is None else counts, counts is not None, parts,
+                                           **half)
     else:   # integers hold no NaN: a NaN-skipping op runs its twin's kernel
         status = fused_kernels.forward(op.twin_opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
-                                       parts)
+                                       parts, **half)
     if status != -1:   # a plan validates everything the kernel checks; only a corrupted one gets here
         raise ValueError(f"the plan's edges do not fit src and out (kernel status {status})")
 

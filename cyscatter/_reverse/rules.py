@@ -18,8 +18,9 @@ The conventions, decided here once:
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -61,35 +62,70 @@ def _by_destination(ctx):
 
 
 _NONE, _NO_WEIGHT = np.zeros(0, np.int64), {np.dtype(t): np.zeros((0, 1), t) for t in (np.float32, np.float64)}
+# the half-precision srcs the selection kernels widen row by row themselves (kernels.StageCode's codes)
+_WIDENED = {"float16": 1, "bfloat16": 2}
+
+
+def _half_source(ctx):
+    """(code, its bits as (outer, n, inner) uint16) for a float16/bfloat16 src still read in place that the CPU
+    kernels widen a row at a time themselves (`fused_kernels.extreme_ties_half` and its siblings: each row
+    converted exactly to the derivative dtype in a stack buffer, the values of the whole conversion without
+    that n x F copy), else None. A src whose row elements lie apart (Fortran order) has its bits copied, a
+    quarter of a float64 copy."""
+    code = _WIDENED.get(ctx.source.array.dtype.name) if ctx.in_place else None
+    if code is None or not ctx.be.fused_reverse or ctx.dtype not in (np.float32, np.float64):
+        return None
+    return code, _canonical._unit_inner_stride(ctx.source.array.view(np.uint16))
+
+
+def _selection_src(ctx):
+    """src as the selection kernels read it: `_half_source`'s pair, else (0, src3 C-contiguous)."""
+    half = _half_source(ctx)
+    return (0, np.ascontiguousarray(ctx.src3)) if half is None else half
 
 
 def _selection_inputs(ctx, select: str):
-    """(src3, indptr, cols, dst3) for the selection kernels: src C-contiguous, its entries grouped by output row,
-    and the initial dst (a candidate of max/min and their twins; None for "present" or without one)."""
-    src3 = np.ascontiguousarray(ctx.src3)
+    """(src, indptr, cols, dst3) for the selection kernels: src as `_selection_src` gives it, its entries grouped
+    by output row, and the initial dst (a candidate of max/min and their twins; None for "present" or without
+    one) in the derivative dtype."""
+    src = _selection_src(ctx)
     indptr, cols = _by_destination(ctx)
-    dst3 = None if ctx.dst3 is None or select == "present" else np.ascontiguousarray(ctx.dst3, dtype=src3.dtype)
-    return src3, indptr, cols, dst3
+    dst3 = None if ctx.dst3 is None or select == "present" else np.ascontiguousarray(ctx.dst3, dtype=ctx.dtype)
+    return src, indptr, cols, dst3
+
+
+def _ties_pass(src, indptr, cols, out3, g3, tangent3, result, dst3, select: str, average: bool = True) -> None:
+    """`fused_kernels.extreme_ties` without weights (share mode, or tangent mode with `tangent3`), on src as
+    `_selection_src` gives it."""
+    code, s3 = src
+    select = fused_kernels.SELECT_CODES[select]
+    if code:
+        fused_kernels.extreme_ties_half(code, s3, indptr, cols, out3, g3, out3 if tangent3 is None else tangent3,
+                                        tangent3 is not None, result, 0, dst3, select=select, average=average)
+        return
+    no_weight = _NO_WEIGHT[s3.dtype]
+    fused_kernels.extreme_ties(False, s3, indptr, cols, _NONE, no_weight, False, out3, g3,
+                               s3 if tangent3 is None else tangent3, tangent3 is not None, no_weight, False, result,
+                               0, dst3, select=select, average=average)
 
 
 def _fused_shares(ctx, g3, select: str, average: bool = True):
-    """CPU float32/64: (each output element's cotangent share among its selected entries, src and out as the
-    kernels read them) from the fused kernels of the selections (`Op.selection`): one pass over src by
-    destination, no n x F temporaries (max/min's winners found as the forward's values, the initial dst a
-    candidate; fmax/fmin: no NaN entry wins; "present", nanmean: the non-NaN entries, or, not `average`
-    (nansum), the cotangent as it is). For "present" out is not read: the share stands in for it."""
+    """CPU float32/64: (each output element's cotangent share among its selected entries, src as
+    `_selection_src` gives it, out as the kernels read it) from the fused kernels of the selections
+    (`Op.selection`): one pass over src by destination, no n x F temporaries (max/min's winners found as the
+    forward's values, the initial dst a candidate; fmax/fmin: no NaN entry wins; "present", nanmean: the non-NaN
+    entries, or, not `average` (nansum), the cotangent as it is). For "present" out is not read: the share
+    stands in for it."""
     if select == "present" and not average:
-        src3 = np.ascontiguousarray(ctx.src3)
-        g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
-        return g3, src3, g3
-    src3, indptr, cols, dst3 = _selection_inputs(ctx, select)
-    g3 = np.ascontiguousarray(g3, dtype=src3.dtype)
-    out3 = g3 if select == "present" else np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
+        src = _selection_src(ctx)
+        g3 = np.ascontiguousarray(g3, dtype=ctx.dtype)
+        return g3, src, g3
+    src, indptr, cols, dst3 = _selection_inputs(ctx, select)
+    g3 = np.ascontiguousarray(g3, dtype=ctx.dtype)
+    out3 = g3 if select == "present" else np.ascontiguousarray(ctx.out3, dtype=ctx.dtype)
     share = np.empty_like(g3)
-    no_weight = _NO_WEIGHT[src3.dtype]
-    fused_kernels.extreme_ties(False, src3, indptr, cols, _NONE, no_weight, False, out3, g3, src3,
-                               False, no_weight, False, share, 0, dst3, select=fused_kernels.SELECT_CODES[select])
-    return share, src3, share if select == "present" else out3
+    _ties_pass(src, indptr, cols, out3, g3, None, share, dst3, select)
+    return share, src, share if select == "present" else out3
 
 
 def _fused(ctx, select: str = "tied") -> bool:
@@ -101,14 +137,18 @@ def _fused(ctx, select: str = "tied") -> bool:
 def _selected_src(ctx, g3, select: str, average: bool = True):
     """vjp_src of the selecting ops on the CPU (float32/64): each entry gets its output element's share where
     it is selected, else 0 (the fused back pass: one pass over src, the shares read by destination)."""
-    share, src3, out3 = _fused_shares(ctx, g3, select, average)
+    share, (code, s3), out3 = _fused_shares(ctx, g3, select, average)
     valid = ctx.plan.valid()
     by_entry = np.zeros(valid.shape[0] + 1, np.int64)
     np.cumsum(valid, out=by_entry[1:])
-    result = np.empty_like(src3)
-    fused_kernels.extreme_back(src3, by_entry, np.ascontiguousarray(ctx.plan.flat[valid], dtype=np.int64),
-                               _NONE, _NO_WEIGHT[src3.dtype], False, out3, share, result, 0,
-                               select=fused_kernels.SELECT_CODES[select])
+    flat = np.ascontiguousarray(ctx.plan.flat[valid], dtype=np.int64)
+    result = np.empty(s3.shape, ctx.dtype)
+    if code:
+        fused_kernels.extreme_back_half(code, s3, by_entry, flat, out3, share, result, 0,
+                                        select=fused_kernels.SELECT_CODES[select])
+    else:
+        fused_kernels.extreme_back(s3, by_entry, flat, _NONE, _NO_WEIGHT[s3.dtype], False, out3, share, result, 0,
+                                   select=fused_kernels.SELECT_CODES[select])
     return result
 
 
@@ -120,15 +160,12 @@ def selected_tangents(ctx, dot3, op):
     select = op.selection
     if not select or not _fused(ctx, select) or (op.counts and ctx.dst3 is not None):
         return None
-    src3, indptr, cols, dst3 = _selection_inputs(ctx, select)
-    dot3 = np.ascontiguousarray(dot3, dtype=src3.dtype)
-    out3 = np.ascontiguousarray(ctx.out3, dtype=src3.dtype)
-    result = np.zeros(out3.shape, src3.dtype)
+    src, indptr, cols, dst3 = _selection_inputs(ctx, select)
+    dot3 = np.ascontiguousarray(dot3, dtype=ctx.dtype)
+    out3 = np.ascontiguousarray(ctx.out3, dtype=ctx.dtype)
+    result = np.zeros(out3.shape, ctx.dtype)
     if result.size:
-        no_weight = _NO_WEIGHT[src3.dtype]
-        fused_kernels.extreme_ties(False, src3, indptr, cols, _NONE, no_weight, False, out3, out3, dot3, True,
-                                   no_weight, False, result, 0, dst3, select=fused_kernels.SELECT_CODES[select],
-                                   average=op.splits)
+        _ties_pass(src, indptr, cols, out3, out3, dot3, result, dst3, select, average=op.splits)
     return result
 
 
@@ -180,8 +217,21 @@ def _others_product(ctx) -> np.ndarray:
     return partials
 
 
+def _half_others_product(ctx, half, nan_as_one: bool) -> np.ndarray:
+    """`_others_product` of a `_half_source` (`fused_kernels.exclusive_products_half`), a NaN entry read as 1
+    where `nan_as_one` (nanprod's src): the same bits, no converted copy of src."""
+    code, bits = half
+    order, indptr = ctx.plan.groups()
+    partials = np.zeros(bits.shape, ctx.dtype)
+    fused_kernels.exclusive_products_half(code, bits, order, indptr, partials, nan_as_one)
+    if ctx.dst3 is not None:
+        partials *= ctx.take(ctx.dst3)
+    return partials
+
+
 def _mul_src(ctx, g3):
-    return ctx.take(g3) * _others_product(ctx)
+    half = _half_source(ctx)
+    return ctx.take(g3) * (_others_product(ctx) if half is None else _half_others_product(ctx, half, False))
 
 
 def _mul_dst(ctx, g3):
@@ -256,7 +306,21 @@ def _without_nan(ctx) -> Reverse:
 
 
 def _nanprod_src(ctx, g3):
-    return ctx.xp.where(_not_nan(ctx), _mul_src(_without_nan(ctx), g3), 0).astype(ctx.dtype, copy=False)
+    half = _half_source(ctx)
+    if half is None:
+        return ctx.xp.where(_not_nan(ctx), _mul_src(_without_nan(ctx), g3), 0).astype(ctx.dtype, copy=False)
+    grad = (ctx.take(g3) * _half_others_product(ctx, half, True)).astype(ctx.dtype, copy=False)
+    for rows, _, rows3 in ctx.src_chunks():   # a NaN entry gets 0, by chunks of src rows
+        np.copyto(grad[:, rows], 0, where=~_present(rows3))
+    return grad
+
+
+def _nanprod_dst(ctx, g3):
+    if not ctx.in_place:
+        return _mul_dst(_without_nan(ctx), g3)
+    # the product of each group's non-NaN entries, by chunks of src rows (each element's updates in index order)
+    return g3 * ctx.put_rows(lambda _, plan, rows3: ctx.xp.where(_present(rows3), rows3, 1), ctx.dtype,
+                             get_op("mul"), start=1)
 
 
 def _nan_assign_src(last: bool):
@@ -302,7 +366,7 @@ RULES: dict[str, Rules] = {
     "assign_first": Rules(vjp_src=_assign_src(False), vjp_dst=_assign_dst),
     "nansum": Rules(vjp_src=_nansum_src, vjp_dst=_identity_dst),
     "nanmean": Rules(vjp_src=_nanmean_src, vjp_dst=_identity_dst),
-    "nanprod": Rules(vjp_src=_nanprod_src, vjp_dst=lambda ctx, g3: _mul_dst(_without_nan(ctx), g3)),
+    "nanprod": Rules(vjp_src=_nanprod_src, vjp_dst=_nanprod_dst),
     "nan_extreme": Rules(vjp_src=lambda ctx, g3: _extreme_src(ctx, g3, True),
                          vjp_dst=lambda ctx, g3: _extreme_dst(ctx, g3, True)),
     "nan_assign_last": Rules(vjp_src=_nan_assign_src(True), vjp_dst=_nan_assign_dst),

@@ -25,7 +25,8 @@ from cyscatter._plan.values import _float_dtype, check_given, check_numeric
 from cyscatter._reverse import rules as _rules
 
 if TYPE_CHECKING:
-    from typing import Any, Sequence, SupportsIndex
+    from collections.abc import Sequence
+    from typing import Any, SupportsIndex
 
     from cyscatter._typing import ArrayInput, IndexLike, Mode, OpLike
 
@@ -260,11 +261,21 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     out_dot = _rules.selected_tangents(ctx, dot3, op)   # the selecting ops on the CPU: one fused pass
     if out_dot is None:
         if op.skips_nan:   # a NaN entry is absent: its tangent (NaN, inf or a number) does not reach the output
-            dot3 = ctx.xp.where(ctx.src3 == ctx.src3, dot3, 0)
+            dot3 = _present_tangents(ctx, dot3)
         out_dot = ctx.put(_tangent_part(ctx.xp, op, _rules.RULES[op.rule].vjp_src(ctx, ones), dot3))
     if dst is not None and dst_dot3 is not None:
         out_dot += _tangent_part(ctx.xp, op, _rules.RULES[op.rule].vjp_dst(ctx, ones), dst_dot3)
     return out_dot.reshape(out_shape)
+
+
+def _present_tangents(ctx, dot3):
+    """dot3 with 0 at src's NaN entries; by chunks of src rows where src is read in place (no converted copy)."""
+    if not ctx.in_place:
+        return ctx.xp.where(ctx.src3 == ctx.src3, dot3, 0)
+    kept = np.array(dot3, order="C")
+    for rows, _, rows3 in ctx.src_chunks():
+        np.copyto(kept[:, rows], 0, where=rows3 != rows3)  # noqa: PLR0124 (NaN in every dtype)
+    return kept
 
 
 def _tangent_part(xp, op, coefficient, dot):
@@ -373,4 +384,4 @@ def others_product(src, index, dim_size, *, axis=0, mode="raise", src_dot=None):
     return products.reshape(src.shape), products_dot.reshape(src.shape)
 
 
-__all__ = ["scatter_vjp_src", "scatter_vjp_dst", "gather_vjp_src", "scatter_jvp", "gather_jvp", "others_product", "scatter"]
+__all__ = ["gather_jvp", "gather_vjp_src", "others_product", "scatter", "scatter_jvp", "scatter_vjp_dst", "scatter_vjp_src"]

@@ -34,4 +34,82 @@ static void cyscatter_f16_to_f32(const uint16_t* src, float* dst, ptrdiff_t n) {
     }
 }
 
+/* float16 (`bfloat` 0) or bfloat16 (1) elements widened to float or double, exactly (a NaN stays a NaN; its
+ * payload is not kept): the rows a reverse kernel reads from a half-precision src into a stack buffer, a row at
+ * a time, instead of a whole converted copy. float16 goes by F16C where the CPU has it (chosen at run time, the
+ * build targets baseline SSE2): the branchless loop above took the group products of 200000 x 64 float16 rows
+ * to 1.9x the float64 kernel's time, half of it converting. The other loops vectorise as they are. */
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+__attribute__((target("avx2,f16c"))) static inline void cyscatter_widen_f16c_f(const uint16_t* s, float* d,
+                                                                              ptrdiff_t n) {
+    ptrdiff_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
+    for (; i < n; i++) {
+        uint32_t bits = cyscatter_half_bits_to_float_bits(s[i]);
+        memcpy(d + i, &bits, sizeof bits);
+    }
+}
+__attribute__((target("avx2,f16c"))) static inline void cyscatter_widen_f16c_d(const uint16_t* s, double* d,
+                                                                              ptrdiff_t n) {
+    ptrdiff_t i = 0;
+    float f;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i)));
+        _mm256_storeu_pd(d + i, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        _mm256_storeu_pd(d + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    }
+    for (; i < n; i++) {
+        uint32_t bits = cyscatter_half_bits_to_float_bits(s[i]);
+        memcpy(&f, &bits, sizeof f);
+        d[i] = (double)f;
+    }
+}
+static inline int cyscatter_widen_has_f16c(void) {
+    static int known = -1;   /* (a race between threads writes the same value) */
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    }
+    return known;
+}
+#else
+static inline void cyscatter_widen_f16c_f(const uint16_t* s, float* d, ptrdiff_t n) { (void)s; (void)d; (void)n; }
+static inline void cyscatter_widen_f16c_d(const uint16_t* s, double* d, ptrdiff_t n) { (void)s; (void)d; (void)n; }
+static inline int cyscatter_widen_has_f16c(void) { return 0; }
+#endif
+
+static inline void cyscatter_widen_row_f(int bfloat, const uint16_t* src, float* dst, ptrdiff_t n) {
+    if (bfloat) {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            uint32_t bits = (uint32_t)src[i] << 16;
+            memcpy(dst + i, &bits, sizeof bits);
+        }
+    } else if (cyscatter_widen_has_f16c()) {
+        cyscatter_widen_f16c_f(src, dst, n);
+    } else {
+        cyscatter_f16_to_f32(src, dst, n);
+    }
+}
+
+static inline void cyscatter_widen_row_d(int bfloat, const uint16_t* src, double* dst, ptrdiff_t n) {
+    float f;
+    if (bfloat) {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            uint32_t bits = (uint32_t)src[i] << 16;
+            memcpy(&f, &bits, sizeof f);
+            dst[i] = (double)f;
+        }
+    } else if (cyscatter_widen_has_f16c()) {
+        cyscatter_widen_f16c_d(src, dst, n);
+    } else {
+        for (ptrdiff_t i = 0; i < n; i++) {
+            uint32_t bits = cyscatter_half_bits_to_float_bits(src[i]);
+            memcpy(&f, &bits, sizeof f);
+            dst[i] = (double)f;
+        }
+    }
+}
+
 #endif

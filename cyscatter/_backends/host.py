@@ -20,7 +20,7 @@ from cyscatter._backends import assign as _assign
 from cyscatter._backends.scans import group_scan, linear_scan, route  # noqa: F401  (backend members)
 from cyscatter._backends.strided import apart, gather_groups, group_buffer
 from cyscatter._registry.ops import Op, get_op
-from cyscatter._runtime.threads import team
+from cyscatter._runtime.threads import MIN_WORK, REGISTER_SUM_MIN_WORK, team
 
 # The backend interface (see `cyscatter._backends.interface`): `cyscatter._backends.cuda` provides the same names for
 # CuPy arrays.
@@ -432,7 +432,10 @@ def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bo
     if out3.shape[0] == 0 or out3.shape[2] == 0:
         return   # no batch slice or no feature: nothing to compute (a head dim of length 0 included)
     indptr, edge_ids, cols = plan.transpose if transpose else (plan.indptr, plan.edge_ids, plan.cols)
-    parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2])
+    registers = op.twin_opcode == kernels.OpCode.OP_ADD and not op.skips_nan and out3.dtype.char in "fd" and \
+        (w is None or heads <= 1)   # the sums `_csrsum.h` holds in registers
+    parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2],
+                 REGISTER_SUM_MIN_WORK if registers else MIN_WORK)
     code = _HALF_WEIGHTS.get(w.dtype.name) if type(w) is np.ndarray and w.dtype.isnative else None
     half = {}
     if code is not None and out3.dtype in (np.float32, np.float64):

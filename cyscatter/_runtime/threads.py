@@ -78,10 +78,15 @@ def get_num_threads() -> int:
     """
     return kernels.get_num_threads()
 
-_MIN_WORK = 32768   # element updates per thread below which fewer threads are used (as the core kernels)
+MIN_WORK = 32768   # element updates per thread below which fewer threads are used (as the core kernels)
+# The fused sums that hold a row in registers (`include/_csrsum.h`) make an update in a third of the row loop's
+# time, so a team's start pays off only on more of them: on the 2-core VM two threads lost to one up to about
+# 1.5e6 updates (digits graph, 26477 edges x 4-64 float64 features, benchmarks/NOTES.md v30)
+REGISTER_SUM_MIN_WORK = 1 << 19
 
 
-def team(threads: int, work: int) -> int:
-    """Threads for a call of `work` element updates (0: the process default), fewer for small work."""
+def team(threads: int, work: int, per_thread: int = MIN_WORK) -> int:
+    """Threads for a call of `work` element updates (0: the process default), fewer for small work: at least
+    `per_thread` updates each."""
     t = threads if threads > 0 else kernels.get_num_threads()
-    return max(1, min(t, work // _MIN_WORK, 256))
+    return max(1, min(t, work // per_thread, 256))

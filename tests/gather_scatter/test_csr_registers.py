@@ -116,3 +116,25 @@ def test_many_edges_per_row_and_a_large_table(csr_loop):
     for k in range(e):   # (a loop of 60000 row updates: about 0.1 s)
         expected[si[k]] = expected[si[k]] + w[k] * src[gi[k]]
     assert_same(got, expected)
+
+
+def test_threads_split_the_register_sums_without_changing_bits(csr_loop):
+    """Past the work a team of threads is started for (two threads, three, seven), each destination row summed
+    by one thread: the bits of one thread."""
+    from cyscatter._runtime.threads import REGISTER_SUM_MIN_WORK, team
+
+    rng = np.random.default_rng(9)
+    n, e, f = 5000, 80000, 16
+    assert team(3, e * f, REGISTER_SUM_MIN_WORK) >= 2   # (the calls below do run on a team)
+    src = rng.standard_normal((n, f))
+    gi, si = rng.integers(0, n, e), rng.integers(0, n, e)
+    w = rng.standard_normal(e)
+    plan = cs.gather_scatter_plan(gi, si, src_size=n, dim_size=n)
+    g = rng.standard_normal((n, f))
+    for op in ("add", "mean"):
+        one = cs.gather_scatter(src, op=op, weight=w, plan=plan, num_threads=1)
+        back = cs.gather_scatter_vjp_src(op, g, src, weight=w, plan=plan, num_threads=1)
+        for threads in (2, 3, 7):
+            assert_same(cs.gather_scatter(src, op=op, weight=w, plan=plan, num_threads=threads), one)
+            assert_same(cs.gather_scatter_vjp_src(op, g, src, weight=w, plan=plan, num_threads=threads), back)
+    assert_same(cs.gather_scatter(src, op="add", weight=w, plan=plan, num_threads=1), _loop(src, gi, si, n, w))

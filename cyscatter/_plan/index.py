@@ -174,7 +174,10 @@ def _dims_from(dim_size, coords, arg: str, be: Any = host) -> tuple:
     m = len(coords)
     if dim_size is None:
         be = coords.be if type(coords) is Coords else be
-        dims = tuple([max(int(be.reduce_max(c)) + 1, 0) if c.size else 0 for c in coords])
+        inferred = []
+        for c in coords:   # (a loop, not a comprehension: this runs on every call without dim_size)
+            inferred.append(max(int(be.reduce_max(c)) + 1, 0) if c.size else 0)
+        dims = tuple(inferred)
         if dims and max(dims) > _INT64_MAX:
             raise ValueError(f"index holds {max(dims) - 1}: the inferred dim_size {max(dims)} is larger than an "
                              "array axis can be; pass dim_size (with mode='drop', 'wrap', 'clip' or 'normalize_drop')")

@@ -82,7 +82,7 @@ MIN_WORK = 32768   # element updates per thread below which fewer threads are us
 # The fused sums that hold a row in registers (`include/_csrsum.h`) make an update in a third of the row loop's
 # time, so a team's start pays off only on more of them: on the 2-core VM two threads lost to one up to about
 # 1.5e6 updates (digits graph, 26477 edges x 4-64 float64 features, benchmarks/NOTES.md v30)
-REGISTER_SUM_MIN_WORK = 1 << 19
+REGISTER_SUM_MIN_WORK = 1 << 20
 
 
 def team(threads: int, work: int, per_thread: int = MIN_WORK) -> int:

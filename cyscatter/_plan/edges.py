@@ -10,7 +10,7 @@ from cyscatter import fused_kernels
 from cyscatter._arrays.dtypes import float_kind, holds_numbers, is_bfloat16, native
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.keywords import unexpected_keywords
-from cyscatter._arrays.protocols import shape_of
+from cyscatter._arrays.protocols import check_foreign, shape_of
 from cyscatter._backends import host
 from cyscatter._plan.index import (
     DROPPING,
@@ -342,6 +342,13 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike | None
     if scatter_index is None or isinstance(scatter_index, str):   # required: None only to name the usual port
         raise TypeError("gather_scatter_plan() missing 1 required positional argument: 'scatter_index'"
                         + edge_index_hint(gather_index))
+    for name, index in (("gather_index", gather_index), ("scatter_index", scatter_index)):
+        # what the functions that take arrays check of their arguments (`backend_of`): a masked entry would be
+        # read as an edge, another library's array is named
+        members = index if type(index) is tuple else (index,)
+        for i, member in enumerate(members):
+            if type(member) is not np.ndarray and not np.isscalar(member):
+                check_foreign(name if len(members) == 1 else f"{name}[{i}]", member)
     return _edges_plan(gather_index, scatter_index, src_size, dim_size, mode, "src_size")
 
 

@@ -275,6 +275,10 @@ MASKED_CALLS = {
     "gather_scatter src": lambda m: cs.gather_scatter(m, np.array([0, 1]), np.array([0, 0])),
     "segment src": lambda m: cs.segment(m, np.array([0, 1, 3])),
     "scatter_softmax src": lambda m: cs.scatter_softmax(m, np.array([0, 1, 0])),
+    "gather_scatter_plan gather_index": lambda m: cs.gather_scatter(
+        np.ones((3, 2)), op="add", plan=cs.gather_scatter_plan(m.astype(np.int64), np.array([0, 0, 1]), src_size=3)),
+    "gather_scatter_plan scatter_index": lambda m: cs.gather_scatter(
+        np.ones((3, 2)), op="add", plan=cs.gather_scatter_plan(np.array([0, 1, 2]), (m.astype(np.int64),))),
 }
 
 

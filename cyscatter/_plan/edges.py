@@ -174,9 +174,10 @@ def edge_index_hint(gather_index, arg: str = "gather_index") -> str:
     return ""
 
 
-def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np):
+def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np, dims_arg: str = "dim_size"):
     """(plan, axis, batch shape B, feature shape F) for `src` of shape B + S + F: the given plan, checked
-    against the other arguments, or one made from the indices."""
+    against the other arguments, or one made from the indices. `dims_arg`: where `dim_size` came from, for a
+    bound error ("grad_out.shape" where a reverse function read it)."""
     if plan is not None:
         if not isinstance(plan, GatherScatterPlan):
             raise TypeError(f"plan must be a GatherScatterPlan (from cyscatter.gather_scatter_plan), got "
@@ -195,7 +196,7 @@ def resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode, xp=np)
     src_dims = src.shape[axis:axis + m]
     if plan is None:
         plan = _edges_plan(gather_index, scatter_index, src_dims, dim_size, "raise" if mode is None else mode,
-                           "src.shape")
+                           "src.shape", dims_arg)
     elif src_dims != plan.src_dims:
         raise ValueError(f"src shape {src.shape} has {src_dims} rows at axis {axis}, but the plan was made for "
                          f"src_size={plan.src_dims}")
@@ -352,9 +353,10 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike | None
     return _edges_plan(gather_index, scatter_index, src_size, dim_size, mode, "src_size")
 
 
-def _edges_plan(gather_index, scatter_index, src_size, dim_size, mode: str, src_size_arg: str) -> GatherScatterPlan:
-    """`gather_scatter_plan`'s checks and plan; `src_size_arg` names where the source sizes came from in a bound
-    error (the argument, or the shape of `gather_scatter`'s src)."""
+def _edges_plan(gather_index, scatter_index, src_size, dim_size, mode: str, src_size_arg: str,
+                dims_arg: str = "dim_size") -> GatherScatterPlan:
+    """`gather_scatter_plan`'s checks and plan; `src_size_arg` and `dims_arg` name where the source and
+    destination sizes came from in a bound error (the arguments, or the shape of src, out or grad_out)."""
     check_mode(mode)
     gather_coords = parse_coords(gather_index, "gather_index")
     scatter_coords = parse_coords(scatter_index, "scatter_index")
@@ -362,7 +364,7 @@ def _edges_plan(gather_index, scatter_index, src_size, dim_size, mode: str, src_
         raise ValueError(f"gather_index has shape {index_shape(gather_coords)} but scatter_index has shape "
                          f"{index_shape(scatter_coords)}: one entry of each per edge")
     gather_plan = plan_index(None, src_size, mode, arg="gather_index", dims_arg=src_size_arg, coords=gather_coords)
-    scatter_plan = plan_index(None, dim_size, mode, arg="scatter_index", dims_arg="dim_size",
+    scatter_plan = plan_index(None, dim_size, mode, arg="scatter_index", dims_arg=dims_arg,
                               coords=scatter_coords)
     return GatherScatterPlan(gather_plan, scatter_plan, mode)
 

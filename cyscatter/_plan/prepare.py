@@ -441,6 +441,7 @@ class EdgeCall:
 def _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, mode, fill_value, out, cotangents,
            fun, be) -> EdgeCall:
     reverse = cotangents is not None
+    dims_arg = "dim_size"
     refuse_assignment(op, fun, "gather_scatter has no assignment forward" if reverse else
                       "its fused kernels reduce messages with atomics or in registers")
     if be is None:
@@ -467,7 +468,10 @@ def _edges(op, src, gather_index, scatter_index, weight, plan, dim_size, axis, m
         if plan is None and dim_size is None:
             dim_size = dims_like(out if out is not None else arrays.get("grad_out"), src, gather_index,
                                  scatter_index, axis)
-    plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode)
+            if dim_size is not None:   # (a bound error then names the array it was read from)
+                dims_arg = "out.shape" if out is not None else "grad_out.shape"
+    plan, axis, batch, feat = resolve(src, gather_index, scatter_index, plan, axis, dim_size, mode,
+                                      dims_arg=dims_arg)
     w, heads = check_weight(weight, plan.index_shape, feat, op, be=be)
     w_shape = None if weight is None else shape_of_any(be, weight)   # before trailing 1s are dropped
     vdtype = value_dtype(src.dtype, w)

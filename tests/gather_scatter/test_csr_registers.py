@@ -124,7 +124,7 @@ def test_threads_split_the_register_sums_without_changing_bits(csr_loop):
     from cyscatter._runtime.threads import REGISTER_SUM_MIN_WORK, team
 
     rng = np.random.default_rng(9)
-    n, e, f = 5000, 80000, 16
+    n, e, f = 5000, 70000, 32
     assert team(3, e * f, REGISTER_SUM_MIN_WORK) >= 2   # (the calls below do run on a team)
     src = rng.standard_normal((n, f))
     gi, si = rng.integers(0, n, e), rng.integers(0, n, e)

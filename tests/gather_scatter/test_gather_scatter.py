@@ -418,3 +418,19 @@ def test_messages_name_the_argument_at_fault():
     for call, error, name in cases:
         with pytest.raises(error, match=rf"(?<![\w.]){name}(?!\w)"):
             call()
+
+
+def test_reverse_bound_errors_name_the_array_the_size_was_read_from():
+    """Without dim_size the reverse functions read D off grad_out (or out): a bound error says so, not that a
+    dim_size was given."""
+    x = np.ones((4, 3))
+    gi, si = np.arange(4), np.array([0, 0, 1, 1])
+    calls = {"grad_out": lambda: cs.gather_scatter_vjp_src("add", np.ones((1, 3)), x, gi, si),
+             "grad_out ": lambda: cs.gather_scatter_vjp_weight("add", np.ones((1, 3)), x, gi, si, weight=np.ones(4)),
+             "out": lambda: cs.gather_scatter_jvp("max", x, gi, si, out=np.ones((1, 3)), src_dot=x)}
+    for name, call in calls.items():
+        with pytest.raises(IndexError, match=rf"read from {name.strip()}'s shape") as err:
+            call()
+        assert "was given" not in str(err.value)
+    with pytest.raises(IndexError, match=r"dim_size=1 was given"):
+        cs.gather_scatter_vjp_src("add", np.ones((1, 3)), x, gi, si, dim_size=1)

@@ -99,7 +99,7 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     -----
     {reduce_semantics}
     Without a plan each call validates the indices and groups the edges by destination (a stable counting sort,
-    O(E), 16 bytes per edge); a plan does this once. Two exceptions to "each message rounded to the value
+    O(E), 48 bytes per edge at its peak); a plan does this once. Two exceptions to "each message rounded to the value
     dtype": float16 and bfloat16 messages are computed and reduced in float32, not rounded one by one (max/min
     still give the composition's bits, since rounding keeps the order; sums are more accurate, can differ from
     the composition's in the last bit, and may not overflow where the composition does);

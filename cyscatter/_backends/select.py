@@ -37,9 +37,14 @@ def backend_of(**arrays) -> ModuleType:
         members = value if isinstance(value, tuple) else (value,)
         for i, member in enumerate(members):
             where = where_is(member)
-            if where is None:
-                continue
             label = name if len(members) == 1 else f"{name}[{i}]"
+            if where is None:
+                if type(member).__module__.partition(".")[0] == "autograd":   # NumPy would make an object array
+                    raise TypeError(f"{label} is an autograd {type(member).__name__} (a value being differentiated): "
+                                    "cyscatter computes with NumPy and would drop autograd's trace; call the "
+                                    "function of the same name in the grad package (import grad), which "
+                                    "autograd differentiates")
+                continue
             if type(member) is not np.ndarray:
                 check_foreign(label, member, where)
             if where not in seen:

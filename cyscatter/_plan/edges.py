@@ -318,7 +318,8 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike | None
     GatherScatterPlan
         Holds the flattened indices, the CSR by destination row (indptr of ``prod(D) + 1`` int64, the edge
         order, the source rows: 8 bytes per edge each), the counts per destination row, and, built at the first
-        reverse pass, the CSR by source row. Memory: about 24 bytes per edge plus 8 per row, each way.
+        reverse pass, the CSR by source row. Memory: 32 bytes per edge plus 16 per destination row (48 per
+        edge while it is built); the CSR by source row adds 16 per edge plus 8 per source row.
 
     Raises
     ------

@@ -147,7 +147,7 @@ def gather_scatter_plan(gather_index: IndexLike, scatter_index: IndexLike, *, sr
     Notes
     -----
     One bucket task per edge chunk sorts its edges by pair (a stable radix sort: edge order kept); one task per
-    pair concatenates its pieces and builds its in-memory plan (about 24 bytes per edge and 8 per row). The
+    pair concatenates its pieces and builds its in-memory plan (about 32 bytes per edge and 16 per row). The
     src_chunks x dim_chunks pairs each hold about ``E / (len(src_chunks) * len(dim_chunks))`` edges.
     """
     check_mode(mode)

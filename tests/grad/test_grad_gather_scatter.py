@@ -80,3 +80,16 @@ def test_grad_scatter_takes_the_speed_settings():
         return anp.sum(scatter(x, index, "max", **kw) ** 2)
     np.testing.assert_array_equal(agrad(lambda x: loss(x, indices_are_sorted=True, num_threads=2))(x),
                                   agrad(loss)(x))
+
+
+@pytest.mark.parametrize("call", ["gather_scatter weight", "gather_scatter src", "scatter src", "gather src"])
+def test_a_traced_value_given_to_cyscatter_names_the_grad_package(call):
+    """cyscatter's own functions would turn autograd's boxes into object arrays: a TypeError points to grad."""
+    x, gi, si = np.ones((3, 2)), np.array([0, 1, 2]), np.array([0, 0, 1])
+    fns = {"gather_scatter weight": (lambda w: anp.sum(cs.gather_scatter(x, gi, si, "mean", weight=w)), np.ones(3)),
+           "gather_scatter src": (lambda s: anp.sum(cs.gather_scatter(s, gi, si)), x),
+           "scatter src": (lambda s: anp.sum(cs.scatter(s, si, "add")), x),
+           "gather src": (lambda s: anp.sum(cs.gather(s, gi)), x)}
+    fn, at = fns[call]
+    with pytest.raises(TypeError, match=rf"{call.split()[1]} is an autograd ArrayBox .* grad package"):
+        autograd.grad(fn)(at)

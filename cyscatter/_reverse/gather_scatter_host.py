@@ -65,6 +65,13 @@ class _Call:
         return self.w2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
 
     @cached_property
+    def src_view(self):
+        """src as (outer, S, inner) rows of adjacent elements, a view where it is one (strided or broadcast rows
+        are not copied): for the kernels that take src's strides apart from their other operands' (the per-edge
+        dots, the forward)."""
+        return rows_view(self.src, self.dtype, *self.src_rows)
+
+    @cached_property
     def src3(self):
         """src as a C-contiguous (outer, S, inner) array (the reverse kernels walk it and their results with one
         set of strides); made only when read: the add/sub/mean src gradient needs src's shape alone."""
@@ -203,7 +210,7 @@ def vjp_weight(op, grad_out, src, gather_index, scatter_index, out, *, weight, d
     elif call.inner and call.outer:
         select = call.select
         cot = call.per_destination(g3) if select is None else call.share(g3)
-        fused_kernels.dots(cot, call.src3, call.plan.gather, call.plan.scatter, result,
+        fused_kernels.dots(cot, call.src_view, call.plan.gather, call.plan.scatter, result,
                            cot if select is None else call.out3, 0 if select is None else select + 1, call.kernel_w2,
                            call.w is not None, call.parts)
     shaped = call.weight_shaped(result)
@@ -244,7 +251,7 @@ def jvp(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_do
             run_forward(ADD, s_dot3, call.plan, call.weight(call.dtype), call.heads, call.feat, result, call.threads)
         if w_dot2 is not None:
             part = np.zeros(size3, call.dtype)
-            run_forward(ADD, call.src3, call.plan, wd, call.heads, call.feat, part, call.threads)
+            run_forward(ADD, call.src_view, call.plan, wd, call.heads, call.feat, part, call.threads)
             result += part
         result = call.per_destination(result)
     else:

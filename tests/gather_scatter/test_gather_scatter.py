@@ -434,3 +434,23 @@ def test_reverse_bound_errors_name_the_array_the_size_was_read_from():
         assert "was given" not in str(err.value)
     with pytest.raises(IndexError, match=r"dim_size=1 was given"):
         cs.gather_scatter_vjp_src("add", np.ones((1, 3)), x, gi, si, dim_size=1)
+
+
+def test_linear_reverse_functions_read_strided_and_broadcast_src_in_place():
+    """The weight VJP and the weight tangent of the linear ops read src as the forward does: rows apart or
+    broadcast, not copied (a broadcast src may be far larger than memory)."""
+    from memory import traced_peak
+
+    rng = np.random.default_rng(12)
+    base = rng.standard_normal((200_000, 16))
+    gi, si, w = np.array([0, 5, 999, 7]), np.array([0, 0, 1, 1]), rng.standard_normal(4)
+    g = rng.standard_normal((2, 16))
+    for src in (base[::2], np.broadcast_to(base[3], (100_000, 16))):
+        dense = np.ascontiguousarray(src)
+        for op in ("add", "mean", "sub"):
+            calls = (lambda s, o=op: cs.gather_scatter_vjp_weight(o, g, s, gi, si, weight=w),
+                     lambda s, o=op: cs.gather_scatter_jvp(o, s, gi, si, out=g, weight=w, weight_dot=w[::-1].copy()))
+            for call in calls:
+                got, peak = traced_peak(lambda c=call: c(src))
+                assert_same(got, call(dense))
+                assert peak < dense.nbytes / 8, (op, peak)

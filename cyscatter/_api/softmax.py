@@ -158,7 +158,7 @@ def scatter_logsumexp(src: ArrayInput, index: IndexLike, *, dim_size: DimSize | 
         raise unexpected_keywords("scatter_logsumexp", porting)
     dim_size, dims_arg = sizes_of_out(out, index, axis, dim_size)
     ctx, result, batch, feat = group_view("scatter_logsumexp", src, index, dim_size, axis, mode,
-                                          dims_arg=dims_arg, layout=True)
+                                          dims_arg=dims_arg, layout=True, contiguous=True)
     target = None if out is None else _check_out(ctx, out, dst_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         lse = logsumexp3(ctx).astype(result, copy=False)
@@ -252,7 +252,7 @@ def scatter_log_softmax(src: ArrayInput, index: IndexLike, *, dim_size: DimSize 
     if porting:
         raise unexpected_keywords("scatter_log_softmax", porting)
     ctx, result, batch, feat = group_view("scatter_log_softmax", src, index, dim_size, axis, mode,
-                                          broadcast=False, layout=True)
+                                          broadcast=False, layout=True, contiguous=True)
     target = None if out is None else _check_out(ctx, out, src_shape(ctx, batch, feat), result)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         probs = log_softmax3(ctx, result)

@@ -19,8 +19,8 @@ from cyscatter._backends.scans import scan_groups
 ROW_CHUNK_BYTES = 1 << 20
 
 
-def chunked_source(arr: Any, dtype: Any, outer: int, rows: int, inner: int,
-                   layout: bool = False) -> host.StagedRows | None:
+def chunked_source(arr: Any, dtype: Any, outer: int, rows: int, inner: int, layout: bool = False,
+                   contiguous: bool = False) -> host.StagedRows | None:
     """`arr` as a source read in place by chunks where reading it as `dtype` converts it (float16/bfloat16 to
     float32 for the kernels, to float64 for the reverse functions) or, with `layout`, lays it out (a
     Fortran-ordered or strided src of `dtype` whose row elements are apart): the scatter kernels' `rows_source`,
@@ -29,14 +29,22 @@ def chunked_source(arr: Any, dtype: Any, outer: int, rows: int, inner: int,
 
     `layout` is for the families whose chunked passes cost no more than one pass over a C-ordered copy (the
     moments, logsumexp, log_softmax); softmax takes exp twice by chunks and argmax gathers twice, which on a
-    same-dtype src cost more than the copy (2.3x and 1.45x on 200000 x 64 float32, Fortran-ordered)."""
+    same-dtype src cost more than the copy (2.3x and 1.45x on 200000 x 64 float32, Fortran-ordered).
+    `contiguous` chunks a C-ordered src of `dtype` too (each chunk a copy of its rows), for the families whose
+    whole path holds several n x F temporaries and is no faster: logsumexp and log_softmax (0.78x and 0.87x the
+    time, 6.7 and 55 MiB against 101 and 147 on 200000 x 64 float32; the moments were 1.09x slower)."""
     dtype = np.dtype(dtype)
     if type(arr) is not np.ndarray or (arr.dtype == dtype and not layout) \
             or outer * rows * inner < host.STAGE_MIN_ELEMENTS or not (arr.dtype.isnative and arr.flags.aligned):
         return None
-    if arr.dtype == dtype or host._stage_code(arr.dtype, dtype) is not None:
+    code = host._stage_code(arr.dtype, dtype)
+    if arr.dtype == dtype or code is not None:
         source = host.rows_source(arr, dtype, outer, rows, inner)
-        return source if type(source) is host.StagedRows else None
+        if type(source) is host.StagedRows:
+            return source
+        if contiguous and code == host._S.STAGE_COPY:   # read as it is: copied a chunk at a time instead
+            return host.StagedRows(source, dtype, int(code), False)
+        return None
     try:
         a3 = arr.reshape((outer, rows, inner), copy=False)
     except ValueError:

@@ -12,7 +12,7 @@ __all__ = ["float_dtypes", "group_view", "dst_shape", "src_shape"]
 
 
 def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_ok=False, src_arg="src",
-               broadcast=True, dims_arg="dim_size", layout=False):
+               broadcast=True, dims_arg="dim_size", layout=False, contiguous=False):
     """(context, result dtype, batch shape B, feature shape F) of a group op on `src` (NumPy or CuPy).
 
     The context holds the validated index plan, `src` as (outer, n, inner) in the compute dtype (`compute`, or
@@ -21,13 +21,14 @@ def group_view(name, src, index, dim_size, axis, mode, *, compute=None, complex_
     `src_arg` is the argument that holds `src`, for the errors. `broadcast`: `src` may broadcast against the
     shape B + I + F it stands for (see `cyscatter._plan.layout.src_layout`); False where it must have that shape.
     `dims_arg`: what `dim_size` came from, for a bound error ("grad_out.shape" where a reverse function read it).
-    `layout`: a Fortran-ordered or strided src is read by chunks too (`chunked_source`), not copied whole.
+    `layout`: a Fortran-ordered or strided src is read by chunks too (`chunked_source`), not copied whole;
+    `contiguous`: a C-ordered one too.
     """
     call = prepare("group", src, index, dim_size=dim_size, axis=axis, mode=mode, dtype=compute, name=name,
                    complex_ok=complex_ok, src_arg=src_arg, broadcast=broadcast, dims_arg=dims_arg)
     # src as the scatter kernels read it (a float16/bfloat16 src in place, or one only `src_chunks` reads: float16
     # to float64): `src3` converts it whole only for the families that ask for it, `src_chunks` a chunk at a time
-    source = chunked_source(call.src, call.compute, call.outer, call.plan.n, call.inner, layout)
+    source = chunked_source(call.src, call.compute, call.outer, call.plan.n, call.inner, layout, contiguous)
     ctx = Reverse(call.be, call.plan, call.src3 if source is None else None, None, None, dtype=call.compute,
                   source=source)
     return ctx, call.result_dtype, call.batch, call.feat

@@ -383,6 +383,10 @@ def _reverse(op, src, index, out, dst, axis, mode, extra) -> Call:
     plan = plan_index(None, out.shape[axis:axis + m], mode, coords=coords, dims_arg="out.shape")
     be.precheck(plan)   # some rules (add's dst gradient) never reach a kernel that would report a bad entry
     dtype = _float_dtype(src, out, *(arr for arr, _ in others.values()))
+    if src.dtype != out.dtype and not np.can_cast(src.dtype, out.dtype, "safe"):
+        # the forward cast src to out's dtype (dtype=, or a dst of that dtype) before combining: the rules that
+        # read src (max/min's winners, products) see the values it combined, not src's own
+        src = src.astype(out.dtype)
     outer, inner = math.prod(batch), math.prod(feat)
     rows = {"src": plan.n, "out": plan.size}
     others = {name: (expand_cast(arr, expected, len(feat), dtype, be.xp) if like == "src" else arr, like)

@@ -7,6 +7,7 @@ are copied once, here and nowhere else.
 from __future__ import annotations
 
 import functools
+import math
 import sys
 
 import numpy as np
@@ -366,7 +367,9 @@ def fresh_table(shape, dtype, identity):
     """A new C-ordered table of (shape, dtype) holding the identity: cache-line aligned rows, zero identities from
     zeroed pages with no write pass (the kernels' fill, for number and bool dtypes); np.full for the other dtypes
     an assignment moves (datetimes keep their unit, records their fields)."""
-    if dtype.kind in "biufc" or is_bfloat16(dtype):
+    if (dtype.kind in "biufc" or is_bfloat16(dtype)) and not (
+            dtype.kind in "fc" and identity == 0 and (math.copysign(1.0, identity.real) < 0 or (
+                dtype.kind == "c" and math.copysign(1.0, identity.imag) < 0))):   # -0.0: not the zero pages
         return kernels.fresh_table(shape, dtype, identity)
     return np.full(shape, identity, dtype)
 

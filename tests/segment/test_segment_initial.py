@@ -99,3 +99,13 @@ def test_grad_segment_initial(op, fill):
                                ref_segment(src, indptr, twin(op), initial=0.5, fill_value=fill), rtol=1e-14)
     check_grads(lambda s: grad.segment(s, indptr, op, initial=0.5, fill_value=fill), modes=["rev", "fwd"],
                 order=2)(src)
+
+
+def test_a_negative_zero_initial_keeps_its_sign():
+    """initial=-0.0 starts each segment at -0.0 (not the +0.0 of zeroed pages): -0.0 + -0.0 is -0.0 as in NumPy."""
+    np.testing.assert_array_equal(np.signbit(cs.segment(np.array([-0.0]), np.array([0, 1]), "add", initial=-0.0)),
+                                  [True])
+    got = cs.segment(np.array([-1.0]), np.array([0, 0, 1]), "mul", initial=-0.0)
+    np.testing.assert_array_equal(np.signbit(got), [True, False])   # an empty segment: -0.0; -1 * -0.0 = 0.0
+    got = cs.segment_ranges(np.ones((2, 3), np.float32), np.array([1]), np.array([1]), "add", initial=-0.0)
+    assert got.dtype == np.float32 and np.signbit(got).all()

@@ -113,9 +113,9 @@ def check_foreign(name: str, member, where: str | None = None) -> None:
 def _refuse(name: str, member, where: str | None) -> None:
     """TypeError for an argument no backend can take as it is."""
     if isinstance(member, np.ma.MaskedArray) and np.ma.getmask(member) is not np.ma.nomask and member.mask.any():
+        nan = "" if "index" in name else " (values filled with NaN are left out by the NaN-skipping ops)"
         raise TypeError(f"{name} is a numpy.ma.MaskedArray with masked entries: cyscatter reads the data and would "
-                        f"ignore the mask; pass {name}.filled(value) or keep only the unmasked entries (values filled "
-                        f"with NaN are left out by the NaN-skipping ops)")
+                        f"ignore the mask; pass {name}.filled(value) or keep only the unmasked entries{nan}")
     if where == "other":
         device = _dlpack_device(member)
         raise TypeError(f"{name} is {_describe(member, where)} on DLPack device type "

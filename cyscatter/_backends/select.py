@@ -41,9 +41,9 @@ def backend_of(**arrays) -> ModuleType:
             if where is None:
                 if type(member).__module__.partition(".")[0] == "autograd":   # NumPy would make an object array
                     raise TypeError(f"{label} is an autograd {type(member).__name__} (a value being differentiated): "
-                                    "cyscatter computes with NumPy and would drop autograd's trace; call the "
-                                    "function of the same name in the grad package (import grad), which "
-                                    "autograd differentiates")
+                                    "cyscatter computes with NumPy and would drop autograd's trace; differentiate "
+                                    "through the grad package (import grad: grad.scatter, grad.gather, "
+                                    "grad.gather_scatter, ...), whose functions autograd traces")
                 continue
             if type(member) is not np.ndarray:
                 check_foreign(label, member, where)

@@ -8,7 +8,7 @@ import numpy as np
 from autograd.extend import defjvp, defvjp
 
 import cyscatter as cs
-from grad._args import cast, layout, require_inexact, valid_entries
+from grad._args import cast, layout, require_inexact, valid_entries, vjp_in_primal_dtype
 from grad._primitive import primitive
 from grad._where import where
 
@@ -133,14 +133,16 @@ def _gather_jvp(src_dot, ans, src, index, axis=0, mode="raise", fill_value=0, dt
     return dot if dtype is None else cast(dot, dtype)
 
 
-defvjp(gather, _gather_vjp)
+defvjp(gather, vjp_in_primal_dtype(_gather_vjp))
 defjvp(gather, _gather_jvp)
 defvjp(gather_vjp_src, lambda ans, g, index, src_shape, axis=0, mode="raise":
        lambda v: gather(v, index, axis=axis, mode=mode))
 defjvp(gather_vjp_src, "same")
 defvjp(gather_into,
-       lambda ans, dst, src, index, axis=0, mode="raise": _keep_dropped(_kept_rows(dst, src, index, axis, mode)),
-       lambda ans, dst, src, index, axis=0, mode="raise": _scatter_add_back(src, index, axis, mode, "gather_into"))
+       vjp_in_primal_dtype(lambda ans, dst, src, index, axis=0, mode="raise":
+                           _keep_dropped(_kept_rows(dst, src, index, axis, mode)), 0),
+       vjp_in_primal_dtype(lambda ans, dst, src, index, axis=0, mode="raise":
+                           _scatter_add_back(src, index, axis, mode, "gather_into"), 1))
 defjvp(gather_into,
        lambda dst_dot, ans, dst, src, index, axis=0, mode="raise":
        _keep_dropped(_kept_rows(dst, src, index, axis, mode))(dst_dot),

@@ -30,7 +30,7 @@ from cyscatter._backends import host
 from cyscatter._plan.index import plan_index
 from cyscatter._plan.layout import normalize_axis
 from cyscatter._plan.values import fill_for
-from grad._args import layout, require_inexact, require_inexact_traced, valid_entries
+from grad._args import layout, require_inexact, require_inexact_traced, valid_entries, vjp_in_primal_dtype
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import notrace_primitive, primitive
 from grad._scatter import _broadcast, _expanded, _unbroadcast, scatter, scatter_into
@@ -525,17 +525,17 @@ def gather_segment(src: ArrayInput, indptr: ArrayInput, *, axis: SupportsIndex |
 scatter_argmax = notrace_primitive(cs.scatter_argmax)   # integer results: no derivative, boxes are unwrapped
 scatter_argmin = notrace_primitive(cs.scatter_argmin)
 
-defvjp(scatter_logsumexp, _lse_vjp)
+defvjp(scatter_logsumexp, vjp_in_primal_dtype(_lse_vjp))
 defjvp(scatter_logsumexp, _lse_jvp)
-defvjp(scatter_softmax, _softmax_vjp)
+defvjp(scatter_softmax, vjp_in_primal_dtype(_softmax_vjp))
 defjvp(scatter_softmax, _softmax_jvp)
-defvjp(scatter_log_softmax, _log_softmax_vjp)
+defvjp(scatter_log_softmax, vjp_in_primal_dtype(_log_softmax_vjp))
 defjvp(scatter_log_softmax, _log_softmax_jvp)
-defvjp(scatter_var, _moment_vjp(std=False))
+defvjp(scatter_var, vjp_in_primal_dtype(_moment_vjp(std=False)))
 defjvp(scatter_var, _moment_jvp(std=False))
-defvjp(scatter_std, _moment_vjp(std=True))
+defvjp(scatter_std, vjp_in_primal_dtype(_moment_vjp(std=True)))
 defjvp(scatter_std, _moment_jvp(std=True))
-defvjp(scatter_nanvar, _nan_moment_vjp(std=False))
+defvjp(scatter_nanvar, vjp_in_primal_dtype(_nan_moment_vjp(std=False)))
 defjvp(scatter_nanvar, _nan_moment_jvp(std=False))
-defvjp(scatter_nanstd, _nan_moment_vjp(std=True))
+defvjp(scatter_nanstd, vjp_in_primal_dtype(_nan_moment_vjp(std=True)))
 defjvp(scatter_nanstd, _nan_moment_jvp(std=True))

@@ -25,7 +25,7 @@ import cyscatter as cs
 from cyscatter._plan.index import DROPPING, parse_coords
 from cyscatter._plan.layout import src_layout
 from cyscatter._registry.ops import ORDER_STATS
-from grad._args import cast, layout, require_inexact, valid_entries
+from grad._args import cast, in_primal_dtype, layout, require_inexact, valid_entries, vjp_in_primal_dtype
 from grad._gather import gather, gather_vjp_src
 from grad._primitive import primitive
 from grad._products import others_product
@@ -332,7 +332,7 @@ def _scatter_into_vjps(argnums, ans, args, kwargs):
     lin, _ = _into_linearization(argnums, ans, args, kwargs)
     shape = np.shape(getval(args[1]))
     vjps = [(lin.vjp_dst, lambda g: _unbroadcast(lin.vjp_src(g), shape))[argnum] for argnum in argnums]
-    return lambda g: tuple(vjp(g) for vjp in vjps)
+    return lambda g: tuple(in_primal_dtype(vjp(g), args[argnum]) for vjp, argnum in zip(vjps, argnums))
 
 
 def _scatter_into_jvp(argnums, tangents, ans, args, kwargs):
@@ -341,7 +341,7 @@ def _scatter_into_jvp(argnums, tangents, ans, args, kwargs):
     return lin.jvp(src_dot=_broadcast(tangent.get(1), expanded), dst_dot=tangent.get(0))
 
 
-defvjp(scatter, _scatter_vjp)
+defvjp(scatter, vjp_in_primal_dtype(_scatter_vjp))
 defjvp(scatter, _scatter_jvp)
 defvjp_argnums(scatter_into, _scatter_into_vjps)
 defjvp_argnums(scatter_into, _scatter_into_jvp)

@@ -118,3 +118,34 @@ def test_float16_derivatives_stay_float16(name):
         first64 = agrad(lambda s: anp.sum(f(s) * f(s)))(arg.astype(np.float64))
     assert tangent.dtype == np.float16 and first.dtype == np.float16
     np.testing.assert_allclose(first.astype(np.float64), first64, rtol=0.05, atol=0.05)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("call", ["scatter add", "scatter max", "scatter mul", "segment mean", "gather",
+                                  "gather_into", "scatter_into dst", "scatter_into src", "gather_scatter div",
+                                  "scatter_logsumexp", "scatter_var"])
+def test_a_wider_cotangent_gives_the_inputs_dtype(dtype, call):
+    """A float64 cotangent flowing back (the result times a float64 array) gives a gradient of the input's own
+    dtype, as PyTorch and JAX do (and as a float16 cotangent gives)."""
+    c = np.linspace(0.5, 1.5, 4).reshape(2, 2)   # float64
+    x = np.array([[1.0, 2.0], [3.0, 0.5], [2.0, 2.0]], dtype)
+    idx = np.array([1, 0, 1])
+    fns = {
+        "scatter add": lambda s: csgrad.scatter(s, idx, "add"),
+        "scatter max": lambda s: csgrad.scatter(s, idx, "max"),
+        "scatter mul": lambda s: csgrad.scatter(s, idx, "mul"),
+        "segment mean": lambda s: csgrad.segment(s, np.array([0, 1, 3]), "mean"),
+        "gather": lambda s: csgrad.gather(s, np.array([2, 0])),
+        "gather_into": lambda s: csgrad.gather_into(s[:2], s, np.array([2, 0])),
+        "scatter_into dst": lambda s: csgrad.scatter_into(s[:2], np.ones((3, 2), dtype), idx, "max"),
+        "scatter_into src": lambda s: csgrad.scatter_into(np.zeros((2, 2), dtype), s, idx, "max"),
+        "gather_scatter div": lambda s: csgrad.gather_scatter(s, np.array([0, 1, 2]), idx, "div"),
+        "scatter_logsumexp": lambda s: csgrad.scatter_logsumexp(s, idx),
+        "scatter_var": lambda s: csgrad.scatter_var(s, idx),
+    }
+    g = agrad(lambda s: anp.sum(fns[call](s) * c))(x)
+    assert g.dtype == dtype
+    wide = agrad(lambda s: anp.sum(fns[call](s) * c))(x.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_allclose(g.astype(np.float64), wide, rtol=5e-2 if dtype == np.float16 else 1e-5,
+                                   atol=1e-2)

@@ -169,7 +169,10 @@ def _moment_doc(title: str, name: str, result: str) -> Callable[[_FuncT], _FuncT
 def _moment(name, src, index, ddof, dim_size, axis, mode, std: bool, skip_nan: bool = False):
     """The group variances (or their square roots), in the real dtype of `src`."""
     ddof = check_ddof(ddof)
-    ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True, layout=True)
+    # a C-ordered src by chunks too where that costs no time (var/std: 0.91-1.04x, about 5 MB against src's size
+    # for 200000 x 64); the NaN-skipping twins' chunked passes were 1.35x slower there
+    ctx, result, batch, feat = group_view(name, src, index, dim_size, axis, mode, complex_ok=True, layout=True,
+                                          contiguous=not skip_nan)
     real = result if is_bfloat16(result) else np.finfo(result).dtype   # complex64 -> float32
     with sized_by(*size_arg(dim_size, ctx.plan)):
         var = var3(ctx, ddof, skip_nan)

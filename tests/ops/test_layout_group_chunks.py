@@ -1,6 +1,7 @@
 """var/std (and their NaN-skipping twins), logsumexp and log_softmax on a Fortran-ordered, reversed or
-features-first src of their own dtype read it a chunk of rows at a time (`Reverse.src_chunks`) instead of copying
-it to C order: bit for bit the results of the same call on a C-ordered copy (every group element sees its terms
+features-first src of their own dtype (var/std, logsumexp and log_softmax on a C-ordered one too) read it a chunk
+of rows at a time (`Reverse.src_chunks`) instead of copying it to C order: bit for bit the results of the
+whole-array path on a C-ordered copy (every group element sees its terms
 in index order either way), close to the plain-loop references (math.fsum / NumPy per group), with many chunk
 boundaries, drop mode, empty groups; and no src-sized array."""
 from __future__ import annotations
@@ -56,7 +57,10 @@ def test_chunked_layouts_give_the_bits_of_a_c_ordered_copy(small_chunks, dtype, 
     for mode, idx in (("drop", index), ("raise", np.abs(index))):
         with np.errstate(all="ignore"):
             got = FUNCS[name](src, idx, dim_size=9, axis=axis, mode=mode, **_kwargs(name))
-            want = FUNCS[name](np.ascontiguousarray(src), idx, dim_size=9, axis=axis, mode=mode, **_kwargs(name))
+            with pytest.MonkeyPatch.context() as patch:   # the whole-array path, not the chunks
+                patch.setattr(host, "STAGE_MIN_ELEMENTS", 1 << 40)
+                want = FUNCS[name](np.ascontiguousarray(src), idx, dim_size=9, axis=axis, mode=mode,
+                                   **_kwargs(name))
         assert_same(got, want)
 
 
@@ -77,11 +81,14 @@ def test_chunked_layouts_against_the_loops(small_chunks, name):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_no_src_sized_copy():
+@pytest.mark.parametrize("order", ["F", "C"])
+def test_no_src_sized_copy(order):
+    """Fortran-ordered, and for var/std and logsumexp C-ordered too (their whole path held src-sized
+    temporaries)."""
     rng = np.random.default_rng(3)
-    x = np.asfortranarray(rng.standard_normal((200_000, 16)).astype(np.float32))
+    x = np.asarray(rng.standard_normal((200_000, 16)).astype(np.float32), order=order)
     index = rng.integers(0, 500, 200_000)
-    for name in ("var", "logsumexp"):
+    for name in ("var", "std", "logsumexp"):
         FUNCS[name](x, index, dim_size=500)
         _, peak = traced_peak(lambda f=FUNCS[name]: f(x, index, dim_size=500))
         assert peak < x.nbytes / 2, (name, peak)

@@ -1,5 +1,6 @@
 """The reverse functions of the selecting ops (max/min, fmax/fmin, and the JVPs of nansum/nanmean) and of the
-products (mul, nanprod) on a float16/bfloat16 src, one thread: the kernels reading the half-precision rows
+products (mul, nanprod) on a float16/bfloat16 src, and those of the grouped scans (`scatter_scan_vjp`/`_jvp`
+for mul, max and min, reading src by blocks of widened rows), one thread: the kernels reading the half-precision rows
 themselves (each row widened in a stack buffer) against the src converted whole to float64 first (the path before they did: the same
 build with the chunked source turned off, `host.STAGE_MIN_ELEMENTS` raised past the src's size), interleaved in
 one run; median times, their ratio and the tracemalloc peaks.
@@ -51,6 +52,11 @@ def calls(x):
         "vjp_dst max": lambda: cs.scatter_vjp_dst("max", G, dst, x, idx, into),
         "jvp max": lambda: cs.scatter_jvp("max", x, idx, out["max"], DOT),
         "jvp nanmean": lambda: cs.scatter_jvp("nanmean", x, idx, out["nanmean"], DOT),
+        "scan_vjp mul": lambda: cs.scatter_scan_vjp("mul", DOT, x, idx, dim_size=SIZE),
+        "scan_vjp mul exclusive": lambda: cs.scatter_scan_vjp("mul", DOT, x, idx, dim_size=SIZE, exclusive=True),
+        "scan_jvp mul": lambda: cs.scatter_scan_jvp("mul", x, idx, DOT, dim_size=SIZE),
+        "scan_vjp max": lambda: cs.scatter_scan_vjp("max", DOT, x, idx, dim_size=SIZE),
+        "scan_jvp min reverse": lambda: cs.scatter_scan_jvp("min", x, idx, DOT, dim_size=SIZE, reverse=True),
     }
 
 

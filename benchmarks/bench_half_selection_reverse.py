@@ -1,6 +1,6 @@
 """The reverse functions of the selecting ops (max/min, fmax/fmin, and the JVPs of nansum/nanmean) and of the
 products (mul, nanprod) on a float16/bfloat16 src, and those of the grouped scans (`scatter_scan_vjp`/`_jvp`
-for mul, max and min, reading src by blocks of widened rows), one thread: the kernels reading the half-precision rows
+for mul, max and min, reading src by blocks of widened rows) and of nanlast (by chunks of rows), one thread: the kernels reading the half-precision rows
 themselves (each row widened in a stack buffer) against the src converted whole to float64 first (the path before they did: the same
 build with the chunked source turned off, `host.STAGE_MIN_ELEMENTS` raised past the src's size), interleaved in
 one run; median times, their ratio and the tracemalloc peaks.
@@ -37,7 +37,7 @@ except ImportError:   # bfloat16 rows left out
 
 
 def calls(x):
-    out = {op: cs.scatter(x, idx, op, dim_size=SIZE) for op in ("max", "fmax", "nanmean", "mul", "nanprod")}
+    out = {op: cs.scatter(x, idx, op, dim_size=SIZE) for op in ("max", "fmax", "nanmean", "mul", "nanprod", "nanlast")}
     dst = np.zeros(out["max"].shape, out["max"].dtype)
     into = cs.scatter_into(dst.copy(), x, idx, "max")
     ones = np.ones(out["max"].shape, out["max"].dtype)
@@ -52,6 +52,8 @@ def calls(x):
         "vjp_dst max": lambda: cs.scatter_vjp_dst("max", G, dst, x, idx, into),
         "jvp max": lambda: cs.scatter_jvp("max", x, idx, out["max"], DOT),
         "jvp nanmean": lambda: cs.scatter_jvp("nanmean", x, idx, out["nanmean"], DOT),
+        "vjp_src nanlast": lambda: cs.scatter_vjp_src("nanlast", G, x, idx, out["nanlast"]),
+        "vjp_dst nanlast": lambda: cs.scatter_vjp_dst("nanlast", G, dst, x, idx, out["nanlast"]),
         "scan_vjp mul": lambda: cs.scatter_scan_vjp("mul", DOT, x, idx, dim_size=SIZE),
         "scan_vjp mul exclusive": lambda: cs.scatter_scan_vjp("mul", DOT, x, idx, dim_size=SIZE, exclusive=True),
         "scan_jvp mul": lambda: cs.scatter_scan_jvp("mul", x, idx, DOT, dim_size=SIZE),

@@ -127,7 +127,10 @@ class ScanView:
         xp = self.xp
         # a src read by blocks (the host's): the positions' temporaries a block of output rows each, not n x F
         n = arg3.shape[1]
-        step = max(1, n if self.source is None else chunks.ROW_CHUNK_BYTES // max(1, 8 * arg3.size // max(1, n)))
+        if self.source is None:
+            picked = xp.take_along_axis(v3, xp.where(arg3 < 0, 0, arg3), axis=1)
+            return xp.where(arg3 < 0, v3.dtype.type(0), picked)
+        step = max(1, chunks.ROW_CHUNK_BYTES // max(1, 8 * arg3.size // max(1, n)))
         out3 = xp.empty(arg3.shape, v3.dtype)
         for r0 in range(0, n, step):
             arg = arg3[:, r0:r0 + step]

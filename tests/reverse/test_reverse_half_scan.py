@@ -199,3 +199,31 @@ def test_scan_arg_offset_continues_the_holders():
 def _opcode(name):
     from cyscatter._registry.ops import get_op
     return get_op(name).opcode
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("op", ["mul", "max"])
+@pytest.mark.parametrize("other", ["float16", "float32", "bfloat16", "fortran", "reversed"])
+def test_half_scan_derivatives_take_any_cotangent(dtype, op, other, monkeypatch):
+    """A cotangent or tangent of another dtype (a float32 derivative dtype: the products then run in float32, as
+    on the whole conversion) or layout, and empty arrays."""
+    rng = np.random.default_rng(zlib.crc32(repr((dtype, op, other)).encode()))
+    for shape, axis in (((700, 3), 0), ((3, 500), 1), ((0, 3), 0), ((2, 0, 3), 1)):
+        src = _values(shape, dtype, rng)
+        idx = rng.integers(0, 9, shape[axis])
+        d = rng.standard_normal(shape)
+        d = {"fortran": np.asfortranarray(d), "reversed": d[..., ::-1]}.get(other, None)
+        if d is None:
+            d = rng.standard_normal(shape).astype(DTYPES.get(other, other))
+        for fun in ("vjp", "jvp"):
+            kw = {"dim_size": 9, "axis": axis, "reverse": fun == "jvp"}
+            with np.errstate(all="ignore"):
+                got = _call(fun, op, src, idx, d, **kw)
+                with monkeypatch.context() as m:
+                    m.setattr(chunks, "chunked_source", lambda *args: None)
+                    want = _call(fun, op, src, idx, d, **kw)
+            assert got.dtype == want.dtype
+            nan = np.isnan(got)
+            np.testing.assert_array_equal(nan, np.isnan(want))
+            bits = np.dtype(f"u{got.dtype.itemsize}")
+            np.testing.assert_array_equal(got.view(bits)[~nan], want.view(bits)[~nan])

@@ -7,7 +7,7 @@ one run; median times, their ratio and the tracemalloc peaks.
 
 Also gather_scatter's forward pass with a float16/bfloat16 weight of one value per edge and feature (200000 edges
 between 5000 nodes of 64 float32 features), the kernel widening each edge's weights against the weight converted
-whole to float32 first (`host._HALF_WEIGHTS` emptied).
+whole to float32 first (`host._HALF_WEIGHTS` emptied); and the VJP/JVP of its linear ops with such a weight.
 
 Shapes: 200000 x 64 rows into 5000 groups (the issue's). Run:
 ``PYTHONPATH=. python benchmarks/bench_half_selection_reverse.py [rounds [name-substring]]``."""
@@ -67,8 +67,15 @@ GIDX = rng.integers(0, SIZE, N)
 
 
 def edge_calls(w):
-    return {f"gather_scatter {op}": (lambda op=op: cs.gather_scatter(NODES, GIDX, idx, op, weight=w, dim_size=SIZE))
-            for op in ("add", "max", "nanmean")}
+    calls = {f"gather_scatter {op}": (lambda op=op: cs.gather_scatter(NODES, GIDX, idx, op, weight=w, dim_size=SIZE))
+             for op in ("add", "max", "nanmean")}
+    # the linear ops' reverse functions: forward passes reading the half weight in place (no E x F copy)
+    out = {op: cs.gather_scatter(NODES, GIDX, idx, op, weight=w, dim_size=SIZE) for op in ("add", "mean")}
+    calls["gs_vjp_src add"] = lambda: cs.gather_scatter_vjp_src("add", G, NODES, GIDX, idx, out["add"], weight=w,
+                                                                dim_size=SIZE)
+    calls["gs_jvp mean"] = lambda: cs.gather_scatter_jvp("mean", NODES, GIDX, idx, out["mean"], NODES, weight=w,
+                                                         dim_size=SIZE)
+    return calls
 
 
 def whole(f):

@@ -41,10 +41,7 @@ class _Call:
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
         self.src_rows = (self.outer, self.plan.src_size, self.inner)
-        self.w2 = None if self.w is None else \
-            weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
-        # the fused kernels' weight argument (an empty one without a weight) and their thread team
-        self.kernel_w2 = np.zeros((0, 1), self.dtype) if self.w2 is None else self.w2
+        # the fused kernels' thread team
         self.parts = team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
         self.out_raw = None if out is None else host_asarray(out)
         self.out3 = None if out is None else self.table(out, "out")
@@ -55,11 +52,25 @@ class _Call:
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)
 
+    @cached_property
+    def w2(self):
+        """The weight as (E, heads or inner) rows of the derivative dtype (None without one), for the kernels
+        that take real weights: made only when one of them runs (`run_forward` reads a float16/bfloat16 weight
+        as it is, so the linear ops' VJP and JVP never convert it)."""
+        return None if self.w is None else weight_rows(self.w, self.plan.index_shape, self.feat, self.heads,
+                                                       self.dtype)
+
+    @cached_property
+    def kernel_w2(self):
+        """The fused kernels' weight argument: `w2`, or an empty one without a weight."""
+        return np.zeros((0, 1), self.dtype) if self.w2 is None else self.w2
+
     def weight(self, dtype):
-        """The weight for `run_forward` computing in `dtype`: `w2` (already converted) viewed in the weight's
-        broadcast shape when it is of that dtype, so that a float16/bfloat16 weight of one value per feature
-        (E x F) is not converted again beside it; else the weight as given."""
-        if self.w2 is None or self.w2.dtype != dtype:
+        """The weight for `run_forward` computing in `dtype`: `w2` viewed in the weight's broadcast shape when it
+        was made already and is of that dtype, so that a float16/bfloat16 weight of one value per feature (E x F)
+        is not converted again beside it; else the weight as given (which `run_forward` reads in place when it
+        is float16/bfloat16, each edge's weights widened exactly: the same messages)."""
+        if "w2" not in self.__dict__ or self.w2 is None or self.w2.dtype != dtype:
             return self.w
         k = len(self.plan.index_shape)
         return self.w2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])

@@ -9,6 +9,7 @@ import pytest
 from memory import traced_peak
 
 import cyscatter as cs
+from cyscatter._backends import host
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -116,3 +117,31 @@ def test_half_weight_is_converted_once(dtype, fun, op):
     # the same call on float32 inputs (the plan and node-sized tables, no conversion) plus one float32 copy of
     # the weight (e * f * 4 bytes, 5.1 MB); a second conversion would add as much again
     assert peak(src, w) < peak(src.astype(np.float32), w.astype(np.float32)) + 1.5 * e * f * 4
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("fun", ["vjp_src", "jvp"])
+@pytest.mark.parametrize("op", ["add", "sub", "mean", "sqrt_n"])
+def test_linear_ops_read_a_half_weight_in_place(dtype, fun, op, monkeypatch):
+    """The linear ops' VJP and JVP are forward passes (`run_forward`), which read a float16/bfloat16 weight as it
+    is: no E x F copy at all, and the bits of the converted weight's pass."""
+    rng = np.random.default_rng(5)
+    s, e, size, f = 500, 40_000, 500, 32
+    src, w = _inputs((s, f), "float32", rng, specials=False), _inputs((e, f), dtype, rng)
+    gi, si = rng.integers(0, s, e), rng.integers(0, size, e)
+    out = cs.gather_scatter(src, gi, si, op, weight=w, dim_size=size)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+
+    def call(w=w):
+        if fun == "vjp_src":
+            return cs.gather_scatter_vjp_src(op, g, src, gi, si, out, weight=w, dim_size=size)
+        return cs.gather_scatter_jvp(op, src, gi, si, out, src, weight=w, dim_size=size)
+
+    with np.errstate(all="ignore"):
+        call()   # warm the Python layer's caches
+        got, peak = traced_peak(call)
+        _same(got, call(w.astype(np.float32)))
+        base = traced_peak(lambda: call(w.astype(np.float32)))[1] - e * f * 4   # (less the float32 weight itself)
+        assert peak < base + 0.25 * e * f * 4, (peak, base)
+        monkeypatch.setattr(host, "_HALF_WEIGHTS", {})   # the kernels' half-weight reads off: a converted copy
+        assert traced_peak(call)[1] > base + 0.25 * e * f * 4

@@ -120,11 +120,11 @@ def test_half_weight_is_converted_once(dtype, fun, op):
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("fun", ["vjp_src", "jvp"])
+@pytest.mark.parametrize("fun", ["vjp_src", "jvp", "vjp_weight"])
 @pytest.mark.parametrize("op", ["add", "sub", "mean", "sqrt_n"])
 def test_linear_ops_read_a_half_weight_in_place(dtype, fun, op, monkeypatch):
     """The linear ops' VJP and JVP are forward passes (`run_forward`), which read a float16/bfloat16 weight as it
-    is: no E x F copy at all, and the bits of the converted weight's pass."""
+    is, and their weight VJP reads no weight: no E x F copy at all, and the bits of the converted weight's pass."""
     rng = np.random.default_rng(5)
     s, e, size, f = 500, 40_000, 500, 32
     src, w = _inputs((s, f), "float32", rng, specials=False), _inputs((e, f), dtype, rng)
@@ -135,13 +135,19 @@ def test_linear_ops_read_a_half_weight_in_place(dtype, fun, op, monkeypatch):
     def call(w=w):
         if fun == "vjp_src":
             return cs.gather_scatter_vjp_src(op, g, src, gi, si, out, weight=w, dim_size=size)
+        if fun == "vjp_weight":
+            return cs.gather_scatter_vjp_weight(op, g, src, gi, si, out, weight=w, dim_size=size)
         return cs.gather_scatter_jvp(op, src, gi, si, out, src, weight=w, dim_size=size)
 
     with np.errstate(all="ignore"):
         call()   # warm the Python layer's caches
         got, peak = traced_peak(call)
-        _same(got, call(w.astype(np.float32)))
-        base = traced_peak(lambda: call(w.astype(np.float32)))[1] - e * f * 4   # (less the float32 weight itself)
+        want = call(w.astype(np.float32))
+        _same(got, want.astype(got.dtype) if fun == "vjp_weight" else want)   # (the weight's VJP has its dtype)
+        # the float32 weight's call, less that weight (made inside it), plus the weight VJP's half result (e * f * 2
+        # bytes) rounded from its float32 one; a converted weight would add e * f * 4 bytes
+        base = traced_peak(lambda: call(w.astype(np.float32)))[1] - e * f * 4 + (e * f * 2 if fun == "vjp_weight" else 0)
         assert peak < base + 0.25 * e * f * 4, (peak, base)
-        monkeypatch.setattr(host, "_HALF_WEIGHTS", {})   # the kernels' half-weight reads off: a converted copy
-        assert traced_peak(call)[1] > base + 0.25 * e * f * 4
+        if fun != "vjp_weight":   # (the weight VJP converted it only by making `_Call.w2` up front: no switch)
+            monkeypatch.setattr(host, "_HALF_WEIGHTS", {})   # the kernels' half-weight reads off: a converted copy
+            assert traced_peak(call)[1] > base + 0.25 * e * f * 4

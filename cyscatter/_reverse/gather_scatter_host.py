@@ -48,7 +48,9 @@ class _Call:
         if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
             out32 = host.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
-            run_forward(self.op, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.weight(out32.dtype),
+            # (src converted once: the kernels that follow read the same rows, `src3`)
+            rows = self.src3 if self.dtype == out32.dtype else rows_view(self.src, out32.dtype, *self.src_rows)
+            run_forward(self.op, rows, self.plan, self.weight(out32.dtype),
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)
 
@@ -79,7 +81,9 @@ class _Call:
     def src_view(self):
         """src as (outer, S, inner) rows of adjacent elements, a view where it is one (strided or broadcast rows
         are not copied): for the kernels that take src's strides apart from their other operands' (the per-edge
-        dots, the forward)."""
+        dots, the forward); `src3` where it was made already (a float16/bfloat16 src is not converted twice)."""
+        if "src3" in self.__dict__:
+            return self.src3
         return rows_view(self.src, self.dtype, *self.src_rows)
 
     @cached_property

@@ -151,3 +151,23 @@ def test_linear_ops_read_a_half_weight_in_place(dtype, fun, op, monkeypatch):
         if fun != "vjp_weight":   # (the weight VJP converted it only by making `_Call.w2` up front: no switch)
             monkeypatch.setattr(host, "_HALF_WEIGHTS", {})   # the kernels' half-weight reads off: a converted copy
             assert traced_peak(call)[1] > base + 0.25 * e * f * 4
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("fun", ["vjp_src", "vjp_weight"])
+def test_selecting_ops_convert_a_half_src_once(dtype, fun):
+    """max with a float16/bfloat16 src: the forward's float32 winners recomputed, the ties shared and the weight's
+    dots all read one float32 conversion of src (S x F), not one each (the same bits as a float32 src)."""
+    rng = np.random.default_rng(9)
+    s, e, size, f = 100_000, 20_000, 500, 16
+    src = _inputs((s, f), dtype, rng)
+    gi, si = rng.integers(0, s, e), rng.integers(0, size, e)
+    out = cs.gather_scatter(src, gi, si, "max", dim_size=size)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    call = getattr(cs, f"gather_scatter_{fun}")
+    with np.errstate(all="ignore"):
+        got, peak = traced_peak(lambda: call("max", g, src, gi, si, out, dim_size=size))
+        want = call("max", g, src.astype(np.float32), gi, si, out.astype(np.float32), dim_size=size)
+    _same(got, want.astype(got.dtype))
+    if fun == "vjp_weight":   # one float32 src (s * f * 4 bytes) held; a second conversion beside it for the dots
+        assert peak < 1.5 * s * f * 4, peak

@@ -1,12 +1,14 @@
 """The reverse functions of the selecting ops (max/min, fmax/fmin, and the JVPs of nansum/nanmean) and of the
-products (mul, nanprod) on a float16/bfloat16 src, one thread: the kernels reading the half-precision rows
+products (mul, nanprod) on a float16/bfloat16 src, and those of the grouped scans (`scatter_scan_vjp`/`_jvp`
+for mul, max and min, reading src by blocks of widened rows) and of nanlast (by chunks of rows), one thread: the kernels reading the half-precision rows
 themselves (each row widened in a stack buffer) against the src converted whole to float64 first (the path before they did: the same
 build with the chunked source turned off, `host.STAGE_MIN_ELEMENTS` raised past the src's size), interleaved in
 one run; median times, their ratio and the tracemalloc peaks.
 
 Also gather_scatter's forward pass with a float16/bfloat16 weight of one value per edge and feature (200000 edges
 between 5000 nodes of 64 float32 features), the kernel widening each edge's weights against the weight converted
-whole to float32 first (`host._HALF_WEIGHTS` emptied).
+whole to float32 first (`host._HALF_WEIGHTS` emptied); and the VJPs/JVP of its linear ops with such a weight
+(against the weight converted up front, as the reverse calls did: `_Call.w2` made in `__init__`).
 
 Shapes: 200000 x 64 rows into 5000 groups (the issue's). Run:
 ``PYTHONPATH=. python benchmarks/bench_half_selection_reverse.py [rounds [name-substring]]``."""
@@ -18,6 +20,7 @@ import numpy as np
 
 import cyscatter as cs
 from cyscatter._backends import host
+from cyscatter._reverse import gather_scatter_host as gsh
 
 cs.set_num_threads(1)
 rng = np.random.default_rng(0)
@@ -36,7 +39,7 @@ except ImportError:   # bfloat16 rows left out
 
 
 def calls(x):
-    out = {op: cs.scatter(x, idx, op, dim_size=SIZE) for op in ("max", "fmax", "nanmean", "mul", "nanprod")}
+    out = {op: cs.scatter(x, idx, op, dim_size=SIZE) for op in ("max", "fmax", "nanmean", "mul", "nanprod", "nanlast")}
     dst = np.zeros(out["max"].shape, out["max"].dtype)
     into = cs.scatter_into(dst.copy(), x, idx, "max")
     ones = np.ones(out["max"].shape, out["max"].dtype)
@@ -51,6 +54,13 @@ def calls(x):
         "vjp_dst max": lambda: cs.scatter_vjp_dst("max", G, dst, x, idx, into),
         "jvp max": lambda: cs.scatter_jvp("max", x, idx, out["max"], DOT),
         "jvp nanmean": lambda: cs.scatter_jvp("nanmean", x, idx, out["nanmean"], DOT),
+        "vjp_src nanlast": lambda: cs.scatter_vjp_src("nanlast", G, x, idx, out["nanlast"]),
+        "vjp_dst nanlast": lambda: cs.scatter_vjp_dst("nanlast", G, dst, x, idx, out["nanlast"]),
+        "scan_vjp mul": lambda: cs.scatter_scan_vjp("mul", DOT, x, idx, dim_size=SIZE),
+        "scan_vjp mul exclusive": lambda: cs.scatter_scan_vjp("mul", DOT, x, idx, dim_size=SIZE, exclusive=True),
+        "scan_jvp mul": lambda: cs.scatter_scan_jvp("mul", x, idx, DOT, dim_size=SIZE),
+        "scan_vjp max": lambda: cs.scatter_scan_vjp("max", DOT, x, idx, dim_size=SIZE),
+        "scan_jvp min reverse": lambda: cs.scatter_scan_jvp("min", x, idx, DOT, dim_size=SIZE, reverse=True),
     }
 
 
@@ -59,8 +69,26 @@ GIDX = rng.integers(0, SIZE, N)
 
 
 def edge_calls(w):
-    return {f"gather_scatter {op}": (lambda op=op: cs.gather_scatter(NODES, GIDX, idx, op, weight=w, dim_size=SIZE))
-            for op in ("add", "max", "nanmean")}
+    calls = {f"gather_scatter {op}": (lambda op=op: cs.gather_scatter(NODES, GIDX, idx, op, weight=w, dim_size=SIZE))
+             for op in ("add", "max", "nanmean")}
+    # the linear ops' reverse functions: forward passes reading the half weight in place (no E x F copy)
+    out = {op: cs.gather_scatter(NODES, GIDX, idx, op, weight=w, dim_size=SIZE) for op in ("add", "mean")}
+    calls["gs_vjp_src add"] = lambda: cs.gather_scatter_vjp_src("add", G, NODES, GIDX, idx, out["add"], weight=w,
+                                                                dim_size=SIZE)
+    calls["gs_jvp mean"] = lambda: cs.gather_scatter_jvp("mean", NODES, GIDX, idx, out["mean"], NODES, weight=w,
+                                                         dim_size=SIZE)
+    calls["gs_vjp_weight add"] = lambda: cs.gather_scatter_vjp_weight("add", G, NODES, GIDX, idx, out["add"],
+                                                                      weight=w, dim_size=SIZE)
+    return calls
+
+
+def _eager_weight(self, *args, **kwargs):
+    """gather_scatter's reverse call as it was: the weight converted (`_Call.w2`) up front, read or not."""
+    _CALL_INIT(self, *args, **kwargs)
+    self.kernel_w2   # noqa: B018 (made for its cost)
+
+
+_CALL_INIT = gsh._Call.__init__
 
 
 def whole(f):
@@ -68,10 +96,12 @@ def whole(f):
     def run():
         saved, host.STAGE_MIN_ELEMENTS = host.STAGE_MIN_ELEMENTS, 1 << 62
         kinds, host._HALF_WEIGHTS = host._HALF_WEIGHTS, {}
+        gsh._Call.__init__ = _eager_weight
         try:
             return f()
         finally:
             host.STAGE_MIN_ELEMENTS, host._HALF_WEIGHTS = saved, kinds
+            gsh._Call.__init__ = _CALL_INIT
     return run
 
 

@@ -84,16 +84,18 @@ cdef Py_ssize_t scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const 
                           value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, value_t identity,
                           bint reverse, bint exclusive, int mode, bint track,
                           int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ) noexcept nogil:
-    return _scan_rows(op, src, index, out, table, identity, reverse, exclusive, mode, track, arg, targ, False)
+    return _scan_rows(op, src, index, out, table, identity, reverse, exclusive, mode, track, arg, targ, False, 0)
 
 
 cdef Py_ssize_t _scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
                            value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, value_t identity,
                            bint reverse, bint exclusive, int mode, bint track,
                            int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ,
-                           bint keep_table) noexcept nogil:
+                           bint keep_table, int64_t offset) noexcept nogil:
     """`scan_rows`, or with `keep_table` starting from the running values `table` (and `targ`) hold instead of
-    `identity`: a scan continued over consecutive blocks of rows (one batch slice; `scan(keep_table=True)`)."""
+    `identity`: a scan continued over consecutive blocks of rows (one batch slice; `scan(keep_table=True)`).
+    `offset` is added to the positions `targ` and `arg` record: a block's first row's position in the whole
+    src, so the holders carried from block to block stay comparable."""
     cdef Py_ssize_t outer = src.shape[0], n = src.shape[1], inner = src.shape[2], size = table.shape[0]
     cdef Py_ssize_t o, t, k, f, bad
     cdef index_t j
@@ -138,7 +140,7 @@ cdef Py_ssize_t _scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const
                     if beats(op, cur, x) or (track and targ[j, f] < 0):   # ties keep the first position
                         table[j, f] = x
                         if track:
-                            targ[j, f] = k
+                            targ[j, f] = k + offset
                 else:
                     table[j, f] = combine(op, cur, x)
                 if not exclusive:
@@ -152,6 +154,15 @@ cdef Py_ssize_t linear_scan_rows(const value_t[:, :, ::contiguous] b, const valu
                                  const index_t[::1] index, value_t[:, :, ::contiguous] out,
                                  value_t[:, ::contiguous] table, bint reverse, bint exclusive,
                                  int mode) noexcept nogil:
+    return _linear_scan_rows(b, a, index, out, table, reverse, exclusive, mode, False)
+
+
+cdef Py_ssize_t _linear_scan_rows(const value_t[:, :, ::contiguous] b, const value_t[:, :, ::contiguous] a,
+                                  const index_t[::1] index, value_t[:, :, ::contiguous] out,
+                                  value_t[:, ::contiguous] table, bint reverse, bint exclusive,
+                                  int mode, bint keep_table) noexcept nogil:
+    """`linear_scan_rows`, or with `keep_table` continuing from the values `table` holds (one batch slice's
+    consecutive blocks of rows, as `_scan_rows`)."""
     cdef Py_ssize_t outer = b.shape[0], n = b.shape[1], inner = b.shape[2], size = table.shape[0]
     cdef Py_ssize_t o, t, k, f, bad, step = -1 if reverse else 1
     cdef Py_ssize_t bs = b.strides[1] // sizeof(value_t), As = a.strides[1] // sizeof(value_t)
@@ -169,7 +180,7 @@ cdef Py_ssize_t linear_scan_rows(const value_t[:, :, ::contiguous] b, const valu
     if n == 0 or inner == 0:
         return -1
     for o in range(outer):
-        for k in range(size):
+        for k in range(size if not keep_table else 0):
             for f in range(inner):
                 table[k, f] = 0
         k = n - 1 if reverse else 0
@@ -234,12 +245,13 @@ cdef tuple _shape3(const value_t[:, :, ::contiguous] a):
 def scan(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] index,
          value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table, const value_t[::1] identity,
          bint reverse=False, bint exclusive=False, int mode=MODE_RAISE, int64_t[:, :, ::contiguous] arg=None,
-         int64_t[:, ::contiguous] targ=None, bint keep_table=False):
+         int64_t[:, ::contiguous] targ=None, bint keep_table=False, int64_t arg_offset=0):
     """Run the grouped scan for OP_ADD, OP_MUL, OP_MAX or OP_MIN; `table` (size, inner) is scratch space for the
     running values, `identity` a one-element array holding the start value. With `arg` and `targ` (max/min
     only; shaped as `out` and `table`) also the position each output value comes from. `keep_table` (one batch
     slice only) continues from the running values `table` holds instead of starting at `identity`: a scan
-    over consecutive blocks of rows, one call a block, with `arg` positions within the block. Returns -1 or the
+    over consecutive blocks of rows, one call a block, with `arg` positions within the block plus `arg_offset`
+    (the block's first row in the whole src, so that `targ` carries whole-src positions). Returns -1 or the
     first bad index position."""
     cdef Py_ssize_t status = -1
     cdef OpAdd add
@@ -270,29 +282,32 @@ def scan(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] i
     with nogil:
         if opcode == OP_ADD:
             status = _scan_rows(add, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
-                               targ, keep_table)
+                               targ, keep_table, arg_offset)
         elif opcode == OP_MUL:
             status = _scan_rows(mul, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg,
-                               targ, keep_table)
+                               targ, keep_table, arg_offset)
         elif opcode == OP_MAX:
             status = _scan_rows(mx, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ,
-                               keep_table)
+                               keep_table, arg_offset)
         else:
             status = _scan_rows(mn, src, index, out, table, identity[0], reverse, exclusive, mode, track, arg, targ,
-                               keep_table)
+                               keep_table, arg_offset)
     return status
 
 
 def linear_scan(const value_t[:, :, ::contiguous] b, const value_t[:, :, ::contiguous] a,
                 const index_t[::1] index, value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table,
-                bint reverse=False, bint exclusive=False, int mode=MODE_RAISE):
+                bint reverse=False, bint exclusive=False, int mode=MODE_RAISE, bint keep_table=False):
     """Run the linear recurrence ``new = b + a * prev`` along each group (`table`: (size, inner) scratch);
-    returns -1 or the first bad index position."""
+    returns -1 or the first bad index position. `keep_table` (one batch slice only) continues from the values
+    `table` holds instead of 0, as `scan`'s."""
     cdef Py_ssize_t status = -1
+    if keep_table and b.shape[0] > 1:
+        raise ValueError(f"linear_scan: keep_table continues one batch slice's values, got {b.shape[0]} slices")
     _check("linear_scan", _shape3(b), index.shape[0], (("a", _shape3(a)), ("out", _shape3(out))),
            (("table", (table.shape[0], table.shape[1])),), table.shape[0])
     with nogil:
-        status = linear_scan_rows(b, a, index, out, table, reverse, exclusive, mode)
+        status = _linear_scan_rows(b, a, index, out, table, reverse, exclusive, mode, keep_table)
     return status
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from cyscatter._arrays.dtypes import is_bfloat16
 from cyscatter._arrays.integers import prod
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._backends import chunks
@@ -124,9 +125,18 @@ class ScanView:
     def pick(self, v3, arg3):
         """v3[o, arg3[o, k, f], f] (0 where arg3 < 0): the value at the position each output came from."""
         xp = self.xp
-        safe = xp.where(arg3 < 0, 0, arg3)
-        picked = xp.take_along_axis(v3, safe, axis=1)
-        return xp.where(arg3 < 0, v3.dtype.type(0), picked)
+        # a src read by blocks (the host's): the positions' temporaries a block of output rows each, not n x F
+        n = arg3.shape[1]
+        if self.source is None:
+            picked = xp.take_along_axis(v3, xp.where(arg3 < 0, 0, arg3), axis=1)
+            return xp.where(arg3 < 0, v3.dtype.type(0), picked)
+        step = max(1, chunks.ROW_CHUNK_BYTES // max(1, 8 * arg3.size // max(1, n)))
+        out3 = xp.empty(arg3.shape, v3.dtype)
+        for r0 in range(0, n, step):
+            arg = arg3[:, r0:r0 + step]
+            picked = xp.take_along_axis(v3, xp.where(arg < 0, 0, arg), axis=1)
+            out3[:, r0:r0 + step] = xp.where(arg < 0, v3.dtype.type(0), picked)
+        return out3
 
     def route(self, g3, arg3):
         """The adjoint of `pick`: g3[o, k, f] added at position arg3[o, k, f] (nothing where arg3 < 0)."""
@@ -246,11 +256,15 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
     check_given("src", src)
     check_given(other_name, other)
     backend_of(src=src, index=index, **{other_name: other})   # other's refusals too (a tensor needing grad, ...)
-    # add's derivatives are scans of the cotangent or tangent alone: src is read only for its shape and dtype
-    # (a NaN-skipping twin still marks its NaN entries), so a float16/bfloat16 src is not converted (x3 None)
+    # a float16/bfloat16 src is not converted whole (x3 None): add's derivatives are scans of the cotangent or
+    # tangent alone, mul's and max/min's read src a block of widened rows at a time (`view.source`); a
+    # NaN-skipping op marks its NaN entries on the whole conversion
+    # (an integer src keeps the whole conversion: its float64 rounding can make ties the integers do not have)
     entry = scan_op(op)
+    given = getattr(src, "dtype", None)
+    half = isinstance(given, np.dtype) and (given == np.float16 or is_bfloat16(given))
     view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive,
-                    chunked=entry.linear and not entry.skips_nan)
+                    chunked=not entry.skips_nan and (entry.linear or half))
     other = check_numeric(view.be.asarray(other), other_name)
     check_real_derivative(other_name, other, np.empty(0, view.result))
     if other.shape != view.shape:
@@ -258,6 +272,15 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
     dtype = _float_dtype(np.empty(0, view.result), other)   # src's own dtype: float16/bfloat16 give float64
     x3 = None if view.src3 is None else view.rows(view.src3.reshape(view.shape), dtype)
     return view, dtype, x3, view.rows(other, dtype)
+
+
+def _holders(view, x3):
+    """arg3: the position each max/min scan output comes from, by blocks of a float16/bfloat16 src (its exact
+    widening compares as the float64 conversion does) or from x3."""
+    if view.source is not None:
+        return chunks.scan_args(view.op, view.source, view.plan, view.identity(), view.reverse, view.exclusive,
+                                sized_by(*view.sized))
+    return view.scan(x3, track=True)[1]
 
 
 @overload
@@ -316,8 +339,10 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
     if view.op.linear:
         grad3, _ = view.scan(g3, reverse=not view.reverse)
     elif view.op.selects:
-        _, arg3 = view.scan(x3, track=True)
-        grad3 = view.route(g3, arg3)
+        grad3 = view.route(g3, _holders(view, x3))
+    elif view.source is not None:
+        grad3 = chunks.product_derivative(view.op, view.source, view.plan, g3, view.reverse, view.exclusive, True,
+                                          sized_by(*view.sized))
     else:
         before, _ = view.scan(x3, exclusive=True)
         if view.exclusive:
@@ -383,8 +408,10 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
     if view.op.linear:
         out3, _ = view.scan(t3)
     elif view.op.selects:
-        _, arg3 = view.scan(x3, track=True)
-        out3 = view.pick(t3, arg3)
+        out3 = view.pick(t3, _holders(view, x3))
+    elif view.source is not None:
+        out3 = chunks.product_derivative(view.op, view.source, view.plan, t3, view.reverse, view.exclusive, False,
+                                         sized_by(*view.sized))
     else:
         before, _ = view.scan(x3, exclusive=True)
         out3 = view.linear(before * t3, x3, reverse=view.reverse, exclusive=view.exclusive)

@@ -72,11 +72,9 @@ def scan_rows(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, re
     block to block (`scan_kernels.scan`'s keep_table), so each element's running values are those of the one
     pass over src converted whole, and each block's outputs are cast into `result` as the whole output would
     be. `nan_is_identity`: a NaN-skipping scan's NaN entries made the identity first (`ScanView`)."""
-    arr3, dtype, code = source.array, source.dtype, source.code
+    dtype = source.dtype
     outer, n, inner = source.shape
-    valid = plan.valid()
-    if not plan.drops and not bool(valid.all()):   # the whole index checked first: the first bad entry named
-        raise plan.error(int(np.argmin(valid)))
+    _check_index(plan)
     step = max(1, ROW_CHUNK_BYTES // max(1, inner * dtype.itemsize))
     starts = range(0, n, step)
     flat, size = scan_groups(plan)
@@ -88,10 +86,7 @@ def scan_rows(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, re
         for r0 in reversed(starts) if reverse else starts:
             r1 = min(n, r0 + step)
             rows3, out3 = buf[:, :r1 - r0], out[:, :r1 - r0]
-            if code is None:   # NumPy's own cast, the loop of astype
-                np.copyto(rows3, arr3[o:o + 1, r0:r1], casting="unsafe")
-            else:
-                kernels.stage_rows(code, arr3[o:o + 1, r0:r1], rows3)
+            _convert(source, o, r0, r1, rows3)
             if nan_is_identity:
                 np.copyto(rows3, ident, where=np.isnan(rows3))
             status = scan_kernels.scan(op.opcode, rows3, flat[r0:r1], out3, table, ident.reshape(1), reverse,
@@ -99,3 +94,128 @@ def scan_rows(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, re
             if status >= 0:
                 raise plan.error(r0 + status)
             result[o:o + 1, r0:r1] = host.rounded(out3, result.dtype)   # F16C where NumPy's cast is slow
+
+
+def _convert(source: host.StagedRows, o: int, r0: int, r1: int, rows3: np.ndarray) -> None:
+    """Rows [r0, r1) of batch slice `o` of a `chunked_source` converted to its dtype into `rows3` (1, r1 - r0, F),
+    as `rows_view` converts them whole."""
+    if source.code is None:   # NumPy's own cast, the loop of astype
+        np.copyto(rows3, source.array[o:o + 1, r0:r1], casting="unsafe")
+    else:
+        kernels.stage_rows(source.code, source.array[o:o + 1, r0:r1], rows3)
+
+
+def _check_index(plan: Any) -> None:
+    valid = plan.valid()
+    if not plan.drops and not bool(valid.all()):   # the whole index checked first: the first bad entry named
+        raise plan.error(int(np.argmin(valid)))
+
+
+def _blocks(source: host.StagedRows, o: int, reverse: bool, wide: Any = None) -> Iterator[tuple[int, int, Any]]:
+    """(r0, r1, rows3) over batch slice `o` of a `chunked_source` in scan order (`reverse`: last block first),
+    converted to its dtype into one reused buffer, then widened to `wide` (exact: float32 to float64, as the
+    reverse functions' whole conversion goes through the compute dtype)."""
+    n, inner = source.shape[1], source.shape[2]
+    width = max(source.dtype.itemsize, np.dtype(wide or source.dtype).itemsize, 8)   # int64 positions too
+    step = max(1, ROW_CHUNK_BYTES // max(1, inner * width))
+    buf = np.empty((1, min(step, n), inner), source.dtype)
+    wbuf = None if wide is None else np.empty((1, min(step, n), inner), wide)
+    starts = range(0, n, step)
+    for r0 in reversed(starts) if reverse else starts:
+        r1 = min(n, r0 + step)
+        rows3 = buf[:, :r1 - r0]
+        _convert(source, o, r0, r1, rows3)
+        if wbuf is not None:
+            np.copyto(wbuf[:, :r1 - r0], rows3)
+            rows3 = wbuf[:, :r1 - r0]
+        yield r0, r1, rows3
+
+
+def scan_args(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, reverse: bool, exclusive: bool,
+              sized: Any) -> np.ndarray:
+    """The positions arg3 (outer, n, inner) int64 of a max/min `host.group_scan` with `track` over a
+    `chunked_source` (its dtype: float16/bfloat16 widen exactly, so every comparison is the one the whole
+    float64 conversion makes), by blocks carrying the running table and holders (`scan_kernels.scan`'s
+    keep_table and arg_offset): the same positions, with no n x F copy of src's values."""
+    outer, n, inner = source.shape
+    _check_index(plan)
+    flat, size = scan_groups(plan)
+    with sized:
+        table = np.empty((size, inner), source.dtype)
+        targ = np.empty((size, inner), np.int64)
+        arg3 = np.empty((outer, n, inner), np.int64)
+    out = None
+    for o in range(outer):
+        table[...] = ident
+        targ[...] = -1
+        for r0, r1, rows3 in _blocks(source, o, reverse):
+            if out is None or out.shape[1] < rows3.shape[1]:   # a reversed scan meets the short last block first
+                out = np.empty(rows3.shape, source.dtype)
+            status = scan_kernels.scan(op.opcode, rows3, flat[r0:r1], out[:, :r1 - r0], table, ident.reshape(1),
+                                       reverse, exclusive, plan.kernel_mode, arg3[o:o + 1, r0:r1], targ,
+                                       keep_table=True, arg_offset=r0)
+            if status >= 0:
+                raise plan.error(r0 + status)
+    return arg3
+
+
+class _Running:
+    """One scan's or linear recurrence's running table, carried across the blocks of one batch slice."""
+
+    def __init__(self, flat: np.ndarray, size: int, inner: int, dtype: Any, plan: Any):
+        self.flat, self.plan = flat, plan
+        self.table = np.empty((size, inner), dtype)
+
+    def scan(self, op: Any, rows3: np.ndarray, r0: int, reverse: bool, exclusive: bool) -> np.ndarray:
+        out3 = np.empty(rows3.shape, rows3.dtype)
+        ident = np.asarray(op.identity(rows3.dtype), rows3.dtype)
+        status = scan_kernels.scan(op.opcode, rows3, self.flat[r0:r0 + rows3.shape[1]], out3, self.table,
+                                   ident.reshape(1), reverse, exclusive, self.plan.kernel_mode, keep_table=True)
+        if status >= 0:
+            raise self.plan.error(r0 + status)
+        return out3
+
+    def linear(self, b3: np.ndarray, a3: np.ndarray, r0: int, reverse: bool, exclusive: bool) -> np.ndarray:
+        out3 = np.empty(b3.shape, b3.dtype)
+        status = scan_kernels.linear_scan(np.ascontiguousarray(b3), a3, self.flat[r0:r0 + b3.shape[1]], out3,
+                                          self.table, reverse, exclusive, self.plan.kernel_mode, keep_table=True)
+        if status >= 0:
+            raise self.plan.error(r0 + status)
+        return out3
+
+
+def product_derivative(op: Any, source: host.StagedRows, plan: Any, d3: np.ndarray, reverse: bool,
+                       exclusive: bool, vjp: bool, sized: Any) -> np.ndarray:
+    """The mul scan's VJP (`vjp`, d3 the cotangent) or JVP (d3 the tangent) over a `chunked_source`, in d3's
+    dtype (float64): `scatter_scan_vjp`/`_jvp`'s formulas element by element (the exclusive product scan
+    `before`, the linear recurrences), each block of src widened as the whole conversion would be, so the
+    same bits, with the result the only n x F array. The VJP walks src twice (the recurrence runs against
+    the scan's direction), the JVP once."""
+    outer, n, inner = source.shape
+    wide = d3.dtype
+    _check_index(plan)
+    flat, size = scan_groups(plan)
+    with sized:
+        first, second = (_Running(flat, size, inner, wide, plan) for _ in range(2))
+        result = np.empty((outer, n, inner), wide)
+    one, zero = wide.type(1), wide.type(0)
+    for o in range(outer):
+        first.table[...], second.table[...] = (zero, one) if vjp else (one, zero)
+        if vjp:   # after (against the scan's direction) into result, then times before
+            for r0, r1, x3 in _blocks(source, o, not reverse, wide):
+                g3 = d3[o:o + 1, r0:r1]
+                if exclusive:
+                    after = first.linear(g3, x3, r0, not reverse, True)
+                else:
+                    after = g3 + first.linear(x3 * g3, x3, r0, not reverse, True)
+                result[o:o + 1, r0:r1] = after
+            valid = plan.valid()
+            for r0, r1, x3 in _blocks(source, o, reverse, wide):
+                before = second.scan(op, x3, r0, reverse, True)
+                block = result[o:o + 1, r0:r1]
+                np.copyto(block, np.where(valid[None, r0:r1, None], before * block, zero))
+        else:
+            for r0, r1, x3 in _blocks(source, o, reverse, wide):
+                before = first.scan(op, x3, r0, reverse, True)
+                result[o:o + 1, r0:r1] = second.linear(before * d3[o:o + 1, r0:r1], x3, r0, reverse, exclusive)
+    return result

@@ -41,25 +41,38 @@ class _Call:
         self.outer, self.inner = prod(self.batch), prod(self.feat)
         self.out_shape = self.batch + self.plan.dims + self.feat
         self.src_rows = (self.outer, self.plan.src_size, self.inner)
-        self.w2 = None if self.w is None else \
-            weight_rows(self.w, self.plan.index_shape, self.feat, self.heads, self.dtype)
-        # the fused kernels' weight argument (an empty one without a weight) and their thread team
-        self.kernel_w2 = np.zeros((0, 1), self.dtype) if self.w2 is None else self.w2
+        # the fused kernels' thread team
         self.parts = team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
         self.out_raw = None if out is None else host_asarray(out)
         self.out3 = None if out is None else self.table(out, "out")
         if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
             out32 = host.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
-            run_forward(self.op, rows_view(self.src, out32.dtype, *self.src_rows), self.plan, self.weight(out32.dtype),
+            # (src converted once: the kernels that follow read the same rows, `src3`)
+            rows = self.src3 if self.dtype == out32.dtype else rows_view(self.src, out32.dtype, *self.src_rows)
+            run_forward(self.op, rows, self.plan, self.weight(out32.dtype),
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)
 
+    @cached_property
+    def w2(self):
+        """The weight as (E, heads or inner) rows of the derivative dtype (None without one), for the kernels
+        that take real weights: made only when one of them runs (`run_forward` reads a float16/bfloat16 weight
+        as it is, so the linear ops' VJP and JVP never convert it)."""
+        return None if self.w is None else weight_rows(self.w, self.plan.index_shape, self.feat, self.heads,
+                                                       self.dtype)
+
+    @cached_property
+    def kernel_w2(self):
+        """The fused kernels' weight argument: `w2`, or an empty one without a weight."""
+        return np.zeros((0, 1), self.dtype) if self.w2 is None else self.w2
+
     def weight(self, dtype):
-        """The weight for `run_forward` computing in `dtype`: `w2` (already converted) viewed in the weight's
-        broadcast shape when it is of that dtype, so that a float16/bfloat16 weight of one value per feature
-        (E x F) is not converted again beside it; else the weight as given."""
-        if self.w2 is None or self.w2.dtype != dtype:
+        """The weight for `run_forward` computing in `dtype`: `w2` viewed in the weight's broadcast shape when it
+        was made already and is of that dtype, so that a float16/bfloat16 weight of one value per feature (E x F)
+        is not converted again beside it; else the weight as given (which `run_forward` reads in place when it
+        is float16/bfloat16, each edge's weights widened exactly: the same messages)."""
+        if "w2" not in self.__dict__ or self.w2 is None or self.w2.dtype != dtype:
             return self.w
         k = len(self.plan.index_shape)
         return self.w2.reshape(self.plan.index_shape + self.feat[:self.w.ndim - k])
@@ -68,7 +81,9 @@ class _Call:
     def src_view(self):
         """src as (outer, S, inner) rows of adjacent elements, a view where it is one (strided or broadcast rows
         are not copied): for the kernels that take src's strides apart from their other operands' (the per-edge
-        dots, the forward)."""
+        dots, the forward); `src3` where it was made already (a float16/bfloat16 src is not converted twice)."""
+        if "src3" in self.__dict__:
+            return self.src3
         return rows_view(self.src, self.dtype, *self.src_rows)
 
     @cached_property
@@ -210,9 +225,11 @@ def vjp_weight(op, grad_out, src, gather_index, scatter_index, out, *, weight, d
     elif call.inner and call.outer:
         select = call.select
         cot = call.per_destination(g3) if select is None else call.share(g3)
+        # the linear ops' dots read no weight (d out / d w is the gathered src): a half weight is not converted
+        weights = (np.zeros((0, 1), call.dtype), False) if select is None else (call.kernel_w2, call.w is not None)
         fused_kernels.dots(cot, call.src_view, call.plan.gather, call.plan.scatter, result,
-                           cot if select is None else call.out3, 0 if select is None else select + 1, call.kernel_w2,
-                           call.w is not None, call.parts)
+                           cot if select is None else call.out3, 0 if select is None else select + 1, *weights,
+                           call.parts)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else _cast_like(shaped, call.w)
 

@@ -326,8 +326,12 @@ def _nanprod_dst(ctx, g3):
 def _nan_assign_src(last: bool):
     """vjp_src of nanlast / nanfirst: g at each element's winning non-NaN entry, 0 elsewhere."""
     def vjp_src(ctx, g3):
-        if not _assign.skips_nan(ctx.src3):   # integers and bools: the twin's row winners
+        if not _assign.skips_nan(_values(ctx)):   # integers and bools: the twin's row winners
             return _assign_src(last)(ctx, g3)
+        if ctx.in_place and ctx.plan.size:   # a half-precision src by chunks: the same positions, no n x F copy
+            win3 = _chunked_winners(ctx, last)
+            return ctx.map_rows(lambda rows, plan, _: ctx.xp.where(ctx.take(win3, plan) == _positions(ctx, rows),
+                                                                   ctx.take(g3, plan), 0), g3.dtype)
         win3 = _assign.element_winners(ctx.be, ctx.src3, ctx.plan, last)
         positions = ctx.xp.arange(ctx.src3.shape[1], dtype=np.int64)[None, :, None]
         return ctx.xp.where(ctx.take(win3) == positions, ctx.take(g3), 0).astype(g3.dtype, copy=False) \
@@ -335,10 +339,30 @@ def _nan_assign_src(last: bool):
     return vjp_src
 
 
+def _values(ctx):
+    """What tells the dtype of src's values: src read in place, or src3 (which converts it when made)."""
+    return ctx.source if ctx.in_place else ctx.src3
+
+
+def _positions(ctx, rows):
+    return ctx.xp.arange(rows.start, rows.stop, dtype=np.int64)[None, :, None]
+
+
+def _chunked_winners(ctx, last: bool):
+    """`_assign.element_winners` by chunks of src rows: a max (min) scatter of the non-NaN entries' positions,
+    exact whatever order it combines in, so the same positions."""
+    none = -1 if last else ctx.plan.n
+    return ctx.put_rows(lambda rows, _, rows3: ctx.xp.where(_present(rows3), _positions(ctx, rows), none), np.int64,
+                        get_op("max" if last else "min"), start=none)
+
+
 def _nan_assign_dst(ctx, g3):
     """vjp_dst of nanlast / nanfirst: g where no non-NaN entry reached the element (dst's value survives)."""
-    if not _assign.skips_nan(ctx.src3):
+    if not _assign.skips_nan(_values(ctx)):
         return _assign_dst(ctx, g3)
+    if ctx.in_place:   # a half-precision src by chunks: the non-NaN entries counted, no n x F copy
+        reached = ctx.put_rows(lambda _, plan, rows3: _present(rows3), np.int64) > 0
+        return ctx.xp.where(reached, 0, g3).astype(g3.dtype, copy=False)
     reached = ctx.put(_not_nan(ctx).astype(np.int64)) > 0
     return ctx.xp.where(reached, 0, g3).astype(g3.dtype, copy=False)
 

@@ -1,6 +1,6 @@
 """Reverse functions whose per-entry derivative reads only that entry's src row and per-group tables (div's
-src and dst rules, mul's dst rule, nansum's and nanmean's src rules, the moments, logsumexp, softmax and
-log_softmax) on a float16/bfloat16 src:
+src and dst rules, mul's dst rule, nansum's and nanmean's src rules, nanlast's and nanfirst's src and dst rules,
+the moments, logsumexp, softmax and log_softmax) on a float16/bfloat16 src:
 read a chunk of converted rows at a time (`Reverse.src_chunks`), against the same function on the src converted
 whole to float64 (the derivative dtype) first, bit for bit, and without the n x F float64 copy."""
 import numpy as np
@@ -58,6 +58,8 @@ def _calls(size):
     calls = {f"{op}-{kind}": scatter_rule(kind, op) for op in ("div", "mul") for kind in ("vjp_src", "vjp_dst", "jvp")
              if not (op == "mul" and kind != "vjp_dst")}
     calls.update({f"{op}-vjp_src": scatter_rule("vjp_src", op) for op in ("nansum", "nanmean")})
+    calls.update({f"{op}-{kind}": scatter_rule(kind, op) for op in ("nanlast", "nanfirst")
+                  for kind in ("vjp_src", "vjp_dst")})
     for name in ("var", "std", "nanvar", "nanstd"):
         for kind in ("vjp", "jvp"):
             calls[f"{name}-{kind}"] = group_rule(name, kind, ddof=1)
@@ -159,3 +161,59 @@ def test_chunked_reverse_makes_no_converted_copy(dtype, name, monkeypatch):
     # n * f * 8 bytes (12.8 MB) to the n x F float64 result
     result = 0 if name.endswith(("vjp_dst", "jvp")) and not name.startswith(("softmax", "log_softmax")) else n * f * 8
     assert peak < result + n * f * 8 / 2, peak
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("last", [True, False])
+def test_chunked_nan_assignment_rules_against_plain_loops(monkeypatch, dtype, last):
+    """nanlast/nanfirst: each element's cotangent goes to its last (first) non-NaN entry in index order (vjp_src),
+    or to dst where no such entry reached it (vjp_dst)."""
+    monkeypatch.setattr(host, "STAGE_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", 256)
+    rng = np.random.default_rng(11)
+    n, f, size = 900, 3, 12   # group 11 is never hit; some elements see only NaN
+    src = rng.choice(np.array([np.nan, 1.0, -0.0, np.inf], np.float32), (n, f)).astype(np.dtype(dtype))
+    idx = rng.integers(-2, 11, n)
+    op = "nanlast" if last else "nanfirst"
+    out = cs.scatter(src, idx, op, dim_size=size, mode="drop")
+    g = rng.standard_normal(out.shape)
+    got = cs.scatter_vjp_src(op, g, src, idx, out, mode="drop")
+    dst = np.zeros(out.shape, out.dtype)
+    got_dst = cs.scatter_vjp_dst(op, g, dst, src, idx, cs.scatter_into(dst.copy(), src, idx, op, mode="drop"),
+                                 mode="drop")
+    want, want_dst = np.zeros((n, f)), g.copy()
+    for j in range(size):
+        for c in range(f):
+            members = [k for k in range(n) if idx[k] == j and not np.isnan(float(src[k, c]))]
+            if members:
+                want[members[-1 if last else 0], c] = g[j, c]
+                want_dst[j, c] = 0
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got_dst, want_dst)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("kind", ["vjp_src", "vjp_dst"])
+def test_chunked_nan_assignment_rules_make_no_converted_copy(dtype, kind, monkeypatch):
+    """(The forward's own element winners, an n x F int64 array, are left out: only the reverse call is traced.)"""
+    monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", 1 << 18)
+    rng = np.random.default_rng(4)
+    n, f, size = 100_000, 16, 500
+    src, idx, g, _ = _inputs(n, f, size, dtype, rng)
+    out = cs.scatter(src, idx, "nanlast", dim_size=size)
+    dst = np.zeros(out.shape, out.dtype)
+
+    def call(src=src, idx=idx):
+        if kind == "vjp_src":
+            return cs.scatter_vjp_src("nanlast", g, src, idx, out)
+        return cs.scatter_vjp_dst("nanlast", g, dst, src, idx, out)
+
+    call(src[:100], idx[:100])   # warm the Python layer's caches
+    _, peak = traced_peak(call)
+    # vjp_src: the float64 n x F result and chunks; the whole conversion adds a float64 src (n * f * 8 bytes), and
+    # its winners an n x F int64 array of positions
+    result = n * f * 8 if kind == "vjp_src" else 0
+    assert peak < result + n * f * 8 / 2, peak
+    monkeypatch.setattr(host, "STAGE_MIN_ELEMENTS", 1 << 62)   # the path that converts whole
+    _, whole = traced_peak(call)
+    assert whole > result + n * f * 8 / 2, whole

@@ -9,6 +9,7 @@ import pytest
 from memory import traced_peak
 
 import cyscatter as cs
+from cyscatter._backends import host
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -116,3 +117,57 @@ def test_half_weight_is_converted_once(dtype, fun, op):
     # the same call on float32 inputs (the plan and node-sized tables, no conversion) plus one float32 copy of
     # the weight (e * f * 4 bytes, 5.1 MB); a second conversion would add as much again
     assert peak(src, w) < peak(src.astype(np.float32), w.astype(np.float32)) + 1.5 * e * f * 4
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("fun", ["vjp_src", "jvp", "vjp_weight"])
+@pytest.mark.parametrize("op", ["add", "sub", "mean", "sqrt_n"])
+def test_linear_ops_read_a_half_weight_in_place(dtype, fun, op, monkeypatch):
+    """The linear ops' VJP and JVP are forward passes (`run_forward`), which read a float16/bfloat16 weight as it
+    is, and their weight VJP reads no weight: no E x F copy at all, and the bits of the converted weight's pass."""
+    rng = np.random.default_rng(5)
+    s, e, size, f = 500, 40_000, 500, 32
+    src, w = _inputs((s, f), "float32", rng, specials=False), _inputs((e, f), dtype, rng)
+    gi, si = rng.integers(0, s, e), rng.integers(0, size, e)
+    out = cs.gather_scatter(src, gi, si, op, weight=w, dim_size=size)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+
+    def call(w=w):
+        if fun == "vjp_src":
+            return cs.gather_scatter_vjp_src(op, g, src, gi, si, out, weight=w, dim_size=size)
+        if fun == "vjp_weight":
+            return cs.gather_scatter_vjp_weight(op, g, src, gi, si, out, weight=w, dim_size=size)
+        return cs.gather_scatter_jvp(op, src, gi, si, out, src, weight=w, dim_size=size)
+
+    with np.errstate(all="ignore"):
+        call()   # warm the Python layer's caches
+        got, peak = traced_peak(call)
+        want = call(w.astype(np.float32))
+        _same(got, want.astype(got.dtype) if fun == "vjp_weight" else want)   # (the weight's VJP has its dtype)
+        # the float32 weight's call, less that weight (made inside it), plus the weight VJP's half result (e * f * 2
+        # bytes) rounded from its float32 one; a converted weight would add e * f * 4 bytes
+        base = traced_peak(lambda: call(w.astype(np.float32)))[1] - e * f * 4 + (e * f * 2 if fun == "vjp_weight" else 0)
+        assert peak < base + 0.25 * e * f * 4, (peak, base)
+        if fun != "vjp_weight":   # (the weight VJP converted it only by making `_Call.w2` up front: no switch)
+            monkeypatch.setattr(host, "_HALF_WEIGHTS", {})   # the kernels' half-weight reads off: a converted copy
+            assert traced_peak(call)[1] > base + 0.25 * e * f * 4
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("fun", ["vjp_src", "vjp_weight"])
+def test_selecting_ops_convert_a_half_src_once(dtype, fun):
+    """max with a float16/bfloat16 src: the forward's float32 winners recomputed, the ties shared and the weight's
+    dots all read one float32 conversion of src (S x F), not one each (the same bits as a float32 src)."""
+    rng = np.random.default_rng(9)
+    s, e, size, f = 100_000, 20_000, 500, 16
+    src = _inputs((s, f), dtype, rng)
+    gi, si = rng.integers(0, s, e), rng.integers(0, size, e)
+    out = cs.gather_scatter(src, gi, si, "max", dim_size=size)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    call = getattr(cs, f"gather_scatter_{fun}")
+    with np.errstate(all="ignore"):
+        got, peak = traced_peak(lambda: call("max", g, src, gi, si, out, dim_size=size))
+        want = call("max", g, src.astype(np.float32), gi, si, out.astype(np.float32), dim_size=size)
+    _same(got, want.astype(got.dtype))
+    if fun == "vjp_weight":   # one float32 src (s * f * 4 bytes) held; a second conversion beside it for the dots
+        assert peak < 1.5 * s * f * 4, peak

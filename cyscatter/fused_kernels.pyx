@@ -15,7 +15,8 @@ from libc.stdint cimport int64_t, uint16_t, uint64_t
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t,
-                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, combine_rows, team_size)
+                                OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, combine_rows, first_bad_group,
+                                team_size)
 from cyscatter.fused_kernels cimport real_t
 from cyscatter.group_kernels cimport nan_op_t, nan_value_t, count_t
 from cyscatter.kernels cimport OpNanAdd, OpNanMul, OpFmax, OpFmin, OP_NANADD, OP_NANMUL, OP_FMAX, OP_FMIN
@@ -1409,20 +1410,6 @@ def extreme_back_half(int code, const uint16_t[:, :, ::contiguous] src, const in
             _back_csr(present, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
 
 
-cdef Py_ssize_t _first_bad_group(Py_ssize_t n, const int64_t[::1] order, const int64_t[::1] indptr) noexcept nogil:
-    """First group g whose bounds leave [0, len(order)] or decrease, or len(indptr) - 1 when an entry of `order`
-    outside [0, n) is reached; -1 when the groups are safe to walk (`kernels`' check of the same name)."""
-    cdef Py_ssize_t g, p, ngroups = indptr.shape[0] - 1
-    for g in range(ngroups):
-        if indptr[g] < 0 or indptr[g] > indptr[g + 1] or indptr[g + 1] > order.shape[0]:
-            return g
-    for g in range(ngroups):
-        for p in range(indptr[g], indptr[g + 1]):
-            if <uint64_t>order[p] >= <uint64_t>n:
-                return ngroups
-    return -1
-
-
 def exclusive_products_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] order,
                             const int64_t[::1] indptr, real_t[:, :, ::contiguous] partials, bint nan_as_one=False):
     """`kernels.exclusive_products` of a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each
@@ -1436,7 +1423,7 @@ def exclusive_products_half(int code, const uint16_t[:, :, ::contiguous] src, co
         raise ValueError(f"exclusive_products_half: partials shape {(<object>partials).shape} != src shape "
                          f"{(<object>src).shape}")
     with nogil:
-        bad = _first_bad_group(src.shape[1], order, indptr)
+        bad = first_bad_group(src.shape[1], order, indptr)
     if bad == indptr.shape[0] - 1:
         raise ValueError(f"exclusive_products_half: order holds an entry outside [0, {src.shape[1]}), the rows of "
                          "src")

@@ -164,6 +164,9 @@ cdef struct Layout:
 # fewer for small work; one in a child forked after threads ran (GNU OpenMP cannot start a team there).
 # Every parallel region of the kernels takes its thread count from here.
 cdef int team_size(int requested, Py_ssize_t work) noexcept nogil
+# First group g whose bounds leave [0, len(order)] or decrease, or len(indptr) - 1 when an entry of `order` outside
+# [0, n) is reached; -1 when the groups are safe to walk.
+cdef Py_ssize_t first_bad_group(Py_ssize_t n, const int64_t[::1] order, const int64_t[::1] indptr) noexcept nogil
 
 # Pointer-level kernels, run on `num_threads` OpenMP threads (0: the default, see `set_num_threads`); each
 # destination element receives its updates in index order whatever the thread count, so results are bitwise

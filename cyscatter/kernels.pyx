@@ -2118,7 +2118,7 @@ def check_index(cnp.ndarray index not None, Py_ssize_t size):
     return status
 
 
-cdef Py_ssize_t _first_bad_group(Py_ssize_t n, const int64_t[::1] order, const int64_t[::1] indptr) noexcept nogil:
+cdef Py_ssize_t first_bad_group(Py_ssize_t n, const int64_t[::1] order, const int64_t[::1] indptr) noexcept nogil:
     """First group g whose bounds leave [0, len(order)] or decrease, or len(indptr) - 1 when an entry of `order`
     outside [0, n) is reached; -1 when the groups are safe to walk."""
     cdef Py_ssize_t g, p, ngroups = indptr.shape[0] - 1
@@ -2144,7 +2144,7 @@ cdef int _check_groups(tuple shape, tuple others, const int64_t[::1] order, cons
         if other != shape:
             raise ValueError(f"{name} shape {other} != src shape {shape}")
     with nogil:
-        bad = _first_bad_group(n, order, indptr)
+        bad = first_bad_group(n, order, indptr)
     if bad == indptr.shape[0] - 1:
         raise ValueError(f"order holds an entry outside [0, {shape[1]}), the rows of src")
     if bad >= 0:

@@ -6,6 +6,7 @@ import zlib
 
 import numpy as np
 import pytest
+from compare import assert_same
 from memory import traced_peak
 
 import cyscatter as cs
@@ -22,14 +23,6 @@ def read_in_place(monkeypatch):
     monkeypatch.setattr(host, "STAGE_MIN_ELEMENTS", 0)
     monkeypatch.setattr(chunks, "ROW_CHUNK_BYTES", 512)
 
-
-def _same(got, want):
-    """Equal bits, NaN at the same places (a NaN meeting another NaN may take either one's sign)."""
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    nan = np.isnan(got)
-    np.testing.assert_array_equal(nan, np.isnan(want))
-    np.testing.assert_array_equal(got.view(np.uint64)[~nan], want.view(np.uint64)[~nan])
 
 
 def _values(shape, dtype, rng):
@@ -85,9 +78,9 @@ def test_half_scan_derivatives_match_the_whole_conversion(dtype, op, fun, layout
     try:
         with np.errstate(all="ignore"):
             got = _call(fun, op, src, idx, d, **kw)
-            _same(got, _call(fun, op, src.astype(np.float64), idx, d, **kw))
+            assert_same(got, _call(fun, op, src.astype(np.float64), idx, d, **kw))
             monkeypatch.setattr(chunks, "chunked_source", lambda *args: None)   # the path that converts whole
-            _same(got, _call(fun, op, src, idx, d, **kw))
+            assert_same(got, _call(fun, op, src, idx, d, **kw))
     finally:
         cs.set_num_threads(saved)
 

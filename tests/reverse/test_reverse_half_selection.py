@@ -5,6 +5,7 @@ against the same function on the src converted whole to float64 first, bit for b
 zeros, empty groups, the modes and the layouts; against plain NumPy loops; and without the n x F float64 copy."""
 import numpy as np
 import pytest
+from compare import assert_same
 from memory import traced_peak
 
 import cyscatter as cs
@@ -21,14 +22,6 @@ def read_in_place(monkeypatch):
     """Small srcs are converted whole by default: read every src here in place."""
     monkeypatch.setattr(host, "STAGE_MIN_ELEMENTS", 0)
 
-
-def _same(got, want):
-    """Equal bits, NaN at the same places (any NaN)."""
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    nan = np.isnan(got)
-    np.testing.assert_array_equal(nan, np.isnan(want))
-    np.testing.assert_array_equal(got.view(np.uint64)[~nan], want.view(np.uint64)[~nan])
 
 
 def _values(n, f, rng):
@@ -107,7 +100,7 @@ def test_selection_reverse_matches_the_whole_conversion(dtype, op, kind, layout,
     with np.errstate(all="ignore"):
         got = _run(kind, op, src, idx, size, axis, mode, rng)
         want = _run(kind, op, src, idx, size, axis, mode, rng, given=src.astype(np.float64))
-    _same(got, want)
+    assert_same(got, want)
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -126,7 +119,7 @@ def test_selection_kernels_read_half_rows_of_any_width(dtype, monkeypatch):
         for kind in ("vjp_src", "jvp"):
             got = _run(kind, "max", src, idx, 30, 0, "raise", rng)
             want = _run(kind, "max", src, idx, 30, 0, "raise", rng, given=src.astype(np.float64))
-            _same(got, want)
+            assert_same(got, want)
     finally:
         cs.set_num_threads(threads)
     assert calls   # the half-precision kernel ran

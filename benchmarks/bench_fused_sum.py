@@ -1,6 +1,6 @@
 """The fused gather-scatter sums (`gather_scatter` add/mean and the add VJP w.r.t. src) with each destination row
 held in AVX2 registers, against the scalar row loop they replace (the same build, switched by
-`fused_kernels._tune_csr_registers`), torch's ``index_select`` + ``index_add_`` and NumPy's ``np.add.at``, side by
+`kernels._tune_registers`), torch's ``index_select`` + ``index_add_`` and NumPy's ``np.add.at``, side by
 side in one interleaved run.
 
     python benchmarks/bench_fused_sum.py                  # the digits graph of the main job and a 1e5-node graph
@@ -20,7 +20,7 @@ import timeit
 import numpy as np
 
 import cyscatter as cs
-from cyscatter import fused_kernels
+from cyscatter import kernels
 from cyscatter.examples import _digits_graph
 
 
@@ -94,20 +94,20 @@ def main(argv=None) -> None:
                 fns = contenders(x, src, dst, n, weight, op, args.threads)
                 results = {}
                 for registers in (True, False):
-                    fused_kernels._tune_csr_registers(registers)
+                    kernels._tune_registers(registers)
                     results[registers] = (fns["cyscatter"](), fns["cyscatter vjp_src"]())
-                fused_kernels._tune_csr_registers(True)
+                kernels._tune_registers(True)
                 for a, b in zip(results[True], results[False]):
                     assert np.array_equal(a, b), "the register sums differ from the scalar loop's"
                 np.testing.assert_allclose(results[True][0], fns["np.add.at"](), rtol=1e-12, atol=1e-12)
                 times: dict[str, list[float]] = {}
                 for _ in range(args.repeat):
                     for registers in (True, False):
-                        fused_kernels._tune_csr_registers(registers)
+                        kernels._tune_registers(registers)
                         tag = "reg" if registers else "scalar"
                         times.setdefault(f"fwd {tag}", []).append(best_us(fns["cyscatter"], 1))
                         times.setdefault(f"vjp {tag}", []).append(best_us(fns["cyscatter vjp_src"], 1))
-                    fused_kernels._tune_csr_registers(True)
+                    kernels._tune_registers(True)
                     for peer in ("np.add.at", "torch index_add_"):
                         if peer in fns:
                             times.setdefault(peer, []).append(best_us(fns[peer], 1))

@@ -16,7 +16,7 @@ from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t,
                                 OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_MAX, OP_MIN, combine_rows, first_bad_group,
-                                team_size)
+                                registers_on, team_size)
 from cyscatter.fused_kernels cimport real_t
 from cyscatter.group_kernels cimport nan_op_t, nan_value_t, count_t
 from cyscatter.kernels cimport OpNanAdd, OpNanMul, OpFmax, OpFmin, OP_NANADD, OP_NANMUL, OP_FMAX, OP_FMIN
@@ -25,7 +25,6 @@ import numpy as np
 
 cdef extern from "include/_cpu.h" nogil:
     void cyscatter_prefetch_r(const void* p)
-    int cyscatter_has_avx2()
 
 cdef extern from "include/_fused.h" nogil:
     void cyscatter_add_row_f(float* acc, const float* x, Py_ssize_t n)
@@ -71,10 +70,6 @@ cdef enum:
     MAX_THREADS = 256
     CHUNK = 256          # features per stack buffer (scaled rows of non-add ops, tie counts)
     CACHE_LINE = 64
-
-# Whether the float/double sums keep each destination row in AVX2 registers (`_tune_csr_registers` switches it
-# off so that the tests compare the two loops; it is on only where the CPU has AVX2).
-cdef bint _csr_registers = cyscatter_has_avx2() != 0
 
 # Edges to look ahead when prefetching src rows (-1: auto, 0: off); `_tune` sets it for the benchmarks.
 cdef Py_ssize_t _prefetch_edges = -1
@@ -438,7 +433,7 @@ cdef void _forward_rows(op_t op, const value_t* src, const int64_t* indptr, cons
     cdef value_t one = 1
     cdef value_t buf[CHUNK]
     if op_t is OpAdd and (value_t is double or value_t is float):
-        if _csr_registers and (weight == NULL or G.heads == 1):
+        if registers_on() and (weight == NULL or G.heads == 1):
             for o in range(G.outer):
                 if value_t is double:
                     cyscatter_csrsum_d(src + o * G.s_outer, G.s_row, indptr, cols, m, edge_ids, weight,
@@ -1040,16 +1035,6 @@ def set_prefetch_edges(Py_ssize_t edges):
     """Edges of look-ahead of the src-row prefetch (-1: auto, 0: off); for benchmarks, via `cyscatter._tune`."""
     global _prefetch_edges
     _prefetch_edges = edges
-
-
-def _tune_csr_registers(on=None):
-    """Whether the float/double sums along a CSR keep each destination row in AVX2 registers (None: leave it);
-    returns the previous setting. Switching it on where the CPU has no AVX2 is ignored."""
-    global _csr_registers
-    previous = bool(_csr_registers)
-    if on is not None:
-        _csr_registers = bool(on) and cyscatter_has_avx2() != 0
-    return previous
 
 
 def csr(const int64_t[::1] key, Py_ssize_t size, const int64_t[::1] other, Py_ssize_t other_size, bint drop):

@@ -167,6 +167,9 @@ cdef int team_size(int requested, Py_ssize_t work) noexcept nogil
 # First group g whose bounds leave [0, len(order)] or decrease, or len(indptr) - 1 when an entry of `order` outside
 # [0, n) is reached; -1 when the groups are safe to walk.
 cdef Py_ssize_t first_bad_group(Py_ssize_t n, const int64_t[::1] order, const int64_t[::1] indptr) noexcept nogil
+# Whether the float/double sums of several rows into one hold the row in AVX2 registers (`_csrsum.h`; the CPU has
+# AVX2 and the tests have not switched it off).
+cdef bint registers_on() noexcept nogil
 
 # Pointer-level kernels, run on `num_threads` OpenMP threads (0: the default, see `set_num_threads`); each
 # destination element receives its updates in index order whatever the thread count, so results are bitwise

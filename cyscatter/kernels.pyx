@@ -193,9 +193,13 @@ cdef Py_ssize_t _min_work = 32768  # element updates per thread below which a ca
 cdef int _default_threads = 0      # 0: OpenMP's default (OMP_NUM_THREADS, else the number of cores)
 cdef int _prefetch_rows = -1       # distance, in index entries, of the row prefetch (-1: auto, 0: off)
 cdef int _lean_vectors = 1
-# float/double sums of several consecutive rows (segments, sorted runs) keep the row in AVX2 registers
-# (`_csrsum.h`); `_tune_rows_registers` switches it off so that the tests compare the two loops
+# float/double sums of several rows into one (segments here, the fused gather-scatter's CSR rows) keep the row
+# in AVX2 registers (`_csrsum.h`); `_tune_registers` switches it off so that the tests compare the two loops
 cdef bint _rows_registers = cyscatter_has_avx2() != 0
+
+
+cdef bint registers_on() noexcept nogil:
+    return _rows_registers
 cdef int _stream = -1              # gather output with non-temporal stores (-1: auto, for outputs > 64 MB)
 cdef int _src_ahead = -1           # src-row prefetch distance in a scatter (-1: auto, 0: off)
 cdef int _scatter_split = 0        # 0 auto, 1 destination ranges, 2 feature columns (for the benchmarks)
@@ -2482,9 +2486,10 @@ def half_to_float(const uint16_t[::1] src, float[::1] dst):
         cyscatter_f16_to_f32(&src[0], &dst[0], n)
 
 
-def _tune_rows_registers(on=None):
-    """Whether float/double sums of several consecutive rows keep the row in AVX2 registers (None: leave it);
-    returns the previous setting. Switching it on where the CPU has no AVX2 is ignored."""
+def _tune_registers(on=None):
+    """Whether float/double sums of several rows into one (segments, the fused gather-scatter's CSR rows) keep the
+    row in AVX2 registers (None: leave it); returns the previous setting. Switching it on where the CPU has no
+    AVX2 is ignored."""
     global _rows_registers
     previous = bool(_rows_registers)
     if on is not None:

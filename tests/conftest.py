@@ -22,6 +22,20 @@ def backend(request):
         yield Backend(request.param)
 
 
+@pytest.fixture(params=["registers", "scalar"])
+def sum_loop(request):
+    """Each test that takes `sum_loop` runs the float sums of several rows into one (segments, the fused
+    gather-scatter's CSR rows) with the row held in AVX2 registers and with the scalar row loop."""
+    from cyscatter import kernels
+
+    on = request.param == "registers"
+    kernels._tune_registers(on)
+    if on and not kernels._tune_registers(None):
+        pytest.skip("no AVX2 here")
+    yield request.param
+    kernels._tune_registers(True)
+
+
 # Hypothesis: CI (CI=true) replays one fixed, derandomized set of examples with no example database, so a run
 # is reproducible and a failure prints the example and its reproduction blob; locally the search is random and
 # remembers failures in .hypothesis/. HYPOTHESIS_PROFILE=thorough multiplies every example count by 20.

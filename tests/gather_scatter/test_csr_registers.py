@@ -10,19 +10,9 @@ import pytest
 from compare import assert_same
 
 import cyscatter as cs
-from cyscatter import fused_kernels
 
 WIDTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 71, 72, 73, 100]
 
-
-@pytest.fixture(params=["registers", "scalar"])
-def csr_loop(request):
-    on = request.param == "registers"
-    fused_kernels._tune_csr_registers(on)
-    if on and not fused_kernels._tune_csr_registers(None):
-        pytest.skip("no AVX2 here")
-    yield request.param
-    fused_kernels._tune_csr_registers(True)
 
 
 def _values(rng, shape, dtype):
@@ -56,7 +46,7 @@ def _graph(rng, n_src, n_dst, n_edges):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("width", WIDTHS)
-def test_weighted_and_plain_sums_match_the_edge_loop(csr_loop, dtype, width):
+def test_weighted_and_plain_sums_match_the_edge_loop(sum_loop, dtype, width):
     rng = np.random.default_rng([width, len(dtype)])
     gi, si = _graph(rng, 13, 9, 60)
     src = _values(rng, (13, width), dtype)
@@ -75,7 +65,7 @@ def test_weighted_and_plain_sums_match_the_edge_loop(csr_loop, dtype, width):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("width", [1, 4, 10, 32, 33, 72])
-def test_vjp_src_of_add_sums_along_the_sources(csr_loop, dtype, width):
+def test_vjp_src_of_add_sums_along_the_sources(sum_loop, dtype, width):
     rng = np.random.default_rng([width, len(dtype), 1])
     gi, si = _graph(rng, 11, 7, 50)
     src = _values(rng, (11, width), dtype)
@@ -88,7 +78,7 @@ def test_vjp_src_of_add_sums_along_the_sources(csr_loop, dtype, width):
 
 
 @pytest.mark.parametrize("width", [6, 32, 40])
-def test_heads_batches_and_axis(csr_loop, width):
+def test_heads_batches_and_axis(sum_loop, width):
     rng = np.random.default_rng(width)
     gi, si = _graph(rng, 10, 8, 70)
     src = _values(rng, (3, 10, width), "float64")   # 3 batch slices, the index along axis 1
@@ -103,7 +93,7 @@ def test_heads_batches_and_axis(csr_loop, width):
                                       num_threads=threads), expected)
 
 
-def test_many_edges_per_row_and_a_large_table(csr_loop):
+def test_many_edges_per_row_and_a_large_table(sum_loop):
     """Long rows of edges (the accumulators live across them) and a table past the L2 share (the prefetch)."""
     rng = np.random.default_rng(3)
     n, e, f = 40000, 60000, 24
@@ -118,7 +108,7 @@ def test_many_edges_per_row_and_a_large_table(csr_loop):
     assert_same(got, expected)
 
 
-def test_threads_split_the_register_sums_without_changing_bits(csr_loop):
+def test_threads_split_the_register_sums_without_changing_bits(sum_loop):
     """Past the work a team of threads is started for (two threads, three, seven), each destination row summed
     by one thread: the bits of one thread."""
     from cyscatter._runtime.threads import REGISTER_SUM_MIN_WORK, team

@@ -9,19 +9,9 @@ import pytest
 from compare import assert_same
 
 import cyscatter as cs
-from cyscatter import kernels
 
 WIDTHS = [2, 3, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 72, 73, 100]
 
-
-@pytest.fixture(params=["registers", "scalar"])
-def rows_loop(request):
-    on = request.param == "registers"
-    kernels._tune_rows_registers(on)
-    if on and not kernels._tune_rows_registers(None):
-        pytest.skip("no AVX2 here")
-    yield request.param
-    kernels._tune_rows_registers(True)
 
 
 def _values(rng, shape, dtype):
@@ -44,7 +34,7 @@ def _loop(src, ptr, start=0.0):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("width", WIDTHS)
-def test_segment_sums_match_the_row_loop(rows_loop, dtype, width):
+def test_segment_sums_match_the_row_loop(sum_loop, dtype, width):
     rng = np.random.default_rng([width, len(dtype)])
     src = _values(rng, (50, width), dtype)
     ptr = np.array([0, 0, 1, 9, 9, 30, 31, 50])   # empty, one-row and long segments
@@ -59,7 +49,7 @@ def test_segment_sums_match_the_row_loop(rows_loop, dtype, width):
 
 
 @pytest.mark.parametrize("width", [4, 33])
-def test_batched_segments(rows_loop, width):
+def test_batched_segments(sum_loop, width):
     rng = np.random.default_rng(width)
     src = _values(rng, (3, 40, width), "float64")
     ptr = np.array([0, 5, 5, 22, 40])

@@ -226,10 +226,10 @@ def vjp_weight(op, grad_out, src, gather_index, scatter_index, out, *, weight, d
         select = call.select
         cot = call.per_destination(g3) if select is None else call.share(g3)
         # the linear ops' dots read no weight (d out / d w is the gathered src): a half weight is not converted
-        weights = (np.zeros((0, 1), call.dtype), False) if select is None else (call.kernel_w2, call.w is not None)
+        w2 = np.zeros((0, 1), call.dtype) if select is None else call.kernel_w2
         fused_kernels.dots(cot, call.src_view, call.plan.gather, call.plan.scatter, result,
-                           cot if select is None else call.out3, 0 if select is None else select + 1, *weights,
-                           call.parts)
+                           cot if select is None else call.out3, 0 if select is None else select + 1, w2,
+                           select is not None and call.w is not None, call.parts)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else _cast_like(shaped, call.w)
 

@@ -79,11 +79,11 @@ defvjp(cast, lambda ans, x, dtype: lambda g: cast(g, np.result_type(x)))
 defjvp(cast, lambda g, ans, x, dtype: cast(g, dtype))
 
 
-def in_primal_dtype(g, primal):
-    """The gradient `g` in the dtype of `primal` where that is a narrower float (or complex) than `g`'s, as a
+def in_primal_dtype(g, dtype):
+    """The gradient `g` in its primal's `dtype` where that is a narrower float (or complex) than `g`'s, as a
     float64 cotangent flowing back to a float16 input makes it: a gradient has its primal's dtype (PyTorch's and
     JAX's rule)."""
-    dtype, g_dtype = np.asarray(getval(primal)).dtype, np.asarray(getval(g)).dtype
+    g_dtype = np.asarray(getval(g)).dtype
     if dtype.kind in "fc" and g_dtype.kind == dtype.kind and g_dtype.itemsize > dtype.itemsize:
         return cast(g, dtype)
     return g
@@ -94,6 +94,6 @@ def vjp_in_primal_dtype(vjpmaker, argnum: int = 0):
     `argnum` (`in_primal_dtype`)."""
     def made(ans, *args, **kwargs):
         vjp = vjpmaker(ans, *args, **kwargs)
-        primal = args[argnum]
-        return lambda g: in_primal_dtype(vjp(g), primal)
+        dtype = np.asarray(getval(args[argnum])).dtype   # (the dtype only: the VJP keeps no input alive)
+        return lambda g: in_primal_dtype(vjp(g), dtype)
     return made

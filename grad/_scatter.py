@@ -332,7 +332,8 @@ def _scatter_into_vjps(argnums, ans, args, kwargs):
     lin, _ = _into_linearization(argnums, ans, args, kwargs)
     shape = np.shape(getval(args[1]))
     vjps = [(lin.vjp_dst, lambda g: _unbroadcast(lin.vjp_src(g), shape))[argnum] for argnum in argnums]
-    return lambda g: tuple(in_primal_dtype(vjp(g), args[argnum]) for vjp, argnum in zip(vjps, argnums))
+    dtypes = [np.asarray(getval(args[argnum])).dtype for argnum in argnums]   # (no input kept alive)
+    return lambda g: tuple(in_primal_dtype(vjp(g), dtype) for vjp, dtype in zip(vjps, dtypes))
 
 
 def _scatter_into_jvp(argnums, tangents, ans, args, kwargs):

@@ -124,10 +124,10 @@ def _run_counted_host(run_scatter, op, src3, plan, work3, element_counts, thread
     most = int(rows.max()) if rows.size else 0
     narrow = next(t for t in NAN_COUNT_DTYPES if most <= np.iinfo(t).max)
     nansum = op.opcode == kernels.OpCode.OP_NANADD
-    if isinstance(src3, StagedRows):
-        nan, found = _count_by_blocks(run_scatter, op, src3, plan, work3, narrow, nansum, threads)
-        return _counted(rows, nan, found, element_counts, split)
     fused = work3.size * (work3.itemsize + np.dtype(narrow).itemsize) <= _machine.ACTIVE.fused_count_bytes
+    if isinstance(src3, StagedRows):
+        nan, found = _count_by_blocks(run_scatter, op, src3, plan, work3, narrow, nansum, fused, threads)
+        return _counted(rows, nan, found, element_counts, split)
     if not nansum:
         run_scatter(op, src3, plan, work3, None, threads)
         if not nan_kernels.any_nan(src3):   # no NaN count table for a src without one (a read, as a count pass)
@@ -153,14 +153,14 @@ def _counted(rows, nan, found: bool, element_counts, split: bool):
     return element_counts.array()
 
 
-def _count_by_blocks(run_scatter, op, source: StagedRows, plan, work3, narrow, nansum: bool, threads: int):
+def _count_by_blocks(run_scatter, op, source: StagedRows, plan, work3, narrow, nansum: bool, fused: bool,
+                     threads: int):
     """(NaN counts, whether a NaN was met) of a src read in place a block of converted rows at a time (float16 /
     bfloat16, a Fortran-ordered or strided src), by the passes `_run_counted_host` makes over a whole src: the
     sums (nansum's own, else the staged scatter kernel's), then the NaN counts, in one pass where the tables fit
-    the cache. Each element still gets its entries in index order, so the results are those of the whole-array
+    the cache (`fused`). Each element still gets its entries in index order, so the results are those of the whole-array
     passes; the NaN count table is the only memory beyond the output and one block."""
     nan = kernels.fresh_table(work3.shape, narrow, 0)
-    fused = work3.size * (work3.itemsize + nan.itemsize) <= _machine.ACTIVE.fused_count_bytes
     found = False
     if nansum and fused:
         for r0, r1, rows3 in converted_chunks(source):

@@ -433,19 +433,23 @@ def count(const nan_value_t[:, :, :] src not None, const index_t[::1] index not 
 
 
 def any_nan(const nan_value_t[:, :, :] src not None):
-    """Whether `src` (outer, n, inner, unit inner stride) holds a NaN (a complex value: either part), stopping at
-    the first row that does: whether a NaN count table is needed at all. Reads src, allocates nothing."""
-    if src.shape[2] > 1 and src.strides[2] != sizeof(nan_value_t):
-        raise ValueError("any_nan: src rows must be unit-strided")
-    cdef Py_ssize_t o, k, width = src.shape[2]
-    cdef bint found = False
+    """Whether `src` (outer, n, inner, any strides) holds a NaN (a complex value: either part), stopping at the
+    first row that does: whether a NaN count table is needed at all. Reads src, allocates nothing."""
+    cdef Py_ssize_t o, k, f, width = src.shape[2]
+    cdef bint found = False, unit = width <= 1 or src.strides[2] == sizeof(nan_value_t)
     if width == 0:
         return False
     with nogil:
         for o in range(src.shape[0]):
             for k in range(src.shape[1]):
-                if _has_nan(&src[o, k, 0], width):
-                    found = True
+                if unit:
+                    found = _has_nan(&src[o, k, 0], width)
+                else:   # rows whose elements are apart (the scatter kernels read such a src in place)
+                    for f in range(width):
+                        if src[o, k, f] != src[o, k, f]:
+                            found = True
+                            break
+                if found:
                     break
             if found:
                 break

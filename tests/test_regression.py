@@ -1043,3 +1043,16 @@ def test_argext_dtype_errors_name_the_function(fun, op):
 def test_batched_gather_segment_vjp_names_grad_out():
     with pytest.raises(ValueError, match=r"rows of grad_out along axis 1, 3$"):
         cs.gather_segment_vjp_src(np.ones((2, 3)), np.array([[0, 1, 3], [0, 2, 2]]))
+
+
+@pytest.mark.parametrize("op", ["nanlast", "nanfirst", "fmax", "fmin", "nanmean", "nanprod"])
+@pytest.mark.parametrize("fill", [np.nan, 0.0])
+def test_nan_ops_take_a_scalar_index_on_rows_apart(op, fill):
+    """A 0-d index on a 1-d src whose elements are apart (x[::2]) reached the NaN check with a strided row, which
+    the check refused ("any_nan: src rows must be unit-strided") where the kernels read it in place."""
+    x = np.array([np.nan, 1.0, 2.0, 3.0, np.nan, 5.0], np.float32)[::2]
+    got = cs.scatter(x, np.array(0, np.int8), op, fill_value=fill)
+    assert_same(got, cs.scatter(np.ascontiguousarray(x), np.array(0, np.int8), op, fill_value=fill))
+    want = {"nanlast": [np.nan, 2.0, np.nan], "nanfirst": [np.nan, 2.0, np.nan]}.get(op)
+    if want is not None:   # one entry per output element: the element itself, or the fill where it is NaN
+        np.testing.assert_array_equal(got, np.where(np.isnan(want), fill, want).reshape(1, 3).astype(np.float32))

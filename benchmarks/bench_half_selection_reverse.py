@@ -7,7 +7,7 @@ one run; median times, their ratio and the tracemalloc peaks.
 
 Also gather_scatter's forward pass with a float16/bfloat16 weight of one value per edge and feature (200000 edges
 between 5000 nodes of 64 float32 features), the kernel widening each edge's weights against the weight converted
-whole to float32 first (`host._HALF_WEIGHTS` emptied); and the VJPs/JVP of its linear ops with such a weight
+whole to float32 first (`host.HALF_IN_PLACE` emptied); and the VJPs/JVP of its linear ops with such a weight
 (against the weight converted up front, as the reverse calls did: `_Call.w2` made in `__init__`).
 
 Shapes: 200000 x 64 rows into 5000 groups (the issue's). Run:
@@ -95,12 +95,12 @@ def whole(f):
     """f run on the path that converts src (or the weight) whole first."""
     def run():
         saved, host.STAGE_MIN_ELEMENTS = host.STAGE_MIN_ELEMENTS, 1 << 62
-        kinds, host._HALF_WEIGHTS = host._HALF_WEIGHTS, {}
+        kinds, host.HALF_IN_PLACE = host.HALF_IN_PLACE, {}
         gsh._Call.__init__ = _eager_weight
         try:
             return f()
         finally:
-            host.STAGE_MIN_ELEMENTS, host._HALF_WEIGHTS = saved, kinds
+            host.STAGE_MIN_ELEMENTS, host.HALF_IN_PLACE = saved, kinds
             gsh._Call.__init__ = _CALL_INIT
     return run
 

@@ -11,7 +11,7 @@ from cython.parallel cimport prange
 from cython.view cimport contiguous
 from libc.math cimport signbit
 from libc.stdlib cimport malloc, free
-from libc.stdint cimport int64_t, uint16_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint64_t
 from cpython.pyport cimport PY_SSIZE_T_MAX
 
 from cyscatter.kernels cimport (OpAdd, OpSub, OpMul, OpDiv, OpMax, OpMin, op_t, value_t,
@@ -371,24 +371,24 @@ cdef inline void _scale(value_t* dst, const value_t* x, value_t w, Py_ssize_t n)
 
 cdef inline void _half_messages(int wconv, const uint16_t* wrow, const real_t* x, real_t* buf, const Geo* G,
                                 Py_ssize_t f0, Py_ssize_t n) noexcept nogil:
-    """buf[f - f0] = w_f * x[f] for the features [f0, f0 + n) (n <= CHUNK), w_f the weight of f's head read from
-    the edge's row `wrow` of float16 / bfloat16 weights (`wconv`), widened exactly: the messages that the weight
-    converted whole gives, each rounded to the value type."""
+    """buf[f - f0] = w_f * x[f - f0] for the features [f0, f0 + n) (n <= CHUNK; x points at feature f0), w_f the
+    weight of f's head read from the edge's row `wrow` of float16 / bfloat16 weights (`wconv`), widened exactly:
+    the messages that the weight converted whole gives, each rounded to the value type."""
     cdef real_t wbuf[CHUNK]
     cdef Py_ssize_t h0 = f0 // G.chunk, a, b, f
     cdef real_t w
     if G.chunk == 1:   # a weight per feature
         _widen(wconv, wrow + f0, wbuf, n)
         for f in range(n):
-            buf[f] = wbuf[f] * x[f0 + f]
+            buf[f] = wbuf[f] * x[f]
         return
     _widen(wconv, wrow + h0, wbuf, (f0 + n - 1) // G.chunk + 1 - h0)
     a = f0
     while a < f0 + n:
         w = wbuf[a // G.chunk - h0]
         b = min(f0 + n, (a // G.chunk + 1) * G.chunk)
-        for f in range(a, b):
-            buf[f - f0] = w * x[f]
+        for f in range(a - f0, b - f0):
+            buf[f] = w * x[f]
         a = b
 
 
@@ -415,7 +415,7 @@ cdef void _forward_half_rows(op_t op, const real_t* src, const int64_t* indptr, 
                 f0 = 0
                 while f0 < G.inner:
                     n = min(<Py_ssize_t>CHUNK, G.inner - f0)
-                    _half_messages(wconv, hweight + e * G.heads, x, buf, G, f0, n)
+                    _half_messages(wconv, hweight + e * G.heads, x + f0, buf, G, f0, n)
                     if op_t is OpAdd:   # acc + w * x, the message rounded first as `_add_scaled` does
                         for f in range(n):
                             acc[f0 + f] = acc[f0 + f] + buf[f]
@@ -539,6 +539,96 @@ cdef void _forward_csr(op_t op, const value_t[:, :, ::contiguous] src, const int
                       cut[t + 1], ahead)
 
 
+# ---- forward on a float16 / bfloat16 node table ------------------------------------------------------------------
+
+cdef void _forward_conv_rows(op_t op, const uint16_t* src, int sconv, const int64_t* indptr, const int64_t* cols,
+                             Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const uint16_t* hweight,
+                             int wconv, real_t* out, int32_t* c32, int64_t* c64, Py_ssize_t c_outer,
+                             Py_ssize_t c_row, const Geo* G, Py_ssize_t r0, Py_ssize_t r1,
+                             Py_ssize_t ahead) noexcept nogil:
+    # `_forward_rows` (and `_forward_nan_rows`: the non-NaN messages counted into c32 or c64 when one is given) on
+    # a float16 / bfloat16 src (`sconv`): each edge's row is widened exactly a CHUNK of features at a time as it is
+    # read, so that no S x F converted table is made. The weights are real (`weight`), float16 / bfloat16
+    # (`hweight`, `wconv`) or none; the messages are rounded to the value type before they are combined, as there.
+    cdef Py_ssize_t o, r, p, e, f, f0, n, a, b, h, row_bytes = G.inner * 2
+    cdef real_t* acc
+    cdef const uint16_t* x
+    cdef const real_t* msg
+    cdef real_t w
+    cdef real_t xbuf[CHUNK]
+    cdef real_t buf[CHUNK]
+    cdef int32_t* n32
+    cdef int64_t* n64
+    for o in range(G.outer):
+        for r in range(r0, r1):
+            acc = out + o * G.o_outer + r * G.o_row
+            n32 = c32 + o * c_outer + r * c_row if c32 != NULL else NULL
+            n64 = c64 + o * c_outer + r * c_row if c64 != NULL else NULL
+            for p in range(indptr[r], indptr[r + 1]):
+                if ahead and p + ahead < m:
+                    _prefetch_row(src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
+                    if edge_ids != NULL and hweight != NULL:
+                        cyscatter_prefetch_r(hweight + edge_ids[p + ahead] * G.heads)
+                    elif edge_ids != NULL and weight != NULL:
+                        cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
+                x = src + o * G.s_outer + cols[p] * G.s_row
+                e = edge_ids[p] if edge_ids != NULL else p
+                f0 = 0
+                while f0 < G.inner:
+                    n = min(<Py_ssize_t>CHUNK, G.inner - f0)
+                    _widen(sconv, x + f0, xbuf, n)
+                    msg = buf
+                    if hweight != NULL:
+                        _half_messages(wconv, hweight + e * G.heads, xbuf, buf, G, f0, n)
+                    elif weight != NULL:
+                        a, h = f0, f0 // G.chunk
+                        while a < f0 + n:
+                            b = min(f0 + n, (h + 1) * G.chunk)
+                            w = weight[e * G.heads + h]
+                            for f in range(a - f0, b - f0):
+                                buf[f] = w * xbuf[f]
+                            a, h = b, h + 1
+                    else:
+                        msg = xbuf
+                    if op_t is OpAdd:
+                        for f in range(n):
+                            acc[f0 + f] = acc[f0 + f] + msg[f]
+                    else:
+                        combine_rows(op, acc + f0, msg, 1, 0, n)
+                    if n32 != NULL:
+                        for f in range(n):
+                            n32[f0 + f] += (msg[f] == msg[f])
+                    elif n64 != NULL:
+                        for f in range(n):
+                            n64[f0 + f] += (msg[f] == msg[f])
+                    f0 += n
+
+
+cdef void _forward_conv_csr(op_t op, const uint16_t[:, :, ::contiguous] src, int sconv, const int64_t[::1] indptr,
+                            const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight,
+                            const uint16_t* hweight, int wconv, Py_ssize_t heads, real_t[:, :, ::contiguous] out,
+                            int32_t* c32, int64_t* c64, Py_ssize_t c_outer, Py_ssize_t c_row,
+                            int num_threads) noexcept nogil:
+    # `_forward_conv_rows` over the destination rows, on operands already checked
+    cdef Py_ssize_t rows = out.shape[1], m = cols.shape[0], ahead
+    cdef Py_ssize_t cut[MAX_THREADS + 1]
+    cdef int parts = _team(num_threads), t
+    cdef Geo G
+    if src.shape[0] == 0 or src.shape[2] == 0 or m == 0:
+        return
+    _geometry(&G, src.shape[0], src.shape[2], heads, src.strides[0] // sizeof(uint16_t),
+              src.strides[1] // sizeof(uint16_t), out.strides[0] // sizeof(real_t), out.strides[1] // sizeof(real_t))
+    ahead = _ahead(G.inner * <Py_ssize_t>sizeof(uint16_t), src.shape[1])
+    if parts == 1 or rows < 2:
+        _forward_conv_rows(op, &src[0, 0, 0], sconv, &indptr[0], &cols[0], m, edge_ids, weight, hweight, wconv,
+                           &out[0, 0, 0], c32, c64, c_outer, c_row, &G, 0, rows, ahead)
+        return
+    _cuts(&indptr[0], rows, parts, cut)
+    for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
+        _forward_conv_rows(op, &src[0, 0, 0], sconv, &indptr[0], &cols[0], m, edge_ids, weight, hweight, wconv,
+                           &out[0, 0, 0], c32, c64, c_outer, c_row, &G, cut[t], cut[t + 1], ahead)
+
+
 # ---- forward of the NaN-skipping ops -----------------------------------------------------------------------------
 
 cdef void _forward_nan_rows(nan_op_t op, const nan_value_t* src, const int64_t* indptr, const int64_t* cols,
@@ -607,7 +697,7 @@ cdef void _forward_nan_half_rows(nan_op_t op, const real_t* src, const int64_t* 
                 f0 = 0
                 while f0 < G.inner:
                     n = min(<Py_ssize_t>CHUNK, G.inner - f0)
-                    _half_messages(wconv, hweight + e * G.heads, x, buf, G, f0, n)
+                    _half_messages(wconv, hweight + e * G.heads, x + f0, buf, G, f0, n)
                     combine_rows(op, acc + f0, buf, 1, 0, n)
                     if cnt != NULL:
                         for f in range(n):
@@ -944,13 +1034,15 @@ cdef void _half_products(int conv, bint nan_as_one, const uint16_t* src, Py_ssiz
 
 # ---- per-edge dots (SDDMM) ---------------------------------------------------------------------------------------
 
-cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather, const int64_t* scatter,
+cdef void _dots_part(const value_t* g, const void* src, int conv, const int64_t* gather, const int64_t* scatter,
                      Py_ssize_t src_rows, Py_ssize_t out_rows, value_t* result, const value_t* out, int ties,
-                     const value_t* weight, const Geo* G, Py_ssize_t e0, Py_ssize_t e1,
+                     const value_t* weight, value_t* xrow, const Geo* G, Py_ssize_t e0, Py_ssize_t e1,
                      Py_ssize_t ahead) noexcept nogil:
-    # g and out share G.o_*, src G.s_*; result is (edges, heads) C-contiguous. The two rows an edge reads are
-    # at random: prefetched `ahead` edges early (and out's row where a selection compares with it).
-    cdef Py_ssize_t e, s, d, o, h, f, a, row_bytes = G.inner * <Py_ssize_t>sizeof(value_t)
+    # g and out share G.o_*, src G.s_* (in its own items); result is (edges, heads) C-contiguous. The two rows an
+    # edge reads are at random: prefetched `ahead` edges early (and out's row where a selection compares with it).
+    # A float16 / bfloat16 src (`conv`; float and double values) is widened a head's row at a time into `xrow`
+    # (G.chunk items), so that each dot sums the values and in the order of the converted src's.
+    cdef Py_ssize_t e, s, d, o, h, f, a, item = 2 if conv != CONV_NONE else <Py_ssize_t>sizeof(value_t)
     cdef value_t acc, w
     cdef const value_t* x
     cdef const value_t* grow
@@ -960,10 +1052,10 @@ cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather
             s, d = gather[e + ahead], scatter[e + ahead]
             if <uint64_t>s < <uint64_t>src_rows and <uint64_t>d < <uint64_t>out_rows:
                 for a in range(G.outer):
-                    _prefetch_row(src + a * G.s_outer + s * G.s_row, row_bytes)
-                    _prefetch_row(g + a * G.o_outer + d * G.o_row, row_bytes)
+                    _prefetch_row(<const char*>src + (a * G.s_outer + s * G.s_row) * item, G.inner * item)
+                    _prefetch_row(g + a * G.o_outer + d * G.o_row, G.inner * <Py_ssize_t>sizeof(value_t))
                     if ties:
-                        _prefetch_row(out + a * G.o_outer + d * G.o_row, row_bytes)
+                        _prefetch_row(out + a * G.o_outer + d * G.o_row, G.inner * <Py_ssize_t>sizeof(value_t))
         s, d = gather[e], scatter[e]
         if <uint64_t>s >= <uint64_t>src_rows or <uint64_t>d >= <uint64_t>out_rows:
             for h in range(G.heads):
@@ -973,7 +1065,12 @@ cdef void _dots_part(const value_t* g, const value_t* src, const int64_t* gather
             acc = 0
             w = weight[e * G.heads + h] if weight != NULL and ties else 1
             for o in range(G.outer):
-                x = src + o * G.s_outer + s * G.s_row + h * G.chunk
+                x = <const value_t*>src + o * G.s_outer + s * G.s_row + h * G.chunk
+                if value_t is float or value_t is double:
+                    if conv != CONV_NONE:
+                        _widen(conv, <const uint16_t*>src + o * G.s_outer + s * G.s_row + h * G.chunk, xrow,
+                               G.chunk)
+                        x = xrow
                 grow = g + o * G.o_outer + d * G.o_row + h * G.chunk
                 orow = out + o * G.o_outer + d * G.o_row + h * G.chunk if ties else NULL
                 # float and double: `_fused.h`'s rows (partial sums, SSE2 selections); ties - 1 is its `sel`
@@ -991,34 +1088,42 @@ cdef void edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::c
                     const int64_t[::1] gather, const int64_t[::1] scatter, value_t[:, ::1] result,
                     const value_t* out_ties, bint is_max, const value_t* weight, int num_threads) noexcept nogil:
     """`out_ties`, when given, has g's shape and strides."""
-    _edge_dots(g, src, gather, scatter, result, out_ties, 0 if out_ties == NULL else 1, weight, num_threads)
+    _edge_dots(g, &src[0, 0, 0] if src.shape[0] and src.shape[1] and src.shape[2] else NULL, CONV_NONE,
+               src.shape[1], src.strides[0] // sizeof(value_t), src.strides[1] // sizeof(value_t), gather, scatter,
+               result, out_ties, 0 if out_ties == NULL else 1, weight, NULL, num_threads)
 
 
-cdef void _edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src,
-                     const int64_t[::1] gather, const int64_t[::1] scatter, value_t[:, ::1] result,
-                     const value_t* out, int ties, const value_t* weight, int num_threads) noexcept nogil:
-    """`edge_dots`, `ties` 0 (every feature) or 1 + a selection code (`out`, g's layout, then not NULL)."""
-    cdef Py_ssize_t n = result.shape[0], heads = result.shape[1]
-    cdef int parts = _team(num_threads), t
+cdef void _edge_dots(const value_t[:, :, ::contiguous] g, const void* src, int conv, Py_ssize_t src_rows,
+                     Py_ssize_t s_outer, Py_ssize_t s_row, const int64_t[::1] gather, const int64_t[::1] scatter,
+                     value_t[:, ::1] result, const value_t* out, int ties, const value_t* weight, value_t* xrows,
+                     int parts) noexcept nogil:
+    """`edge_dots` on src's first element, `conv` code, rows and strides (in its own items); `ties` 0 (every
+    feature) or 1 + a selection code (`out`, g's layout, then not NULL). A `conv` src needs `xrows`: G.chunk
+    items for each of the `parts` threads (the team is then exactly `parts`)."""
+    cdef Py_ssize_t n = result.shape[0], heads = result.shape[1], chunk
+    cdef int t
     cdef Geo G
     if n == 0 or heads == 0:
         return
-    if g.shape[0] == 0 or g.shape[2] == 0 or g.shape[1] == 0 or src.shape[1] == 0:
+    if g.shape[0] == 0 or g.shape[2] == 0 or g.shape[1] == 0 or src_rows == 0 or src == NULL:
         for t in range(n * heads):
             result[t // heads, t % heads] = 0
         return
-    _geometry(&G, g.shape[0], g.shape[2], heads, src.strides[0] // sizeof(value_t),
-              src.strides[1] // sizeof(value_t), g.strides[0] // sizeof(value_t), g.strides[1] // sizeof(value_t))
+    if xrows == NULL:
+        parts = _team(parts)
+    _geometry(&G, g.shape[0], g.shape[2], heads, s_outer, s_row, g.strides[0] // sizeof(value_t),
+              g.strides[1] // sizeof(value_t))
+    chunk = G.chunk
     # both tables are read at random (out too with a selection): their rows together set the look-ahead
-    cdef Py_ssize_t ahead = _ahead(G.inner * <Py_ssize_t>sizeof(value_t),
-                                   src.shape[1] + (2 if ties else 1) * g.shape[1])
-    if parts == 1 or n < 2:
-        _dots_part(&g[0, 0, 0], &src[0, 0, 0], &gather[0], &scatter[0], src.shape[1], g.shape[1], &result[0, 0],
-                   out, ties, weight, &G, 0, n, ahead)
+    cdef Py_ssize_t ahead = _ahead(G.inner * <Py_ssize_t>sizeof(value_t), src_rows + (2 if ties else 1) * g.shape[1])
+    if parts <= 1 or n < 2:
+        _dots_part(&g[0, 0, 0], src, conv, &gather[0], &scatter[0], src_rows, g.shape[1], &result[0, 0], out, ties,
+                   weight, xrows, &G, 0, n, ahead)
         return
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-        _dots_part(&g[0, 0, 0], &src[0, 0, 0], &gather[0], &scatter[0], src.shape[1], g.shape[1], &result[0, 0],
-                   out, ties, weight, &G, (n * t) // parts, (n * (t + 1)) // parts, ahead)
+        _dots_part(&g[0, 0, 0], src, conv, &gather[0], &scatter[0], src_rows, g.shape[1], &result[0, 0], out, ties,
+                   weight, xrows + t * chunk if xrows != NULL else NULL, &G, (n * t) // parts,
+                   (n * (t + 1)) // parts, ahead)
 
 
 # ---- Python entry points -----------------------------------------------------------------------------------------
@@ -1212,6 +1317,101 @@ def forward_nan(int opcode, const nan_value_t[:, :, ::contiguous] src, const int
     return status
 
 
+def forward_half_src(int opcode, int src_code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
+                     const int64_t[::1] cols, const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
+                     real_t[:, :, ::contiguous] out, int num_threads, const uint16_t[:, ::1] half_weight=None,
+                     int weight_code=0, counts=None):
+    """`forward` (or, for a NaN-skipping `opcode`, `forward_nan`) on a float16 (`src_code` 1) or bfloat16 (2) src
+    given as its bits (uint16): each edge's row is widened exactly to out's dtype as it is read, so the result has
+    the bits of the call on src converted whole first, without that S x F copy. `counts` (int32 or int64, out's
+    shape, unit inner stride; NaN-skipping ops only) gets each output element's non-NaN messages added.
+    `half_weight` and `weight_code` as in `forward`. Returns -1 (the arguments are checked before the kernel
+    runs: a misfit raises ValueError)."""
+    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] > 0 else NULL
+    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
+    cdef const int64_t* ids = _ids(edge_ids)
+    cdef const uint16_t* hw = NULL
+    cdef int32_t[:, :, ::contiguous] c32v
+    cdef int64_t[:, :, ::contiguous] c64v
+    cdef int32_t* c32 = NULL
+    cdef int64_t* c64 = NULL
+    cdef Py_ssize_t c_outer = 0, c_row = 0
+    cdef int sconv = src_code, wconv = weight_code
+    _check_conv("forward_half_src", src_code)
+    if weight_code:
+        _check_conv("forward_half_src", weight_code)
+        if half_weight is None or not weighted:
+            raise ValueError("forward_half_src: a weight_code needs half_weight and weighted")
+        w, heads = NULL, half_weight.shape[1]
+        if half_weight.shape[0] > 0 and heads > 0:
+            hw = &half_weight[0, 0]
+    if not OP_ADD <= opcode <= OP_FMIN or (OP_MIN < opcode < OP_NANADD):
+        raise ValueError(f"forward_half_src: unknown op code {opcode}")
+    if src.shape[0] != out.shape[0] or src.shape[2] != out.shape[2]:
+        raise ValueError("forward_half_src: src and out disagree in batch or feature size")
+    if counts is not None:
+        if opcode < OP_NANADD:
+            raise ValueError("forward_half_src: only the NaN-skipping ops count their messages")
+        if counts.shape != (out.shape[0], out.shape[1], out.shape[2]):
+            raise ValueError("forward_half_src: counts must have out's shape")
+        if counts.dtype == np.int32:
+            c32v = counts
+            if out.shape[0] and out.shape[1] and out.shape[2]:
+                c32 = &c32v[0, 0, 0]
+                c_outer, c_row = c32v.strides[0] // 4, c32v.strides[1] // 4
+        elif counts.dtype == np.int64:
+            c64v = counts
+            if out.shape[0] and out.shape[1] and out.shape[2]:
+                c64 = &c64v[0, 0, 0]
+                c_outer, c_row = c64v.strides[0] // 8, c64v.strides[1] // 8
+        else:
+            raise TypeError(f"forward_half_src: counts must be int32 or int64, got {counts.dtype}")
+    _edges_ok("forward_half_src", indptr, cols, edge_ids, src.shape[1], out.shape[1],
+              half_weight.shape[0] if weight_code else weight.shape[0], weighted, heads, src.shape[2])
+    cdef OpAdd add
+    cdef OpSub sub
+    cdef OpMul mul
+    cdef OpDiv div
+    cdef OpMax mx
+    cdef OpMin mn
+    cdef OpNanAdd nanadd
+    cdef OpNanMul nanmul
+    cdef OpFmax fmx
+    cdef OpFmin fmn
+    with nogil:
+        if opcode == OP_ADD:
+            _forward_conv_csr(add, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer, c_row,
+                              num_threads)
+        elif opcode == OP_SUB:
+            _forward_conv_csr(sub, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer, c_row,
+                              num_threads)
+        elif opcode == OP_MUL:
+            _forward_conv_csr(mul, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer, c_row,
+                              num_threads)
+        elif opcode == OP_DIV:
+            _forward_conv_csr(div, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer, c_row,
+                              num_threads)
+        elif opcode == OP_MAX:
+            _forward_conv_csr(mx, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer, c_row,
+                              num_threads)
+        elif opcode == OP_MIN:
+            _forward_conv_csr(mn, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer, c_row,
+                              num_threads)
+        elif opcode == OP_NANADD:
+            _forward_conv_csr(nanadd, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer,
+                              c_row, num_threads)
+        elif opcode == OP_NANMUL:
+            _forward_conv_csr(nanmul, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer,
+                              c_row, num_threads)
+        elif opcode == OP_FMAX:
+            _forward_conv_csr(fmx, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer,
+                              c_row, num_threads)
+        else:
+            _forward_conv_csr(fmn, src, sconv, indptr, cols, ids, w, hw, wconv, heads, out, c32, c64, c_outer,
+                              c_row, num_threads)
+    return -1
+
+
 # the `select` codes of the entry points, by `Op.selection`
 SELECT_CODES = {"tied": 0, "won": 1, "present": 2}
 
@@ -1323,13 +1523,17 @@ def extreme_ties_half(int code, const uint16_t[:, :, ::contiguous] src, const in
                       const int64_t[::1] cols, const real_t[:, :, ::contiguous] out,
                       const real_t[:, :, ::contiguous] grad_out, const real_t[:, :, ::contiguous] tangent_src,
                       bint use_tangent_src, real_t[:, :, ::contiguous] result, int num_threads,
-                      const real_t[:, :, ::contiguous] dst_init=None, int select=0, bint average=True):
-    """`extreme_ties` without weights on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16): each
-    row is widened exactly to out's dtype as the kernel reads it, so the result has the bits of `extreme_ties` on
-    src converted whole first, without that copy. `tangent_src` (when used) has src's shape, any row strides."""
+                      const real_t[:, :, ::contiguous] dst_init=None, int select=0, bint average=True,
+                      const int64_t[::1] edge_ids=None, const real_t[:, ::1] weight=None,
+                      const real_t[:, ::1] tangent_w=None):
+    """`extreme_ties` on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16): each row is widened
+    exactly to out's dtype as the kernel reads it, so the result has the bits of `extreme_ties` on src converted
+    whole first, without that copy. `tangent_src` (when used) has src's shape, any row strides. `edge_ids`,
+    `weight` and `tangent_w` (None: none) as in `extreme_ties`, which takes them positionally."""
     cdef SelectTied tied = SelectTied(_tag=0)
     cdef SelectWon won = SelectWon(_tag=0)
     cdef SelectPresent present = SelectPresent(_tag=0)
+    cdef bint weighted = weight is not None, use_tangent_w = tangent_w is not None
     _check_conv("extreme_ties_half", code)
     _check_select(select)
     if not (_same_layout(out, grad_out) and _same_layout(out, result)) or src.shape[0] != out.shape[0] \
@@ -1341,39 +1545,49 @@ def extreme_ties_half(int code, const uint16_t[:, :, ::contiguous] src, const in
         raise ValueError("extreme_ties_half: dst_init must share out's shape and strides")
     if dst_init is not None and out.shape[0] and out.shape[1] and out.shape[2]:
         dst_ptr = &dst_init[0, 0, 0]
-    _edges_ok("extreme_ties_half", indptr, cols, _NO_EDGE_IDS, src.shape[1], out.shape[1], 0, False, 1,
+    if use_tangent_w and (not weighted or tangent_w.shape[0] != weight.shape[0] or
+                          tangent_w.shape[1] != weight.shape[1]):
+        raise ValueError("extreme_ties_half: tangent_w must have the weight's shape")
+    _edges_ok("extreme_ties_half", indptr, cols, _NO_EDGE_IDS if edge_ids is None else edge_ids, src.shape[1],
+              out.shape[1], weight.shape[0] if weighted else 0, weighted, weight.shape[1] if weighted else 1,
               src.shape[2])
+    cdef const int64_t* ids = NULL if edge_ids is None else _ids(edge_ids)
+    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
+    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
+    cdef const real_t* t_w = &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL
     cdef const real_t* t_src = NULL
     cdef Py_ssize_t t_outer = 0, t_row = 0
-    if use_tangent_src:
-        if not (tangent_src.shape[0] and tangent_src.shape[1] and tangent_src.shape[2]):
-            if result.shape[0] and result.shape[1] and result.shape[2]:
-                result[:, :, :] = 0   # no edge carries a tangent (as `extreme_ties`)
-            return
+    if use_tangent_src and tangent_src.shape[0] and tangent_src.shape[1] and tangent_src.shape[2]:
         t_src = &tangent_src[0, 0, 0]
         t_outer, t_row = tangent_src.strides[0] // sizeof(real_t), tangent_src.strides[1] // sizeof(real_t)
+    if (use_tangent_src or use_tangent_w) and t_src == NULL and t_w == NULL:
+        if result.shape[0] and result.shape[1] and result.shape[2]:
+            result[:, :, :] = 0   # no edge carries a tangent (as `extreme_ties`)
+        return
     cdef Src x = _half_src(code, src, cols.shape[0])
     with nogil:
         if select == 0:
-            _shares_csr(tied, average, x, t_outer, t_row, indptr, cols, NULL, NULL, 1, out, grad_out, t_src, NULL,
+            _shares_csr(tied, average, x, t_outer, t_row, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w,
                         dst_ptr, result, num_threads)
         elif select == 1:
-            _shares_csr(won, average, x, t_outer, t_row, indptr, cols, NULL, NULL, 1, out, grad_out, t_src, NULL,
+            _shares_csr(won, average, x, t_outer, t_row, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w,
                         dst_ptr, result, num_threads)
         else:
-            _shares_csr(present, average, x, t_outer, t_row, indptr, cols, NULL, NULL, 1, out, grad_out, t_src,
-                        NULL, dst_ptr, result, num_threads)
+            _shares_csr(present, average, x, t_outer, t_row, indptr, cols, ids, w, heads, out, grad_out, t_src,
+                        t_w, dst_ptr, result, num_threads)
 
 
 def extreme_back_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                       const int64_t[::1] cols, const real_t[:, :, ::contiguous] out,
                       const real_t[:, :, ::contiguous] share, real_t[:, :, ::contiguous] result, int num_threads,
-                      int select=0):
-    """`extreme_back` without weights on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each
-    row widened exactly to result's dtype as it is read (the bits of `extreme_back` on src converted first)."""
+                      int select=0, const int64_t[::1] edge_ids=None, const real_t[:, ::1] weight=None):
+    """`extreme_back` on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each row widened
+    exactly to result's dtype as it is read (the bits of `extreme_back` on src converted first). `edge_ids` and
+    `weight` (None: none) as there."""
     cdef SelectTied tied = SelectTied(_tag=0)
     cdef SelectWon won = SelectWon(_tag=0)
     cdef SelectPresent present = SelectPresent(_tag=0)
+    cdef bint weighted = weight is not None
     _check_conv("extreme_back_half", code)
     _check_select(select)
     if not _same_shape(src, result) or not _same_layout(out, share) or src.shape[0] != out.shape[0] \
@@ -1383,16 +1597,20 @@ def extreme_back_half(int code, const uint16_t[:, :, ::contiguous] src, const in
             np.may_share_memory(np.asarray(result), np.asarray(share)):
         raise ValueError("extreme_back_half: result must not overlap src or share (its rows are written as they "
                          "are read)")
-    _edges_ok("extreme_back_half", indptr, cols, _NO_EDGE_IDS, out.shape[1], src.shape[1], 0, False, 1,
+    _edges_ok("extreme_back_half", indptr, cols, _NO_EDGE_IDS if edge_ids is None else edge_ids, out.shape[1],
+              src.shape[1], weight.shape[0] if weighted else 0, weighted, weight.shape[1] if weighted else 1,
               src.shape[2])
+    cdef const int64_t* ids = NULL if edge_ids is None else _ids(edge_ids)
+    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
+    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
     cdef Src x = _half_src(code, src, 1)
     with nogil:
         if select == 0:
-            _back_csr(tied, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
+            _back_csr(tied, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
         elif select == 1:
-            _back_csr(won, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
+            _back_csr(won, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
         else:
-            _back_csr(present, x, indptr, cols, NULL, NULL, 1, out, share, result, num_threads)
+            _back_csr(present, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
 
 
 def exclusive_products_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] order,
@@ -1423,23 +1641,52 @@ def exclusive_products_half(int code, const uint16_t[:, :, ::contiguous] src, co
                        indptr.shape[0] - 1, &partials[0, 0, 0], partials.strides[0] // sizeof(real_t),
                        partials.strides[1] // sizeof(real_t), src.shape[0], src.shape[2])
 
+cdef int _dots_ok(str fun, object g, tuple src_shape, object gather, object scatter, object result, object out,
+                  int ties, object weight, bint weighted, bint real) except -1:
+    if not 0 <= ties <= 3:
+        raise ValueError(f"{fun}: ties must be 0 to 3, got {ties}")
+    if ties and out is None:
+        raise TypeError(f"{fun}: the selections (ties {ties}) compare with out, got None")
+    if ties and not real:
+        raise TypeError(f"{fun}: the selections (ties {ties}) take float32 or float64 values")
+    if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or result.shape[1] < 1 or \
+            g.shape[2] % result.shape[1] or g.shape[0] != src_shape[0] or g.shape[2] != src_shape[2] or \
+            (ties and not _same_layout(g, out)) or (weighted and (weight.shape[0] != result.shape[0] or
+                                                                   weight.shape[1] != result.shape[1])):
+        raise ValueError(f"{fun}: the edges, heads and operands do not fit")
+    return 0
+
+
 def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src, const int64_t[::1] gather,
          const int64_t[::1] scatter, value_t[:, ::1] result, const value_t[:, :, ::contiguous] out, int ties,
          const value_t[:, ::1] weight, bint weighted, int num_threads):
     """`edge_dots`; `ties` 0 (every feature) or 1 + a selection code of `extreme_ties` (the features whose
     message, from `out` and, when `weighted`, `weight`, is selected: 1 tied, 2 won, 3 present)."""
-    if not 0 <= ties <= 3:
-        raise ValueError(f"dots: ties must be 0 to 3, got {ties}")
-    if ties and out is None:
-        raise TypeError(f"dots: the selections (ties {ties}) compare with out, got None")
-    if ties and value_t is not float and value_t is not double:
-        raise TypeError(f"dots: the selections (ties {ties}) take float32 or float64 values")
-    if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or result.shape[1] < 1 or \
-            g.shape[2] % result.shape[1] or g.shape[0] != src.shape[0] or g.shape[2] != src.shape[2] or \
-            (ties and not _same_layout(g, out)) or (weighted and (weight.shape[0] != result.shape[0] or
-                                                                   weight.shape[1] != result.shape[1])):
-        raise ValueError("dots: the edges, heads and operands do not fit")
+    _dots_ok("dots", g, (src.shape[0], src.shape[1], src.shape[2]), gather, scatter, result, out, ties, weight,
+             weighted, value_t is float or value_t is double)
     cdef const value_t* o = &out[0, 0, 0] if ties and out.shape[0] and out.shape[1] and out.shape[2] else NULL
     with nogil:
-        _edge_dots(g, src, gather, scatter, result, o, ties if o != NULL else 0,
-                   &weight[0, 0] if weighted and weight.shape[0] else NULL, num_threads)
+        _edge_dots(g, &src[0, 0, 0] if src.shape[0] and src.shape[1] and src.shape[2] else NULL, CONV_NONE,
+                   src.shape[1], src.strides[0] // sizeof(value_t), src.strides[1] // sizeof(value_t), gather,
+                   scatter, result, o, ties if o != NULL else 0, &weight[0, 0] if weighted and weight.shape[0] else NULL,
+                   NULL, num_threads)
+
+
+def dots_half(int code, const real_t[:, :, ::contiguous] g, const uint16_t[:, :, ::contiguous] src,
+              const int64_t[::1] gather, const int64_t[::1] scatter, real_t[:, ::1] result,
+              const real_t[:, :, ::contiguous] out, int ties, const real_t[:, ::1] weight, bint weighted,
+              int num_threads):
+    """`dots` on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each head's row widened
+    exactly to g's dtype as it is read: the bits of `dots` on src converted whole first, without that copy."""
+    _check_conv("dots_half", code)
+    _dots_ok("dots_half", g, (src.shape[0], src.shape[1], src.shape[2]), gather, scatter, result, out, ties, weight,
+             weighted, True)
+    cdef const real_t* o = &out[0, 0, 0] if ties and out.shape[0] and out.shape[1] and out.shape[2] else NULL
+    cdef int parts = _team(num_threads)
+    cdef real_t[:, ::1] xrows = np.empty((parts, max(g.shape[2] // result.shape[1], 1)),
+                                         np.float32 if real_t is float else np.float64)
+    with nogil:
+        _edge_dots(g, &src[0, 0, 0] if src.shape[0] and src.shape[1] and src.shape[2] else NULL, code, src.shape[1],
+                   src.strides[0] // sizeof(uint16_t), src.strides[1] // sizeof(uint16_t), gather, scatter, result, o,
+                   ties if o != NULL else 0, &weight[0, 0] if weighted and weight.shape[0] else NULL, &xrows[0, 0],
+                   parts)

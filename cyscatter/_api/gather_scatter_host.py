@@ -7,7 +7,7 @@ import numpy as np
 
 from cyscatter._api.scatter import scatter
 from cyscatter._backends import host
-from cyscatter._backends.host import messages, rows_view, run_forward
+from cyscatter._backends.host import messages, node_rows, rows_view, run_forward
 from cyscatter._backends.reduce import finish_fresh
 
 
@@ -24,7 +24,7 @@ def forward(call, threads: int, num_threads):
                       fill_value=None if fill is None else fill.item(), num_threads=num_threads)
         return out.reshape(batch + plan.dims + feat)
     out3 = host.fresh_table((outer, plan.size, inner), call.compute, call.identity)
-    src3 = rows_view(src, out3.dtype, outer, plan.src_size, inner)
+    src3 = node_rows(src, out3.dtype, outer, plan.src_size, inner)
     counts = plan.counts if op.counts or fill is not None else None
     if counts is not None and op.skips_nan and out3.dtype.kind in "fc":
         # non-NaN messages per output element, counted by the kernel as it reduces (int32 below 2**31 edges, as

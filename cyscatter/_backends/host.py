@@ -89,6 +89,15 @@ def rows_view(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.n
     return kernels.unit_inner_view(a3) if inner <= 1 else np.ascontiguousarray(a3)
 
 
+def node_rows(arr: np.ndarray, dtype, outer: int, rows: int, inner: int) -> np.ndarray:
+    """`rows_view` of a node table for the fused kernels, which read a native float16/bfloat16 one as it is
+    when they compute in float32 or float64 (each row widened exactly as it is read): that table keeps its
+    dtype, any other is converted to `dtype`."""
+    if arr.dtype.name in HALF_IN_PLACE and arr.dtype.isnative and np.dtype(dtype) in (np.float32, np.float64):
+        dtype = arr.dtype
+    return rows_view(arr, dtype, outer, rows, inner)
+
+
 class StagedRows:
     """A src that the scatter kernel reads as it is, a cached block of rows at a time (`kernels.scatter_staged`):
     converted to `dtype` there and, for `transpose` (one-element rows under several batch slices: features-first
@@ -425,7 +434,9 @@ def messages(src3, plan, w, heads: int, feat: tuple, dtype):
 
 
 _NO_COUNTS = np.zeros((0, 0, 0), np.int32)
-_HALF_WEIGHTS = {"float16": 1, "bfloat16": 2}   # the weight codes of `fused_kernels.forward` (kernels.StageCode's)
+# the weight and node-table dtypes that the fused kernels read as they are, widening each edge's values exactly,
+# and their codes (kernels.StageCode's); emptied, every such array is converted whole first
+HALF_IN_PLACE = {"float16": 1, "bfloat16": 2}
 
 
 def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bool = False, counts=None) -> None:
@@ -439,7 +450,7 @@ def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bo
         (w is None or heads <= 1)   # the sums `_csrsum.h` holds in registers
     parts = team(threads, cols.shape[0] * out3.shape[0] * out3.shape[2],
                  REGISTER_SUM_MIN_WORK if registers else MIN_WORK)
-    code = _HALF_WEIGHTS.get(w.dtype.name) if type(w) is np.ndarray and w.dtype.isnative else None
+    code = HALF_IN_PLACE.get(w.dtype.name) if type(w) is np.ndarray and w.dtype.isnative else None
     half = {}
     if code is not None and out3.dtype in (np.float32, np.float64):
         # float16/bfloat16 weights read as they are, each edge's widened exactly by the kernel: no E x heads
@@ -449,6 +460,14 @@ def run_forward(op: Op, src3, plan, w, heads, feat, out3, threads, transpose: bo
         w2 = np.zeros((0, 1), out3.dtype)
     else:
         w2 = np.zeros((0, 1), out3.dtype) if w is None else weight_rows(w, plan.index_shape, feat, heads, out3.dtype)
+    scode = HALF_IN_PLACE.get(src3.dtype.name) if src3.dtype.isnative else None
+    if scode is not None and out3.dtype in (np.float32, np.float64):
+        # a float16/bfloat16 node table read as it is, each edge's row widened exactly by the kernel: no S x F
+        # converted table, the same messages
+        fused_kernels.forward_half_src(op.opcode if op.skips_nan else op.twin_opcode, scode, src3.view(np.uint16),
+                                       indptr, cols, edge_ids, w2, w is not None, out3, parts,
+                                       counts=counts if op.skips_nan else None, **half)
+        return
     if op.skips_nan and out3.dtype.kind in "fc":
         status = fused_kernels.forward_nan(op.opcode, src3, indptr, cols, edge_ids, w2, w is not None, out3,
                                            _NO_COUNTS if counts is None else counts, counts is not None, parts,

@@ -13,7 +13,7 @@ from cyscatter._arrays.integers import prod
 from cyscatter._arrays.protocols import host_asarray
 from cyscatter._backends import host
 from cyscatter._backends.context import ADD
-from cyscatter._backends.host import messages, rows_view, run_forward, weight_rows
+from cyscatter._backends.host import messages, node_rows, rows_view, run_forward, weight_rows
 from cyscatter._plan.edges import cast_like, rule_inputs, weight_shaped
 from cyscatter._plan.prepare import prepare
 from cyscatter._reverse.scatter import scatter_jvp, scatter_vjp_src
@@ -48,9 +48,7 @@ class _Call:
         if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
             # the forward compared float32 messages and rounded only the winner: find the winners as it did
             out32 = host.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
-            # (src converted once: the kernels that follow read the same rows, `src3`)
-            rows = self.src3 if self.dtype == out32.dtype else rows_view(self.src, out32.dtype, *self.src_rows)
-            run_forward(self.op, rows, self.plan, self.weight(out32.dtype),
+            run_forward(self.op, self.src_view, self.plan, self.weight(out32.dtype),
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)
 
@@ -81,10 +79,24 @@ class _Call:
     def src_view(self):
         """src as (outer, S, inner) rows of adjacent elements, a view where it is one (strided or broadcast rows
         are not copied): for the kernels that take src's strides apart from their other operands' (the per-edge
-        dots, the forward); `src3` where it was made already (a float16/bfloat16 src is not converted twice)."""
+        dots, the forward). A float16/bfloat16 src keeps its dtype (`host.node_rows`: the kernels widen its rows
+        as they read them); `src3` where it was made already."""
         if "src3" in self.__dict__:
             return self.src3
-        return rows_view(self.src, self.dtype, *self.src_rows)
+        return node_rows(self.src, self.dtype, *self.src_rows)
+
+    @cached_property
+    def half_src(self):
+        """(code, bits) of a float16/bfloat16 src that the kernels read as it is: its `src_view` as uint16 and the
+        kernels' code for its dtype (1 float16, 2 bfloat16); None for any other src."""
+        rows = self.src_view
+        if rows.dtype == self.dtype:
+            return None
+        return host.HALF_IN_PLACE[rows.dtype.name], rows.view(np.uint16)
+
+    def half_weight_args(self) -> dict:
+        """The edge ids and weight rows of the `_half` reverse kernels (None where there is no weight)."""
+        return {"edge_ids": self.plan.edge_ids if self.w is not None else None, "weight": self.w2}
 
     @cached_property
     def src3(self):
@@ -131,6 +143,11 @@ class _Call:
             return g3
         indptr, ids, cols = self.plan.indptr, self.plan.edge_ids, self.plan.cols
         result = np.empty_like(g3)
+        if self.half_src is not None:
+            code, bits = self.half_src
+            fused_kernels.extreme_ties_half(code, bits, indptr, cols, self.out3, g3, self.out3, False, result,
+                                            self.parts, select=self.select, **self.half_weight_args())
+            return result
         fused_kernels.extreme_ties(self.op.larger_wins, self.src3, indptr, cols, ids, self.kernel_w2, self.w is not None,
                                    self.out3, g3, self.src3, False, self.kernel_w2, False, result, self.parts,
                                    select=self.select)
@@ -190,6 +207,12 @@ def vjp_src(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_
     elif call.op.linear:
         run_forward(ADD, call.per_destination(g3), call.plan, call.weight(call.dtype), call.heads, call.feat, result,
                     call.threads, transpose=True)
+    elif call.inner and call.outer and call.half_src is not None:
+        indptr, ids, cols = call.plan.transpose
+        code, bits = call.half_src
+        fused_kernels.extreme_back_half(code, bits, indptr, cols, call.out3, call.share(g3), result, call.parts,
+                                        select=call.select, edge_ids=ids if call.w is not None else None,
+                                        weight=call.w2)
     elif call.inner and call.outer:
         indptr, ids, cols = call.plan.transpose
         fused_kernels.extreme_back(call.src3, indptr, cols, ids, call.kernel_w2, call.w is not None, call.out3,
@@ -227,9 +250,15 @@ def vjp_weight(op, grad_out, src, gather_index, scatter_index, out, *, weight, d
         cot = call.per_destination(g3) if select is None else call.share(g3)
         # the linear ops' dots read no weight (d out / d w is the gathered src): a half weight is not converted
         w2 = np.zeros((0, 1), call.dtype) if select is None else call.kernel_w2
-        fused_kernels.dots(cot, call.src_view, call.plan.gather, call.plan.scatter, result,
-                           cot if select is None else call.out3, 0 if select is None else select + 1, w2,
-                           select is not None and call.w is not None, call.parts)
+        if call.half_src is not None:
+            code, bits = call.half_src
+            fused_kernels.dots_half(code, cot, bits, call.plan.gather, call.plan.scatter, result,
+                                    cot if select is None else call.out3, 0 if select is None else select + 1, w2,
+                                    select is not None and call.w is not None, call.parts)
+        else:
+            fused_kernels.dots(cot, call.src_view, call.plan.gather, call.plan.scatter, result,
+                               cot if select is None else call.out3, 0 if select is None else select + 1, w2,
+                               select is not None and call.w is not None, call.parts)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else _cast_like(shaped, call.w)
 
@@ -273,7 +302,13 @@ def jvp(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_do
         result = call.per_destination(result)
     else:
         result = np.zeros(size3, call.dtype)
-        if call.inner and call.outer:
+        if call.inner and call.outer and call.half_src is not None:
+            code, bits = call.half_src
+            fused_kernels.extreme_ties_half(code, bits, call.plan.indptr, call.plan.cols, call.out3, call.out3,
+                                            call.out3 if s_dot3 is None else s_dot3, s_dot3 is not None, result,
+                                            call.parts, select=call.select, average=call.op.splits,
+                                            tangent_w=w_dot2, **call.half_weight_args())
+        elif call.inner and call.outer:
             fused_kernels.extreme_ties(call.op.larger_wins, call.src3, call.plan.indptr, call.plan.cols,
                                        call.plan.edge_ids, call.kernel_w2, call.w is not None, call.out3, call.out3,
                                        call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,

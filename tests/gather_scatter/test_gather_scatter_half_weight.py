@@ -25,11 +25,11 @@ def _same(got, want):
 
 def _converted_whole(call):
     """`call()` on the path that converts the weight whole first."""
-    saved, host._HALF_WEIGHTS = host._HALF_WEIGHTS, {}
+    saved, host.HALF_IN_PLACE = host.HALF_IN_PLACE, {}
     try:
         return call()
     finally:
-        host._HALF_WEIGHTS = saved
+        host.HALF_IN_PLACE = saved
 
 
 def _weight(shape, dtype, rng, layout):

@@ -149,7 +149,7 @@ def test_linear_ops_read_a_half_weight_in_place(dtype, fun, op, monkeypatch):
         base = traced_peak(lambda: call(w.astype(np.float32)))[1] - e * f * 4 + (e * f * 2 if fun == "vjp_weight" else 0)
         assert peak < base + 0.25 * e * f * 4, (peak, base)
         if fun != "vjp_weight":   # (the weight VJP converted it only by making `_Call.w2` up front: no switch)
-            monkeypatch.setattr(host, "_HALF_WEIGHTS", {})   # the kernels' half-weight reads off: a converted copy
+            monkeypatch.setattr(host, "HALF_IN_PLACE", {})   # the kernels' half-weight reads off: a converted copy
             assert traced_peak(call)[1] > base + 0.25 * e * f * 4
 
 

@@ -1,0 +1,213 @@
+"""gather_scatter and its reverse functions on a float16/bfloat16 node table: the fused kernels read the table as
+it is, widening each edge's row exactly as they gather it, against the same calls on the table converted whole
+first (bit for bit), against plain loops, and without the S x F float32 copy of the table."""
+import zlib
+
+import numpy as np
+import pytest
+from memory import traced_peak
+from reference_gather_scatter import ref_gather_scatter, ref_gather_scatter_vjp
+
+import cyscatter as cs
+from cyscatter import fused_kernels, kernels
+from cyscatter._backends import host
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+HALF = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+FORWARD_OPS = ["add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "nanmean", "nanprod", "fmax",
+               "fmin"]
+REVERSE_OPS = ["add", "sub", "mean", "sqrt_n", "max", "min", "fmax", "fmin", "nansum", "nanmean", "mul"]
+
+
+def _same(got, want):
+    """Equal bits away from NaNs, NaN at the same places (which NaN a sum of two NaNs keeps is unspecified)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    got64, want64 = np.asarray(got).astype(np.float64), np.asarray(want).astype(np.float64)
+    nan = np.isnan(got64)
+    np.testing.assert_array_equal(nan, np.isnan(want64))
+    np.testing.assert_array_equal(got64[~nan].view(np.uint64), want64[~nan].view(np.uint64))
+
+
+def _converted_whole(call):
+    """`call()` with every float16/bfloat16 operand converted whole first (the kernels' in-place reads off)."""
+    saved, host.HALF_IN_PLACE = host.HALF_IN_PLACE, {}
+    try:
+        return call()
+    finally:
+        host.HALF_IN_PLACE = saved
+
+
+def _table(shape, dtype, rng, layout):
+    x = rng.standard_normal(shape) * 3
+    flat = x.reshape(-1)
+    flat[::23] = np.nan
+    flat[5::29] = np.inf
+    flat[7::31] = -0.0
+    x = x.astype(HALF[dtype])
+    if layout == "rows-apart":   # every other row of a bigger array: the table's rows read with a stride
+        big = np.zeros((2 * shape[0],) + shape[1:], x.dtype)
+        big[::2] = x
+        x = big[::2]
+    return x
+
+
+def _case(dtype, layout, weight, mode, rng):
+    """(src, gather_index, scatter_index, weight, dim_size, axis) of one layout and weight kind."""
+    nodes, edges, size = 40, 600, 30
+    feat = {"wide": (300,), "two-feature-dims": (2, 3)}.get(layout, (5,))
+    shape, axis = ((3, nodes) + feat, 1) if layout == "batched" else ((nodes,) + feat, 0)
+    x = _table(shape, dtype, rng, layout)
+    gi = rng.integers(0, nodes, edges) if mode == "raise" else rng.integers(-3, nodes + 3, edges)
+    si = rng.integers(0, size, edges) if mode == "raise" else rng.integers(-3, size + 3, edges)
+    w = None
+    if weight == "per-edge":
+        w = rng.standard_normal(edges).astype(np.float32)
+    elif weight == "per-feature-float64":   # messages (and derivatives) in float64
+        w = rng.standard_normal((edges,) + feat)
+    elif weight == "per-head":
+        w = rng.standard_normal((edges, feat[0])).astype(np.float32) if len(feat) > 1 else \
+            rng.standard_normal(edges).astype(np.float32)
+    elif weight == "half":
+        w = (rng.standard_normal((edges,) + feat) * 2).astype(HALF[dtype])
+    return x, gi, si, w, size, axis
+
+
+@pytest.mark.parametrize("dtype", list(HALF))
+@pytest.mark.parametrize("op", FORWARD_OPS)
+@pytest.mark.parametrize("weight", [None, "per-edge", "per-feature-float64", "per-head", "half"])
+@pytest.mark.parametrize("layout", ["C", "rows-apart", "batched", "wide", "two-feature-dims"])
+@pytest.mark.parametrize("mode", ["raise", "drop"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_half_node_table_matches_the_whole_conversion(dtype, op, weight, layout, mode, threads):
+    rng = np.random.default_rng(zlib.crc32(repr((dtype, op, weight, layout, mode)).encode()))
+    x, gi, si, w, size, axis = _case(dtype, layout, weight, mode, rng)
+    fill = 7.0 if op in ("max", "nanmean") else None   # empty rows filled (max) and all-NaN rows (nanmean)
+
+    def call():
+        return cs.gather_scatter(x, gi, si, op, weight=w, dim_size=size, axis=axis, mode=mode, fill_value=fill,
+                                 num_threads=threads)
+    with np.errstate(all="ignore"):
+        _same(call(), _converted_whole(call))
+
+
+@pytest.mark.parametrize("dtype", list(HALF))
+@pytest.mark.parametrize("op", REVERSE_OPS)
+@pytest.mark.parametrize("weight", [None, "per-edge", "per-feature-float64", "per-head", "half"])
+@pytest.mark.parametrize("layout", ["C", "rows-apart", "batched", "wide"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_half_node_table_reverse_matches_the_whole_conversion(dtype, op, weight, layout, threads):
+    rng = np.random.default_rng(zlib.crc32(repr((dtype, op, weight, layout, "reverse")).encode()))
+    x, gi, si, w, size, axis = _case(dtype, layout, weight, "raise", rng)
+    kw = {"weight": w, "dim_size": size, "axis": axis, "num_threads": threads}
+    with np.errstate(all="ignore"):
+        out = cs.gather_scatter(x, gi, si, op, **kw)
+        g = rng.standard_normal(out.shape).astype(out.dtype)
+        x_dot = rng.standard_normal(x.shape).astype(np.float32)
+        w_dot = None if w is None else rng.standard_normal(np.shape(w)).astype(np.float32)
+        calls = [lambda: cs.gather_scatter_vjp_src(op, g, x, gi, si, out, **kw),
+                 lambda: cs.gather_scatter_jvp(op, x, gi, si, out, x_dot, weight_dot=w_dot, **kw)]
+        if w is not None:
+            calls.append(lambda: cs.gather_scatter_vjp_weight(op, g, x, gi, si, out, **kw))
+        for call in calls:
+            _same(call(), _converted_whole(call))
+
+
+@pytest.mark.parametrize("dtype", list(HALF))
+@pytest.mark.parametrize("op", ["add", "max", "mean", "fmin", "nanmean"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_half_node_table_against_plain_loops(dtype, op, weighted):
+    rng = np.random.default_rng(zlib.crc32(repr((dtype, op, weighted)).encode()))
+    nodes, edges, size, f = 30, 400, 25, 4   # some destinations without edges
+    x = (rng.standard_normal((nodes, f)) * 3).astype(HALF[dtype])
+    x.reshape(-1)[::17] = np.nan
+    w = rng.standard_normal(edges).astype(np.float32) if weighted else None
+    gi, si = rng.integers(0, nodes, edges), rng.integers(0, size - 5, edges)
+    with np.errstate(all="ignore"):
+        got = cs.gather_scatter(x, gi, si, op, weight=w, dim_size=size)
+        # the messages are float32 (a half table computes in float32) reduced in edge order, rounded once to the
+        # result dtype (float16/bfloat16 unweighted, float32 with a float32 weight)
+        want = ref_gather_scatter(x.astype(np.float32), gi, si, op, weight=w, dim_size=size).astype(got.dtype)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3, atol=1e-3,
+                                   equal_nan=True)
+        # (the reference forms its messages in float64: weighted max/fmin ties with float32 messages it cannot see)
+        if op in ("add", "nanmean") or not weighted:
+            g = rng.standard_normal(got.shape).astype(np.float32)
+            want_src, want_w = ref_gather_scatter_vjp(op, g, x.astype(np.float32), gi, si, got.astype(np.float32),
+                                                      weight=w, dim_size=size)
+            got_src = cs.gather_scatter_vjp_src(op, g, x, gi, si, got, weight=w, dim_size=size)
+            np.testing.assert_allclose(got_src.astype(np.float64), want_src, rtol=1e-2, atol=1e-2)
+            if weighted:
+                got_w = cs.gather_scatter_vjp_weight(op, g, x, gi, si, got, weight=w, dim_size=size)
+                np.testing.assert_allclose(got_w, want_w, rtol=1e-4, atol=1e-4)
+
+
+def test_half_node_table_keeps_nan_payloads():
+    """A signalling NaN keeps its bits through a one-edge max (vcvtph2ps alone would quiet it)."""
+    bits = np.array([0x7D01, 0x7E01, 0xFD55, 0x3C00, 0x7C00] + [0x7D01] * 11, np.uint16)
+    x = bits.view(np.float16).reshape(1, 16)
+    got = cs.gather_scatter(x, np.array([0]), np.array([0]), "max", dim_size=1)
+    np.testing.assert_array_equal(got.view(np.uint16), bits.reshape(1, 16))
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("dtype", list(HALF))
+@pytest.mark.parametrize("op", ["add", "max"])
+def test_half_node_table_makes_no_converted_copy(dtype, op):
+    rng = np.random.default_rng(5)
+    nodes, edges, f = 20_000, 60_000, 64
+    x = rng.standard_normal((nodes, f)).astype(HALF[dtype])
+    w = rng.standard_normal(edges).astype(np.float32)
+    plan = cs.gather_scatter_plan(rng.integers(0, nodes, edges), rng.integers(0, 1000, edges), dim_size=1000,
+                                  src_size=nodes)
+    out = cs.gather_scatter(x, None, None, op, plan=plan, weight=w)
+    g = np.ones(out.shape, np.float32)
+    table = nodes * f * 4   # a float32 copy of the node table: 5.1 MB
+    for call in (lambda: cs.gather_scatter(x, None, None, op, plan=plan, weight=w),
+                 lambda: cs.gather_scatter_vjp_weight(op, g, x, None, None, out, plan=plan, weight=w)):
+        call()   # warm the Python layer's caches
+        _, peak = traced_peak(call)
+        # the output (256 KB), its float32 table and the weight's gradient rows: far below one table copy
+        assert peak < table / 2, peak
+
+
+def test_half_node_table_entry_points_validate_their_arguments():
+    src = np.ones((1, 4, 2), np.float16).view(np.uint16)
+    out, none = np.zeros((1, 3, 2), np.float32), np.zeros(0, np.int64)
+    ptr, cols = np.array([0, 1, 2, 3]), np.array([0, 1, 2])
+    empty = np.zeros((0, 1), np.float32)
+    assert fused_kernels.forward_half_src(0, 1, src, ptr, cols, none, empty, False, out, 1) == -1
+    np.testing.assert_array_equal(out, 1)
+    counts = np.zeros((1, 3, 2), np.int64)
+    out[:] = 0
+    fused_kernels.forward_half_src(int(kernels.OpCode.OP_NANADD), 2, src, ptr, cols, none, empty, False, out, 1,
+                                   counts=counts)
+    np.testing.assert_array_equal(counts, 1)
+    with pytest.raises(ValueError, match="code must be 1"):
+        fused_kernels.forward_half_src(0, 3, src, ptr, cols, none, empty, False, out, 1)
+    with pytest.raises(ValueError, match="unknown op code"):
+        fused_kernels.forward_half_src(7, 1, src, ptr, cols, none, empty, False, out, 1)
+    with pytest.raises(ValueError, match="only the NaN-skipping"):
+        fused_kernels.forward_half_src(0, 1, src, ptr, cols, none, empty, False, out, 1, counts=counts)
+    with pytest.raises(ValueError, match="counts must have"):
+        fused_kernels.forward_half_src(8, 1, src, ptr, cols, none, empty, False, out, 1, counts=counts[:, :2])
+    with pytest.raises(TypeError, match="int32 or int64"):
+        fused_kernels.forward_half_src(8, 1, src, ptr, cols, none, empty, False, out, 1,
+                                       counts=counts.astype(np.float32))
+    with pytest.raises(ValueError, match="CSR does not fit"):
+        fused_kernels.forward_half_src(0, 1, src[:, :2], ptr, cols, none, empty, False, out, 1)
+    with pytest.raises(ValueError, match="weight rows"):
+        fused_kernels.forward_half_src(0, 1, src, ptr, cols, none, np.ones((2, 1), np.float32), True, out, 1)
+    result = np.zeros((3, 1), np.float32)
+    g = np.ones((1, 3, 2), np.float32)
+    fused_kernels.dots_half(1, g, src, np.array([0, 1, 3]), np.array([0, 1, 2]), result, g, 0, empty, False, 1)
+    np.testing.assert_array_equal(result, [[2], [2], [2]])
+    with pytest.raises(ValueError, match="code must be 1"):
+        fused_kernels.dots_half(0, g, src, np.array([0, 1, 3]), np.array([0, 1, 2]), result, g, 0, empty, False, 1)
+    with pytest.raises(ValueError, match="do not fit"):
+        fused_kernels.dots_half(1, g, src, np.array([0, 1]), np.array([0, 1, 2]), result, g, 0, empty, False, 1)
+    with pytest.raises(ValueError, match="weight rows"):
+        fused_kernels.extreme_ties_half(1, src, ptr, cols, out, out, out, False, out.copy(), 1,
+                                        edge_ids=none, weight=np.ones((1, 1), np.float32))
+    with pytest.raises(ValueError, match="tangent_w must have"):
+        fused_kernels.extreme_ties_half(1, src, ptr, cols, out, out, out, False, out.copy(), 1,
+                                        weight=np.ones((3, 1), np.float32), tangent_w=np.ones((2, 1), np.float32))

@@ -85,6 +85,12 @@ class ScanView:
                 if not bool(present.all()):
                     self.present3 = present
                     self.src3 = self.xp.where(present, self.src3, self.identity()[()])
+            elif self.source is not None and self.nan_is_identity:
+                # a src read by blocks is marked in its own dtype (a bool per entry, no converted copy); the
+                # blocks make its NaN entries the identity as they convert them (`nan_is_identity`)
+                present = (src == src).reshape(self.outer, self.plan.n, self.inner)
+                if not bool(present.all()):
+                    self.present3 = present
 
     @property
     def xp(self):
@@ -257,14 +263,13 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
     check_given(other_name, other)
     backend_of(src=src, index=index, **{other_name: other})   # other's refusals too (a tensor needing grad, ...)
     # a float16/bfloat16 src is not converted whole (x3 None): add's derivatives are scans of the cotangent or
-    # tangent alone, mul's and max/min's read src a block of widened rows at a time (`view.source`); a
-    # NaN-skipping op marks its NaN entries on the whole conversion
+    # tangent alone, mul's and max/min's read src a block of widened rows at a time (`view.source`), a
+    # NaN-skipping op's NaN entries made the identity in each block
     # (an integer src keeps the whole conversion: its float64 rounding can make ties the integers do not have)
     entry = scan_op(op)
     given = getattr(src, "dtype", None)
     half = isinstance(given, np.dtype) and (given == np.float16 or is_bfloat16(given))
-    view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive,
-                    chunked=not entry.skips_nan and (entry.linear or half))
+    view = ScanView(name, op, src, index, dim_size, axis, mode, reverse, exclusive, chunked=entry.linear or half)
     other = check_numeric(view.be.asarray(other), other_name)
     check_real_derivative(other_name, other, np.empty(0, view.result))
     if other.shape != view.shape:
@@ -279,7 +284,7 @@ def _holders(view, x3):
     widening compares as the float64 conversion does) or from x3."""
     if view.source is not None:
         return chunks.scan_args(view.op, view.source, view.plan, view.identity(), view.reverse, view.exclusive,
-                                sized_by(*view.sized))
+                                sized_by(*view.sized), view.nan_is_identity)
     return view.scan(x3, track=True)[1]
 
 
@@ -342,7 +347,7 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
         grad3 = view.route(g3, _holders(view, x3))
     elif view.source is not None:
         grad3 = chunks.product_derivative(view.op, view.source, view.plan, g3, view.reverse, view.exclusive, True,
-                                          sized_by(*view.sized))
+                                          sized_by(*view.sized), view.nan_is_identity)
     else:
         before, _ = view.scan(x3, exclusive=True)
         if view.exclusive:
@@ -411,7 +416,7 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
         out3 = view.pick(t3, _holders(view, x3))
     elif view.source is not None:
         out3 = chunks.product_derivative(view.op, view.source, view.plan, t3, view.reverse, view.exclusive, False,
-                                         sized_by(*view.sized))
+                                         sized_by(*view.sized), view.nan_is_identity)
     else:
         before, _ = view.scan(x3, exclusive=True)
         out3 = view.linear(before * t3, x3, reverse=view.reverse, exclusive=view.exclusive)

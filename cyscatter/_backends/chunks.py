@@ -111,10 +111,12 @@ def _check_index(plan: Any) -> None:
         raise plan.error(int(np.argmin(valid)))
 
 
-def _blocks(source: host.StagedRows, o: int, reverse: bool, wide: Any = None) -> Iterator[tuple[int, int, Any]]:
+def _blocks(source: host.StagedRows, o: int, reverse: bool, wide: Any = None,
+            nan_as: Any = None) -> Iterator[tuple[int, int, Any]]:
     """(r0, r1, rows3) over batch slice `o` of a `chunked_source` in scan order (`reverse`: last block first),
     converted to its dtype into one reused buffer, then widened to `wide` (exact: float32 to float64, as the
-    reverse functions' whole conversion goes through the compute dtype)."""
+    reverse functions' whole conversion goes through the compute dtype); NaN entries made `nan_as` when given
+    (a NaN-skipping scan's identity, as `ScanView` makes them)."""
     n, inner = source.shape[1], source.shape[2]
     width = max(source.dtype.itemsize, np.dtype(wide or source.dtype).itemsize, 8)   # int64 positions too
     step = max(1, ROW_CHUNK_BYTES // max(1, inner * width))
@@ -128,15 +130,18 @@ def _blocks(source: host.StagedRows, o: int, reverse: bool, wide: Any = None) ->
         if wbuf is not None:
             np.copyto(wbuf[:, :r1 - r0], rows3)
             rows3 = wbuf[:, :r1 - r0]
+        if nan_as is not None:
+            np.copyto(rows3, nan_as, where=np.isnan(rows3))
         yield r0, r1, rows3
 
 
 def scan_args(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, reverse: bool, exclusive: bool,
-              sized: Any) -> np.ndarray:
+              sized: Any, nan_is_identity: bool = False) -> np.ndarray:
     """The positions arg3 (outer, n, inner) int64 of a max/min `host.group_scan` with `track` over a
     `chunked_source` (its dtype: float16/bfloat16 widen exactly, so every comparison is the one the whole
     float64 conversion makes), by blocks carrying the running table and holders (`scan_kernels.scan`'s
-    keep_table and arg_offset): the same positions, with no n x F copy of src's values."""
+    keep_table and arg_offset): the same positions, with no n x F copy of src's values. `nan_is_identity`: a
+    NaN-skipping scan's NaN entries made the identity first (`ScanView`)."""
     outer, n, inner = source.shape
     _check_index(plan)
     flat, size = scan_groups(plan)
@@ -148,7 +153,7 @@ def scan_args(op: Any, source: host.StagedRows, plan: Any, ident: np.ndarray, re
     for o in range(outer):
         table[...] = ident
         targ[...] = -1
-        for r0, r1, rows3 in _blocks(source, o, reverse):
+        for r0, r1, rows3 in _blocks(source, o, reverse, nan_as=ident if nan_is_identity else None):
             if out is None or out.shape[1] < rows3.shape[1]:   # a reversed scan meets the short last block first
                 out = np.empty(rows3.shape, source.dtype)
             status = scan_kernels.scan(op.opcode, rows3, flat[r0:r1], out[:, :r1 - r0], table, ident.reshape(1),
@@ -185,12 +190,12 @@ class _Running:
 
 
 def product_derivative(op: Any, source: host.StagedRows, plan: Any, d3: np.ndarray, reverse: bool,
-                       exclusive: bool, vjp: bool, sized: Any) -> np.ndarray:
+                       exclusive: bool, vjp: bool, sized: Any, nan_is_identity: bool = False) -> np.ndarray:
     """The mul scan's VJP (`vjp`, d3 the cotangent) or JVP (d3 the tangent) over a `chunked_source`, in d3's
     dtype (float64): `scatter_scan_vjp`/`_jvp`'s formulas element by element (the exclusive product scan
     `before`, the linear recurrences), each block of src widened as the whole conversion would be, so the
     same bits, with the result the only n x F array. The VJP walks src twice (the recurrence runs against
-    the scan's direction), the JVP once."""
+    the scan's direction), the JVP once. `nan_is_identity`: nanprod's NaN entries read as 1 (`ScanView`)."""
     outer, n, inner = source.shape
     wide = d3.dtype
     _check_index(plan)
@@ -199,10 +204,11 @@ def product_derivative(op: Any, source: host.StagedRows, plan: Any, d3: np.ndarr
         first, second = (_Running(flat, size, inner, wide, plan) for _ in range(2))
         result = np.empty((outer, n, inner), wide)
     one, zero = wide.type(1), wide.type(0)
+    nan_as = one if nan_is_identity else None
     for o in range(outer):
         first.table[...], second.table[...] = (zero, one) if vjp else (one, zero)
         if vjp:   # after (against the scan's direction) into result, then times before
-            for r0, r1, x3 in _blocks(source, o, not reverse, wide):
+            for r0, r1, x3 in _blocks(source, o, not reverse, wide, nan_as):
                 g3 = d3[o:o + 1, r0:r1]
                 if exclusive:
                     after = first.linear(g3, x3, r0, not reverse, True)
@@ -210,12 +216,12 @@ def product_derivative(op: Any, source: host.StagedRows, plan: Any, d3: np.ndarr
                     after = g3 + first.linear(x3 * g3, x3, r0, not reverse, True)
                 result[o:o + 1, r0:r1] = after
             valid = plan.valid()
-            for r0, r1, x3 in _blocks(source, o, reverse, wide):
+            for r0, r1, x3 in _blocks(source, o, reverse, wide, nan_as):
                 before = second.scan(op, x3, r0, reverse, True)
                 block = result[o:o + 1, r0:r1]
                 np.copyto(block, np.where(valid[None, r0:r1, None], before * block, zero))
         else:
-            for r0, r1, x3 in _blocks(source, o, reverse, wide):
+            for r0, r1, x3 in _blocks(source, o, reverse, wide, nan_as):
                 before = first.scan(op, x3, r0, reverse, True)
                 result[o:o + 1, r0:r1] = second.linear(before * d3[o:o + 1, r0:r1], x3, r0, reverse, exclusive)
     return result

@@ -1,5 +1,5 @@
-"""The reverse functions of the mul, max and min grouped scans (`scatter_scan_vjp`/`_jvp`) on a float16/bfloat16
-src read by blocks of exactly widened rows, the running tables carried from block to block: against the same
+"""The reverse functions of the mul, max and min grouped scans and of their NaN-skipping twins (nanprod, fmax, fmin,
+and nansum's, which reads no src) (`scatter_scan_vjp`/`_jvp`) on a float16/bfloat16 src read by blocks of exactly widened rows, the running tables carried from block to block: against the same
 function on the src converted to float64 first (the values the whole conversion makes), bit for bit (NaN at the
 same places), against the path that converts whole, against plain loops, and without the n x F copies."""
 import zlib
@@ -56,7 +56,7 @@ def _call(fun, op, src, idx, d, **kw):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("op", ["mul", "max", "min"])
+@pytest.mark.parametrize("op", ["mul", "max", "min", "nansum", "nanprod", "fmax", "fmin"])
 @pytest.mark.parametrize("fun", ["vjp", "jvp"])
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("mode", ["raise", "drop", "wrap", "clip"])
@@ -98,10 +98,15 @@ def _loops(fun, op, x, idx, d, size, reverse, exclusive):
                 before = members[:t] if exclusive else members[:t + 1]
                 if op == "mul":   # d out[k] / d x[p] = prod of the others
                     partial = {p: np.prod([x[q, f] for q in before if q != p]) for p in before}
-                else:   # the first member to reach the running extremum
+                elif op == "nanprod":   # the NaN members take no part (as 1)
+                    kept = [p for p in before if not np.isnan(x[p, f])]
+                    partial = {p: np.prod([x[q, f] for q in kept if q != p]) for p in kept}
+                else:   # the first member to reach the running extremum (fmax/fmin: of the non-NaN ones)
                     best = None
                     for p in before:
-                        if best is None or (x[p, f] > x[best, f] if op == "max" else x[p, f] < x[best, f]):
+                        if op in ("fmax", "fmin") and np.isnan(x[p, f]):
+                            continue
+                        if best is None or (x[p, f] > x[best, f] if op in ("max", "fmax") else x[p, f] < x[best, f]):
                             best = p
                     partial = {} if best is None else {best: 1.0}
                 for p, v in partial.items():
@@ -113,7 +118,7 @@ def _loops(fun, op, x, idx, d, size, reverse, exclusive):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("op", ["mul", "max", "min"])
+@pytest.mark.parametrize("op", ["mul", "max", "min", "nanprod", "fmax", "fmin"])
 @pytest.mark.parametrize("fun", ["vjp", "jvp"])
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("exclusive", [False, True])
@@ -122,6 +127,8 @@ def test_half_scan_derivatives_against_plain_loops(dtype, op, fun, reverse, excl
     n, f, size = 300, 2, 6
     x = (rng.integers(-4, 5, (n, f)) / 2).astype(DTYPES[dtype])   # exact products (a few factors of each group)
     x[rng.random((n, f)) < 0.7] = 1
+    if op in ("nanprod", "fmax", "fmin"):
+        x[rng.random((n, f)) < 0.1] = np.nan
     idx = rng.integers(-1, size, n)
     d = rng.integers(-3, 4, (n, f)).astype(np.float64)
     got = _call(fun, op, x, idx, d, dim_size=size, mode="drop", reverse=reverse, exclusive=exclusive)
@@ -130,7 +137,7 @@ def test_half_scan_derivatives_against_plain_loops(dtype, op, fun, reverse, excl
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("op", ["mul", "max"])
+@pytest.mark.parametrize("op", ["mul", "max", "nanprod", "fmax"])
 @pytest.mark.parametrize("fun", ["vjp", "jvp"])
 def test_half_scan_derivatives_make_no_converted_copy(dtype, op, fun, monkeypatch):
     monkeypatch.setattr(host, "STAGE_MIN_ELEMENTS", 1 << 14)
@@ -138,7 +145,8 @@ def test_half_scan_derivatives_make_no_converted_copy(dtype, op, fun, monkeypatc
     rng = np.random.default_rng(8)
     n, f, size = 100_000, 16, 500
     src = _values((n, f), dtype, rng)
-    src[np.isnan(src.astype(np.float32))] = 1
+    if op in ("mul", "max"):
+        src[np.isnan(src.astype(np.float32))] = 1
     idx = rng.integers(0, size, n)
     d = rng.standard_normal((n, f))
 
@@ -148,13 +156,16 @@ def test_half_scan_derivatives_make_no_converted_copy(dtype, op, fun, monkeypatc
     src[np.isinf(src.astype(np.float32))] = 2   # (no inf * 0 in the products)
     call(src[:100], idx[:100], d[:100])   # warm the Python layer's caches
     _, peak = traced_peak(call)
-    # the float64 result (n * f * 8 bytes) and, for max/min, the int64 positions each output comes from; the
-    # whole conversion adds a float32 and a float64 copy of src and the scan's float64 values
+    # the float64 result (n * f * 8 bytes) and, for max/min, the int64 positions each output comes from (and for
+    # the NaN-skipping ops a bool per entry, the NaN marks); the whole conversion adds a float32 and a float64
+    # copy of src and the scan's float64 values
+    # (fmax's JVP: and the tangent with its NaN entries' zeroed, a float64 copy)
     wide = n * f * 8
-    assert peak < (1.5 if op == "mul" else 2.5) * wide, peak
+    bound = 1.5 if op == "mul" else 3.4 if (op, fun) == ("fmax", "jvp") else 2.5
+    assert peak < bound * wide, peak
     monkeypatch.setattr(chunks, "chunked_source", lambda *args: None)
     _, whole = traced_peak(call)
-    assert whole > (1.5 if op == "mul" else 2.5) * wide, whole   # the bound tells the two paths apart
+    assert whole > bound * wide, whole   # the bound tells the two paths apart
 
 
 def test_half_scan_derivatives_name_the_first_bad_entry():

@@ -65,6 +65,7 @@ cdef extern from "include/_csrsum.h" nogil:
 cdef extern from "include/_halfconv.h" nogil:
     void cyscatter_widen_row_f(int bfloat, const uint16_t* src, float* dst, Py_ssize_t n)
     void cyscatter_widen_row_d(int bfloat, const uint16_t* src, double* dst, Py_ssize_t n)
+    float cyscatter_widen_one_f(int bfloat, uint16_t h)
 
 cdef enum:
     MAX_THREADS = 256
@@ -178,6 +179,17 @@ cdef inline void _widen(int conv, const uint16_t* s, real_t* d, Py_ssize_t n) no
         cyscatter_widen_row_f(conv == CONV_BFLOAT, s, d, n)
     else:
         cyscatter_widen_row_d(conv == CONV_BFLOAT, s, d, n)
+
+
+cdef inline real_t _weight_at(const real_t* weight, const uint16_t* hweight, int wconv,
+                              Py_ssize_t k) noexcept nogil:
+    """Weight k of the real weights, or of the float16 / bfloat16 ones (`hweight`, `wconv`) widened exactly;
+    1 without either (the unweighted rules)."""
+    if weight != NULL:
+        return weight[k]
+    if hweight != NULL:
+        return <real_t>cyscatter_widen_one_f(wconv == CONV_BFLOAT, hweight[k])
+    return 1
 
 
 cdef struct Src:
@@ -764,7 +776,8 @@ cdef Py_ssize_t gather_scatter_nan_csr(nan_op_t op, const nan_value_t[:, :, ::co
 # ---- max / min reverse -------------------------------------------------------------------------------------------
 
 cdef void _ties_rows(select_t sel, bint average, const void* src, int conv, const int64_t* indptr,
-                     const int64_t* cols, Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const real_t* out,
+                     const int64_t* cols, Py_ssize_t m, const int64_t* edge_ids, const real_t* weight,
+                     const uint16_t* hweight, int wconv, const real_t* out,
                      const real_t* grad_out, const real_t* tangent_src, const real_t* tangent_w,
                      const real_t* dst_init, real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1,
                      Py_ssize_t ahead, const uint64_t* bits, Py_ssize_t words, Py_ssize_t src_rows) noexcept nogil:
@@ -805,6 +818,8 @@ cdef void _ties_rows(select_t sel, bint average, const void* src, int conv, cons
                             _prefetch_row(tangent_src + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
                         if edge_ids != NULL and weight != NULL:   # the weights in CSR order: a miss per edge
                             cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
+                        elif edge_ids != NULL and hweight != NULL:
+                            cyscatter_prefetch_r(hweight + edge_ids[p + ahead] * G.heads)
                     at = o * G.s_outer + cols[p] * G.s_row
                     xat = o * G.x_outer + cols[p] * G.x_row + f0
                     if conv == CONV_NONE:
@@ -816,7 +831,7 @@ cdef void _ties_rows(select_t sel, bint average, const void* src, int conv, cons
                     a, h = f0, f0 // G.chunk
                     while a < f0 + n:
                         b = min(f0 + n, (h + 1) * G.chunk)
-                        w = weight[e * G.heads + h] if weight != NULL else 1
+                        w = _weight_at(weight, hweight, wconv, e * G.heads + h)
                         if bits != NULL and w != 0 and w - w == 0:   # (finite, not 0: w * x is NaN where x is)
                             brow = bits + (o * src_rows + cols[p]) * words
                             if not tangents:
@@ -854,12 +869,13 @@ cdef void extreme_ties_csr(bint is_max, const real_t[:, :, ::contiguous] src, co
     share one shape and strides, and tangent_src src's."""
     cdef SelectTied tied = SelectTied(_tag=0)
     cdef Src x = _real_src(src, cols.shape[0])
-    _shares_csr(tied, True, x, x.s_outer, x.s_row, indptr, cols, edge_ids, weight, heads, out, grad_out,
-                tangent_src, tangent_w, dst_init, result, num_threads)
+    _shares_csr(tied, True, x, x.s_outer, x.s_row, indptr, cols, edge_ids, weight, NULL, CONV_NONE, heads, out,
+                grad_out, tangent_src, tangent_w, dst_init, result, num_threads)
 
 
 cdef void _shares_csr(select_t sel, bint average, Src src, Py_ssize_t t_outer, Py_ssize_t t_row,
-                      const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
+                      const int64_t[::1] indptr, const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight,
+                      const uint16_t* hweight, int wconv, Py_ssize_t heads,
                       const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
                       const real_t* tangent_src, const real_t* tangent_w, const real_t* dst_init,
                       real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
@@ -891,19 +907,21 @@ cdef void _shares_csr(select_t sel, bint average, Src src, Py_ssize_t t_outer, P
                 _nan_bits(<const real_t*>src.ptr, G.outer, src.rows, G.inner, G.x_outer, G.x_row, bits, words)
     if m == 0 or parts == 1 or rows < 2:
         _ties_rows(sel, average, src.ptr, src.conv, &indptr[0], &cols[0] if m else NULL, m, edge_ids,
-                   weight, &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead,
+                   weight, hweight, wconv, &out[0, 0, 0], g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, 0, rows, ahead,
                    bits, words, src.rows)
     else:
         _cuts(&indptr[0], rows, parts, cut)
         for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-            _ties_rows(sel, average, src.ptr, src.conv, &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0],
+            _ties_rows(sel, average, src.ptr, src.conv, &indptr[0], &cols[0], m, edge_ids, weight, hweight, wconv,
+                       &out[0, 0, 0],
                        g, tangent_src, tangent_w, dst_init, &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead, bits,
                        words, src.rows)
     free(bits)
 
 
 cdef void _back_rows(select_t sel, const void* src, int conv, const int64_t* indptr, const int64_t* cols,
-                     Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const real_t* out,
+                     Py_ssize_t m, const int64_t* edge_ids, const real_t* weight, const uint16_t* hweight,
+                     int wconv, const real_t* out,
                      const real_t* share, real_t* result, const Geo* G, Py_ssize_t r0, Py_ssize_t r1,
                      Py_ssize_t ahead) noexcept nogil:
     # here the owned rows are the source rows (result's at G.o_*, src's at G.x_*), cols the destination rows
@@ -932,10 +950,12 @@ cdef void _back_rows(select_t sel, const void* src, int conv, const int64_t* ind
                     _prefetch_row(share + o * G.s_outer + cols[p + ahead] * G.s_row, row_bytes)
                     if edge_ids != NULL and weight != NULL:   # permuted weights: a miss per edge, as the forward's
                         cyscatter_prefetch_r(weight + edge_ids[p + ahead] * G.heads)
+                    elif edge_ids != NULL and hweight != NULL:
+                        cyscatter_prefetch_r(hweight + edge_ids[p + ahead] * G.heads)
                 at = o * G.s_outer + cols[p] * G.s_row
-                e = edge_ids[p] if edge_ids != NULL and weight != NULL else p
+                e = edge_ids[p] if edge_ids != NULL and (weight != NULL or hweight != NULL) else p
                 for h in range(G.heads):
-                    w = weight[e * G.heads + h] if weight != NULL else 1   # (1 * v is v exactly, NaN included)
+                    w = _weight_at(weight, hweight, wconv, e * G.heads + h)   # (1 * v is v exactly, NaN included)
                     lo = h * G.chunk
                     if conv == CONV_NONE:
                         if select_t is not SelectPresent:   # (out is NULL there)
@@ -958,11 +978,13 @@ cdef void extreme_back_csr(const real_t[:, :, ::contiguous] src, const int64_t[:
                            real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
     """The caller has checked the transposed CSR, that src and result share shape and strides, out and share."""
     cdef SelectTied tied = SelectTied(_tag=0)
-    _back_csr(tied, _real_src(src, 1), indptr, cols, edge_ids, weight, heads, out, share, result, num_threads)
+    _back_csr(tied, _real_src(src, 1), indptr, cols, edge_ids, weight, NULL, CONV_NONE, heads, out, share, result,
+              num_threads)
 
 
 cdef void _back_csr(select_t sel, Src src, const int64_t[::1] indptr,
-                    const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, Py_ssize_t heads,
+                    const int64_t[::1] cols, const int64_t* edge_ids, const real_t* weight, const uint16_t* hweight,
+                    int wconv, Py_ssize_t heads,
                     const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
                     real_t[:, :, ::contiguous] result, int num_threads) noexcept nogil:
     """`extreme_back_csr` for the selection `sel`: src (its `Src`) has result's shape."""
@@ -978,14 +1000,14 @@ cdef void _back_csr(select_t sel, Src src, const int64_t[::1] indptr,
     G.x_outer, G.x_row = src.s_outer, src.s_row
     ahead = _ahead(G.inner * <Py_ssize_t>sizeof(real_t), 2 * out.shape[1])   # two tables: out and share
     if m == 0 or out.shape[1] == 0 or parts == 1 or rows < 2:
-        _back_rows(sel, src.ptr, src.conv, &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight,
-                   &out[0, 0, 0] if out.shape[1] else NULL, &share[0, 0, 0] if out.shape[1] else NULL,
+        _back_rows(sel, src.ptr, src.conv, &indptr[0], &cols[0] if m else NULL, m, edge_ids, weight, hweight,
+                   wconv, &out[0, 0, 0] if out.shape[1] else NULL, &share[0, 0, 0] if out.shape[1] else NULL,
                    &result[0, 0, 0], &G, 0, rows, ahead)
         return
     _cuts(&indptr[0], rows, parts, cut)
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
-        _back_rows(sel, src.ptr, src.conv, &indptr[0], &cols[0], m, edge_ids, weight, &out[0, 0, 0],
-                   &share[0, 0, 0], &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
+        _back_rows(sel, src.ptr, src.conv, &indptr[0], &cols[0], m, edge_ids, weight, hweight, wconv,
+                   &out[0, 0, 0], &share[0, 0, 0], &result[0, 0, 0], &G, cut[t], cut[t + 1], ahead)
 
 
 
@@ -1036,7 +1058,7 @@ cdef void _half_products(int conv, bint nan_as_one, const uint16_t* src, Py_ssiz
 
 cdef void _dots_part(const value_t* g, const void* src, int conv, const int64_t* gather, const int64_t* scatter,
                      Py_ssize_t src_rows, Py_ssize_t out_rows, value_t* result, const value_t* out, int ties,
-                     const value_t* weight, value_t* xrow, const Geo* G, Py_ssize_t e0, Py_ssize_t e1,
+                     const value_t* weight, const uint16_t* hweight, int wconv, value_t* xrow, const Geo* G, Py_ssize_t e0, Py_ssize_t e1,
                      Py_ssize_t ahead) noexcept nogil:
     # g and out share G.o_*, src G.s_* (in its own items); result is (edges, heads) C-contiguous. The two rows an
     # edge reads are at random: prefetched `ahead` edges early (and out's row where a selection compares with it).
@@ -1063,7 +1085,12 @@ cdef void _dots_part(const value_t* g, const void* src, int conv, const int64_t*
             continue
         for h in range(G.heads):
             acc = 0
-            w = weight[e * G.heads + h] if weight != NULL and ties else 1
+            w = 1
+            if ties and weight != NULL:
+                w = weight[e * G.heads + h]
+            elif ties and hweight != NULL:
+                if value_t is float or value_t is double:
+                    w = _weight_at(<const value_t*>NULL, hweight, wconv, e * G.heads + h)
             for o in range(G.outer):
                 x = <const value_t*>src + o * G.s_outer + s * G.s_row + h * G.chunk
                 if value_t is float or value_t is double:
@@ -1090,16 +1117,17 @@ cdef void edge_dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::c
     """`out_ties`, when given, has g's shape and strides."""
     _edge_dots(g, &src[0, 0, 0] if src.shape[0] and src.shape[1] and src.shape[2] else NULL, CONV_NONE,
                src.shape[1], src.strides[0] // sizeof(value_t), src.strides[1] // sizeof(value_t), gather, scatter,
-               result, out_ties, 0 if out_ties == NULL else 1, weight, NULL, num_threads)
+               result, out_ties, 0 if out_ties == NULL else 1, weight, NULL, CONV_NONE, NULL, num_threads)
 
 
 cdef void _edge_dots(const value_t[:, :, ::contiguous] g, const void* src, int conv, Py_ssize_t src_rows,
                      Py_ssize_t s_outer, Py_ssize_t s_row, const int64_t[::1] gather, const int64_t[::1] scatter,
-                     value_t[:, ::1] result, const value_t* out, int ties, const value_t* weight, value_t* xrows,
-                     int parts) noexcept nogil:
+                     value_t[:, ::1] result, const value_t* out, int ties, const value_t* weight,
+                     const uint16_t* hweight, int wconv, value_t* xrows, int parts) noexcept nogil:
     """`edge_dots` on src's first element, `conv` code, rows and strides (in its own items); `ties` 0 (every
-    feature) or 1 + a selection code (`out`, g's layout, then not NULL). A `conv` src needs `xrows`: G.chunk
-    items for each of the `parts` threads (the team is then exactly `parts`)."""
+    feature) or 1 + a selection code (`out`, g's layout, then not NULL), whose messages take the real `weight` or
+    the float16 / bfloat16 `hweight` (`wconv`). A `conv` src needs `xrows`: G.chunk items for each of the
+    `parts` threads (the team is then exactly `parts`)."""
     cdef Py_ssize_t n = result.shape[0], heads = result.shape[1], chunk
     cdef int t
     cdef Geo G
@@ -1118,11 +1146,11 @@ cdef void _edge_dots(const value_t[:, :, ::contiguous] g, const void* src, int c
     cdef Py_ssize_t ahead = _ahead(G.inner * <Py_ssize_t>sizeof(value_t), src_rows + (2 if ties else 1) * g.shape[1])
     if parts <= 1 or n < 2:
         _dots_part(&g[0, 0, 0], src, conv, &gather[0], &scatter[0], src_rows, g.shape[1], &result[0, 0], out, ties,
-                   weight, xrows, &G, 0, n, ahead)
+                   weight, hweight, wconv, xrows, &G, 0, n, ahead)
         return
     for t in prange(parts, nogil=True, num_threads=parts, schedule='static', chunksize=1):
         _dots_part(&g[0, 0, 0], src, conv, &gather[0], &scatter[0], src_rows, g.shape[1], &result[0, 0], out, ties,
-                   weight, xrows + t * chunk if xrows != NULL else NULL, &G, (n * t) // parts,
+                   weight, hweight, wconv, xrows + t * chunk if xrows != NULL else NULL, &G, (n * t) // parts,
                    (n * (t + 1)) // parts, ahead)
 
 
@@ -1422,91 +1450,164 @@ cdef int _check_select(int select) except -1:
     return 0
 
 
+cdef int _half_weight(str fun, const uint16_t[:, ::1] half_weight, int weight_code, bint weighted,
+                      const uint16_t** hw, Py_ssize_t* rows, Py_ssize_t* heads) except -1:
+    """With a `weight_code` (1 float16, 2 bfloat16), the weights are `half_weight`'s bits: `hw`, `rows` and `heads`
+    are set from them (each weight widened exactly as the kernel reads it: the bits of the weight converted whole
+    first); without one nothing is set."""
+    if not weight_code:
+        return 0
+    _check_conv(fun, weight_code)
+    if half_weight is None or not weighted:
+        raise ValueError(f"{fun}: a weight_code needs half_weight and weighted")
+    rows[0], heads[0] = half_weight.shape[0], half_weight.shape[1]
+    if rows[0] > 0 and heads[0] > 0:
+        hw[0] = &half_weight[0, 0]
+    return 0
+
+
 def extreme_ties(bint is_max, const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                  const int64_t[::1] cols, const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
                  const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
                  const real_t[:, :, ::contiguous] tangent_src, bint use_tangent_src,
                  const real_t[:, ::1] tangent_w, bint use_tangent_w, real_t[:, :, ::contiguous] result,
-                 int num_threads, const real_t[:, :, ::contiguous] dst_init=None, int select=0, bint average=True):
+                 int num_threads, const real_t[:, :, ::contiguous] dst_init=None, int select=0, bint average=True,
+                 const uint16_t[:, ::1] half_weight=None, int weight_code=0):
     """`extreme_ties_csr`: share mode (grad_out) unless a tangent is used; `dst_init` (out's layout): the initial
     values of an in-place scatter, counted as candidates. `select`: the messages counted (0 tied, 1 won: no NaN,
-    2 present: the non-NaN ones); without `average` tangent mode gives the sum."""
+    2 present: the non-NaN ones); without `average` tangent mode gives the sum. `half_weight` and `weight_code`
+    as in `forward` (`weight` is then not read)."""
+    cdef const uint16_t[:, :, ::contiguous] no_bits = _NO_HALF_SRC
+    return _ties_call("extreme_ties", is_max, CONV_NONE, src, no_bits, indptr, cols, edge_ids, weight, weighted, out,
+                      grad_out, tangent_src, use_tangent_src, tangent_w, use_tangent_w, result, num_threads,
+                      dst_init, select, average, half_weight, weight_code)
+
+
+cdef object _ties_call(str fun, bint is_max, int code, const real_t[:, :, ::contiguous] src,
+                       const uint16_t[:, :, ::contiguous] hsrc, const int64_t[::1] indptr, const int64_t[::1] cols,
+                       const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
+                       const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] grad_out,
+                       const real_t[:, :, ::contiguous] tangent_src, bint use_tangent_src,
+                       const real_t[:, ::1] tangent_w, bint use_tangent_w, real_t[:, :, ::contiguous] result,
+                       int num_threads, const real_t[:, :, ::contiguous] dst_init, int select, bint average,
+                       const uint16_t[:, ::1] half_weight, int weight_code):
+    """`extreme_ties` and `extreme_ties_half`: src of the value type, or (`code`) the float16 / bfloat16 bits
+    `hsrc`, whose tangent_src then needs src's shape only (any row strides)."""
     cdef SelectTied tied = SelectTied(_tag=0)
     cdef SelectWon won = SelectWon(_tag=0)
     cdef SelectPresent present = SelectPresent(_tag=0)
+    cdef Py_ssize_t s_shape[3]
+    cdef Py_ssize_t k
+    for k in range(3):
+        s_shape[k] = hsrc.shape[k] if code else src.shape[k]
     _check_select(select)
-    if not (_same_layout(out, grad_out) and _same_layout(out, result)) or src.shape[0] != out.shape[0] \
-            or src.shape[2] != out.shape[2] or (use_tangent_src and not _same_layout(src, tangent_src)):
-        raise ValueError("extreme_ties: out, grad_out and result (and src, tangent_src) must share shape and strides")
+    if not (_same_layout(out, grad_out) and _same_layout(out, result)) or s_shape[0] != out.shape[0] \
+            or s_shape[2] != out.shape[2] or (use_tangent_src and not (
+                _same_shape(tangent_src, hsrc) if code else _same_layout(src, tangent_src))):
+        raise ValueError(f"{fun}: out, grad_out and result must share shape and strides, src and tangent_src fit "
+                         "them")
     cdef const real_t* dst_ptr = NULL
     if dst_init is not None and not _same_layout(out, dst_init):
-        raise ValueError("extreme_ties: dst_init must share out's shape and strides")
+        raise ValueError(f"{fun}: dst_init must share out's shape and strides")
     if dst_init is not None and out.shape[0] and out.shape[1] and out.shape[2]:
         dst_ptr = &dst_init[0, 0, 0]
-    if use_tangent_w and (not weighted or tangent_w.shape[0] != weight.shape[0] or
-                          tangent_w.shape[1] != weight.shape[1]):
-        raise ValueError("extreme_ties: tangent_w must have the weight's shape")
-    _edges_ok("extreme_ties", indptr, cols, edge_ids, src.shape[1], out.shape[1], weight.shape[0], weighted,
-              weight.shape[1] if weighted else 1, src.shape[2])
-    cdef const int64_t* ids = _ids(edge_ids)
-    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
-    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
+    cdef const real_t* w = &weight[0, 0] if weighted and weight is not None and weight.shape[0] else NULL
+    cdef const uint16_t* hw = NULL
+    cdef Py_ssize_t w_rows = weight.shape[0] if weighted and weight is not None else 0
+    cdef Py_ssize_t heads = weight.shape[1] if weighted and weight is not None else 1
+    _half_weight(fun, half_weight, weight_code, weighted, &hw, &w_rows, &heads)
+    if weight_code:
+        w = NULL
+    if use_tangent_w and (not weighted or tangent_w.shape[0] != w_rows or tangent_w.shape[1] != heads):
+        raise ValueError(f"{fun}: tangent_w must have the weight's shape")
+    _edges_ok(fun, indptr, cols, _NO_EDGE_IDS if edge_ids is None else edge_ids, s_shape[1], out.shape[1], w_rows,
+              weighted, heads, s_shape[2])
+    cdef const int64_t* ids = NULL if edge_ids is None else _ids(edge_ids)
     cdef const real_t* t_src = NULL
     cdef const real_t* t_w = &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL
+    cdef Py_ssize_t t_outer = 0, t_row = 0
     if use_tangent_src and tangent_src.shape[0] and tangent_src.shape[1] and tangent_src.shape[2]:
         t_src = &tangent_src[0, 0, 0]
+        t_outer, t_row = tangent_src.strides[0] // sizeof(real_t), tangent_src.strides[1] // sizeof(real_t)
     if (use_tangent_src or use_tangent_w) and t_src == NULL and t_w == NULL:
         # tangents asked for, but no edge carries one (no src rows or no weight rows): they are all 0, not
         # grad_out's shares (the kernels tell the modes apart by the pointers)
         if result.shape[0] and result.shape[1] and result.shape[2]:
             result[:, :, :] = 0
-        return
-    cdef Src x = _real_src(src, cols.shape[0])
+        return None
+    cdef Src x = _half_src(code, hsrc, cols.shape[0]) if code else _real_src(src, cols.shape[0])
+    if not code:   # (a real src's tangent shares its strides)
+        t_outer, t_row = x.s_outer, x.s_row
     with nogil:
         if select == 0:
-            _shares_csr(tied, average, x, x.s_outer, x.s_row, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w,
-                        dst_ptr, result, num_threads)
+            _shares_csr(tied, average, x, t_outer, t_row, indptr, cols, ids, w, hw, weight_code, heads, out,
+                        grad_out, t_src, t_w, dst_ptr, result, num_threads)
         elif select == 1:
-            _shares_csr(won, average, x, x.s_outer, x.s_row, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w,
-                        dst_ptr, result, num_threads)
+            _shares_csr(won, average, x, t_outer, t_row, indptr, cols, ids, w, hw, weight_code, heads, out,
+                        grad_out, t_src, t_w, dst_ptr, result, num_threads)
         else:
-            _shares_csr(present, average, x, x.s_outer, x.s_row, indptr, cols, ids, w, heads, out, grad_out, t_src,
-                        t_w, dst_ptr, result, num_threads)
+            _shares_csr(present, average, x, t_outer, t_row, indptr, cols, ids, w, hw, weight_code, heads, out,
+                        grad_out, t_src, t_w, dst_ptr, result, num_threads)
+    return None
 
 
 def extreme_back(const real_t[:, :, ::contiguous] src, const int64_t[::1] indptr, const int64_t[::1] cols,
                  const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
                  const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
-                 real_t[:, :, ::contiguous] result, int num_threads, int select=0):
+                 real_t[:, :, ::contiguous] result, int num_threads, int select=0,
+                 const uint16_t[:, ::1] half_weight=None, int weight_code=0):
     """`extreme_back_csr` on the transposed CSR (cols: destination rows), for the selection `select` (as in
-    `extreme_ties`)."""
+    `extreme_ties`); `half_weight` and `weight_code` as there."""
+    cdef const uint16_t[:, :, ::contiguous] no_bits = _NO_HALF_SRC
+    return _back_call("extreme_back", CONV_NONE, src, no_bits, indptr, cols, edge_ids, weight, weighted, out, share,
+                      result, num_threads, select, half_weight, weight_code)
+
+
+cdef object _back_call(str fun, int code, const real_t[:, :, ::contiguous] src,
+                       const uint16_t[:, :, ::contiguous] hsrc, const int64_t[::1] indptr, const int64_t[::1] cols,
+                       const int64_t[::1] edge_ids, const real_t[:, ::1] weight, bint weighted,
+                       const real_t[:, :, ::contiguous] out, const real_t[:, :, ::contiguous] share,
+                       real_t[:, :, ::contiguous] result, int num_threads, int select,
+                       const uint16_t[:, ::1] half_weight, int weight_code):
+    """`extreme_back` and `extreme_back_half` (src of the value type, or the bits `hsrc` with a `code`)."""
     cdef SelectTied tied = SelectTied(_tag=0)
     cdef SelectWon won = SelectWon(_tag=0)
     cdef SelectPresent present = SelectPresent(_tag=0)
+    cdef Py_ssize_t s_shape[3]
+    cdef Py_ssize_t k
+    for k in range(3):
+        s_shape[k] = hsrc.shape[k] if code else src.shape[k]
     _check_select(select)
-    if not (_same_layout(src, result) and _same_layout(out, share)) or src.shape[0] != out.shape[0] \
-            or src.shape[2] != out.shape[2]:
-        raise ValueError("extreme_back: src and result, out and share must share shape and strides")
-    if np.may_share_memory(np.asarray(result), np.asarray(src)) or \
+    if not (_same_shape(hsrc, result) if code else _same_layout(src, result)) or not _same_layout(out, share) \
+            or s_shape[0] != out.shape[0] or s_shape[2] != out.shape[2]:
+        raise ValueError(f"{fun}: src and result must share shape (and a real src strides), out and share shape "
+                         "and strides")
+    if np.may_share_memory(np.asarray(result), np.asarray(hsrc) if code else np.asarray(src)) or \
             np.may_share_memory(np.asarray(result), np.asarray(share)):
-        raise ValueError("extreme_back: result must not overlap src or share (its rows are written as they are read)")
-    _edges_ok("extreme_back", indptr, cols, edge_ids, out.shape[1], src.shape[1], weight.shape[0], weighted,
-              weight.shape[1] if weighted else 1, src.shape[2])
-    cdef const int64_t* ids = _ids(edge_ids)
-    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
-    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
-    cdef Src x = _real_src(src, 1)
+        raise ValueError(f"{fun}: result must not overlap src or share (its rows are written as they are read)")
+    cdef const real_t* w = &weight[0, 0] if weighted and weight is not None and weight.shape[0] else NULL
+    cdef const uint16_t* hw = NULL
+    cdef Py_ssize_t w_rows = weight.shape[0] if weighted and weight is not None else 0
+    cdef Py_ssize_t heads = weight.shape[1] if weighted and weight is not None else 1
+    _half_weight(fun, half_weight, weight_code, weighted, &hw, &w_rows, &heads)
+    if weight_code:
+        w = NULL
+    _edges_ok(fun, indptr, cols, _NO_EDGE_IDS if edge_ids is None else edge_ids, out.shape[1], s_shape[1], w_rows,
+              weighted, heads, s_shape[2])
+    cdef const int64_t* ids = NULL if edge_ids is None else _ids(edge_ids)
+    cdef Src x = _half_src(code, hsrc, 1) if code else _real_src(src, 1)
     with nogil:
         if select == 0:
-            _back_csr(tied, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
+            _back_csr(tied, x, indptr, cols, ids, w, hw, weight_code, heads, out, share, result, num_threads)
         elif select == 1:
-            _back_csr(won, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
+            _back_csr(won, x, indptr, cols, ids, w, hw, weight_code, heads, out, share, result, num_threads)
         else:
-            _back_csr(present, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
-
+            _back_csr(present, x, indptr, cols, ids, w, hw, weight_code, heads, out, share, result, num_threads)
+    return None
 
 
 _NO_EDGE_IDS = np.zeros(0, np.int64)
+_NO_HALF_SRC = np.zeros((0, 0, 0), np.uint16)   # the `hsrc` of a src of the value type
 
 
 cdef bint _same_shape(object a, object b):
@@ -1525,92 +1626,31 @@ def extreme_ties_half(int code, const uint16_t[:, :, ::contiguous] src, const in
                       bint use_tangent_src, real_t[:, :, ::contiguous] result, int num_threads,
                       const real_t[:, :, ::contiguous] dst_init=None, int select=0, bint average=True,
                       const int64_t[::1] edge_ids=None, const real_t[:, ::1] weight=None,
-                      const real_t[:, ::1] tangent_w=None):
+                      const real_t[:, ::1] tangent_w=None, const uint16_t[:, ::1] half_weight=None,
+                      int weight_code=0):
     """`extreme_ties` on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16): each row is widened
     exactly to out's dtype as the kernel reads it, so the result has the bits of `extreme_ties` on src converted
     whole first, without that copy. `tangent_src` (when used) has src's shape, any row strides. `edge_ids`,
-    `weight` and `tangent_w` (None: none) as in `extreme_ties`, which takes them positionally."""
-    cdef SelectTied tied = SelectTied(_tag=0)
-    cdef SelectWon won = SelectWon(_tag=0)
-    cdef SelectPresent present = SelectPresent(_tag=0)
-    cdef bint weighted = weight is not None, use_tangent_w = tangent_w is not None
+    `weight` (or `half_weight` with its `weight_code`) and `tangent_w` (None: none) as in `extreme_ties`."""
     _check_conv("extreme_ties_half", code)
-    _check_select(select)
-    if not (_same_layout(out, grad_out) and _same_layout(out, result)) or src.shape[0] != out.shape[0] \
-            or src.shape[2] != out.shape[2] or (use_tangent_src and not _same_shape(tangent_src, src)):
-        raise ValueError("extreme_ties_half: out, grad_out and result must share shape and strides, src and "
-                         "tangent_src fit them")
-    cdef const real_t* dst_ptr = NULL
-    if dst_init is not None and not _same_layout(out, dst_init):
-        raise ValueError("extreme_ties_half: dst_init must share out's shape and strides")
-    if dst_init is not None and out.shape[0] and out.shape[1] and out.shape[2]:
-        dst_ptr = &dst_init[0, 0, 0]
-    if use_tangent_w and (not weighted or tangent_w.shape[0] != weight.shape[0] or
-                          tangent_w.shape[1] != weight.shape[1]):
-        raise ValueError("extreme_ties_half: tangent_w must have the weight's shape")
-    _edges_ok("extreme_ties_half", indptr, cols, _NO_EDGE_IDS if edge_ids is None else edge_ids, src.shape[1],
-              out.shape[1], weight.shape[0] if weighted else 0, weighted, weight.shape[1] if weighted else 1,
-              src.shape[2])
-    cdef const int64_t* ids = NULL if edge_ids is None else _ids(edge_ids)
-    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
-    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
-    cdef const real_t* t_w = &tangent_w[0, 0] if use_tangent_w and tangent_w.shape[0] else NULL
-    cdef const real_t* t_src = NULL
-    cdef Py_ssize_t t_outer = 0, t_row = 0
-    if use_tangent_src and tangent_src.shape[0] and tangent_src.shape[1] and tangent_src.shape[2]:
-        t_src = &tangent_src[0, 0, 0]
-        t_outer, t_row = tangent_src.strides[0] // sizeof(real_t), tangent_src.strides[1] // sizeof(real_t)
-    if (use_tangent_src or use_tangent_w) and t_src == NULL and t_w == NULL:
-        if result.shape[0] and result.shape[1] and result.shape[2]:
-            result[:, :, :] = 0   # no edge carries a tangent (as `extreme_ties`)
-        return
-    cdef Src x = _half_src(code, src, cols.shape[0])
-    with nogil:
-        if select == 0:
-            _shares_csr(tied, average, x, t_outer, t_row, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w,
-                        dst_ptr, result, num_threads)
-        elif select == 1:
-            _shares_csr(won, average, x, t_outer, t_row, indptr, cols, ids, w, heads, out, grad_out, t_src, t_w,
-                        dst_ptr, result, num_threads)
-        else:
-            _shares_csr(present, average, x, t_outer, t_row, indptr, cols, ids, w, heads, out, grad_out, t_src,
-                        t_w, dst_ptr, result, num_threads)
+    return _ties_call("extreme_ties_half", True, code, out, src, indptr, cols, edge_ids, weight,
+                      weight is not None or half_weight is not None, out, grad_out, tangent_src, use_tangent_src,
+                      tangent_w, tangent_w is not None, result, num_threads, dst_init, select, average, half_weight,
+                      weight_code)
 
 
 def extreme_back_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] indptr,
                       const int64_t[::1] cols, const real_t[:, :, ::contiguous] out,
                       const real_t[:, :, ::contiguous] share, real_t[:, :, ::contiguous] result, int num_threads,
-                      int select=0, const int64_t[::1] edge_ids=None, const real_t[:, ::1] weight=None):
+                      int select=0, const int64_t[::1] edge_ids=None, const real_t[:, ::1] weight=None,
+                      const uint16_t[:, ::1] half_weight=None, int weight_code=0):
     """`extreme_back` on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each row widened
     exactly to result's dtype as it is read (the bits of `extreme_back` on src converted first). `edge_ids` and
-    `weight` (None: none) as there."""
-    cdef SelectTied tied = SelectTied(_tag=0)
-    cdef SelectWon won = SelectWon(_tag=0)
-    cdef SelectPresent present = SelectPresent(_tag=0)
-    cdef bint weighted = weight is not None
+    `weight` or `half_weight` (None: none) as there."""
     _check_conv("extreme_back_half", code)
-    _check_select(select)
-    if not _same_shape(src, result) or not _same_layout(out, share) or src.shape[0] != out.shape[0] \
-            or src.shape[2] != out.shape[2]:
-        raise ValueError("extreme_back_half: src and result must share shape, out and share shape and strides")
-    if np.may_share_memory(np.asarray(result), np.asarray(src)) or \
-            np.may_share_memory(np.asarray(result), np.asarray(share)):
-        raise ValueError("extreme_back_half: result must not overlap src or share (its rows are written as they "
-                         "are read)")
-    _edges_ok("extreme_back_half", indptr, cols, _NO_EDGE_IDS if edge_ids is None else edge_ids, out.shape[1],
-              src.shape[1], weight.shape[0] if weighted else 0, weighted, weight.shape[1] if weighted else 1,
-              src.shape[2])
-    cdef const int64_t* ids = NULL if edge_ids is None else _ids(edge_ids)
-    cdef const real_t* w = &weight[0, 0] if weighted and weight.shape[0] else NULL
-    cdef Py_ssize_t heads = weight.shape[1] if weighted else 1
-    cdef Src x = _half_src(code, src, 1)
-    with nogil:
-        if select == 0:
-            _back_csr(tied, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
-        elif select == 1:
-            _back_csr(won, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
-        else:
-            _back_csr(present, x, indptr, cols, ids, w, heads, out, share, result, num_threads)
+    return _back_call("extreme_back_half", code, result, src, indptr, cols, edge_ids, weight,
+                      weight is not None or half_weight is not None, out, share, result, num_threads, select,
+                      half_weight, weight_code)
 
 
 def exclusive_products_half(int code, const uint16_t[:, :, ::contiguous] src, const int64_t[::1] order,
@@ -1642,7 +1682,7 @@ def exclusive_products_half(int code, const uint16_t[:, :, ::contiguous] src, co
                        partials.strides[1] // sizeof(real_t), src.shape[0], src.shape[2])
 
 cdef int _dots_ok(str fun, object g, tuple src_shape, object gather, object scatter, object result, object out,
-                  int ties, object weight, bint weighted, bint real) except -1:
+                  int ties, Py_ssize_t w_rows, Py_ssize_t heads, bint weighted, bint real) except -1:
     if not 0 <= ties <= 3:
         raise ValueError(f"{fun}: ties must be 0 to 3, got {ties}")
     if ties and out is None:
@@ -1651,42 +1691,52 @@ cdef int _dots_ok(str fun, object g, tuple src_shape, object gather, object scat
         raise TypeError(f"{fun}: the selections (ties {ties}) take float32 or float64 values")
     if gather.shape[0] != result.shape[0] or scatter.shape[0] != result.shape[0] or result.shape[1] < 1 or \
             g.shape[2] % result.shape[1] or g.shape[0] != src_shape[0] or g.shape[2] != src_shape[2] or \
-            (ties and not _same_layout(g, out)) or (weighted and (weight.shape[0] != result.shape[0] or
-                                                                   weight.shape[1] != result.shape[1])):
+            (ties and not _same_layout(g, out)) or (weighted and (w_rows != result.shape[0] or
+                                                                   heads != result.shape[1])):
         raise ValueError(f"{fun}: the edges, heads and operands do not fit")
     return 0
 
 
 def dots(const value_t[:, :, ::contiguous] g, const value_t[:, :, ::contiguous] src, const int64_t[::1] gather,
          const int64_t[::1] scatter, value_t[:, ::1] result, const value_t[:, :, ::contiguous] out, int ties,
-         const value_t[:, ::1] weight, bint weighted, int num_threads):
+         const value_t[:, ::1] weight, bint weighted, int num_threads, const uint16_t[:, ::1] half_weight=None,
+         int weight_code=0):
     """`edge_dots`; `ties` 0 (every feature) or 1 + a selection code of `extreme_ties` (the features whose
-    message, from `out` and, when `weighted`, `weight`, is selected: 1 tied, 2 won, 3 present)."""
-    _dots_ok("dots", g, (src.shape[0], src.shape[1], src.shape[2]), gather, scatter, result, out, ties, weight,
-             weighted, value_t is float or value_t is double)
+    message, from `out` and, when `weighted`, `weight` (or `half_weight` with its `weight_code`, float32 or
+    float64 values), is selected: 1 tied, 2 won, 3 present)."""
+    cdef const uint16_t* hw = NULL
+    cdef Py_ssize_t w_rows = weight.shape[0] if weighted else 0, heads = weight.shape[1] if weighted else 1
+    if weight_code and value_t is not float and value_t is not double:
+        raise TypeError("dots: float16/bfloat16 weights take float32 or float64 values")
+    _half_weight("dots", half_weight, weight_code, weighted, &hw, &w_rows, &heads)
+    _dots_ok("dots", g, (src.shape[0], src.shape[1], src.shape[2]), gather, scatter, result, out, ties, w_rows,
+             heads, weighted, value_t is float or value_t is double)
     cdef const value_t* o = &out[0, 0, 0] if ties and out.shape[0] and out.shape[1] and out.shape[2] else NULL
+    cdef const value_t* w = &weight[0, 0] if weighted and not weight_code and weight.shape[0] else NULL
     with nogil:
         _edge_dots(g, &src[0, 0, 0] if src.shape[0] and src.shape[1] and src.shape[2] else NULL, CONV_NONE,
                    src.shape[1], src.strides[0] // sizeof(value_t), src.strides[1] // sizeof(value_t), gather,
-                   scatter, result, o, ties if o != NULL else 0, &weight[0, 0] if weighted and weight.shape[0] else NULL,
-                   NULL, num_threads)
+                   scatter, result, o, ties if o != NULL else 0, w, hw, weight_code, NULL, num_threads)
 
 
 def dots_half(int code, const real_t[:, :, ::contiguous] g, const uint16_t[:, :, ::contiguous] src,
               const int64_t[::1] gather, const int64_t[::1] scatter, real_t[:, ::1] result,
               const real_t[:, :, ::contiguous] out, int ties, const real_t[:, ::1] weight, bint weighted,
-              int num_threads):
+              int num_threads, const uint16_t[:, ::1] half_weight=None, int weight_code=0):
     """`dots` on a float16 (`code` 1) or bfloat16 (2) src given as its bits (uint16), each head's row widened
     exactly to g's dtype as it is read: the bits of `dots` on src converted whole first, without that copy."""
+    cdef const uint16_t* hw = NULL
+    cdef Py_ssize_t w_rows = weight.shape[0] if weighted else 0, heads = weight.shape[1] if weighted else 1
     _check_conv("dots_half", code)
-    _dots_ok("dots_half", g, (src.shape[0], src.shape[1], src.shape[2]), gather, scatter, result, out, ties, weight,
-             weighted, True)
+    _half_weight("dots_half", half_weight, weight_code, weighted, &hw, &w_rows, &heads)
+    _dots_ok("dots_half", g, (src.shape[0], src.shape[1], src.shape[2]), gather, scatter, result, out, ties, w_rows,
+             heads, weighted, True)
     cdef const real_t* o = &out[0, 0, 0] if ties and out.shape[0] and out.shape[1] and out.shape[2] else NULL
+    cdef const real_t* w = &weight[0, 0] if weighted and not weight_code and weight.shape[0] else NULL
     cdef int parts = _team(num_threads)
     cdef real_t[:, ::1] xrows = np.empty((parts, max(g.shape[2] // result.shape[1], 1)),
                                          np.float32 if real_t is float else np.float64)
     with nogil:
         _edge_dots(g, &src[0, 0, 0] if src.shape[0] and src.shape[1] and src.shape[2] else NULL, code, src.shape[1],
                    src.strides[0] // sizeof(uint16_t), src.strides[1] // sizeof(uint16_t), gather, scatter, result, o,
-                   ties if o != NULL else 0, &weight[0, 0] if weighted and weight.shape[0] else NULL, &xrows[0, 0],
-                   parts)
+                   ties if o != NULL else 0, w, hw, weight_code, &xrows[0, 0], parts)

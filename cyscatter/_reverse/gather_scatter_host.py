@@ -94,8 +94,28 @@ class _Call:
             return None
         return host.HALF_IN_PLACE[rows.dtype.name], rows.view(np.uint16)
 
+    @cached_property
+    def half_w(self):
+        """(code, bits) of a float16/bfloat16 weight that the selecting kernels read as it is: its (E, heads) rows
+        as uint16 and the kernels' code for its dtype; None for any other weight (they read `w2`)."""
+        w = self.w
+        code = host.HALF_IN_PLACE.get(w.dtype.name) if type(w) is np.ndarray and w.dtype.isnative else None
+        if code is None or self.dtype not in (np.float32, np.float64):
+            return None
+        return code, weight_rows(w, self.plan.index_shape, self.feat, self.heads, w.dtype).view(np.uint16)
+
+    def select_weight(self) -> tuple:
+        """The selecting kernels' (weight, weighted, keywords): `kernel_w2`, or for a float16/bfloat16 weight an
+        empty stand-in with its bits as keywords (each weight widened exactly as it is read: no E x heads copy)."""
+        if self.half_w is None:
+            return self.kernel_w2, self.w is not None, {}
+        code, bits = self.half_w
+        return np.zeros((0, 1), self.dtype), True, {"half_weight": bits, "weight_code": code}
+
     def half_weight_args(self) -> dict:
-        """The edge ids and weight rows of the `_half` reverse kernels (None where there is no weight)."""
+        """The edge ids and weight rows of the `_half` reverse kernels (no weight: None)."""
+        if self.half_w is not None:
+            return {"edge_ids": self.plan.edge_ids, "half_weight": self.half_w[1], "weight_code": self.half_w[0]}
         return {"edge_ids": self.plan.edge_ids if self.w is not None else None, "weight": self.w2}
 
     @cached_property
@@ -148,9 +168,9 @@ class _Call:
             fused_kernels.extreme_ties_half(code, bits, indptr, cols, self.out3, g3, self.out3, False, result,
                                             self.parts, select=self.select, **self.half_weight_args())
             return result
-        fused_kernels.extreme_ties(self.op.larger_wins, self.src3, indptr, cols, ids, self.kernel_w2, self.w is not None,
-                                   self.out3, g3, self.src3, False, self.kernel_w2, False, result, self.parts,
-                                   select=self.select)
+        w2, weighted, half = self.select_weight()
+        fused_kernels.extreme_ties(self.op.larger_wins, self.src3, indptr, cols, ids, w2, weighted, self.out3, g3,
+                                   self.src3, False, w2, False, result, self.parts, select=self.select, **half)
         return result
 
     def weight_shaped(self, rows2):
@@ -210,13 +230,15 @@ def vjp_src(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_
     elif call.inner and call.outer and call.half_src is not None:
         indptr, ids, cols = call.plan.transpose
         code, bits = call.half_src
+        weights = call.half_weight_args()
+        weights["edge_ids"] = ids if call.w is not None else None   # (the transposed CSR's)
         fused_kernels.extreme_back_half(code, bits, indptr, cols, call.out3, call.share(g3), result, call.parts,
-                                        select=call.select, edge_ids=ids if call.w is not None else None,
-                                        weight=call.w2)
+                                        select=call.select, **weights)
     elif call.inner and call.outer:
         indptr, ids, cols = call.plan.transpose
-        fused_kernels.extreme_back(call.src3, indptr, cols, ids, call.kernel_w2, call.w is not None, call.out3,
-                                   call.share(g3), result, call.parts, select=call.select)
+        w2, weighted, half = call.select_weight()
+        fused_kernels.extreme_back(call.src3, indptr, cols, ids, w2, weighted, call.out3, call.share(g3), result,
+                                   call.parts, select=call.select, **half)
     return _cast_like(result.reshape(call.src.shape), call.src)
 
 
@@ -249,16 +271,15 @@ def vjp_weight(op, grad_out, src, gather_index, scatter_index, out, *, weight, d
         select = call.select
         cot = call.per_destination(g3) if select is None else call.share(g3)
         # the linear ops' dots read no weight (d out / d w is the gathered src): a half weight is not converted
-        w2 = np.zeros((0, 1), call.dtype) if select is None else call.kernel_w2
+        w2, weighted, half = (np.zeros((0, 1), call.dtype), False, {}) if select is None else call.select_weight()
+        ties = 0 if select is None else select + 1
         if call.half_src is not None:
             code, bits = call.half_src
             fused_kernels.dots_half(code, cot, bits, call.plan.gather, call.plan.scatter, result,
-                                    cot if select is None else call.out3, 0 if select is None else select + 1, w2,
-                                    select is not None and call.w is not None, call.parts)
+                                    cot if select is None else call.out3, ties, w2, weighted, call.parts, **half)
         else:
             fused_kernels.dots(cot, call.src_view, call.plan.gather, call.plan.scatter, result,
-                               cot if select is None else call.out3, 0 if select is None else select + 1, w2,
-                               select is not None and call.w is not None, call.parts)
+                               cot if select is None else call.out3, ties, w2, weighted, call.parts, **half)
     shaped = call.weight_shaped(result)
     return shaped if call.w is None else _cast_like(shaped, call.w)
 
@@ -309,10 +330,11 @@ def jvp(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_do
                                             call.parts, select=call.select, average=call.op.splits,
                                             tangent_w=w_dot2, **call.half_weight_args())
         elif call.inner and call.outer:
+            w2, weighted, half = call.select_weight()
             fused_kernels.extreme_ties(call.op.larger_wins, call.src3, call.plan.indptr, call.plan.cols,
-                                       call.plan.edge_ids, call.kernel_w2, call.w is not None, call.out3, call.out3,
+                                       call.plan.edge_ids, w2, weighted, call.out3, call.out3,
                                        call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
                                        np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,
                                        w_dot2 is not None, result, call.parts, select=call.select,
-                                       average=call.op.splits)
+                                       average=call.op.splits, **half)
     return result.reshape(call.out_shape)

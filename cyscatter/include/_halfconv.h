@@ -91,6 +91,14 @@ static inline void cyscatter_widen_f16c_d(const uint16_t* s, double* d, ptrdiff_
 static inline int cyscatter_widen_has_f16c(void) { return 0; }
 #endif
 
+/* One float16 (`bfloat` 0) or bfloat16 (1) value widened exactly (a weight read per edge by the reverse kernels) */
+static inline float cyscatter_widen_one_f(int bfloat, uint16_t h) {
+    uint32_t bits = bfloat ? (uint32_t)h << 16 : cyscatter_half_bits_to_float_bits(h);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
 static inline void cyscatter_widen_row_f(int bfloat, const uint16_t* src, float* dst, ptrdiff_t n) {
     if (bfloat) {
         for (ptrdiff_t i = 0; i < n; i++) {

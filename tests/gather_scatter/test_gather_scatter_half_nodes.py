@@ -211,3 +211,40 @@ def test_half_node_table_entry_points_validate_their_arguments():
     with pytest.raises(ValueError, match="tangent_w must have"):
         fused_kernels.extreme_ties_half(1, src, ptr, cols, out, out, out, False, out.copy(), 1,
                                         weight=np.ones((3, 1), np.float32), tangent_w=np.ones((2, 1), np.float32))
+
+
+def test_half_weight_keywords_of_the_reverse_kernels_validate():
+    """The selecting reverse kernels take a float16/bfloat16 weight as bits with its code, checked like a real one."""
+    src = np.ones((1, 4, 2), np.float32)
+    out, none = np.zeros((1, 3, 2), np.float32), np.zeros(0, np.int64)
+    ptr, cols = np.array([0, 1, 2, 3]), np.array([0, 1, 2])
+    empty = np.zeros((0, 1), np.float32)
+    bits = np.full((3, 1), 2.0, np.float16).view(np.uint16)
+    result = np.empty_like(out)
+    # every message 2 * 1 ties its output 2: each output element's cotangent passes whole to its one edge
+    fused_kernels.extreme_ties(True, src, ptr, cols, none, empty, True, out + 2, out + 1, src, False, empty, False,
+                               result, 1, half_weight=bits, weight_code=1)
+    np.testing.assert_array_equal(result, 1)
+    with pytest.raises(ValueError, match="needs half_weight"):
+        fused_kernels.extreme_ties(True, src, ptr, cols, none, empty, True, out, out, src, False, empty, False,
+                                   result, 1, weight_code=1)
+    with pytest.raises(ValueError, match="code must be 1"):
+        fused_kernels.extreme_back(src, ptr, cols, none, empty, True, out, out, np.empty((1, 4, 2), np.float32), 1,
+                                   half_weight=bits, weight_code=4)
+    by_source = np.array([0, 1, 2, 3, 3])   # (the transposed CSR: a row per src row)
+    back = np.empty((1, 4, 2), np.float32)
+    fused_kernels.extreme_back(src, by_source, cols, none, empty, True, out + 2, out + 1, back, 1,
+                               half_weight=bits, weight_code=1)
+    np.testing.assert_array_equal(back, [[[2, 2], [2, 2], [2, 2], [0, 0]]])   # the weight times the share
+    with pytest.raises(ValueError, match="weight rows"):
+        fused_kernels.extreme_back(src, by_source, cols, none, empty, True, out, out, back, 1,
+                                   half_weight=bits[:1], weight_code=1)
+    dots = np.zeros((3, 1), np.float32)
+    g = np.ones((1, 3, 2), np.float32)
+    fused_kernels.dots(g, src, np.array([0, 1, 3]), np.array([0, 1, 2]), dots, g + 1, 1, empty, True, 1,
+                       half_weight=bits, weight_code=2)   # bfloat16 2.0: the messages 2 tie out's 2
+    np.testing.assert_array_equal(dots, 2)
+    with pytest.raises(TypeError, match="float32 or float64 values"):
+        fused_kernels.dots(g.astype(np.int64), src.astype(np.int64), np.array([0, 1, 3]), np.array([0, 1, 2]),
+                           dots.astype(np.int64), g.astype(np.int64), 0, np.zeros((0, 1), np.int64), True, 1,
+                           half_weight=bits, weight_code=1)

@@ -79,10 +79,12 @@ class Sorted:
     dropped one, which sorts last), `starts` (size,) of each group's run and `counts` (size,) of its kept entries,
     and the members each output element takes (`members`, (outer, size, inner): the counts, less the NaN entries
     when skipping NaN) with `has_nan` (the element holds a NaN and skips none: NumPy's NaN result), None for
-    integer src."""
+    integer src. `values3`: src's values to sort in place of `ctx.src3`, in a dtype that orders and ties them as
+    it does (a float16/bfloat16 src as it is, for the reverse functions: no converted copy)."""
 
-    def __init__(self, ctx, skip_nan: bool):
-        xp, plan, src3 = ctx.xp, ctx.plan, ctx.src3
+    def __init__(self, ctx, skip_nan: bool, values3=None):
+        xp, plan = ctx.xp, ctx.plan
+        src3 = ctx.src3 if values3 is None else values3
         self.xp = xp
         valid = plan.valid()
         self.keys = keys = xp.where(valid, plan.flat, plan.size).astype(np.int64)

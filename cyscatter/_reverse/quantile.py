@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from cyscatter._api.quantile import Sorted, check_method, check_q, positions, result_dtype
+from cyscatter._arrays.dtypes import is_bfloat16
 from cyscatter._arrays.keywords import unexpected_keywords
 from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
@@ -43,11 +46,13 @@ def _runs(srt, xp):
 def selection_weights(ctx, qs, method: str, skip_nan: bool):
     """(nq, outer, n, inner) coefficients c[q, k] of the module docstring, in ctx's float dtype."""
     xp, plan = ctx.xp, ctx.plan
-    outer, n, inner = ctx.src3.shape
+    outer, n, inner = ctx.shape3
     coef = xp.zeros((len(qs), outer, n, inner), ctx.dtype)
     if n == 0 or outer * inner == 0:
         return coef
-    srt = Sorted(ctx, skip_nan)
+    # a float16/bfloat16 src is sorted as it is (its widening keeps order and ties): no n x F float64 copy
+    half = ctx.in_place and (ctx.source.array.dtype == np.float16 or is_bfloat16(ctx.source.array.dtype))
+    srt = Sorted(ctx, skip_nan, ctx.source.array if half else None)
     ids, lengths = _runs(srt, xp)
     members = xp.broadcast_to(srt.members, (outer, plan.size, inner))
     # the entry at each sorted position, as a flat index into (outer, n, inner)
@@ -105,8 +110,9 @@ def _quantile_vjp(name, grad_out, src, index, q, method, skip_nan, axis, mode):
     g_rows = g if scalar else g[0]
     ctx, batch, feat, expected, dtype = _view(name, src, index, axis, mode, grad_out=g_rows)
     coef = selection_weights(ctx, qs, method, skip_nan)
-    outer, inner, size = ctx.src3.shape[0], ctx.src3.shape[2], ctx.plan.size
-    grad = ctx.xp.zeros(ctx.src3.shape, dtype)
+    outer, _, inner = ctx.shape3
+    size = ctx.plan.size
+    grad = ctx.xp.zeros(ctx.shape3, dtype)
     for i in range(qs.size):
         rows = be.rows_view(g if scalar else g[i], dtype, outer, size, inner)
         grad += coef[i] * ctx.take(rows)
@@ -122,7 +128,7 @@ def _quantile_jvp(name, src, index, src_dot, q, method, skip_nan, dim_size, axis
     if tuple(dot.shape) != tuple(shape_of(src)):
         raise ValueError(f"src_dot shape {tuple(dot.shape)} != src shape {tuple(shape_of(src))}")
     dot = expand_cast(dot, expected, len(feat), dtype, ctx.xp)
-    outer, n, inner = ctx.src3.shape
+    outer, n, inner = ctx.shape3
     dot3 = be.rows_view(dot, dtype, outer, n, inner)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         coef = selection_weights(ctx, qs, method, skip_nan)

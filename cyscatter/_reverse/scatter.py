@@ -55,7 +55,9 @@ def scatter_vjp_src(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: In
     Returns
     -------
     grad_src : ndarray, shape of `src`
-        Floating dtype (float32 stays float32; integers give float64).
+        NumPy's promotion of the dtypes of `src`, `out` and `grad_out`; where that is an integer, float16 or
+        bfloat16 dtype, float64 (the derivatives are computed in it; the ``grad`` package rounds them back to the
+        input's dtype, as PyTorch and JAX return them).
 
     Raises
     ------
@@ -109,7 +111,9 @@ def scatter_vjp_dst(op: OpLike, grad_out: ArrayInput, dst: ArrayInput, src: Arra
     Returns
     -------
     grad_dst : ndarray, shape of `dst`
-        Floating dtype (float32 stays float32; integers give float64).
+        NumPy's promotion of the dtypes of `dst`, `src`, `out` and `grad_out`; where that is an integer, float16 or
+        bfloat16 dtype, float64 (the derivatives are computed in it; the ``grad`` package rounds them back to the
+        input's dtype, as PyTorch and JAX return them).
 
     Raises
     ------
@@ -220,7 +224,8 @@ def scatter_jvp(op: OpLike, src: ArrayInput, index: IndexLike, out: ArrayInput, 
     Returns
     -------
     out_dot : ndarray, shape of `out`
-        Tangent of the output, floating dtype.
+        Tangent of the output: NumPy's promotion of the dtypes of `src`, `out` and `src_dot`; where that is an
+        integer, float16 or bfloat16 dtype, float64 (a float16/bfloat16 `src_dot` is converted whole to it).
 
     Raises
     ------

@@ -5,36 +5,18 @@ import zlib
 
 import numpy as np
 import pytest
+from compare import assert_same, converted_whole
 from memory import traced_peak
 from reference_gather_scatter import ref_gather_scatter, ref_gather_scatter_vjp
 
 import cyscatter as cs
 from cyscatter import fused_kernels, kernels
-from cyscatter._backends import host
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 HALF = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 FORWARD_OPS = ["add", "sub", "mul", "div", "max", "min", "mean", "sqrt_n", "nansum", "nanmean", "nanprod", "fmax",
                "fmin"]
 REVERSE_OPS = ["add", "sub", "mean", "sqrt_n", "max", "min", "fmax", "fmin", "nansum", "nanmean", "mul"]
-
-
-def _same(got, want):
-    """Equal bits away from NaNs, NaN at the same places (which NaN a sum of two NaNs keeps is unspecified)."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    got64, want64 = np.asarray(got).astype(np.float64), np.asarray(want).astype(np.float64)
-    nan = np.isnan(got64)
-    np.testing.assert_array_equal(nan, np.isnan(want64))
-    np.testing.assert_array_equal(got64[~nan].view(np.uint64), want64[~nan].view(np.uint64))
-
-
-def _converted_whole(call):
-    """`call()` with every float16/bfloat16 operand converted whole first (the kernels' in-place reads off)."""
-    saved, host.HALF_IN_PLACE = host.HALF_IN_PLACE, {}
-    try:
-        return call()
-    finally:
-        host.HALF_IN_PLACE = saved
 
 
 def _table(shape, dtype, rng, layout):
@@ -87,7 +69,7 @@ def test_half_node_table_matches_the_whole_conversion(dtype, op, weight, layout,
         return cs.gather_scatter(x, gi, si, op, weight=w, dim_size=size, axis=axis, mode=mode, fill_value=fill,
                                  num_threads=threads)
     with np.errstate(all="ignore"):
-        _same(call(), _converted_whole(call))
+        assert_same(call(), converted_whole(call))
 
 
 @pytest.mark.parametrize("dtype", list(HALF))
@@ -109,7 +91,7 @@ def test_half_node_table_reverse_matches_the_whole_conversion(dtype, op, weight,
         if w is not None:
             calls.append(lambda: cs.gather_scatter_vjp_weight(op, g, x, gi, si, out, **kw))
         for call in calls:
-            _same(call(), _converted_whole(call))
+            assert_same(call(), converted_whole(call))
 
 
 @pytest.mark.parametrize("dtype", list(HALF))

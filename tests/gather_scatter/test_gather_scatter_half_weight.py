@@ -3,33 +3,15 @@ the weight as it is, widening each edge's weights exactly as it forms the messag
 whole first, against plain loops, and without the E x heads float32 copy of the weight."""
 import numpy as np
 import pytest
+from compare import assert_same, converted_whole
 from memory import traced_peak
 
 import cyscatter as cs
 from cyscatter import fused_kernels, kernels
-from cyscatter._backends import host
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 HALF = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 VALUES = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32, "float64": np.float64}
-
-
-def _same(got, want):
-    """Equal bits away from NaNs, NaN at the same places (which NaN a sum of two NaNs keeps is unspecified)."""
-    assert got.dtype == want.dtype and got.shape == want.shape
-    got64, want64 = got.astype(np.float64), want.astype(np.float64)
-    nan = np.isnan(got64)
-    np.testing.assert_array_equal(nan, np.isnan(want64))
-    np.testing.assert_array_equal(got64[~nan].view(np.uint64), want64[~nan].view(np.uint64))
-
-
-def _converted_whole(call):
-    """`call()` on the path that converts the weight whole first."""
-    saved, host.HALF_IN_PLACE = host.HALF_IN_PLACE, {}
-    try:
-        return call()
-    finally:
-        host.HALF_IN_PLACE = saved
 
 
 def _weight(shape, dtype, rng, layout):
@@ -69,7 +51,7 @@ def test_half_weight_matches_the_whole_conversion(weight_dtype, values, op, head
     def call():
         return cs.gather_scatter(x, gi, si, op, weight=w, dim_size=size, mode=mode, num_threads=threads)
     with np.errstate(all="ignore"):
-        _same(call(), _converted_whole(call))
+        assert_same(call(), converted_whole(call))
 
 
 @pytest.mark.parametrize("weight_dtype", list(HALF))

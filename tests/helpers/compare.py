@@ -12,10 +12,24 @@ def _bits(a: np.ndarray) -> np.ndarray:
     """Float (or complex, as float pairs) values as unsigned integers, NaNs mapped to one pattern."""
     if a.dtype.kind == "c":
         a = np.ascontiguousarray(a).view(a.real.dtype)
+    if a.dtype.name == "bfloat16":   # (ml_dtypes: kind "V")
+        bits = np.ascontiguousarray(a).view(np.uint16)
+        return np.where(np.isnan(a.astype(np.float32)), np.iinfo(np.uint16).max, bits)
     if a.dtype.kind != "f":
         return a
     bits = np.ascontiguousarray(a).view(f"u{a.itemsize}")
     return np.where(np.isnan(a), np.iinfo(bits.dtype).max, bits)
+
+
+def converted_whole(call):
+    """`call()` with every float16/bfloat16 operand that the fused kernels read in place converted whole first
+    (`host.HALF_IN_PLACE` emptied): the path the in-place reads must match bit for bit."""
+    from cyscatter._backends import host
+    saved, host.HALF_IN_PLACE = host.HALF_IN_PLACE, {}
+    try:
+        return call()
+    finally:
+        host.HALF_IN_PLACE = saved
 
 
 def tolerance(backend_name: str, op: str, dtype, src, dst=None) -> tuple[int, object]:

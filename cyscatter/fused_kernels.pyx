@@ -61,11 +61,18 @@ cdef extern from "include/_csrsum.h" nogil:
     void cyscatter_csrsum_d(const double* src, Py_ssize_t s_row, const int64_t* indptr, const int64_t* cols,
                             Py_ssize_t m, const int64_t* ids, const double* w, double* out, Py_ssize_t o_row,
                             Py_ssize_t inner, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead)
+    void cyscatter_csrsum_hf(const uint16_t* src, Py_ssize_t s_row, const int64_t* indptr, const int64_t* cols,
+                             Py_ssize_t m, const int64_t* ids, const float* w, float* out, Py_ssize_t o_row,
+                             Py_ssize_t inner, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead)
+    void cyscatter_csrsum_bf(const uint16_t* src, Py_ssize_t s_row, const int64_t* indptr, const int64_t* cols,
+                             Py_ssize_t m, const int64_t* ids, const float* w, float* out, Py_ssize_t o_row,
+                             Py_ssize_t inner, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t ahead)
 
 cdef extern from "include/_halfconv.h" nogil:
     void cyscatter_widen_row_f(int bfloat, const uint16_t* src, float* dst, Py_ssize_t n)
     void cyscatter_widen_row_d(int bfloat, const uint16_t* src, double* dst, Py_ssize_t n)
     float cyscatter_widen_one_f(int bfloat, uint16_t h)
+    int cyscatter_widen_has_f16c()
 
 cdef enum:
     MAX_THREADS = 256
@@ -571,6 +578,17 @@ cdef void _forward_conv_rows(op_t op, const uint16_t* src, int sconv, const int6
     cdef real_t buf[CHUNK]
     cdef int32_t* n32
     cdef int64_t* n64
+    if op_t is OpAdd and real_t is float:
+        # float sums of one weight per edge (or none) in registers, as `_forward_rows` sums a float32 table
+        if hweight == NULL and (weight == NULL or G.heads == 1) and registers_on() and cyscatter_widen_has_f16c():
+            for o in range(G.outer):
+                if sconv == CONV_BFLOAT:
+                    cyscatter_csrsum_bf(src + o * G.s_outer, G.s_row, indptr, cols, m, edge_ids, weight,
+                                        out + o * G.o_outer, G.o_row, G.inner, r0, r1, ahead)
+                else:
+                    cyscatter_csrsum_hf(src + o * G.s_outer, G.s_row, indptr, cols, m, edge_ids, weight,
+                                        out + o * G.o_outer, G.o_row, G.inner, r0, r1, ahead)
+            return
     for o in range(G.outer):
         for r in range(r0, r1):
             acc = out + o * G.o_outer + r * G.o_row

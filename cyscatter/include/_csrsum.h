@@ -138,6 +138,90 @@ CYSCATTER_CSRSUM_FN(float, f, 8)
 CYSCATTER_CSRSUM_FN(double, d, 4)
 CYSCATTER_ROWSUM_FN(float, f, 8)
 CYSCATTER_ROWSUM_FN(double, d, 4)
+
+/* The same sums over a float16 (`BF` 0) or bfloat16 (1) src given as its bits, into float accumulators: each
+ * vector of eight is widened as it is loaded (vcvtph2ps, or a shift), so that a half node table is summed with
+ * no converted copy. A signalling NaN comes out of vcvtph2ps quiet, as it would from the add of its exact
+ * widening: the sums have the bits of the converted table's. The masked tail goes through an 8-lane buffer
+ * (AVX2 has no 16-bit masked load); the lanes past `rest` are never stored. */
+#define CYSCATTER_CSRSUM_H_FN(SUF, BF)                                                                  \
+    __attribute__((target("avx2,f16c"), always_inline)) static inline __m256 cyscatter_load8_##SUF(     \
+            const uint16_t *x) {                                                                        \
+        __m128i h = _mm_loadu_si128((const __m128i *)x);                                                \
+        return BF ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))                \
+                  : _mm256_cvtph_ps(h);                                                                 \
+    }                                                                                                   \
+    __attribute__((target("avx2,f16c"), always_inline)) static inline __m256 cyscatter_tail8_##SUF(     \
+            const uint16_t *x, int rest) {                                                              \
+        uint16_t t[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                       \
+        for (int k = 0; k < rest; k++) t[k] = x[k];                                                     \
+        return cyscatter_load8_##SUF(t);                                                                \
+    }                                                                                                   \
+    __attribute__((target("avx2,f16c"), always_inline)) static inline void cyscatter_csrsum_block_##SUF( \
+            float *acc, const uint16_t *src, ptrdiff_t s_row, const int64_t *cols, const int64_t *ids,   \
+            const float *w, ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t m, ptrdiff_t ahead, ptrdiff_t row_bytes, \
+            int nv, int tail, __m256i mask, int rest) {                                                 \
+        __m256 a[CYSCATTER_CSRSUM_BLOCK + 1];                                                           \
+        for (int j = 0; j < nv; j++) a[j] = _mm256_loadu_ps(acc + j * 8);                               \
+        if (tail) a[nv] = _mm256_maskload_ps(acc + nv * 8, mask);                                       \
+        for (ptrdiff_t p = p0; p < p1; p++) {                                                           \
+            const uint16_t *x = src + cols[p] * s_row;                                                  \
+            if (ahead && p + ahead < m) {                                                               \
+                const char *n = (const char *)(src + cols[p + ahead] * s_row);                          \
+                for (ptrdiff_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(n + b, 0, 3);          \
+                if (w && ids) __builtin_prefetch(w + ids[p + ahead], 0, 3);                             \
+            }                                                                                           \
+            if (w) {                                                                                    \
+                const __m256 wv = _mm256_set1_ps(w[ids ? ids[p] : p]);                                  \
+                for (int j = 0; j < nv; j++)                                                            \
+                    a[j] = _mm256_add_ps(a[j], _mm256_mul_ps(wv, cyscatter_load8_##SUF(x + j * 8)));    \
+                if (tail)                                                                               \
+                    a[nv] = _mm256_add_ps(a[nv], _mm256_mul_ps(wv, cyscatter_tail8_##SUF(x + nv * 8, rest))); \
+            } else {                                                                                    \
+                for (int j = 0; j < nv; j++) a[j] = _mm256_add_ps(a[j], cyscatter_load8_##SUF(x + j * 8)); \
+                if (tail) a[nv] = _mm256_add_ps(a[nv], cyscatter_tail8_##SUF(x + nv * 8, rest));        \
+            }                                                                                           \
+        }                                                                                               \
+        for (int j = 0; j < nv; j++) _mm256_storeu_ps(acc + j * 8, a[j]);                               \
+        if (tail) _mm256_maskstore_ps(acc + nv * 8, mask, a[nv]);                                       \
+    }                                                                                                   \
+    __attribute__((target("avx2,f16c"))) static void cyscatter_csrsum_##SUF(                            \
+            const uint16_t *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols, ptrdiff_t m, \
+            const int64_t *ids, const float *w, float *out, ptrdiff_t o_row, ptrdiff_t inner, ptrdiff_t r0, \
+            ptrdiff_t r1, ptrdiff_t ahead) {                                                            \
+        cyscatter_csrsum_blocks B;                                                                      \
+        const ptrdiff_t row_bytes = inner * 2, block = CYSCATTER_CSRSUM_BLOCK * 8;                      \
+        if (inner <= 0) return;                                                                         \
+        B = cyscatter_csrsum_plan(inner, 8);                                                            \
+        for (ptrdiff_t r = r0; r < r1; r++) {                                                           \
+            const ptrdiff_t p0 = indptr[r], p1 = indptr[r + 1];                                         \
+            if (p0 >= p1) continue;                                                                     \
+            for (ptrdiff_t f0 = 0; f0 < inner; f0 += block) {                                           \
+                float *acc = out + r * o_row + f0;                                                      \
+                const uint16_t *s = src + f0;                                                           \
+                const int whole = f0 + block < inner, nv = whole ? CYSCATTER_CSRSUM_BLOCK : B.last_nv;   \
+                const ptrdiff_t pf = f0 == 0 ? ahead : 0;                                               \
+                const __m256i mask = B.mask;                                                            \
+                const int rest = B.rest;                                                                \
+                switch (nv * 2 + (!whole && rest > 0)) {                                                \
+                CYSCATTER_CSRSUM_H_CASES(SUF)                                                           \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+    }
+#define CYSCATTER_CSRSUM_H_CASE(SUF, NV, TAIL)                                                          \
+    case NV * 2 + TAIL:                                                                                 \
+        cyscatter_csrsum_block_##SUF(acc, s, s_row, cols, ids, w, p0, p1, m, pf, row_bytes, NV, TAIL, mask, rest); \
+        break;
+#define CYSCATTER_CSRSUM_H_CASES(SUF)                                                                   \
+    CYSCATTER_CSRSUM_H_CASE(SUF, 0, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 1, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 1, 1) \
+    CYSCATTER_CSRSUM_H_CASE(SUF, 2, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 2, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 3, 0) \
+    CYSCATTER_CSRSUM_H_CASE(SUF, 3, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 4, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 4, 1) \
+    CYSCATTER_CSRSUM_H_CASE(SUF, 5, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 5, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 6, 0) \
+    CYSCATTER_CSRSUM_H_CASE(SUF, 6, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 7, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 7, 1) \
+    CYSCATTER_CSRSUM_H_CASE(SUF, 8, 0)
+CYSCATTER_CSRSUM_H_FN(hf, 0)
+CYSCATTER_CSRSUM_H_FN(bf, 1)
 #else
 #define CYSCATTER_CSRSUM 0
 static void cyscatter_rowsum_f(float *acc, const float *src, ptrdiff_t s_row, ptrdiff_t rows, ptrdiff_t inner) {
@@ -155,6 +239,18 @@ static void cyscatter_csrsum_f(const float *src, ptrdiff_t s_row, const int64_t 
 static void cyscatter_csrsum_d(const double *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols,
                                ptrdiff_t m, const int64_t *ids, const double *w, double *out, ptrdiff_t o_row,
                                ptrdiff_t inner, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ahead) {
+    (void)src; (void)s_row; (void)indptr; (void)cols; (void)m; (void)ids; (void)w; (void)out; (void)o_row;
+    (void)inner; (void)r0; (void)r1; (void)ahead;
+}
+static void cyscatter_csrsum_hf(const uint16_t *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols,
+                                ptrdiff_t m, const int64_t *ids, const float *w, float *out, ptrdiff_t o_row,
+                                ptrdiff_t inner, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ahead) {
+    (void)src; (void)s_row; (void)indptr; (void)cols; (void)m; (void)ids; (void)w; (void)out; (void)o_row;
+    (void)inner; (void)r0; (void)r1; (void)ahead;
+}
+static void cyscatter_csrsum_bf(const uint16_t *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols,
+                                ptrdiff_t m, const int64_t *ids, const float *w, float *out, ptrdiff_t o_row,
+                                ptrdiff_t inner, ptrdiff_t r0, ptrdiff_t r1, ptrdiff_t ahead) {
     (void)src; (void)s_row; (void)indptr; (void)cols; (void)m; (void)ids; (void)w; (void)out; (void)o_row;
     (void)inner; (void)r0; (void)r1; (void)ahead;
 }

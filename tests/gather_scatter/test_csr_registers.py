@@ -128,3 +128,25 @@ def test_threads_split_the_register_sums_without_changing_bits(sum_loop):
             assert_same(cs.gather_scatter(src, op=op, weight=w, plan=plan, num_threads=threads), one)
             assert_same(cs.gather_scatter_vjp_src(op, g, src, weight=w, plan=plan, num_threads=threads), back)
     assert_same(cs.gather_scatter(src, op="add", weight=w, plan=plan, num_threads=1), _loop(src, gi, si, n, w))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_half_node_tables_sum_as_their_float32_widening(sum_loop, dtype, width):
+    """A float16/bfloat16 node table, widened eight features at a time as the register sums load it (and by the
+    row loop otherwise): the sums of its float32 widening in edge order, rounded once to the result dtype."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    half = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    rng = np.random.default_rng([width, len(dtype), 7])
+    gi, si = _graph(rng, 13, 9, 60)
+    src = _values(rng, (2, 13, width), np.float32).astype(half)
+    if dtype == "float16":   # a signalling NaN, which the widening quiets as the add of its exact widening does
+        src.view(np.uint16)[0, 3, 0] = 0x7D01
+    w = rng.choice([0.5, -1.25, 3.0, 0.0, -0.0, np.inf], 60).astype(np.float32)
+    plan = cs.gather_scatter_plan(gi, si, src_size=13, dim_size=9)
+    wide = src.astype(np.float32)
+    for weight in (None, w):
+        expected = _loop(wide, gi, si, 9, weight)
+        for threads in (1, 2):
+            got = cs.gather_scatter(src, op="add", weight=weight, plan=plan, axis=1, num_threads=threads)
+            assert_same(got, expected.astype(half) if weight is None else expected)

@@ -24,7 +24,8 @@ cdef Py_ssize_t scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const 
                           int64_t[:, :, ::contiguous] arg, int64_t[:, ::contiguous] targ) noexcept nogil
 
 # The first-order linear recurrence along each group: new = b[k] + a[k] * prev (prev: the group's last value,
-# 0 at first), out[k] = new (or prev when `exclusive`); dropped entries get 0. The derivatives of the product
+# 0 at first; a[k] * prev is 0 where prev is 0, even for an inf or NaN a[k]), out[k] = new (or prev when
+# `exclusive`); dropped entries get 0. The derivatives of the product
 # scan are such recurrences, exact where src holds zeros (no division).
 cdef Py_ssize_t linear_scan_rows(const value_t[:, :, ::contiguous] b, const value_t[:, :, ::contiguous] a,
                                  const index_t[::1] index, value_t[:, :, ::contiguous] out,

@@ -150,6 +150,16 @@ cdef Py_ssize_t _scan_rows(op_t op, const value_t[:, :, ::contiguous] src, const
     return -1
 
 
+cdef inline value_t _carried(value_t a, value_t prev) noexcept nogil:
+    """a * prev, but 0 where prev is 0 and the product NaN (a inf or NaN): a running sum that is still empty (or
+    exactly 0) carries nothing, so a member that no later output reads (an exclusive scan's last) or an inf
+    factor meeting no cotangent yet does not turn the derivatives NaN (torch's and JAX's rules give those)."""
+    cdef value_t t = a * prev
+    if t != t and prev == 0:
+        return 0
+    return t
+
+
 cdef Py_ssize_t linear_scan_rows(const value_t[:, :, ::contiguous] b, const value_t[:, :, ::contiguous] a,
                                  const index_t[::1] index, value_t[:, :, ::contiguous] out,
                                  value_t[:, ::contiguous] table, bint reverse, bint exclusive,
@@ -198,10 +208,10 @@ cdef Py_ssize_t _linear_scan_rows(const value_t[:, :, ::contiguous] b, const val
                     for f in range(inner):
                         prev = row[f]
                         dst[f] = prev
-                        row[f] = bk[f] + ak[f] * prev
+                        row[f] = bk[f] + _carried(ak[f], prev)
                 else:
                     for f in range(inner):
-                        row[f] = bk[f] + ak[f] * row[f]
+                        row[f] = bk[f] + _carried(ak[f], row[f])
                         dst[f] = row[f]
             k += step
     return -1
@@ -298,7 +308,8 @@ def scan(int opcode, const value_t[:, :, ::contiguous] src, const index_t[::1] i
 def linear_scan(const value_t[:, :, ::contiguous] b, const value_t[:, :, ::contiguous] a,
                 const index_t[::1] index, value_t[:, :, ::contiguous] out, value_t[:, ::contiguous] table,
                 bint reverse=False, bint exclusive=False, int mode=MODE_RAISE, bint keep_table=False):
-    """Run the linear recurrence ``new = b + a * prev`` along each group (`table`: (size, inner) scratch);
+    """Run the linear recurrence ``new = b + a * prev`` along each group (`table`: (size, inner) scratch; a
+    product a * prev is 0 where prev is 0, even for an inf or NaN a);
     returns -1 or the first bad index position. `keep_table` (one batch slice only) continues from the values
     `table` holds instead of 0, as `scan`'s."""
     cdef Py_ssize_t status = -1

@@ -87,7 +87,10 @@ def linear(xp, b3, a3, plan, reverse, exclusive):
     order, gid, head = _sorted_groups(xp, plan, reverse)
 
     def compose(first, then):   # x -> then.b + then.a * (first.b + first.a * x)
-        return then[0] * first[0], then[1] + then[0] * first[1]
+        # (a carried value of 0 stays 0 times an inf or NaN factor, as the CPU kernel's `_carried`)
+        carried = then[0] * first[1]
+        carried = xp.where((first[1] == 0) & (carried != carried), carried.dtype.type(0), carried)
+        return then[0] * first[0], then[1] + carried
     _, b = _segmented(xp, (a3[:, order, :], b3[:, order, :]), gid, compose)
     return _unsort(xp, b, order, head, exclusive, 0, b3.shape, b3.dtype)
 

@@ -283,9 +283,44 @@ def _holders(view, x3):
     """arg3: the position each max/min scan output comes from, by blocks of a float16/bfloat16 src (its exact
     widening compares as the float64 conversion does) or from x3."""
     if view.source is not None:
-        return chunks.scan_args(view.op, view.source, view.plan, view.identity(), view.reverse, view.exclusive,
+        arg3 = chunks.scan_args(view.op, view.source, view.plan, view.identity(), view.reverse, view.exclusive,
                                 sized_by(*view.sized), view.nan_is_identity)
-    return view.scan(x3, track=True)[1]
+    else:
+        arg3 = view.scan(x3, track=True)[1]
+    return arg3 if view.present3 is None else _present_holders(view, arg3)
+
+
+def _present_holders(view, arg3):
+    """fmax/fmin's holders with no NaN entry among them. A NaN entry scans as the identity (-inf for fmax), so
+    it holds an output while the running value is still the identity: every non-NaN member before it then holds
+    the identity too and none is earlier, and a later one equal to it does not take over. The holder is the
+    group's first non-NaN member in scan order, if it comes before the output (else none: no derivative)."""
+    xp = view.xp
+    unheld = arg3 < 0
+    arg3[unheld] = 0   # (in place for the lookup, no second n x F int64 array; restored below)
+    absent = ~xp.take_along_axis(view.present3, arg3, axis=1)
+    arg3[unheld] = -1
+    absent &= ~unheld
+    del unheld
+    if not bool(absent.any()):
+        return arg3
+    from cyscatter._api.scatter import scatter
+    outer, n, inner = arg3.shape
+    valid = view.plan.valid()
+    groups, dense = xp.unique(view.plan.flat[valid], return_inverse=True)   # the groups met, numbered densely
+    index = xp.zeros(n, np.int64)
+    index[valid] = dense.reshape(-1)
+    # each group's first non-NaN member per column: its smallest position (largest when the scan runs backwards)
+    none = -1 if view.reverse else n
+    positions = xp.arange(n, dtype=np.int32 if n < 2**31 - 1 else np.int64)[None, :, None]
+    pos = xp.where(view.present3 & valid[None, :, None], positions, none)
+    first = scatter(pos, index, "max" if view.reverse else "min", dim_size=max(1, groups.size), axis=1)
+    o, k, f = xp.nonzero(absent)
+    cand = first[o, index[k], f]
+    before = (cand > k if view.exclusive else cand >= k) if view.reverse else \
+        (cand < k if view.exclusive else cand <= k)
+    arg3[o, k, f] = xp.where(before & (cand != none), cand, -1)
+    return arg3
 
 
 @overload
@@ -326,7 +361,8 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
     Returns
     -------
     grad_src : ndarray, shape of `src`
-        Float dtype (float64 for integer, float16 or bfloat16 inputs).
+        NumPy's promotion of the dtypes of `src` and `grad_out`; float64 where that is an integer, float16 or
+        bfloat16 dtype.
 
     Raises
     ------
@@ -394,7 +430,8 @@ def scatter_scan_jvp(op: OpLike, src: ArrayInput, index: IndexLike, src_dot: Arr
     Returns
     -------
     out_dot : ndarray, shape of `src`
-        Float dtype (float64 for integer, float16 or bfloat16 inputs).
+        NumPy's promotion of the dtypes of `src` and `src_dot`; float64 where that is an integer, float16 or
+        bfloat16 dtype.
 
     Raises
     ------

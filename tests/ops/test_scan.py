@@ -432,3 +432,56 @@ def test_scan_takes_any_dim_size_the_index_can_address():
     assert_same(cs.scatter_scan(np.ones(10), (index, index % 2), dim_size=(2**31, 2**31)),
                 cs.scatter_scan(np.ones(10), (index, index % 2), dim_size=(4, 2)))
     assert cs.scatter_scan(np.ones((0, 3)), np.zeros(0, np.int64), dim_size=2**62).shape == (0, 3)
+
+
+def _scan_partials(op, x, index, exclusive, reverse):
+    """{(k, p): d out[k] / d x[p]} of a 1-d grouped scan by plain loops: mul/nanprod the product of the other
+    members so far (NaN members of nanprod take no part), fmax/fmin/max/min 1 for the first member to reach the
+    running extremum (fmax/fmin: among the non-NaN members)."""
+    order = range(len(x) - 1, -1, -1) if reverse else range(len(x))
+    partials = {}
+    for k in order:
+        members = [p for p in order if index[p] == index[k]]
+        so_far = members[:members.index(k) + (0 if exclusive else 1)]
+        if op in ("nanprod", "fmax", "fmin"):
+            so_far = [p for p in so_far if not np.isnan(x[p])]
+        if op in ("mul", "nanprod"):
+            for p in so_far:
+                partials[k, p] = np.prod([x[q] for q in so_far if q != p])
+        elif so_far:
+            larger = op in ("max", "fmax")
+            best = so_far[0]
+            for p in so_far[1:]:
+                if (x[p] > x[best]) if larger else (x[p] < x[best]):
+                    best = p
+            partials[k, best] = 1.0
+    return partials
+
+
+@pytest.mark.parametrize("op, src, index, exclusive", [
+    # a member that no output reads (an exclusive scan's last): its inf or NaN must not reach the others
+    ("mul", [2.0, 3.0, np.inf], [0, 0, 0], True),
+    ("mul", [2.0, 3.0, np.nan], [0, 0, 0], True),
+    ("nanprod", [2.0, 3.0, np.inf], [0, 0, 0], True),
+    # a one-member group holding inf: its output is itself (d/dx = 1, not inf * 0)
+    ("mul", [np.inf, 2.0], [0, 1], False),
+    # the first non-NaN member equal to the identity, after a NaN: it holds the output
+    ("fmin", [np.nan, np.inf], [0, 0], False),
+    ("fmax", [np.nan, -np.inf], [0, 0], False),
+    ("fmin", [np.nan, np.inf, 1.0], [0, 0, 0], True),
+    ("fmax", [np.nan, np.nan, -np.inf, -np.inf, 4.0], [0, 0, 0, 0, 0], False),
+])
+@pytest.mark.parametrize("reverse", (False, True))
+def test_scan_derivatives_of_non_finite_members(backend, op, src, index, exclusive, reverse):
+    x, index = np.array(src), np.array(index)
+    if reverse:   # the same scans run backwards
+        x, index = x[::-1].copy(), index[::-1].copy()
+    partials = _scan_partials(op, x, index, exclusive, reverse)
+    g, t = np.arange(1.0, len(x) + 1), np.linspace(0.5, 2.0, len(x))
+    want_vjp, want_jvp = np.zeros(len(x)), np.zeros(len(x))
+    for (k, p), d in partials.items():
+        want_vjp[p] += g[k] * d
+        want_jvp[k] += d * t[p]
+    kw = dict(exclusive=exclusive, reverse=reverse)
+    np.testing.assert_array_equal(backend.call(cs.scatter_scan_vjp, op, g, x, index, **kw), want_vjp)
+    np.testing.assert_array_equal(backend.call(cs.scatter_scan_jvp, op, x, index, t, **kw), want_jvp)

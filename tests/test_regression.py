@@ -1056,3 +1056,33 @@ def test_nan_ops_take_a_scalar_index_on_rows_apart(op, fill):
     want = {"nanlast": [np.nan, 2.0, np.nan], "nanfirst": [np.nan, 2.0, np.nan]}.get(op)
     if want is not None:   # one entry per output element: the element itself, or the fill where it is NaN
         np.testing.assert_array_equal(got, np.where(np.isnan(want), fill, want).reshape(1, 3).astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["nanlast", "nanfirst"])
+@pytest.mark.parametrize("layout", ["fortran", "transposed"])
+def test_nanlast_fill_value_on_a_fortran_half_src(dtype, op, layout):
+    """nanlast/nanfirst with a fill_value counted the non-NaN entries of a Fortran-ordered (or transposed)
+    float16/bfloat16 src through a mask of that layout, which the scatter kernel refused ("kernel entry operand
+    must have aligned strides and a unit inner stride")."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    half = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    x = np.arange(40, dtype=np.float32).reshape(4, 10)
+    x[1, [0, 3]] = np.nan
+    x[:, 5] = np.nan   # a column whose every entry is NaN: the fill
+    src = np.asfortranarray(x.astype(half)) if layout == "fortran" else np.ascontiguousarray(x.T.astype(half)).T
+    idx = np.array([0, 1, 1, 2])
+    for call in (lambda s: cs.scatter(s, idx, op, fill_value=-1.0),
+                 lambda s: cs.segment(s, np.array([0, 1, 3, 4]), op, fill_value=-1.0)):
+        assert_same(call(src), call(np.ascontiguousarray(src)))
+
+
+def test_gather_scatter_names_a_weight_of_an_unsupported_dtype():
+    """A longdouble weight was refused as the messages' dtype: "op 'add' does not support src dtype float128"."""
+    src, gi, si = np.ones((3, 2)), np.array([0, 1]), np.array([0, 0])
+    with pytest.raises(TypeError, match=r"^op 'add' does not support weight dtype float128"):
+        cs.gather_scatter(src, gi, si, "add", weight=np.ones(2, np.longdouble))
+    with pytest.raises(TypeError, match=r"^op 'max' needs ordered values; weight dtype complex128 is complex$"):
+        cs.gather_scatter(src, gi, si, "max", weight=np.ones(2, complex))
+    np.testing.assert_array_equal(cs.gather_scatter(src, gi, si, "add", weight=np.array([2, 3], np.int8)),
+                                  [[5.0, 5.0]])

@@ -73,7 +73,8 @@ def count_not_nan(run_scatter, src3, plan, element_counts, threads: int = 0) -> 
         flat = plan.flat[lo:lo + step]
         # the entries are planned already: skipping any still out of range is the plan's own rule
         sub = type(plan)(flat, flat.shape, (plan.size,), "drop" if plan.drops else "raise", (flat,))
-        mask = (part == part).astype(element_counts.dtype)
+        # (C order: a Fortran-ordered or transposed src gives a mask of its layout, whose rows the kernel refuses)
+        mask = (part == part).astype(element_counts.dtype, order="C")
         run_scatter(get_op("add"), mask, sub, element_counts, None, threads)
 
 

@@ -212,8 +212,8 @@ def check_weight(weight, index_shape: tuple, feat: tuple, op=None, arg: str = "w
     w = be.asarray(weight)
     if not holds_numbers(w.dtype):
         raise TypeError(f"{arg} must hold numbers, got dtype {w.dtype}")
-    if op is not None and op.ordered and w.dtype.kind == "c":
-        raise TypeError(f"op {op.name!r} needs ordered values; {arg} dtype {w.dtype} is complex")
+    if op is not None:   # (a longdouble weight would otherwise be refused later as the messages' "src" dtype)
+        op.check_dtype(w.dtype, arg)
     k = len(index_shape)
     lead = w.shape[k:]
     if w.shape[:k] != index_shape or len(lead) > len(feat) or \

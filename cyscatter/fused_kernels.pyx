@@ -1510,7 +1510,7 @@ cdef object _ties_call(str fun, bint is_max, int code, const real_t[:, :, ::cont
                        int num_threads, const real_t[:, :, ::contiguous] dst_init, int select, bint average,
                        const uint16_t[:, ::1] half_weight, int weight_code):
     """`extreme_ties` and `extreme_ties_half`: src of the value type, or (`code`) the float16 / bfloat16 bits
-    `hsrc`, whose tangent_src then needs src's shape only (any row strides)."""
+    `hsrc`; src and tangent_src of one shape, each with its own row strides."""
     cdef SelectTied tied = SelectTied(_tag=0)
     cdef SelectWon won = SelectWon(_tag=0)
     cdef SelectPresent present = SelectPresent(_tag=0)
@@ -1521,7 +1521,7 @@ cdef object _ties_call(str fun, bint is_max, int code, const real_t[:, :, ::cont
     _check_select(select)
     if not (_same_layout(out, grad_out) and _same_layout(out, result)) or s_shape[0] != out.shape[0] \
             or s_shape[2] != out.shape[2] or (use_tangent_src and not (
-                _same_shape(tangent_src, hsrc) if code else _same_layout(src, tangent_src))):
+                _same_shape(tangent_src, hsrc) if code else _same_shape(tangent_src, src))):
         raise ValueError(f"{fun}: out, grad_out and result must share shape and strides, src and tangent_src fit "
                          "them")
     cdef const real_t* dst_ptr = NULL
@@ -1554,8 +1554,6 @@ cdef object _ties_call(str fun, bint is_max, int code, const real_t[:, :, ::cont
             result[:, :, :] = 0
         return None
     cdef Src x = _half_src(code, hsrc, cols.shape[0]) if code else _real_src(src, cols.shape[0])
-    if not code:   # (a real src's tangent shares its strides)
-        t_outer, t_row = x.s_outer, x.s_row
     with nogil:
         if select == 0:
             _shares_csr(tied, average, x, t_outer, t_row, indptr, cols, ids, w, hw, weight_code, heads, out,
@@ -1596,10 +1594,10 @@ cdef object _back_call(str fun, int code, const real_t[:, :, ::contiguous] src,
     for k in range(3):
         s_shape[k] = hsrc.shape[k] if code else src.shape[k]
     _check_select(select)
-    if not (_same_shape(hsrc, result) if code else _same_layout(src, result)) or not _same_layout(out, share) \
+    if not (_same_shape(hsrc, result) if code else _same_shape(src, result)) or not _same_layout(out, share) \
             or s_shape[0] != out.shape[0] or s_shape[2] != out.shape[2]:
-        raise ValueError(f"{fun}: src and result must share shape (and a real src strides), out and share shape "
-                         "and strides")
+        raise ValueError(f"{fun}: src and result must share shape (each its own row strides), out and share "
+                         "shape and strides")
     if np.may_share_memory(np.asarray(result), np.asarray(hsrc) if code else np.asarray(src)) or \
             np.may_share_memory(np.asarray(result), np.asarray(share)):
         raise ValueError(f"{fun}: result must not overlap src or share (its rows are written as they are read)")

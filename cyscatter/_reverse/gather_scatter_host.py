@@ -45,8 +45,10 @@ class _Call:
         self.parts = team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
         self.out_raw = None if out is None else host_asarray(out)
         self.out3 = None if out is None else self.table(out, "out")
-        if self.out3 is not None and self.op.ordered and (vdtype == np.float16 or is_bfloat16(vdtype)):
-            # the forward compared float32 messages and rounded only the winner: find the winners as it did
+        if self.out3 is not None and (self.op.ordered or self.materialise) and \
+                (vdtype == np.float16 or is_bfloat16(vdtype)):
+            # the forward compared (or multiplied) float32 messages and rounded only the result: max/min find the
+            # winners as it did, mul and div's rules read its float32 product, not the rounded one
             out32 = host.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
             run_forward(self.op, self.src_view, self.plan, self.weight(out32.dtype),
                         self.heads, self.feat, out32, self.threads)
@@ -120,8 +122,8 @@ class _Call:
 
     @cached_property
     def src3(self):
-        """src as a C-contiguous (outer, S, inner) array (the reverse kernels walk it and their results with one
-        set of strides); made only when read: the add/sub/mean src gradient needs src's shape alone."""
+        """src as a C-contiguous (outer, S, inner) array of the derivative dtype, for the materialised messages
+        (mul, div, integer max/min); the fused kernels read `src_view`."""
         return np.ascontiguousarray(rows_view(self.src, self.dtype, *self.src_rows))
 
     def table(self, a, arg: str):
@@ -169,8 +171,9 @@ class _Call:
                                             self.parts, select=self.select, **self.half_weight_args())
             return result
         w2, weighted, half = self.select_weight()
-        fused_kernels.extreme_ties(self.op.larger_wins, self.src3, indptr, cols, ids, w2, weighted, self.out3, g3,
-                                   self.src3, False, w2, False, result, self.parts, select=self.select, **half)
+        fused_kernels.extreme_ties(self.op.larger_wins, self.src_view, indptr, cols, ids, w2, weighted, self.out3,
+                                   g3, self.src_view, False, w2, False, result, self.parts, select=self.select,
+                                   **half)
         return result
 
     def weight_shaped(self, rows2):
@@ -237,7 +240,7 @@ def vjp_src(op, grad_out, src, gather_index, scatter_index, out, *, weight, dim_
     elif call.inner and call.outer:
         indptr, ids, cols = call.plan.transpose
         w2, weighted, half = call.select_weight()
-        fused_kernels.extreme_back(call.src3, indptr, cols, ids, w2, weighted, call.out3, call.share(g3), result,
+        fused_kernels.extreme_back(call.src_view, indptr, cols, ids, w2, weighted, call.out3, call.share(g3), result,
                                    call.parts, select=call.select, **half)
     return _cast_like(result.reshape(call.src.shape), call.src)
 
@@ -331,9 +334,9 @@ def jvp(op, src, gather_index, scatter_index, out, src_dot, *, weight, weight_do
                                             tangent_w=w_dot2, **call.half_weight_args())
         elif call.inner and call.outer:
             w2, weighted, half = call.select_weight()
-            fused_kernels.extreme_ties(call.op.larger_wins, call.src3, call.plan.indptr, call.plan.cols,
+            fused_kernels.extreme_ties(call.op.larger_wins, call.src_view, call.plan.indptr, call.plan.cols,
                                        call.plan.edge_ids, w2, weighted, call.out3, call.out3,
-                                       call.src3 if s_dot3 is None else s_dot3, s_dot3 is not None,
+                                       call.src_view if s_dot3 is None else s_dot3, s_dot3 is not None,
                                        np.zeros((0, 1), call.dtype) if w_dot2 is None else w_dot2,
                                        w_dot2 is not None, result, call.parts, select=call.select,
                                        average=call.op.splits, **half)

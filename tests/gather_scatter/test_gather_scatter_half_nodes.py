@@ -230,3 +230,26 @@ def test_half_weight_keywords_of_the_reverse_kernels_validate():
         fused_kernels.dots(g.astype(np.int64), src.astype(np.int64), np.array([0, 1, 3]), np.array([0, 1, 2]),
                            dots.astype(np.int64), g.astype(np.int64), 0, np.zeros((0, 1), np.int64), True, 1,
                            half_weight=bits, weight_code=1)
+
+
+@pytest.mark.parametrize("dtype", list(HALF))
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_half_products_differentiate_the_float32_forward(dtype, op):
+    """mul and div on a float16/bfloat16 table multiply float32 messages and round only the result: their reverse
+    rules read that float32 product (as max/min find the float32 winners), not the rounded `out`, so they equal the
+    float32 table's derivatives (rounded back to the table's dtype for the src gradient)."""
+    rng = np.random.default_rng(len(dtype) + len(op))
+    nodes, edges, size = 30, 200, 20
+    x = (1 + rng.random((nodes, 3))).astype(HALF[dtype])
+    w = (1 + rng.random(edges)).astype(HALF[dtype])
+    gi, si = rng.integers(0, nodes, edges), rng.integers(0, size, edges)
+    x32, w32 = x.astype(np.float32), w.astype(np.float32)
+    out, out32 = cs.gather_scatter(x, gi, si, op, weight=w), cs.gather_scatter(x32, gi, si, op, weight=w32)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    assert_same(cs.gather_scatter_vjp_src(op, g, x, gi, si, out, weight=w),
+                cs.gather_scatter_vjp_src(op, g, x32, gi, si, out32, weight=w32).astype(x.dtype))
+    assert_same(cs.gather_scatter_vjp_weight(op, g, x, gi, si, out, weight=w),
+                cs.gather_scatter_vjp_weight(op, g, x32, gi, si, out32, weight=w32).astype(w.dtype))
+    dot = rng.standard_normal(x.shape).astype(np.float32)
+    assert_same(cs.gather_scatter_jvp(op, x, gi, si, out, dot, weight=w),
+                cs.gather_scatter_jvp(op, x32, gi, si, out32, dot, weight=w32))

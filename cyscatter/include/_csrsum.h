@@ -15,23 +15,24 @@
 #include <immintrin.h>
 #define CYSCATTER_CSRSUM 1
 
-#define CYSCATTER_CSRSUM_INLINE __attribute__((target("avx2"), always_inline)) static inline
 /* vectors of accumulators a block holds: 8 of the 16 registers, the rest for the row being added */
 #define CYSCATTER_CSRSUM_BLOCK 8
 
 /* `nv` whole vectors and, `tail`, one masked vector of a destination row's block, summed over its edges
- * [p0, p1). `nv` and `tail` are constants at every call site, so the accumulators are registers. */
-#define CYSCATTER_CSRSUM_BLOCK_FN(T, V, SUF, S, MASKI)                                                 \
-    CYSCATTER_CSRSUM_INLINE void cyscatter_csrsum_block_##SUF(                                          \
-            T *acc, const T *src, ptrdiff_t s_row, const int64_t *cols, const int64_t *ids, const T *w,  \
+ * [p0, p1). `nv` and `tail` are constants at every call site, so the accumulators are registers. The src rows
+ * hold `ST` items, LOAD(x) / TAIL(x) the vector (a masked one: `mask`, `rest` lanes) of accumulator type at x. */
+#define CYSCATTER_CSRSUM_BLOCK_FN(T, ST, V, SUF, S, TARGET, LOAD, TAIL)                                 \
+    __attribute__((target(TARGET), always_inline)) static inline void cyscatter_csrsum_block_##SUF(     \
+            T *acc, const ST *src, ptrdiff_t s_row, const int64_t *cols, const int64_t *ids, const T *w, \
             ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t m, ptrdiff_t ahead, ptrdiff_t row_bytes, int nv, int tail, \
-            MASKI mask) {                                                                               \
+            __m256i mask, int rest) {                                                                   \
         V a[CYSCATTER_CSRSUM_BLOCK + 1];                                                                \
         const int L = (int)(sizeof(V) / sizeof(T));                                                     \
+        (void)rest;                                                                                     \
         for (int j = 0; j < nv; j++) a[j] = _mm256_loadu_##S(acc + j * L);                              \
         if (tail) a[nv] = _mm256_maskload_##S(acc + nv * L, mask);                                      \
         for (ptrdiff_t p = p0; p < p1; p++) {                                                           \
-            const T *x = src + (cols ? cols[p] : p) * s_row;                                            \
+            const ST *x = src + (cols ? cols[p] : p) * s_row;                                           \
             if (ahead && p + ahead < m) {                                                               \
                 const char *n = (const char *)(src + cols[p + ahead] * s_row);                          \
                 for (ptrdiff_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(n + b, 0, 3);          \
@@ -39,20 +40,50 @@
             }                                                                                           \
             if (w) {                                                                                    \
                 const V wv = _mm256_set1_##S(w[ids ? ids[p] : p]);                                      \
-                for (int j = 0; j < nv; j++)                                                            \
-                    a[j] = _mm256_add_##S(a[j], _mm256_mul_##S(wv, _mm256_loadu_##S(x + j * L)));       \
-                if (tail)                                                                               \
-                    a[nv] = _mm256_add_##S(a[nv], _mm256_mul_##S(wv, _mm256_maskload_##S(x + nv * L, mask))); \
+                for (int j = 0; j < nv; j++) a[j] = _mm256_add_##S(a[j], _mm256_mul_##S(wv, LOAD(x + j * L))); \
+                if (tail) a[nv] = _mm256_add_##S(a[nv], _mm256_mul_##S(wv, TAIL(x + nv * L)));           \
             } else {                                                                                    \
-                for (int j = 0; j < nv; j++) a[j] = _mm256_add_##S(a[j], _mm256_loadu_##S(x + j * L));   \
-                if (tail) a[nv] = _mm256_add_##S(a[nv], _mm256_maskload_##S(x + nv * L, mask));         \
+                for (int j = 0; j < nv; j++) a[j] = _mm256_add_##S(a[j], LOAD(x + j * L));               \
+                if (tail) a[nv] = _mm256_add_##S(a[nv], TAIL(x + nv * L));                              \
             }                                                                                           \
         }                                                                                               \
         for (int j = 0; j < nv; j++) _mm256_storeu_##S(acc + j * L, a[j]);                              \
         if (tail) _mm256_maskstore_##S(acc + nv * L, mask, a[nv]);                                      \
     }
-CYSCATTER_CSRSUM_BLOCK_FN(float, __m256, f, ps, __m256i)
-CYSCATTER_CSRSUM_BLOCK_FN(double, __m256d, d, pd, __m256i)
+
+/* A float16 (`BF` 0) or bfloat16 (1) src given as its bits, summed into float accumulators: each vector of
+ * eight is widened as it is loaded (vcvtph2ps, or a shift), so that a half node table is summed with no
+ * converted copy. A signalling NaN comes out of vcvtph2ps quiet, as it would from the add of its exact
+ * widening: the sums have the bits of the converted table's. The masked tail goes through an 8-lane buffer
+ * (AVX2 has no 16-bit masked load); the lanes past `rest` are never stored. */
+#define CYSCATTER_HALF_LOADS(SUF, BF)                                                                   \
+    __attribute__((target("avx2,f16c"), always_inline)) static inline __m256 cyscatter_load8_##SUF(     \
+            const uint16_t *x) {                                                                        \
+        __m128i h = _mm_loadu_si128((const __m128i *)x);                                                \
+        return BF ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))                \
+                  : _mm256_cvtph_ps(h);                                                                 \
+    }                                                                                                   \
+    __attribute__((target("avx2,f16c"), always_inline)) static inline __m256 cyscatter_tail8_##SUF(     \
+            const uint16_t *x, int rest) {                                                              \
+        uint16_t t[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                       \
+        for (int k = 0; k < rest; k++) t[k] = x[k];                                                     \
+        return cyscatter_load8_##SUF(t);                                                                \
+    }
+CYSCATTER_HALF_LOADS(hf, 0)
+CYSCATTER_HALF_LOADS(bf, 1)
+
+#define CYSCATTER_LOAD_PS(x) _mm256_loadu_ps(x)
+#define CYSCATTER_TAIL_PS(x) _mm256_maskload_ps(x, mask)
+#define CYSCATTER_LOAD_PD(x) _mm256_loadu_pd(x)
+#define CYSCATTER_TAIL_PD(x) _mm256_maskload_pd(x, mask)
+#define CYSCATTER_LOAD_HF(x) cyscatter_load8_hf(x)
+#define CYSCATTER_TAIL_HF(x) cyscatter_tail8_hf(x, rest)
+#define CYSCATTER_LOAD_BF(x) cyscatter_load8_bf(x)
+#define CYSCATTER_TAIL_BF(x) cyscatter_tail8_bf(x, rest)
+CYSCATTER_CSRSUM_BLOCK_FN(float, float, __m256, f, ps, "avx2", CYSCATTER_LOAD_PS, CYSCATTER_TAIL_PS)
+CYSCATTER_CSRSUM_BLOCK_FN(double, double, __m256d, d, pd, "avx2", CYSCATTER_LOAD_PD, CYSCATTER_TAIL_PD)
+CYSCATTER_CSRSUM_BLOCK_FN(float, uint16_t, __m256, hf, ps, "avx2,f16c", CYSCATTER_LOAD_HF, CYSCATTER_TAIL_HF)
+CYSCATTER_CSRSUM_BLOCK_FN(float, uint16_t, __m256, bf, ps, "avx2,f16c", CYSCATTER_LOAD_BF, CYSCATTER_TAIL_BF)
 
 /* The blocks of a row's `inner` features: all whole (CYSCATTER_CSRSUM_BLOCK vectors) but the last, of `last_nv`
  * whole vectors and `rest` lanes masked by `mask` */
@@ -77,19 +108,20 @@ __attribute__((target("avx2"))) static inline cyscatter_csrsum_blocks cyscatter_
 /* One destination row `acc` (inner > 0 features) += the rows p in [p0, p1) (src row cols[p], or p where cols is
  * NULL), a block of features after the other: the src rows, brought into the cache by the first block, serve the
  * next ones; the look-ahead prefetch fetches whole rows, with the first block */
-#define CYSCATTER_CSRSUM_ROW_FN(T, SUF, L)                                                              \
-    CYSCATTER_CSRSUM_INLINE void cyscatter_csrsum_row_##SUF(                                            \
-            T *acc_row, const T *src, ptrdiff_t s_row, const int64_t *cols, const int64_t *ids, const T *w, \
+#define CYSCATTER_CSRSUM_ROW_FN(T, ST, SUF, L, TARGET)                                                  \
+    __attribute__((target(TARGET), always_inline)) static inline void cyscatter_csrsum_row_##SUF(       \
+            T *acc_row, const ST *src, ptrdiff_t s_row, const int64_t *cols, const int64_t *ids, const T *w, \
             ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t m, ptrdiff_t ahead, ptrdiff_t inner,                  \
             const cyscatter_csrsum_blocks *B) {                                                         \
-        const ptrdiff_t row_bytes = inner * (ptrdiff_t)sizeof(T), block = CYSCATTER_CSRSUM_BLOCK * L;   \
+        const ptrdiff_t row_bytes = inner * (ptrdiff_t)sizeof(ST), block = CYSCATTER_CSRSUM_BLOCK * L;  \
         const __m256i mask = B->mask;                                                                   \
+        const int rest = B->rest;                                                                       \
         for (ptrdiff_t f0 = 0; f0 < inner; f0 += block) {                                               \
             T *acc = acc_row + f0;                                                                      \
-            const T *s = src + f0;                                                                      \
+            const ST *s = src + f0;                                                                     \
             const int whole = f0 + block < inner, nv = whole ? CYSCATTER_CSRSUM_BLOCK : B->last_nv;      \
             const ptrdiff_t pf = f0 == 0 ? ahead : 0;                                                   \
-            switch (nv * 2 + (!whole && B->rest > 0)) {                                                 \
+            switch (nv * 2 + (!whole && rest > 0)) {                                                    \
             CYSCATTER_CSRSUM_CASES(SUF)                                                                 \
             }                                                                                           \
         }                                                                                               \
@@ -98,9 +130,9 @@ __attribute__((target("avx2"))) static inline cyscatter_csrsum_blocks cyscatter_
 /* out[r] += sum over p in [indptr[r], indptr[r + 1]) of w[e] * src[cols[p]] (or of src[cols[p]] when w is
  * NULL), e = ids[p] (or p when ids is NULL), for the rows r in [r0, r1); one weight per edge. Rows of `inner`
  * features, `s_row` / `o_row` items apart; `ahead` edges of look-ahead for the src-row prefetch (0: none). */
-#define CYSCATTER_CSRSUM_FN(T, SUF, L)                                                                  \
-    __attribute__((target("avx2"))) static void cyscatter_csrsum_##SUF(                                 \
-            const T *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols, ptrdiff_t m,      \
+#define CYSCATTER_CSRSUM_FN(T, ST, SUF, L, TARGET)                                                      \
+    __attribute__((target(TARGET))) static void cyscatter_csrsum_##SUF(                                 \
+            const ST *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols, ptrdiff_t m,     \
             const int64_t *ids, const T *w, T *out, ptrdiff_t o_row, ptrdiff_t inner, ptrdiff_t r0,      \
             ptrdiff_t r1, ptrdiff_t ahead) {                                                            \
         cyscatter_csrsum_blocks B;                                                                      \
@@ -123,7 +155,7 @@ __attribute__((target("avx2"))) static inline cyscatter_csrsum_blocks cyscatter_
     }
 #define CYSCATTER_CSRSUM_CASE(SUF, NV, TAIL)                                                            \
     case NV * 2 + TAIL:                                                                                 \
-        cyscatter_csrsum_block_##SUF(acc, s, s_row, cols, ids, w, p0, p1, m, pf, row_bytes, NV, TAIL, mask); \
+        cyscatter_csrsum_block_##SUF(acc, s, s_row, cols, ids, w, p0, p1, m, pf, row_bytes, NV, TAIL, mask, rest); \
         break;
 #define CYSCATTER_CSRSUM_CASES(SUF)                                                                     \
     CYSCATTER_CSRSUM_CASE(SUF, 0, 1) CYSCATTER_CSRSUM_CASE(SUF, 1, 0) CYSCATTER_CSRSUM_CASE(SUF, 1, 1)   \
@@ -132,96 +164,16 @@ __attribute__((target("avx2"))) static inline cyscatter_csrsum_blocks cyscatter_
     CYSCATTER_CSRSUM_CASE(SUF, 5, 0) CYSCATTER_CSRSUM_CASE(SUF, 5, 1) CYSCATTER_CSRSUM_CASE(SUF, 6, 0)   \
     CYSCATTER_CSRSUM_CASE(SUF, 6, 1) CYSCATTER_CSRSUM_CASE(SUF, 7, 0) CYSCATTER_CSRSUM_CASE(SUF, 7, 1)   \
     CYSCATTER_CSRSUM_CASE(SUF, 8, 0)
-CYSCATTER_CSRSUM_ROW_FN(float, f, 8)
-CYSCATTER_CSRSUM_ROW_FN(double, d, 4)
-CYSCATTER_CSRSUM_FN(float, f, 8)
-CYSCATTER_CSRSUM_FN(double, d, 4)
+CYSCATTER_CSRSUM_ROW_FN(float, float, f, 8, "avx2")
+CYSCATTER_CSRSUM_ROW_FN(double, double, d, 4, "avx2")
+CYSCATTER_CSRSUM_ROW_FN(float, uint16_t, hf, 8, "avx2,f16c")
+CYSCATTER_CSRSUM_ROW_FN(float, uint16_t, bf, 8, "avx2,f16c")
+CYSCATTER_CSRSUM_FN(float, float, f, 8, "avx2")
+CYSCATTER_CSRSUM_FN(double, double, d, 4, "avx2")
+CYSCATTER_CSRSUM_FN(float, uint16_t, hf, 8, "avx2,f16c")
+CYSCATTER_CSRSUM_FN(float, uint16_t, bf, 8, "avx2,f16c")
 CYSCATTER_ROWSUM_FN(float, f, 8)
 CYSCATTER_ROWSUM_FN(double, d, 4)
-
-/* The same sums over a float16 (`BF` 0) or bfloat16 (1) src given as its bits, into float accumulators: each
- * vector of eight is widened as it is loaded (vcvtph2ps, or a shift), so that a half node table is summed with
- * no converted copy. A signalling NaN comes out of vcvtph2ps quiet, as it would from the add of its exact
- * widening: the sums have the bits of the converted table's. The masked tail goes through an 8-lane buffer
- * (AVX2 has no 16-bit masked load); the lanes past `rest` are never stored. */
-#define CYSCATTER_CSRSUM_H_FN(SUF, BF)                                                                  \
-    __attribute__((target("avx2,f16c"), always_inline)) static inline __m256 cyscatter_load8_##SUF(     \
-            const uint16_t *x) {                                                                        \
-        __m128i h = _mm_loadu_si128((const __m128i *)x);                                                \
-        return BF ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))                \
-                  : _mm256_cvtph_ps(h);                                                                 \
-    }                                                                                                   \
-    __attribute__((target("avx2,f16c"), always_inline)) static inline __m256 cyscatter_tail8_##SUF(     \
-            const uint16_t *x, int rest) {                                                              \
-        uint16_t t[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                       \
-        for (int k = 0; k < rest; k++) t[k] = x[k];                                                     \
-        return cyscatter_load8_##SUF(t);                                                                \
-    }                                                                                                   \
-    __attribute__((target("avx2,f16c"), always_inline)) static inline void cyscatter_csrsum_block_##SUF( \
-            float *acc, const uint16_t *src, ptrdiff_t s_row, const int64_t *cols, const int64_t *ids,   \
-            const float *w, ptrdiff_t p0, ptrdiff_t p1, ptrdiff_t m, ptrdiff_t ahead, ptrdiff_t row_bytes, \
-            int nv, int tail, __m256i mask, int rest) {                                                 \
-        __m256 a[CYSCATTER_CSRSUM_BLOCK + 1];                                                           \
-        for (int j = 0; j < nv; j++) a[j] = _mm256_loadu_ps(acc + j * 8);                               \
-        if (tail) a[nv] = _mm256_maskload_ps(acc + nv * 8, mask);                                       \
-        for (ptrdiff_t p = p0; p < p1; p++) {                                                           \
-            const uint16_t *x = src + cols[p] * s_row;                                                  \
-            if (ahead && p + ahead < m) {                                                               \
-                const char *n = (const char *)(src + cols[p + ahead] * s_row);                          \
-                for (ptrdiff_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(n + b, 0, 3);          \
-                if (w && ids) __builtin_prefetch(w + ids[p + ahead], 0, 3);                             \
-            }                                                                                           \
-            if (w) {                                                                                    \
-                const __m256 wv = _mm256_set1_ps(w[ids ? ids[p] : p]);                                  \
-                for (int j = 0; j < nv; j++)                                                            \
-                    a[j] = _mm256_add_ps(a[j], _mm256_mul_ps(wv, cyscatter_load8_##SUF(x + j * 8)));    \
-                if (tail)                                                                               \
-                    a[nv] = _mm256_add_ps(a[nv], _mm256_mul_ps(wv, cyscatter_tail8_##SUF(x + nv * 8, rest))); \
-            } else {                                                                                    \
-                for (int j = 0; j < nv; j++) a[j] = _mm256_add_ps(a[j], cyscatter_load8_##SUF(x + j * 8)); \
-                if (tail) a[nv] = _mm256_add_ps(a[nv], cyscatter_tail8_##SUF(x + nv * 8, rest));        \
-            }                                                                                           \
-        }                                                                                               \
-        for (int j = 0; j < nv; j++) _mm256_storeu_ps(acc + j * 8, a[j]);                               \
-        if (tail) _mm256_maskstore_ps(acc + nv * 8, mask, a[nv]);                                       \
-    }                                                                                                   \
-    __attribute__((target("avx2,f16c"))) static void cyscatter_csrsum_##SUF(                            \
-            const uint16_t *src, ptrdiff_t s_row, const int64_t *indptr, const int64_t *cols, ptrdiff_t m, \
-            const int64_t *ids, const float *w, float *out, ptrdiff_t o_row, ptrdiff_t inner, ptrdiff_t r0, \
-            ptrdiff_t r1, ptrdiff_t ahead) {                                                            \
-        cyscatter_csrsum_blocks B;                                                                      \
-        const ptrdiff_t row_bytes = inner * 2, block = CYSCATTER_CSRSUM_BLOCK * 8;                      \
-        if (inner <= 0) return;                                                                         \
-        B = cyscatter_csrsum_plan(inner, 8);                                                            \
-        for (ptrdiff_t r = r0; r < r1; r++) {                                                           \
-            const ptrdiff_t p0 = indptr[r], p1 = indptr[r + 1];                                         \
-            if (p0 >= p1) continue;                                                                     \
-            for (ptrdiff_t f0 = 0; f0 < inner; f0 += block) {                                           \
-                float *acc = out + r * o_row + f0;                                                      \
-                const uint16_t *s = src + f0;                                                           \
-                const int whole = f0 + block < inner, nv = whole ? CYSCATTER_CSRSUM_BLOCK : B.last_nv;   \
-                const ptrdiff_t pf = f0 == 0 ? ahead : 0;                                               \
-                const __m256i mask = B.mask;                                                            \
-                const int rest = B.rest;                                                                \
-                switch (nv * 2 + (!whole && rest > 0)) {                                                \
-                CYSCATTER_CSRSUM_H_CASES(SUF)                                                           \
-                }                                                                                       \
-            }                                                                                           \
-        }                                                                                               \
-    }
-#define CYSCATTER_CSRSUM_H_CASE(SUF, NV, TAIL)                                                          \
-    case NV * 2 + TAIL:                                                                                 \
-        cyscatter_csrsum_block_##SUF(acc, s, s_row, cols, ids, w, p0, p1, m, pf, row_bytes, NV, TAIL, mask, rest); \
-        break;
-#define CYSCATTER_CSRSUM_H_CASES(SUF)                                                                   \
-    CYSCATTER_CSRSUM_H_CASE(SUF, 0, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 1, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 1, 1) \
-    CYSCATTER_CSRSUM_H_CASE(SUF, 2, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 2, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 3, 0) \
-    CYSCATTER_CSRSUM_H_CASE(SUF, 3, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 4, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 4, 1) \
-    CYSCATTER_CSRSUM_H_CASE(SUF, 5, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 5, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 6, 0) \
-    CYSCATTER_CSRSUM_H_CASE(SUF, 6, 1) CYSCATTER_CSRSUM_H_CASE(SUF, 7, 0) CYSCATTER_CSRSUM_H_CASE(SUF, 7, 1) \
-    CYSCATTER_CSRSUM_H_CASE(SUF, 8, 0)
-CYSCATTER_CSRSUM_H_FN(hf, 0)
-CYSCATTER_CSRSUM_H_FN(bf, 1)
 #else
 #define CYSCATTER_CSRSUM 0
 static void cyscatter_rowsum_f(float *acc, const float *src, ptrdiff_t s_row, ptrdiff_t rows, ptrdiff_t inner) {

@@ -137,13 +137,17 @@ class _Call:
         return np.ascontiguousarray(a.reshape(self.outer, self.plan.size, self.inner), dtype=self.dtype)
 
     def entries(self, a, arg: str):
-        """`a` (shape of src) as a C-contiguous (outer, S, inner) array of the derivative dtype."""
+        """`a` (shape of src) as (outer, S, inner) rows of adjacent elements, a view where it is one (the kernels
+        take its row strides): of the derivative dtype, or for the fused forward passes of the linear ops a
+        float16/bfloat16 `a` as it is (`host.node_rows`: its rows widened as they are read)."""
         a = host_asarray(a)
         if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.src.shape:
             raise ValueError(f"{arg} shape {a.shape} differs from the src shape {self.src.shape}")
-        return np.ascontiguousarray(a.reshape(self.src_rows), dtype=self.dtype)
+        if self.op.linear and not self.materialise:
+            return node_rows(a, self.dtype, *self.src_rows)
+        return rows_view(a, self.dtype, *self.src_rows)
 
     def need_out(self, fun: str):
         if self.out3 is None and not self.op.linear:

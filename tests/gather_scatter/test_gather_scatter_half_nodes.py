@@ -253,3 +253,32 @@ def test_half_products_differentiate_the_float32_forward(dtype, op):
     dot = rng.standard_normal(x.shape).astype(np.float32)
     assert_same(cs.gather_scatter_jvp(op, x, gi, si, out, dot, weight=w),
                 cs.gather_scatter_jvp(op, x32, gi, si, out32, dot, weight=w32))
+
+
+@pytest.mark.parametrize("dtype", list(HALF))
+@pytest.mark.parametrize("op", ["add", "mean", "max", "nanmean", "mul"])
+@pytest.mark.parametrize("layout", ["half", "fortran", "rows-apart", "broadcast"])
+def test_jvp_reads_its_tangent_in_place(dtype, op, layout):
+    """gather_scatter_jvp's `src_dot` of another layout (Fortran-ordered, rows apart, broadcast) or, for the linear
+    ops, a float16/bfloat16 one: the bits of its C-ordered twin (float32 for the half one), and no S x F copy of it
+    where a fused pass reads it (the linear ops' forward pass, the selecting ops' tie kernels)."""
+    rng = np.random.default_rng(len(dtype) + len(op) + len(layout))
+    nodes, edges, size, f = 4000, 300, 20, 64
+    x = rng.standard_normal((nodes, f)).astype(HALF[dtype])
+    gi, si = rng.integers(0, nodes, edges), rng.integers(0, size, edges)
+    out = cs.gather_scatter(x, gi, si, op)
+    base = rng.standard_normal((2 * nodes, f))
+    dot = {"half": base[:nodes].astype(HALF[dtype]), "fortran": np.asfortranarray(base[:nodes]),
+           "rows-apart": base[::2], "broadcast": np.broadcast_to(base[0], (nodes, f))}[layout]
+    twin = np.ascontiguousarray(dot, dtype=np.float32 if layout == "half" else dot.dtype)
+
+    def call(t):
+        return cs.gather_scatter_jvp(op, x, gi, si, out, t)
+    with np.errstate(all="ignore"):
+        call(dot)   # warm the Python layer's caches
+        got, peak = traced_peak(lambda: call(dot))
+        assert_same(got, call(twin))
+    # (a Fortran-ordered tangent is copied to C order: the kernels read rows of adjacent elements)
+    reads_in_place = op != "mul" and layout != "fortran" and (layout != "half" or op in ("add", "mean"))
+    if reads_in_place:   # the result (size x f) and edge-sized arrays; a copy would be 1-2 MB
+        assert peak < nodes * f * 4 / 4, peak

@@ -44,12 +44,15 @@ class _Call:
         # the fused kernels' thread team
         self.parts = team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
         self.out_raw = None if out is None else host_asarray(out)
-        self.out3 = None if out is None else self.table(out, "out")
-        if self.out3 is not None and (self.op.ordered or self.materialise) and \
-                (vdtype == np.float16 or is_bfloat16(vdtype)):
-            # the forward compared (or multiplied) float32 messages and rounded only the result: max/min find the
-            # winners as it did, mul and div's rules read its float32 product, not the rounded one
-            out32 = host.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
+        # the forward compared (or multiplied) float32 messages and rounded only the result: max/min find the
+        # winners as it did, mul and div's rules read its float32 product, not the rounded one
+        recompute = (self.op.ordered or self.materialise) and (vdtype == np.float16 or is_bfloat16(vdtype))
+        # (the linear ops' rules read no out: it is checked, not converted)
+        read = not recompute and not (self.op.linear and not self.materialise)
+        self.out3 = None if out is None else self.table(out, "out", convert=read)
+        if out is not None and recompute:
+            out32 = host.fresh_table((self.outer, self.plan.size, self.inner), self.op.compute_dtype(vdtype),
+                                     self.op.identity(vdtype))
             run_forward(self.op, self.src_view, self.plan, self.weight(out32.dtype),
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)
@@ -126,14 +129,17 @@ class _Call:
         (mul, div, integer max/min); the fused kernels read `src_view`."""
         return np.ascontiguousarray(rows_view(self.src, self.dtype, *self.src_rows))
 
-    def table(self, a, arg: str):
-        """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype."""
+    def table(self, a, arg: str, convert: bool = True):
+        """`a` (shape B + D + F) as a C-contiguous (outer, size, inner) array of the derivative dtype; without
+        `convert` only checked (None)."""
         if type(a) is not np.ndarray:
             a = host_asarray(a)
         if not holds_numbers(a.dtype):
             raise TypeError(f"{arg} must hold numbers, got dtype {a.dtype}")
         if a.shape != self.out_shape:
             raise ValueError(f"{arg} shape {a.shape} differs from the output shape {self.out_shape}")
+        if not convert:
+            return None
         return np.ascontiguousarray(a.reshape(self.outer, self.plan.size, self.inner), dtype=self.dtype)
 
     def entries(self, a, arg: str):

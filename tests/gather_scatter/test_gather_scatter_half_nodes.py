@@ -282,3 +282,27 @@ def test_jvp_reads_its_tangent_in_place(dtype, op, layout):
     reads_in_place = op != "mul" and layout != "fortran" and (layout != "half" or op in ("add", "mean"))
     if reads_in_place:   # the result (size x f) and edge-sized arrays; a copy would be 1-2 MB
         assert peak < nodes * f * 4 / 4, peak
+
+
+@pytest.mark.parametrize("op", ["add", "mean", "max"])
+def test_reverse_functions_convert_out_only_where_read(op):
+    """The linear ops' rules read no `out` (it is checked, not converted), and max on a float16 table finds the
+    forward's float32 winners again rather than converting the rounded `out` first."""
+    rng = np.random.default_rng(17)
+    nodes, edges, size, f = 500, 2000, 20_000, 64
+    x = rng.standard_normal((nodes, f)).astype(np.float16)
+    plan = cs.gather_scatter_plan(rng.integers(0, nodes, edges), rng.integers(0, size, edges), dim_size=size,
+                                  src_size=nodes)
+    out = cs.gather_scatter(x, None, None, op, plan=plan)
+    g = np.ones(out.shape, np.float32)
+
+    def call():
+        return cs.gather_scatter_vjp_weight(op, g, x, None, None, out, plan=plan, weight=np.ones(edges, np.float32))
+    call()   # warm the Python layer's caches
+    _, peak = traced_peak(call)
+    # in float32 D x F tables (5.1 MB each): mean divides the cotangent into one, max recomputes the forward's
+    # table and shares the cotangent into another; a conversion of out would add one more
+    table = size * f * 4
+    assert peak < {"add": 0.3, "mean": 1.3, "max": 2.3}[op] * table, peak
+    with pytest.raises(ValueError, match="out shape"):
+        cs.gather_scatter_vjp_weight(op, g, x, None, None, out[:-1], plan=plan, weight=np.ones(edges, np.float32))

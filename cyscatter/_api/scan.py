@@ -281,12 +281,14 @@ def _reverse_view(name, op, src, index, other, other_name, dim_size, axis, mode,
 
 def _holders(view, x3):
     """arg3: the position each max/min scan output comes from, by blocks of a float16/bfloat16 src (its exact
-    widening compares as the float64 conversion does) or from x3."""
+    widening compares as the float64 conversion does), from an integer src as it is (2**53 + 1 beats 2**53,
+    which float64 would tie), or from x3."""
     if view.source is not None:
         arg3 = chunks.scan_args(view.op, view.source, view.plan, view.identity(), view.reverse, view.exclusive,
                                 sized_by(*view.sized), view.nan_is_identity)
     else:
-        arg3 = view.scan(x3, track=True)[1]
+        exact = view.src3 is not None and view.src3.dtype.kind in "iu"
+        arg3 = view.scan(view.src3 if exact else x3, track=True)[1]
     return arg3 if view.present3 is None else _present_holders(view, arg3)
 
 
@@ -342,7 +344,8 @@ def scatter_scan_vjp(op: OpLike, grad_out: ArrayInput, src: ArrayInput, index: I
     add: the scan of `grad_out` run the other way within each group (``grad[p] = sum(g[k] for k >= p)``);
     max/min: each ``g[k]`` goes to the member whose value ``out[k]`` is (the first to reach the running
     extremum); mul: ``grad[p] = prod(x before p) * sum(g[k] * prod(x after p up to k))``, two scans with no
-    division, so exact where `src` holds zeros. Dropped entries get 0.
+    division, so exact where `src` holds zeros; an inf member meeting a zero factor gives NaN there, as in torch
+    and JAX (a running sum that is still empty carries nothing, though). Dropped entries get 0.
 
     Parameters
     ----------

@@ -22,7 +22,7 @@ from cyscatter._arrays.protocols import shape_of
 from cyscatter._backends.select import backend_of
 from cyscatter._plan.groups import group_view
 from cyscatter._plan.index import parse_coords, sized_by
-from cyscatter._plan.layout import expand_cast, src_layout, unbroadcast
+from cyscatter._plan.layout import expand_cast, expand_src, src_layout, unbroadcast
 from cyscatter._plan.values import _float_dtype, check_given, check_numeric, size_arg
 
 if TYPE_CHECKING:
@@ -43,8 +43,9 @@ def _runs(srt, xp):
     return ids, xp.bincount(ids.reshape(-1))
 
 
-def selection_weights(ctx, qs, method: str, skip_nan: bool):
-    """(nq, outer, n, inner) coefficients c[q, k] of the module docstring, in ctx's float dtype."""
+def selection_weights(ctx, qs, method: str, skip_nan: bool, values3=None):
+    """(nq, outer, n, inner) coefficients c[q, k] of the module docstring, in ctx's float dtype; `values3`: src's
+    values to sort in their own dtype (an integer src: 2**53 + 1 beats 2**53, which float64 would tie)."""
     xp, plan = ctx.xp, ctx.plan
     outer, n, inner = ctx.shape3
     coef = xp.zeros((len(qs), outer, n, inner), ctx.dtype)
@@ -52,7 +53,7 @@ def selection_weights(ctx, qs, method: str, skip_nan: bool):
         return coef
     # a float16/bfloat16 src is sorted as it is (its widening keeps order and ties): no n x F float64 copy
     half = ctx.in_place and (ctx.source.array.dtype == np.float16 or is_bfloat16(ctx.source.array.dtype))
-    srt = Sorted(ctx, skip_nan, ctx.source.array if half else None)
+    srt = Sorted(ctx, skip_nan, values3 if values3 is not None else ctx.source.array if half else None)
     ids, lengths = _runs(srt, xp)
     members = xp.broadcast_to(srt.members, (outer, plan.size, inner))
     # the entry at each sorted position, as a flat index into (outer, n, inner)
@@ -94,10 +95,15 @@ def _view(name, src, index, axis, mode, *, dims=None, grad_out=None, src_dot=Non
     axis, batch, feat, expected = src_layout(src.shape, coords, axis, table_shape=table, table_arg="grad_out")
     if grad_out is not None:
         dims = grad_out.shape[axis:axis + len(coords)]
+    own = src
     src = expand_cast(src, expected, len(feat), dtype, be.xp)
     ctx = group_view(name, src, index, dims, axis, mode, compute=dtype,
                      dims_arg="dim_size" if grad_out is None else "grad_out.shape")[0]
-    return ctx, batch, feat, expected, dtype
+    values3 = None
+    if own.dtype.kind in "iu":   # sorted as integers: float64 ties 2**53 and 2**53 + 1
+        own = own if tuple(own.shape) == tuple(expected) else expand_src(own, expected, len(feat), be.xp)
+        values3 = be.rows_view(own, own.dtype, *ctx.shape3)
+    return ctx, batch, feat, expected, dtype, values3
 
 
 def _quantile_vjp(name, grad_out, src, index, q, method, skip_nan, axis, mode):
@@ -108,8 +114,8 @@ def _quantile_vjp(name, grad_out, src, index, q, method, skip_nan, axis, mode):
     if not scalar and (g.ndim == 0 or g.shape[0] != qs.size):
         raise ValueError(f"grad_out shape {g.shape} must start with the {qs.size} quantiles of q")
     g_rows = g if scalar else g[0]
-    ctx, batch, feat, expected, dtype = _view(name, src, index, axis, mode, grad_out=g_rows)
-    coef = selection_weights(ctx, qs, method, skip_nan)
+    ctx, batch, feat, expected, dtype, values3 = _view(name, src, index, axis, mode, grad_out=g_rows)
+    coef = selection_weights(ctx, qs, method, skip_nan, values3)
     outer, _, inner = ctx.shape3
     size = ctx.plan.size
     grad = ctx.xp.zeros(ctx.shape3, dtype)
@@ -122,7 +128,8 @@ def _quantile_vjp(name, grad_out, src, index, q, method, skip_nan, axis, mode):
 def _quantile_jvp(name, src, index, src_dot, q, method, skip_nan, dim_size, axis, mode):
     qs, scalar = check_q(q)
     check_given("src_dot", src_dot)
-    ctx, batch, feat, expected, dtype = _view(name, src, index, axis, mode, dims=dim_size, src_dot=src_dot)
+    ctx, batch, feat, expected, dtype, values3 = _view(name, src, index, axis, mode, dims=dim_size,
+                                                       src_dot=src_dot)
     be = ctx.be
     dot = check_numeric(be.asarray(src_dot), "src_dot")
     if tuple(dot.shape) != tuple(shape_of(src)):
@@ -131,7 +138,7 @@ def _quantile_jvp(name, src, index, src_dot, q, method, skip_nan, dim_size, axis
     outer, n, inner = ctx.shape3
     dot3 = be.rows_view(dot, dtype, outer, n, inner)
     with sized_by(*size_arg(dim_size, ctx.plan)):
-        coef = selection_weights(ctx, qs, method, skip_nan)
+        coef = selection_weights(ctx, qs, method, skip_nan, values3)
         out = ctx.xp.stack([ctx.put(coef[i] * dot3) for i in range(qs.size)])
     shape = batch + ctx.plan.dims + feat
     return out.reshape(shape if scalar else (qs.size,) + shape)

@@ -283,3 +283,17 @@ def test_median_of_zeros_has_numpys_sign(op, reduce, dtype):
     assert (np.signbit(got) == np.signbit(want)).all(), (got, want)
     seg = cs.segment(src, np.concatenate([[0], np.cumsum([len(g) for g in groups])]), op)
     assert (np.signbit(seg) == np.signbit(want)).all()
+
+
+@pytest.mark.parametrize("q, op", [(1.0, "max"), (0.0, "min")])
+def test_quantile_derivatives_compare_integers_as_integers(q, op):
+    """q = 1 (q = 0) has max's (min's) derivatives, whose winners among int64 values are found as integers:
+    2**53 + 1 beats 2**53, which float64 would tie."""
+    x = np.array([[2**53, 3], [2**53 + 1, 3], [5, 2**53 + 1], [2**53 - 1, -2**53 - 1]], np.int64)
+    index = np.array([0, 0, 0, 1])
+    g = np.array([[1.0, 2.0], [3.0, 4.0]])
+    want = cs.scatter_vjp_src(op, g, x, index, cs.scatter(x, index, op))
+    np.testing.assert_array_equal(cs.scatter_quantile_vjp(g, x, index, q), want)
+    t = np.arange(1.0, 9.0).reshape(4, 2)
+    np.testing.assert_array_equal(cs.scatter_quantile_jvp(x, index, t, q), cs.scatter_jvp(op, x, index,
+                                                                                         cs.scatter(x, index, op), t))

@@ -485,3 +485,21 @@ def test_scan_derivatives_of_non_finite_members(backend, op, src, index, exclusi
     kw = dict(exclusive=exclusive, reverse=reverse)
     np.testing.assert_array_equal(backend.call(cs.scatter_scan_vjp, op, g, x, index, **kw), want_vjp)
     np.testing.assert_array_equal(backend.call(cs.scatter_scan_jvp, op, x, index, t, **kw), want_jvp)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "fmax", "fmin"])
+@pytest.mark.parametrize("reverse", (False, True))
+def test_scan_derivatives_compare_integers_as_integers(backend, op, reverse):
+    """2**53 + 1 beats 2**53 (float64 ties them): the holders of an int64 scan are found among the integers."""
+    x = np.array([2**53, 2**53 + 1, 2**53 - 1, 2**53 + 1, 7], np.int64)
+    index = np.array([0, 0, 0, 0, 1])
+    if reverse:
+        x, index = x[::-1].copy(), index[::-1].copy()
+    partials = _scan_partials(op, [int(v) for v in x], index, False, reverse)
+    g, t = np.arange(1.0, len(x) + 1), np.linspace(0.5, 2.0, len(x))
+    want_vjp, want_jvp = np.zeros(len(x)), np.zeros(len(x))
+    for (k, p), d in partials.items():
+        want_vjp[p] += g[k] * d
+        want_jvp[k] += d * t[p]
+    np.testing.assert_array_equal(backend.call(cs.scatter_scan_vjp, op, g, x, index, reverse=reverse), want_vjp)
+    np.testing.assert_array_equal(backend.call(cs.scatter_scan_jvp, op, x, index, t, reverse=reverse), want_jvp)

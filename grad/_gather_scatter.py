@@ -26,7 +26,7 @@ from autograd.tracer import getval
 import cyscatter as cs
 from cyscatter._plan.edges import GatherScatterPlan, resolve
 from cyscatter._registry.ops import ORDER_STATS
-from grad._args import require_inexact, require_inexact_traced
+from grad._args import cast, require_inexact, require_inexact_traced
 from grad._gather import gather
 from grad._primitive import primitive
 from grad._scatter import scatter
@@ -79,7 +79,9 @@ def gather_scatter(src: ArrayInput, gather_index: IndexLike | None = None, scatt
     mean are fused at every order (the transposed product and the per-edge dots, no E x F array); max and min
     are fused at first order (the gradient goes to the tied winning edges, split evenly, as `scatter`), and so
     are fmax/fmin, nansum and nanmean (a NaN message, left out, passes no gradient to its src row or weight);
-    their higher orders and mul/div/nanprod go through the materialised messages.
+    their higher orders and mul/div/nanprod go through the materialised messages (mul and nanprod to second
+    order: a third raises NotImplementedError, as in `scatter`). float16 is computed in float32, as the forward
+    pass, and rounded back.
     Indices, `plan`, `dim_size` and `fill_value` are not differentiable; rows filled with `fill_value` and
     dropped edges pass no gradient.
 
@@ -218,8 +220,13 @@ def _extreme_jvp(src_dot, weight_dot, src, weight, out, edges):
 
 
 def _materialised(src, weight, edges):
-    """``scatter(gather(src) * weight, op)`` over the kept edges, through the differentiable gather and scatter."""
+    """``scatter(gather(src) * weight, op)`` over the kept edges, through the differentiable gather and scatter.
+    float16 runs in float32, as the core forms and reduces its messages, and is rounded back once."""
     plan = edges.plan
+    result = np.result_type(*(getval(a) for a in (src, weight) if a is not None))
+    if result == np.float16:
+        src = cast(src, np.float32)
+        weight = None if weight is None else cast(weight, np.float32)
     keep = np.flatnonzero(plan.valid_edges())
     # an empty index tuple (no indexed axes) reads/writes its one row through a size-1 axis: the kept edges
     # need an edge axis, which an index of shape () cannot give
@@ -248,7 +255,8 @@ def _materialised(src, weight, edges):
         else:
             messages = messages * w
     out = scatter(messages, scatter_rows, edges.op, dim_size=dims, axis=edges.axis, fill_value=edges.fill_value)
-    return out if plan.dims else anp.squeeze(out, edges.axis)
+    out = out if plan.dims else anp.squeeze(out, edges.axis)
+    return cast(out, result) if result == np.float16 else out
 
 
 def _materialised_vjp_src(g, src, weight, edges):

@@ -32,7 +32,7 @@ from cyscatter._api.scan import ScanView, scan_op
 from cyscatter._plan.values import flag
 from cyscatter._plan.index import index_shape, parse_coords, plan_index
 from cyscatter._plan.layout import split_src
-from grad._args import require_inexact
+from grad._args import cast, require_inexact
 from grad._primitive import primitive
 from grad._where import where
 
@@ -116,8 +116,20 @@ def _mul_before(src, index, dim_size, axis, mode, exclusive, reverse):
     return _scan_mul(src, index, dim_size, axis, mode, True, reverse)
 
 
-defvjp(_scan_mul, lambda ans, src, *args: lambda g: _mul_before(src, *args) * _transpose(g, src, *args))
-defjvp(_scan_mul, lambda g, ans, src, *args: _linear(_mul_before(src, *args) * g, src, *args))
+def _wide(x):
+    """float16 as float32 (a differentiable cast): the precision the core's rules and the forward scan keep."""
+    return cast(x, np.float32) if np.result_type(getval(x)) == np.float16 else x
+
+
+def _like(x, src):
+    """`x` rounded back to float16 where `src` is float16 (the derivatives take their primal's dtype)."""
+    return cast(x, np.float16) if np.result_type(getval(src)) == np.float16 else x
+
+
+defvjp(_scan_mul, lambda ans, src, *args: lambda g: _like(
+    _mul_before(_wide(src), *args) * _transpose(_wide(g), _wide(src), *args), src))
+defjvp(_scan_mul, lambda g, ans, src, *args: _like(
+    _linear(_mul_before(_wide(src), *args) * _wide(g), _wide(src), *args), src))
 
 
 def _scan_extreme(op, src, index, dim_size, axis, mode, exclusive, reverse):

@@ -64,10 +64,14 @@ class _Call:
         self.out3 = None if out is None else self.table(out, "out")
         if self.out3 is None and not self.op.sums:
             raise TypeError(f"{fun} with op {self.op.name!r} needs out (the forward result), got None")
-        if (self.op.ordered or (self.select is None and not self.op.linear)) and vdtype == np.float16:
-            # the forward compared (or multiplied) float32 messages and rounded only the result: find the winners
-            # as it did, and give mul, div and nanprod's rules its float32 product (as the host's reverse calls)
-            out32 = self.be.fresh_table(self.out3.shape, self.op.compute_dtype(vdtype), self.op.identity(vdtype))
+        compute = np.dtype(self.op.compute_dtype(vdtype))
+        if (self.op.ordered or (self.select is None and not self.op.linear)) and (
+                vdtype == np.float16 or (self.w is not None and compute.kind == "f" and compute != self.dtype)):
+            # the forward compared (or multiplied) its messages in the compute dtype and rounded only the result:
+            # done again as the host's reverse calls do it (float32 for float16; weighted messages narrower than
+            # the derivatives in the derivative dtype, where w * x is exact and the kernels form them so)
+            table = compute if compute == self.dtype or (vdtype == np.float16 and self.w is None) else self.dtype
+            out32 = self.be.fresh_table(self.out3.shape, table, self.op.identity(vdtype))
             _forward(self.op, self.be.rows_view(self.src, out32.dtype, *self.src3.shape), self.plan,
                      None if self.w is None else weight_rows(self.w, self.plan.index_shape, self.feat, self.heads,
                                                              out32.dtype, xp=xp), out32, xp)

@@ -44,15 +44,22 @@ class _Call:
         # the fused kernels' thread team
         self.parts = team(self.threads, self.plan.cols.shape[0] * self.outer * self.inner)
         self.out_raw = None if out is None else host_asarray(out)
-        # the forward compared (or multiplied) float32 messages and rounded only the result: max/min find the
-        # winners as it did, mul and div's rules read its float32 product, not the rounded one
-        recompute = (self.op.ordered or self.materialise) and (vdtype == np.float16 or is_bfloat16(vdtype))
+        # The forward compared (or multiplied) its messages in the compute dtype and rounded only the result:
+        # a half-precision forward is done again in float32, so that max/min find the winners it found and mul
+        # and div's rules read its float32 product, not the rounded one. Weighted messages of a compute dtype
+        # narrower than the derivatives' (float32 ones under a float64 cotangent or tangent) are formed again in
+        # the derivative dtype, where w * x is exact: the kernels form them so and compare them with that out
+        # (the float32 out holds rounded products no float64 message equals).
+        compute = np.dtype(self.op.compute_dtype(vdtype))
+        half = vdtype == np.float16 or is_bfloat16(vdtype)
+        recompute = (self.op.ordered or self.materialise) and (
+            half or (self.w is not None and compute.kind == "f" and compute != self.dtype))
         # (the linear ops' rules read no out: it is checked, not converted)
         read = not recompute and not (self.op.linear and not self.materialise)
         self.out3 = None if out is None else self.table(out, "out", convert=read)
         if out is not None and recompute:
-            out32 = host.fresh_table((self.outer, self.plan.size, self.inner), self.op.compute_dtype(vdtype),
-                                     self.op.identity(vdtype))
+            table = compute if compute == self.dtype or (half and self.w is None) else self.dtype
+            out32 = host.fresh_table((self.outer, self.plan.size, self.inner), table, self.op.identity(vdtype))
             run_forward(self.op, self.src_view, self.plan, self.weight(out32.dtype),
                         self.heads, self.feat, out32, self.threads)
             self.out3 = out32.astype(self.dtype, copy=False)

@@ -480,3 +480,33 @@ def test_selecting_reverse_functions_read_strided_and_broadcast_src_in_place(op)
                 assert_same(got, call(dense))
             # (the src gradient and the tangent are src-sized results of their own; the rest is edge-sized)
             assert peak < dense.nbytes / 8 + (dense.nbytes if k != 1 else 0) * 1.2, (op, k, peak)
+
+
+@pytest.mark.parametrize("op", ["max", "min", "fmax", "fmin", "mul", "div"])
+@pytest.mark.parametrize("src_dtype, w_dtype", [("float32", "float32"), ("float16", "float32"),
+                                                ("float32", "float16"), ("float32", "int16")])
+def test_float64_cotangents_of_float32_messages(op, src_dtype, w_dtype):
+    """Weighted float32 messages under a float64 cotangent or tangent: the derivatives are float64, the winners
+    those of the forward (its float32 out held rounded products that no float64 message equalled, so every
+    gradient was 0). Against the same call with float32 derivatives."""
+    rng = np.random.default_rng(len(op) + len(src_dtype) + len(w_dtype))
+    src = (0.5 + rng.random((6, 3))).astype(src_dtype)
+    w = (1 + rng.integers(1, 5, 12)).astype(w_dtype) if w_dtype == "int16" else \
+        (0.5 + rng.random(12)).astype(w_dtype)
+    gi, si = rng.integers(0, 6, 12), rng.integers(0, 4, 12)
+    out = cs.gather_scatter(src, gi, si, op, weight=w)
+    g = rng.standard_normal(out.shape)
+    dot = rng.standard_normal(src.shape)
+    for fun, args in ((cs.gather_scatter_vjp_src, (g, src, gi, si, out)),
+                      (cs.gather_scatter_vjp_weight, (g, src, gi, si, out))):
+        if fun is cs.gather_scatter_vjp_weight and w_dtype == "int16":
+            continue   # (an integer weight has no gradient)
+        wide = fun(op, *args, weight=w)
+        narrow = fun(op, args[0].astype(np.float32), *args[1:], weight=w)
+        assert wide.dtype != np.float32 or narrow.dtype == np.float32
+        np.testing.assert_array_equal(wide != 0, narrow != 0)   # the same winners
+        np.testing.assert_allclose(wide.astype(np.float64), narrow.astype(np.float64), rtol=2e-3, atol=1e-6)
+    wide = cs.gather_scatter_jvp(op, src, gi, si, out, dot, weight=w)
+    narrow = cs.gather_scatter_jvp(op, src, gi, si, out, dot.astype(np.float32), weight=w)
+    assert wide.dtype == np.float64 and (wide != 0).any()
+    np.testing.assert_allclose(wide, narrow.astype(np.float64), rtol=1e-5, atol=1e-6)

@@ -106,6 +106,12 @@ def _view(name, src, index, axis, mode, *, dims=None, grad_out=None, src_dot=Non
     return ctx, batch, feat, expected, dtype, values3
 
 
+def _one_quantile_rows(be, g):
+    """An array of one quantile's shape (``g.shape[1:]``) that holds nothing: what `_view` reads D off for an
+    empty q."""
+    return be.xp.broadcast_to(be.xp.zeros((), g.dtype), g.shape[1:])
+
+
 def _quantile_vjp(name, grad_out, src, index, q, method, skip_nan, axis, mode):
     qs, scalar = check_q(q)
     check_given("grad_out", grad_out)
@@ -113,7 +119,8 @@ def _quantile_vjp(name, grad_out, src, index, q, method, skip_nan, axis, mode):
     g = check_numeric(be.asarray(grad_out), "grad_out")
     if not scalar and (g.ndim == 0 or g.shape[0] != qs.size):
         raise ValueError(f"grad_out shape {g.shape} must start with the {qs.size} quantiles of q")
-    g_rows = g if scalar else g[0]
+    # (D and the shapes are read off one quantile's rows: an empty q has none, only their shape)
+    g_rows = g if scalar else g[0] if qs.size else _one_quantile_rows(be, g)
     ctx, batch, feat, expected, dtype, values3 = _view(name, src, index, axis, mode, grad_out=g_rows)
     coef = selection_weights(ctx, qs, method, skip_nan, values3)
     outer, _, inner = ctx.shape3
@@ -137,10 +144,12 @@ def _quantile_jvp(name, src, index, src_dot, q, method, skip_nan, dim_size, axis
     dot = expand_cast(dot, expected, len(feat), dtype, ctx.xp)
     outer, n, inner = ctx.shape3
     dot3 = be.rows_view(dot, dtype, outer, n, inner)
+    shape = batch + ctx.plan.dims + feat
+    if not qs.size:   # an empty q: no quantile, no tangent
+        return ctx.xp.zeros((0,) + shape, dtype)
     with sized_by(*size_arg(dim_size, ctx.plan)):
         coef = selection_weights(ctx, qs, method, skip_nan, values3)
         out = ctx.xp.stack([ctx.put(coef[i] * dot3) for i in range(qs.size)])
-    shape = batch + ctx.plan.dims + feat
     return out.reshape(shape if scalar else (qs.size,) + shape)
 
 

@@ -297,3 +297,14 @@ def test_quantile_derivatives_compare_integers_as_integers(q, op):
     t = np.arange(1.0, 9.0).reshape(4, 2)
     np.testing.assert_array_equal(cs.scatter_quantile_jvp(x, index, t, q), cs.scatter_jvp(op, x, index,
                                                                                          cs.scatter(x, index, op), t))
+
+
+def test_quantile_reverse_functions_of_an_empty_q():
+    """An empty q has no quantile: the forward gives (0,) + out's shape, its VJP zeros and its JVP no tangent."""
+    src, index = np.arange(12.0).reshape(4, 3), np.array([0, 2, 1, 0])
+    assert cs.scatter_quantile(src, index, []).shape == (0, 3, 3)
+    for vjp in (cs.scatter_quantile_vjp, cs.scatter_nanquantile_vjp):
+        np.testing.assert_array_equal(vjp(np.ones((0, 3, 3)), src, index, []), np.zeros((4, 3)))
+        with pytest.raises(ValueError, match="0 quantiles of q"):
+            vjp(np.ones((1, 3, 3)), src, index, [])
+    assert cs.scatter_quantile_jvp(src, index, np.ones((4, 3)), []).shape == (0, 3, 3)
